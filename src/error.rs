@@ -1,0 +1,212 @@
+//! The one public error type of the crate.
+//!
+//! Every fallible call in gralkor returns [`Result<T>`](crate::Result), whose error is
+//! [`Error`]. Variants say *what kind* of thing went wrong; the underlying cause, when
+//! there is one, is kept as a [`std::error::Error::source`] so a caller can walk the
+//! chain. Use [`Error::is_retryable`] to decide whether trying again can help.
+
+use std::time::Duration;
+
+/// Everything that can go wrong in gralkor.
+///
+/// The enum is `#[non_exhaustive]`: new kinds of failure may be added in minor releases,
+/// so match with a wildcard arm.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Configuration is invalid: `field` names the setting (or environment variable)
+    /// and `rule` the requirement it broke. Nothing was started or written.
+    #[error("invalid configuration: `{field}` {rule}")]
+    Config {
+        /// The setting, e.g. `falkordb.remote.port` or `OPENAI_API_KEY`.
+        field: String,
+        /// What the setting must satisfy, e.g. `must be between 1 and 65535`.
+        rule: String,
+    },
+
+    /// An argument of a call is invalid: `field` names it and `rule` says what it must
+    /// satisfy. Nothing was written.
+    #[error("invalid input: `{field}` {rule}")]
+    InvalidInput {
+        /// The argument, e.g. `graph` or `params.name`.
+        field: String,
+        /// The rule it broke.
+        rule: String,
+    },
+
+    /// FalkorDB rejected a query (syntax error, constraint, runtime error). Carries the
+    /// server's message; never the values of the query's parameters.
+    #[error("FalkorDB rejected the query on graph `{graph}`: {message}")]
+    Query {
+        /// The logical graph id the query ran against.
+        graph: String,
+        /// The message the server returned.
+        message: String,
+    },
+
+    /// The connection to FalkorDB failed or dropped. Usually transient: the handle
+    /// reconnects on the next call.
+    #[error("FalkorDB connection failed: {context}")]
+    Connection {
+        /// What was being attempted.
+        context: String,
+        /// The redis-rs error, when there is one.
+        #[source]
+        source: Option<redis::RedisError>,
+    },
+
+    /// An operation did not finish in time.
+    #[error("{operation} timed out after {after:?}")]
+    Timeout {
+        /// What was being attempted.
+        operation: String,
+        /// The limit that was exceeded.
+        after: Duration,
+    },
+
+    /// The server sent a reply gralkor does not understand (a protocol mismatch, such
+    /// as an unsupported FalkorDB version).
+    #[error("unexpected reply from FalkorDB: {0}")]
+    Protocol(String),
+
+    /// The embedded FalkorDB server could not be provisioned, started or stopped.
+    /// The message says what to install or which variable to set.
+    #[error("embedded FalkorDB: {message}")]
+    Embedded {
+        /// What went wrong and how to fix it.
+        message: String,
+        /// The I/O error underneath, when there is one.
+        #[source]
+        source: Option<std::io::Error>,
+    },
+
+    /// Another process (or another handle in this process) already owns the embedded
+    /// server's data directory.
+    #[error(
+        "the data directory {} is in use by another gralkor embedded server; \
+         use a different data_dir or stop the other process",
+        data_dir.display()
+    )]
+    DataDirLocked {
+        /// The contested directory.
+        data_dir: std::path::PathBuf,
+    },
+
+    /// A model provider (OpenAI, Gemini, …) answered with an error or could not be
+    /// reached. `status` is the HTTP status when there was a response, so callers can
+    /// tell a 5xx from a 4xx.
+    #[error("{provider} request failed{}: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Provider {
+        /// Provider name, e.g. `openai` or `google`.
+        provider: String,
+        /// HTTP status, if the provider answered.
+        status: Option<u16>,
+        /// What went wrong.
+        message: String,
+        /// How long the provider asked us to wait, if it said.
+        retry_after: Option<Duration>,
+        /// The transport error underneath, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+
+    /// A model's output could not be used: not JSON, not valid against the requested
+    /// schema, blocked by a safety filter or cut short.
+    #[error("{provider} model output unusable: {message}")]
+    ModelOutput {
+        /// Provider name.
+        provider: String,
+        /// What was wrong with the output.
+        message: String,
+    },
+
+    /// A requested item does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+
+    /// A local I/O error (files, directories).
+    #[error("I/O error: {context}")]
+    Io {
+        /// What was being attempted.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Whether trying the same operation again may succeed: dropped connections,
+    /// timeouts, provider rate limits (429) and provider server errors (5xx).
+    /// Configuration, input, query and 4xx errors are not retryable.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Connection { .. } | Error::Timeout { .. } => true,
+            Error::Provider { status, .. } => match status {
+                None => true,
+                Some(s) => *s == 408 || *s == 429 || *s >= 500,
+            },
+            _ => false,
+        }
+    }
+
+    /// Whether this is a provider rate limit (HTTP 429).
+    pub fn is_rate_limit(&self) -> bool {
+        matches!(self, Error::Provider { status: Some(429), .. })
+    }
+
+    pub(crate) fn config(field: impl Into<String>, rule: impl Into<String>) -> Self {
+        Error::Config { field: field.into(), rule: rule.into() }
+    }
+
+    pub(crate) fn invalid(field: impl Into<String>, rule: impl Into<String>) -> Self {
+        Error::InvalidInput { field: field.into(), rule: rule.into() }
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io { context: context.into(), source }
+    }
+}
+
+/// The crate's result type; the error defaults to [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retryable_kinds() {
+        let p = |status| Error::Provider {
+            provider: "openai".into(),
+            status,
+            message: "m".into(),
+            retry_after: None,
+            source: None,
+        };
+        assert!(p(Some(429)).is_retryable());
+        assert!(p(Some(503)).is_retryable());
+        assert!(p(None).is_retryable());
+        assert!(!p(Some(400)).is_retryable());
+        assert!(p(Some(429)).is_rate_limit());
+        assert!(!Error::config("a", "b").is_retryable());
+        assert!(Error::Timeout { operation: "q".into(), after: Duration::from_secs(1) }.is_retryable());
+    }
+
+    #[test]
+    fn messages_name_field_and_rule() {
+        let e = Error::config("falkordb.remote.port", "must be between 1 and 65535");
+        assert_eq!(
+            e.to_string(),
+            "invalid configuration: `falkordb.remote.port` must be between 1 and 65535"
+        );
+        let e = Error::Provider {
+            provider: "openai".into(),
+            status: Some(503),
+            message: "overloaded".into(),
+            retry_after: None,
+            source: None,
+        };
+        assert_eq!(e.to_string(), "openai request failed (HTTP 503): overloaded");
+    }
+}
