@@ -1,0 +1,591 @@
+//! OpenAI, and any server that speaks OpenAI's chat-completions and embeddings API
+//! (Ollama, vLLM, llama.cpp, …) through [`OpenAiBuilder::base_url`].
+//!
+//! Build one [`OpenAi`] connection per key; every model client made from it shares its
+//! [`Limiter`], [`RetryPolicy`] and [`UsageMeter`]:
+//!
+//! ```no_run
+//! use gralkor::llm::openai::OpenAi;
+//! use gralkor::llm::{GenerateRequest, LanguageModel, OutputSchema};
+//! use serde_json::json;
+//!
+//! # async fn run() -> gralkor::Result<()> {
+//! let openai = OpenAi::builder("sk-…").build()?;
+//! let llm = openai.chat("gpt-4.1-mini");
+//! let answer = llm
+//!     .generate(&GenerateRequest::new(OutputSchema::new(
+//!         "capital",
+//!         json!({"type": "object", "properties": {"city": {"type": "string"}},
+//!                "required": ["city"], "additionalProperties": false}),
+//!     )).user("What is the capital of France?"))
+//!     .await?;
+//! println!("{}", answer.value["city"]);
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::structured::{generate_with_repair, schema_instruction};
+use super::transport::{Call, Transport, default_http_client};
+use super::{
+    GenerateRequest, Generation, LanguageModel, Limiter, LimiterSettings, Message, ModelSize,
+    RetryPolicy, TokenUsage, UsageMeter, estimate_tokens, schema,
+};
+use crate::{Error, Result};
+
+mod embed;
+mod rerank;
+
+pub use embed::OpenAiEmbedder;
+pub use rerank::OpenAiReranker;
+
+/// OpenAI's public endpoint.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The provider name used in errors, logs and usage.
+pub const PROVIDER: &str = "openai";
+
+/// Builds an [`OpenAi`] connection.
+#[derive(Clone)]
+pub struct OpenAiBuilder {
+    api_key: String,
+    base_url: String,
+    http: Option<reqwest::Client>,
+    limiter: Option<Limiter>,
+    limits: LimiterSettings,
+    retry: RetryPolicy,
+    usage: Option<UsageMeter>,
+}
+
+impl fmt::Debug for OpenAiBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiBuilder")
+            .field("api_key", &"<redacted>")
+            .field("base_url", &self.base_url)
+            .field("limits", &self.limits)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiBuilder {
+    /// Another endpoint that speaks the same API, e.g. `http://localhost:11434/v1` for
+    /// Ollama. Requests go to `<base_url>/chat/completions` and `<base_url>/embeddings`.
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = url.into();
+        self
+    }
+
+    /// The reqwest client to send requests with (proxies, TLS roots, pools). The retry
+    /// policy's per-attempt timeout applies on top of it.
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http = Some(client);
+        self
+    }
+
+    /// Use this limiter (e.g. one shared with other connections). Without it the
+    /// process-wide limiter for this endpoint and key is used ([`Limiter::shared`]).
+    pub fn limiter(mut self, limiter: Limiter) -> Self {
+        self.limiter = Some(limiter);
+        self
+    }
+
+    /// Settings for the limiter created for this key when none is given.
+    pub fn limits(mut self, limits: LimiterSettings) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The retry policy.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The meter calls are recorded in (a new one by default).
+    pub fn usage(mut self, usage: UsageMeter) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Checks the settings and builds the connection. A blank key or a base URL that
+    /// is not `http(s)://…` is a [`Error::Config`].
+    pub fn build(self) -> Result<OpenAi> {
+        if self.api_key.trim().is_empty() {
+            return Err(Error::config("OPENAI_API_KEY", "must not be blank"));
+        }
+        let base_url = check_base_url("OPENAI_BASE_URL", &self.base_url)?;
+        let limiter = self
+            .limiter
+            .unwrap_or_else(|| Limiter::shared(PROVIDER, &base_url, &self.api_key, self.limits));
+        Ok(OpenAi {
+            inner: Arc::new(Connection {
+                official: base_url == DEFAULT_BASE_URL,
+                api_key: self.api_key,
+                base_url,
+                transport: Transport {
+                    provider: PROVIDER,
+                    http: self.http.unwrap_or_else(default_http_client),
+                    limiter,
+                    retry: self.retry,
+                    usage: self.usage.unwrap_or_default(),
+                },
+            }),
+        })
+    }
+}
+
+/// Validates a base URL and removes trailing slashes.
+pub(crate) fn check_base_url(field: &str, url: &str) -> Result<String> {
+    let url = url.trim().trim_end_matches('/');
+    let ok = reqwest::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+    if !ok {
+        return Err(Error::config(
+            field,
+            format!("must be an http:// or https:// URL (got `{url}`)"),
+        ));
+    }
+    Ok(url.to_string())
+}
+
+struct Connection {
+    api_key: String,
+    base_url: String,
+    /// Whether this is OpenAI itself (it wants `max_completion_tokens`; compatible
+    /// servers are sent `max_tokens`).
+    official: bool,
+    transport: Transport,
+}
+
+/// A connection to OpenAI (or a compatible server) for one key. Cheap to clone.
+#[derive(Clone)]
+pub struct OpenAi {
+    inner: Arc<Connection>,
+}
+
+impl fmt::Debug for OpenAi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAi")
+            .field("base_url", &self.inner.base_url)
+            .field("limiter", &self.inner.transport.limiter)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAi {
+    /// Starts building a connection with this API key, to [`DEFAULT_BASE_URL`], with
+    /// default limits and retry policy.
+    pub fn builder(api_key: impl Into<String>) -> OpenAiBuilder {
+        OpenAiBuilder {
+            api_key: api_key.into(),
+            base_url: DEFAULT_BASE_URL.to_string(),
+            http: None,
+            limiter: None,
+            limits: LimiterSettings::default(),
+            retry: RetryPolicy::default(),
+            usage: None,
+        }
+    }
+
+    /// A structured-generation client for `model` (also used for
+    /// [`ModelSize::Small`] until [`OpenAiChat::with_small_model`] is set).
+    pub fn chat(&self, model: impl Into<String>) -> OpenAiChat {
+        let model = model.into();
+        OpenAiChat {
+            conn: self.clone(),
+            small_model: model.clone(),
+            model,
+            temperature: Some(0.0),
+            reasoning_effort: None,
+            mode: OutputMode::Auto,
+            schema_unsupported: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The limiter every request of this connection goes through.
+    pub fn limiter(&self) -> &Limiter {
+        &self.inner.transport.limiter
+    }
+
+    /// The meter every request of this connection is recorded in.
+    pub fn usage(&self) -> &UsageMeter {
+        &self.inner.transport.usage
+    }
+
+    /// The endpoint.
+    pub fn base_url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}/{path}", self.inner.base_url)
+    }
+
+    fn auth(&self) -> [(&'static str, String); 1] {
+        [("authorization", format!("Bearer {}", self.inner.api_key))]
+    }
+
+    async fn post(
+        &self,
+        call: Call<'_>,
+        usage_of: impl Fn(&Value) -> TokenUsage,
+    ) -> Result<(Value, TokenUsage)> {
+        self.inner.transport.post(&call, usage_of).await
+    }
+}
+
+/// How answers are constrained to the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputMode {
+    /// `response_format: json_schema`; if the server rejects that (400/422 naming
+    /// `response_format` or `json_schema`), switch to [`OutputMode::JsonObject`] for
+    /// the rest of this client's life.
+    #[default]
+    Auto,
+    /// Always `response_format: json_schema` (strict when the schema allows it).
+    JsonSchema,
+    /// `response_format: json_object` with the schema stated in the prompt, for
+    /// servers without schema support.
+    JsonObject,
+}
+
+/// Structured generation through chat completions. Made by [`OpenAi::chat`].
+#[derive(Clone)]
+pub struct OpenAiChat {
+    conn: OpenAi,
+    model: String,
+    small_model: String,
+    temperature: Option<f32>,
+    reasoning_effort: Option<String>,
+    mode: OutputMode,
+    schema_unsupported: Arc<AtomicBool>,
+}
+
+impl fmt::Debug for OpenAiChat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiChat")
+            .field("base_url", &self.conn.inner.base_url)
+            .field("model", &self.model)
+            .field("small_model", &self.small_model)
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `model` is a reasoning model, which takes no `temperature`: the o-series
+/// and GPT-5 and later (except the `-chat` variants).
+pub fn is_reasoning_model(model: &str) -> bool {
+    let m = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    if m.contains("-chat") {
+        return false;
+    }
+    let o_series = m.len() >= 2
+        && m.starts_with('o')
+        && m[1..].chars().next().is_some_and(|c| c.is_ascii_digit());
+    let gpt_major = m
+        .strip_prefix("gpt-")
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse::<u32>().ok());
+    o_series || gpt_major.is_some_and(|n| n >= 5)
+}
+
+/// The `reasoning_effort` gralkor sends by default: `none` for GPT-5.5 and GPT-5.6
+/// (so memory writes do not inherit an incompatible reasoning tier), nothing otherwise.
+pub fn default_reasoning_effort(model: &str) -> Option<&'static str> {
+    let m = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    let pinned = ["gpt-5.5", "gpt-5.6"].iter().any(|p| {
+        m.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+    });
+    pinned.then_some("none")
+}
+
+impl OpenAiChat {
+    /// The model for [`ModelSize::Small`] requests.
+    pub fn with_small_model(mut self, model: impl Into<String>) -> Self {
+        self.small_model = model.into();
+        self
+    }
+
+    /// Sampling temperature for non-reasoning models (default `Some(0.0)`); `None`
+    /// leaves the server's default. Reasoning models never get one.
+    pub fn with_temperature(mut self, temperature: Option<f32>) -> Self {
+        self.temperature = temperature;
+        self
+    }
+
+    /// `reasoning_effort` for reasoning models, overriding
+    /// [`default_reasoning_effort`].
+    pub fn with_reasoning_effort(mut self, effort: impl Into<String>) -> Self {
+        self.reasoning_effort = Some(effort.into());
+        self
+    }
+
+    /// How answers are constrained (default [`OutputMode::Auto`]).
+    pub fn with_output_mode(mut self, mode: OutputMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The connection this client uses.
+    pub fn connection(&self) -> &OpenAi {
+        &self.conn
+    }
+
+    fn use_json_object(&self) -> bool {
+        match self.mode {
+            OutputMode::JsonObject => true,
+            OutputMode::JsonSchema => false,
+            OutputMode::Auto => self.schema_unsupported.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The request body for one attempt.
+    pub(crate) fn body(
+        &self,
+        request: &GenerateRequest,
+        messages: &[Message],
+        json_object: bool,
+    ) -> Value {
+        let model = match request.size {
+            ModelSize::Default => &self.model,
+            ModelSize::Small => &self.small_model,
+        };
+        let mut wire: Vec<Value> = messages
+            .iter()
+            .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+            .collect();
+        let response_format = if json_object {
+            let instruction = schema_instruction(&request.schema);
+            match wire.last_mut() {
+                Some(last) if last["role"] == "user" => {
+                    let text = format!(
+                        "{}\n\n{instruction}",
+                        last["content"].as_str().unwrap_or_default()
+                    );
+                    last["content"] = Value::from(text);
+                }
+                _ => wire.push(json!({"role": "user", "content": instruction})),
+            }
+            json!({"type": "json_object"})
+        } else {
+            json!({"type": "json_schema", "json_schema": {
+                "name": request.schema.name,
+                "schema": request.schema.schema,
+                "strict": schema::is_strict_compatible(&request.schema.schema),
+            }})
+        };
+        let mut body =
+            json!({"model": model, "messages": wire, "response_format": response_format});
+        let cap = if self.conn.inner.official {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        body[cap] = Value::from(request.max_output_tokens);
+        if is_reasoning_model(model) {
+            let effort = self
+                .reasoning_effort
+                .as_deref()
+                .or_else(|| default_reasoning_effort(model));
+            if let Some(effort) = effort {
+                body["reasoning_effort"] = Value::from(effort);
+            }
+        } else if let Some(t) = self.temperature {
+            body["temperature"] = json!(t);
+        }
+        body
+    }
+
+    async fn ask(
+        &self,
+        request: &GenerateRequest,
+        messages: Vec<Message>,
+    ) -> Result<(String, TokenUsage)> {
+        let json_object = self.use_json_object();
+        let body = self.body(request, &messages, json_object);
+        let estimate = messages
+            .iter()
+            .map(|m| estimate_tokens(&m.content))
+            .sum::<u64>()
+            + u64::from(request.max_output_tokens);
+        let auth = self.conn.auth();
+        let call = Call {
+            operation: "chat",
+            label: &request.label,
+            url: self.conn.url("chat/completions"),
+            headers: &auth,
+            body: &body,
+            estimated_tokens: estimate,
+        };
+        let reply = match self.conn.post(call, chat_usage).await {
+            Err(Error::Provider {
+                status: Some(400 | 422),
+                message,
+                ..
+            }) if self.mode == OutputMode::Auto
+                && !json_object
+                && mentions_response_format(&message) =>
+            {
+                tracing::warn!(model = %self.model, %message, "server rejected json_schema; falling back to json_object");
+                self.schema_unsupported.store(true, Ordering::Relaxed);
+                let body = self.body(request, &messages, true);
+                let call = Call {
+                    operation: "chat",
+                    label: &request.label,
+                    url: self.conn.url("chat/completions"),
+                    headers: &auth,
+                    body: &body,
+                    estimated_tokens: estimate,
+                };
+                self.conn.post(call, chat_usage).await
+            }
+            other => other,
+        };
+        let (reply, usage) = reply?;
+        let text = chat_text(&reply, request.max_output_tokens)?;
+        Ok((text, usage))
+    }
+}
+
+fn mentions_response_format(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("response_format") || m.contains("json_schema")
+}
+
+fn chat_usage(reply: &Value) -> TokenUsage {
+    let n = |p: &str| reply.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    TokenUsage {
+        prompt_tokens: n("/usage/prompt_tokens"),
+        completion_tokens: n("/usage/completion_tokens"),
+    }
+}
+
+/// The answer text of a chat completion, or why there is none.
+fn chat_text(reply: &Value, max_output_tokens: u32) -> Result<String> {
+    let output_error = |message: String| Error::ModelOutput {
+        provider: PROVIDER.to_string(),
+        message,
+    };
+    let choice = reply
+        .pointer("/choices/0")
+        .ok_or_else(|| output_error("the reply has no choices".to_string()))?;
+    if let Some(refusal) = choice.pointer("/message/refusal").and_then(Value::as_str) {
+        return Err(output_error(format!("the model refused: {refusal}")));
+    }
+    match choice.get("finish_reason").and_then(Value::as_str) {
+        Some("length") => {
+            return Err(output_error(format!(
+                "the answer was cut off at max_output_tokens = {max_output_tokens}; raise the cap or shorten the input"
+            )));
+        }
+        Some("content_filter") => {
+            return Err(output_error(
+                "the answer was blocked by the content filter".to_string(),
+            ));
+        }
+        _ => {}
+    }
+    Ok(choice
+        .pointer("/message/content")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string())
+}
+
+#[async_trait]
+impl LanguageModel for OpenAiChat {
+    /// Sends a chat completion constrained to the schema; see [`LanguageModel::generate`].
+    ///
+    /// ```no_run
+    /// # use gralkor::llm::{openai::OpenAi, GenerateRequest, LanguageModel, OutputSchema};
+    /// # async fn run() -> gralkor::Result<()> {
+    /// let llm = OpenAi::builder("ollama").base_url("http://localhost:11434/v1").build()?.chat("qwen3");
+    /// let schema = OutputSchema::new("yes_no", serde_json::json!({
+    ///     "type": "object", "properties": {"yes": {"type": "boolean"}}, "required": ["yes"]}));
+    /// let answer = llm.generate(&GenerateRequest::new(schema).user("Is water wet?")).await?;
+    /// # Ok(()) }
+    /// ```
+    async fn generate(&self, request: &GenerateRequest) -> Result<Generation> {
+        generate_with_repair(PROVIDER, request, |messages| self.ask(request, messages)).await
+    }
+
+    fn provider(&self) -> &str {
+        PROVIDER
+    }
+
+    fn model(&self, size: ModelSize) -> &str {
+        match size {
+            ModelSize::Default => &self.model,
+            ModelSize::Small => &self.small_model,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasoning_models() {
+        for m in [
+            "o1",
+            "o3-mini",
+            "o4-mini",
+            "gpt-5",
+            "gpt-5-mini",
+            "gpt-5.5",
+            "gpt-6-luna",
+            "openai/gpt-5.1",
+        ] {
+            assert!(is_reasoning_model(m), "{m}");
+        }
+        for m in [
+            "gpt-4.1-mini",
+            "gpt-4o",
+            "gpt-5-chat-latest",
+            "llama3.1",
+            "omni",
+            "qwen3",
+        ] {
+            assert!(!is_reasoning_model(m), "{m}");
+        }
+    }
+
+    #[test]
+    fn reasoning_effort_none_for_gpt_5_5_and_5_6_only() {
+        assert_eq!(default_reasoning_effort("gpt-5.5"), Some("none"));
+        assert_eq!(default_reasoning_effort("gpt-5.6-mini"), Some("none"));
+        assert_eq!(default_reasoning_effort("GPT-5.5"), Some("none"));
+        assert_eq!(default_reasoning_effort("gpt-5.55"), None);
+        assert_eq!(default_reasoning_effort("gpt-5"), None);
+        assert_eq!(default_reasoning_effort("gpt-5.1"), None);
+    }
+
+    #[test]
+    fn base_urls() {
+        assert_eq!(
+            check_base_url("X", "http://localhost:11434/v1/").unwrap(),
+            "http://localhost:11434/v1"
+        );
+        let err = check_base_url("OPENAI_BASE_URL", "localhost:1234").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`OPENAI_BASE_URL` must be an http:// or https:// URL"),
+            "{err}"
+        );
+    }
+}
