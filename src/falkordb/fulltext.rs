@@ -82,13 +82,22 @@ mod tests {
 
     #[test]
     fn issue_inputs_become_plain_terms() {
-        assert_eq!(q("c0ffee00-1234-5678").as_deref(), Some("c0ffee00 | 1234 | 5678"));
+        assert_eq!(
+            q("c0ffee00-1234-5678").as_deref(),
+            Some("c0ffee00 | 1234 | 5678")
+        );
         assert_eq!(q("a/b\\c|d").as_deref(), Some("b | c | d"));
-        assert_eq!(q("`code` and 50% @user *star*").as_deref(), Some("code | 50 | user | star"));
+        assert_eq!(
+            q("`code` and 50% @user *star*").as_deref(),
+            Some("code | 50 | user | star")
+        );
         assert_eq!(q("_"), None);
         assert_eq!(q("__init__").as_deref(), Some("init"));
         assert_eq!(q("snake_case_name").as_deref(), Some("snake\\_case\\_name"));
-        assert_eq!(q("\"quoted\" [x] {y} (z)").as_deref(), Some("quoted | x | y | z"));
+        assert_eq!(
+            q("\"quoted\" [x] {y} (z)").as_deref(),
+            Some("quoted | x | y | z")
+        );
         assert_eq!(q("😀🎉"), None);
         assert_eq!(q(""), None);
         assert_eq!(q("The AND"), None);
@@ -96,12 +105,18 @@ mod tests {
 
     #[test]
     fn unicode_words_are_kept_and_lowercased() {
-        assert_eq!(q("Ærøskøbing Café 東京").as_deref(), Some("ærøskøbing | café | 東京"));
+        assert_eq!(
+            q("Ærøskøbing Café 東京").as_deref(),
+            Some("ærøskøbing | café | 東京")
+        );
     }
 
     #[test]
     fn long_text_is_capped_and_deduplicated() {
-        let text = (0..500).map(|i| format!("w{i} w{i}")).collect::<Vec<_>>().join(" ");
+        let text = (0..500)
+            .map(|i| format!("w{i} w{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
         let out = q(&text).unwrap();
         assert_eq!(out.split(" | ").count(), MAX_FULLTEXT_TERMS);
         let blob = "x".repeat(1000);

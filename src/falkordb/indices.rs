@@ -78,8 +78,15 @@ fn strings<I: IntoIterator<Item = S>, S: Into<String>>(i: I) -> Vec<String> {
 
 impl IndexSpec {
     /// A range index on node properties.
-    pub fn range_nodes<S: Into<String>>(label: impl Into<String>, properties: impl IntoIterator<Item = S>) -> Self {
-        IndexSpec { entity: IndexEntity::Node(label.into()), properties: strings(properties), kind: IndexKind::Range }
+    pub fn range_nodes<S: Into<String>>(
+        label: impl Into<String>,
+        properties: impl IntoIterator<Item = S>,
+    ) -> Self {
+        IndexSpec {
+            entity: IndexEntity::Node(label.into()),
+            properties: strings(properties),
+            kind: IndexKind::Range,
+        }
     }
 
     /// A range index on relationship properties.
@@ -103,7 +110,10 @@ impl IndexSpec {
         IndexSpec {
             entity: IndexEntity::Node(label.into()),
             properties: strings(properties),
-            kind: IndexKind::Fulltext { stopwords: strings(stopwords.iter().copied()), language: Some("english".into()) },
+            kind: IndexKind::Fulltext {
+                stopwords: strings(stopwords.iter().copied()),
+                language: Some("english".into()),
+            },
         }
     }
 
@@ -120,11 +130,19 @@ impl IndexSpec {
     }
 
     /// A vector index on one node property.
-    pub fn vector_nodes(label: impl Into<String>, property: impl Into<String>, dimension: u32, similarity: Similarity) -> Self {
+    pub fn vector_nodes(
+        label: impl Into<String>,
+        property: impl Into<String>,
+        dimension: u32,
+        similarity: Similarity,
+    ) -> Self {
         IndexSpec {
             entity: IndexEntity::Node(label.into()),
             properties: vec![property.into()],
-            kind: IndexKind::Vector { dimension, similarity },
+            kind: IndexKind::Vector {
+                dimension,
+                similarity,
+            },
         }
     }
 
@@ -145,7 +163,10 @@ impl IndexSpec {
         let (IndexEntity::Node(name) | IndexEntity::Relationship(name)) = &self.entity;
         check_identifier("index.entity", name)?;
         if self.properties.is_empty() {
-            return Err(Error::invalid("index.properties", "must name at least one property"));
+            return Err(Error::invalid(
+                "index.properties",
+                "must name at least one property",
+            ));
         }
         for p in &self.properties {
             check_identifier("index.properties", p)?;
@@ -153,13 +174,21 @@ impl IndexSpec {
         match &self.kind {
             IndexKind::Vector { dimension, .. } => {
                 if self.properties.len() != 1 {
-                    return Err(Error::invalid("index.properties", "must name exactly one property for a vector index"));
+                    return Err(Error::invalid(
+                        "index.properties",
+                        "must name exactly one property for a vector index",
+                    ));
                 }
                 if *dimension == 0 || *dimension > 65_536 {
-                    return Err(Error::invalid("index.dimension", "must be between 1 and 65536"));
+                    return Err(Error::invalid(
+                        "index.dimension",
+                        "must be between 1 and 65536",
+                    ));
                 }
             }
-            IndexKind::Fulltext { language: Some(l), .. } => check_identifier("index.language", l)?,
+            IndexKind::Fulltext {
+                language: Some(l), ..
+            } => check_identifier("index.language", l)?,
             _ => {}
         }
         Ok(())
@@ -177,9 +206,13 @@ impl IndexSpec {
         let pattern = self.pattern(property);
         Ok(match &self.kind {
             IndexKind::Range => format!("CREATE INDEX {pattern}"),
-            IndexKind::Fulltext { stopwords, language } => {
+            IndexKind::Fulltext {
+                stopwords,
+                language,
+            } => {
                 let mut opts = String::from("{stopwords:");
-                let words = Value::List(stopwords.iter().map(|s| Value::String(s.clone())).collect());
+                let words =
+                    Value::List(stopwords.iter().map(|s| Value::String(s.clone())).collect());
                 encode_value(&mut opts, &words, "index.stopwords")?;
                 if let Some(l) = language {
                     opts.push_str(&format!(",language:'{l}'"));
@@ -187,12 +220,17 @@ impl IndexSpec {
                 opts.push('}');
                 format!("CREATE FULLTEXT INDEX {pattern} OPTIONS {opts}")
             }
-            IndexKind::Vector { dimension, similarity } => {
+            IndexKind::Vector {
+                dimension,
+                similarity,
+            } => {
                 let f = match similarity {
                     Similarity::Cosine => "cosine",
                     Similarity::Euclidean => "euclidean",
                 };
-                format!("CREATE VECTOR INDEX {pattern} OPTIONS {{dimension:{dimension}, similarityFunction:'{f}'}}")
+                format!(
+                    "CREATE VECTOR INDEX {pattern} OPTIONS {{dimension:{dimension}, similarityFunction:'{f}'}}"
+                )
             }
         })
     }
@@ -250,7 +288,10 @@ impl FalkorDb {
             }
         }
         self.wait_operational(graph, &spec.entity).await?;
-        if created && matches!(spec.kind, IndexKind::Vector { .. }) && self.embedded_server().is_some() {
+        if created
+            && matches!(spec.kind, IndexKind::Vector { .. })
+            && self.embedded_server().is_some()
+        {
             self.rewrite_aof().await?;
         }
         Ok(created)
@@ -261,10 +302,14 @@ impl FalkorDb {
         spec.validate()?;
         let mut dropped = false;
         for property in &spec.properties {
-            match self.query(graph, &spec.drop_statement(property), &Params::new()).await {
+            match self
+                .query(graph, &spec.drop_statement(property), &Params::new())
+                .await
+            {
                 Ok(_) => dropped = true,
                 Err(Error::Query { message, .. })
-                    if message.contains("not indexed") || message.contains("Unable to drop index") => {}
+                    if message.contains("not indexed")
+                        || message.contains("Unable to drop index") => {}
                 Err(e) => return Err(e),
             }
         }
@@ -283,38 +328,68 @@ impl FalkorDb {
             .await?;
         let mut out = Vec::new();
         for row in res.into_maps() {
-            let label = row.get("label").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let label = row
+                .get("label")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
             let entity = match row.get("entitytype").and_then(Value::as_str) {
                 Some("RELATIONSHIP") => IndexEntity::Relationship(label),
                 _ => IndexEntity::Node(label),
             };
             let operational = row.get("status").and_then(Value::as_str) == Some("OPERATIONAL");
-            let language = row.get("language").and_then(Value::as_str).map(str::to_owned);
+            let language = row
+                .get("language")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
             let stopwords: Vec<String> = row
                 .get("stopwords")
                 .and_then(Value::as_list)
-                .map(|l| l.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                })
                 .unwrap_or_default();
             let empty = Default::default();
             let options = row.get("options").and_then(Value::as_map).unwrap_or(&empty);
-            let Some(types) = row.get("types").and_then(Value::as_map) else { continue };
+            let Some(types) = row.get("types").and_then(Value::as_map) else {
+                continue;
+            };
             for (property, kinds) in types {
                 for kind in kinds.as_list().unwrap_or_default() {
                     let kind = match kind.as_str() {
                         Some("RANGE") => IndexKind::Range,
-                        Some("FULLTEXT") => IndexKind::Fulltext { stopwords: stopwords.clone(), language: language.clone() },
+                        Some("FULLTEXT") => IndexKind::Fulltext {
+                            stopwords: stopwords.clone(),
+                            language: language.clone(),
+                        },
                         Some("VECTOR") => {
                             let o = options.get(property).and_then(Value::as_map);
-                            let dimension = o.and_then(|o| o.get("dimension")).and_then(Value::as_int).unwrap_or(0) as u32;
-                            let similarity = match o.and_then(|o| o.get("similarityFunction")).and_then(Value::as_str) {
+                            let dimension = o
+                                .and_then(|o| o.get("dimension"))
+                                .and_then(Value::as_int)
+                                .unwrap_or(0) as u32;
+                            let similarity = match o
+                                .and_then(|o| o.get("similarityFunction"))
+                                .and_then(Value::as_str)
+                            {
                                 Some("euclidean") => Similarity::Euclidean,
                                 _ => Similarity::Cosine,
                             };
-                            IndexKind::Vector { dimension, similarity }
+                            IndexKind::Vector {
+                                dimension,
+                                similarity,
+                            }
                         }
                         _ => continue,
                     };
-                    out.push(IndexInfo { entity: entity.clone(), property: property.clone(), kind, operational });
+                    out.push(IndexInfo {
+                        entity: entity.clone(),
+                        property: property.clone(),
+                        kind,
+                        operational,
+                    });
                 }
             }
         }
@@ -326,7 +401,11 @@ impl FalkorDb {
         let mut delay = Duration::from_millis(5);
         loop {
             let indices = self.list_indices(graph).await?;
-            if indices.iter().filter(|i| &i.entity == entity).all(|i| i.operational) {
+            if indices
+                .iter()
+                .filter(|i| &i.entity == entity)
+                .all(|i| i.operational)
+            {
                 return Ok(());
             }
             if start.elapsed() > INDEX_BUILD_DEADLINE {
@@ -350,17 +429,27 @@ impl FalkorDb {
             let info = match self.raw(&["INFO", "persistence"]).await? {
                 redis::Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
                 redis::Value::VerbatimString { text, .. } => text,
-                other => return Err(Error::Protocol(format!("INFO persistence returned {other:?}"))),
+                other => {
+                    return Err(Error::Protocol(format!(
+                        "INFO persistence returned {other:?}"
+                    )));
+                }
             };
             let busy = info.lines().any(|l| {
                 l.trim() == "aof_rewrite_in_progress:1" || l.trim() == "aof_rewrite_scheduled:1"
             });
             if !busy {
-                info!(elapsed_ms = start.elapsed().as_millis() as u64, "AOF rewritten");
+                info!(
+                    elapsed_ms = start.elapsed().as_millis() as u64,
+                    "AOF rewritten"
+                );
                 return Ok(());
             }
             if start.elapsed() > INDEX_BUILD_DEADLINE {
-                return Err(Error::Timeout { operation: "rewriting the AOF".into(), after: INDEX_BUILD_DEADLINE });
+                return Err(Error::Timeout {
+                    operation: "rewriting the AOF".into(),
+                    after: INDEX_BUILD_DEADLINE,
+                });
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -375,7 +464,13 @@ impl FalkorDb {
         let mut repaired = 0;
         for graph in self.list_graphs().await? {
             for index in self.list_indices(&graph).await? {
-                let IndexKind::Vector { dimension, similarity } = index.kind else { continue };
+                let IndexKind::Vector {
+                    dimension,
+                    similarity,
+                } = index.kind
+                else {
+                    continue;
+                };
                 if self.vector_index_answers(&graph, &index).await? {
                     continue;
                 }
@@ -383,7 +478,10 @@ impl FalkorDb {
                 let spec = IndexSpec {
                     entity: index.entity.clone(),
                     properties: vec![index.property.clone()],
-                    kind: IndexKind::Vector { dimension, similarity },
+                    kind: IndexKind::Vector {
+                        dimension,
+                        similarity,
+                    },
                 };
                 self.drop_index(&graph, &spec).await?;
                 self.create_index(&graph, &spec).await?;
@@ -398,7 +496,11 @@ impl FalkorDb {
         let p = &index.property;
         let (pattern, procedure, yielded) = match &index.entity {
             IndexEntity::Node(l) => (format!("(x:{l})"), "db.idx.vector.queryNodes", "node"),
-            IndexEntity::Relationship(t) => (format!("()-[x:{t}]->()"), "db.idx.vector.queryRelationships", "relationship"),
+            IndexEntity::Relationship(t) => (
+                format!("()-[x:{t}]->()"),
+                "db.idx.vector.queryRelationships",
+                "relationship",
+            ),
         };
         let (IndexEntity::Node(name) | IndexEntity::Relationship(name)) = &index.entity;
         let sample = self
@@ -409,7 +511,9 @@ impl FalkorDb {
             )
             .await?;
         let count = sample.get(0, "c").and_then(Value::as_int).unwrap_or(0);
-        let Some(Value::Vector(v)) = sample.get(0, "v").cloned() else { return Ok(true) };
+        let Some(Value::Vector(v)) = sample.get(0, "v").cloned() else {
+            return Ok(true);
+        };
         if count == 0 {
             return Ok(true);
         }

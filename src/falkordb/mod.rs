@@ -48,6 +48,11 @@ use reply::{ParseError, Schema};
 /// Prefix of every physical graph name gralkor creates.
 const GRAPH_PREFIX: &str = "g_";
 
+/// A graph that is always empty (its logical id would be blank, which is never
+/// accepted): read-only queries on a graph that does not exist yet run here, so they
+/// see an empty graph instead of FalkorDB's "empty key" error.
+const EMPTY_GRAPH: &str = GRAPH_PREFIX;
+
 /// The physical FalkorDB graph name for a logical graph id: `g_` followed by the
 /// lowercase hex of the id's UTF-8 bytes.
 ///
@@ -94,7 +99,9 @@ struct Inner {
 
 impl std::fmt::Debug for FalkorDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FalkorDb").field("embedded", &self.inner.server).finish()
+        f.debug_struct("FalkorDb")
+            .field("embedded", &self.inner.server)
+            .finish()
     }
 }
 
@@ -126,7 +133,10 @@ impl FalkorDb {
             let conn = open(info, &config).await?;
             return Ok(Self::from_parts(conn, None, false, config.response_timeout));
         }
-        let embedded = config.embedded.as_ref().expect("validated: a backend is configured");
+        let embedded = config
+            .embedded
+            .as_ref()
+            .expect("validated: a backend is configured");
         let server = EmbeddedServer::start(embedded).await?;
         match Self::attach_inner(&server, &config, true).await {
             Ok(db) => {
@@ -147,17 +157,29 @@ impl FalkorDb {
         let mut config = FalkorConfig::embedded(EmbeddedConfig::new(server.data_dir()));
         config.response_timeout = response_timeout;
         if response_timeout.is_zero() {
-            return Err(Error::config("falkordb.response_timeout", "must be positive"));
+            return Err(Error::config(
+                "falkordb.response_timeout",
+                "must be positive",
+            ));
         }
         Self::attach_inner(server, &config, false).await
     }
 
-    async fn attach_inner(server: &EmbeddedServer, config: &FalkorConfig, owns: bool) -> Result<FalkorDb> {
+    async fn attach_inner(
+        server: &EmbeddedServer,
+        config: &FalkorConfig,
+        owns: bool,
+    ) -> Result<FalkorDb> {
         let info = redis::ConnectionAddr::Unix(server.socket_path().to_path_buf());
         let info = redis::IntoConnectionInfo::into_connection_info(info)
             .map_err(|e| connection_error("building connection info", e))?;
         let conn = open(info, config).await?;
-        Ok(Self::from_parts(conn, Some(server.clone()), owns, config.response_timeout))
+        Ok(Self::from_parts(
+            conn,
+            Some(server.clone()),
+            owns,
+            config.response_timeout,
+        ))
     }
 
     fn from_parts(
@@ -195,7 +217,12 @@ impl FalkorDb {
     pub async fn admit_write(&self) -> WritePermit {
         match &self.inner.write_gate {
             Some(gate) => WritePermit {
-                _permit: Some(gate.clone().acquire_owned().await.expect("the write gate is never closed")),
+                _permit: Some(
+                    gate.clone()
+                        .acquire_owned()
+                        .await
+                        .expect("the write gate is never closed"),
+                ),
             },
             None => WritePermit { _permit: None },
         }
@@ -219,7 +246,9 @@ impl FalkorDb {
         let name = physical_graph_name(graph)?;
         let text = params::build_query(query, params)?;
         let span = tracing::debug_span!("falkordb.query", graph, ro = false);
-        self.run(graph, &name, "GRAPH.QUERY", &text).instrument(span).await
+        self.run(graph, &name, "GRAPH.QUERY", &text)
+            .instrument(span)
+            .await
     }
 
     /// Runs a read-only query (`GRAPH.RO_QUERY`); the server refuses writes. Retried a
@@ -242,7 +271,7 @@ impl FalkorDb {
             let mut delay = Duration::from_millis(50);
             let mut attempt = 1;
             loop {
-                match self.run(graph, &name, "GRAPH.RO_QUERY", &text).await {
+                match self.run_read(graph, &name, &text).await {
                     Err(e) if e.is_retryable() && attempt < 5 => {
                         tracing::warn!(attempt, error = %e, "read failed; retrying");
                         self.wait_for_server(delay).await;
@@ -272,24 +301,34 @@ impl FalkorDb {
     /// assert_eq!(results.len(), 100);
     /// # Ok(()) }
     /// ```
-    pub async fn pipeline(&self, graph: &str, statements: &[(String, Params)]) -> Result<Vec<QueryResult>> {
+    pub async fn pipeline(
+        &self,
+        graph: &str,
+        statements: &[(String, Params)],
+    ) -> Result<Vec<QueryResult>> {
         let name = physical_graph_name(graph)?;
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for (i, (q, p)) in statements.iter().enumerate() {
             let text = params::build_query(q, p).map_err(|e| match e {
-                Error::InvalidInput { field, rule } => {
-                    Error::InvalidInput { field: format!("statements[{i}].{field}"), rule }
-                }
+                Error::InvalidInput { field, rule } => Error::InvalidInput {
+                    field: format!("statements[{i}].{field}"),
+                    rule,
+                },
                 other => other,
             })?;
-            pipe.cmd("GRAPH.QUERY").arg(&name).arg(text).arg("--compact");
+            pipe.cmd("GRAPH.QUERY")
+                .arg(&name)
+                .arg(text)
+                .arg("--compact");
         }
         let span = tracing::debug_span!("falkordb.pipeline", graph, statements = statements.len());
         async {
             let mut conn = self.inner.conn.clone();
-            let replies: Vec<redis::Value> =
-                pipe.query_async(&mut conn).await.map_err(|e| self.map_err(graph, e))?;
+            let replies: Vec<redis::Value> = pipe
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.map_err(graph, e))?;
             let mut out = Vec::with_capacity(replies.len());
             for (i, reply) in replies.into_iter().enumerate() {
                 if let redis::Value::ServerError(err) = &reply {
@@ -323,9 +362,15 @@ impl FalkorDb {
     pub async fn delete_graph(&self, graph: &str) -> Result<bool> {
         let name = physical_graph_name(graph)?;
         let mut conn = self.inner.conn.clone();
-        let res: redis::RedisResult<redis::Value> =
-            redis::cmd("GRAPH.DELETE").arg(&name).query_async(&mut conn).await;
-        self.inner.schemas.lock().expect("schema cache poisoned").remove(&name);
+        let res: redis::RedisResult<redis::Value> = redis::cmd("GRAPH.DELETE")
+            .arg(&name)
+            .query_async(&mut conn)
+            .await;
+        self.inner
+            .schemas
+            .lock()
+            .expect("schema cache poisoned")
+            .remove(&name);
         match res.map_err(|e| self.map_err(graph, e)) {
             Ok(_) => Ok(true),
             // FalkorDB answers "Invalid graph operation on empty key" for a missing graph.
@@ -352,6 +397,24 @@ impl FalkorDb {
         }
     }
 
+    /// A read-only query; on a graph that does not exist, the same query on an empty
+    /// graph.
+    async fn run_read(&self, graph: &str, name: &str, text: &str) -> Result<QueryResult> {
+        match self.run(graph, name, "GRAPH.RO_QUERY", text).await {
+            Err(Error::Query { message, .. }) if message.contains("empty key") => {}
+            other => return other,
+        }
+        match self.run(graph, EMPTY_GRAPH, "GRAPH.RO_QUERY", text).await {
+            Err(Error::Query { message, .. }) if message.contains("empty key") => {
+                // Create the empty graph (any GRAPH.QUERY creates its key), then retry.
+                self.run(graph, EMPTY_GRAPH, "GRAPH.QUERY", "RETURN 1")
+                    .await?;
+                self.run(graph, EMPTY_GRAPH, "GRAPH.RO_QUERY", text).await
+            }
+            other => other,
+        }
+    }
+
     /// Sends one graph command and parses its reply.
     async fn run(&self, graph: &str, name: &str, command: &str, text: &str) -> Result<QueryResult> {
         let mut conn = self.inner.conn.clone();
@@ -368,7 +431,13 @@ impl FalkorDb {
     /// Parses a reply, refreshing the graph's schema cache once if it names an id the
     /// cache does not know.
     async fn parse(&self, graph: &str, name: &str, reply: &redis::Value) -> Result<QueryResult> {
-        let cached = self.inner.schemas.lock().expect("schema cache poisoned").get(name).cloned();
+        let cached = self
+            .inner
+            .schemas
+            .lock()
+            .expect("schema cache poisoned")
+            .get(name)
+            .cloned();
         let schema = cached.unwrap_or_default();
         match reply::parse_reply(reply, &schema) {
             Ok(r) => return Ok(r),
@@ -383,27 +452,40 @@ impl FalkorDb {
             .insert(name.to_owned(), fresh.clone());
         reply::parse_reply(reply, &fresh).map_err(|e| match e {
             ParseError::Malformed(m) => Error::Protocol(m),
-            ParseError::UnknownId => {
-                Error::Protocol("a reply names a label, key or type the graph's schema does not list".into())
-            }
+            ParseError::UnknownId => Error::Protocol(
+                "a reply names a label, key or type the graph's schema does not list".into(),
+            ),
         })
     }
 
     async fn load_schema(&self, graph: &str, name: &str) -> Result<Schema> {
         let mut pipe = redis::pipe();
         for proc in ["db.labels()", "db.propertyKeys()", "db.relationshipTypes()"] {
-            pipe.cmd("GRAPH.RO_QUERY").arg(name).arg(format!("CALL {proc}")).arg("--compact");
+            pipe.cmd("GRAPH.RO_QUERY")
+                .arg(name)
+                .arg(format!("CALL {proc}"))
+                .arg("--compact");
         }
         let mut conn = self.inner.conn.clone();
-        let replies: Vec<redis::Value> =
-            pipe.query_async(&mut conn).await.map_err(|e| self.map_err(graph, e))?;
+        let replies: Vec<redis::Value> = pipe
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.map_err(graph, e))?;
         let lists = replies
             .iter()
-            .map(|r| reply::parse_name_list(r).map_err(|_| Error::Protocol("malformed schema listing".into())))
+            .map(|r| {
+                reply::parse_name_list(r)
+                    .map_err(|_| Error::Protocol("malformed schema listing".into()))
+            })
             .collect::<Result<Vec<_>>>()?;
-        let [labels, property_keys, relationship_types]: [Vec<String>; 3] =
-            lists.try_into().map_err(|_| Error::Protocol("schema listing incomplete".into()))?;
-        Ok(Schema { labels, property_keys, relationship_types })
+        let [labels, property_keys, relationship_types]: [Vec<String>; 3] = lists
+            .try_into()
+            .map_err(|_| Error::Protocol("schema listing incomplete".into()))?;
+        Ok(Schema {
+            labels,
+            property_keys,
+            relationship_types,
+        })
     }
 
     fn map_err(&self, graph: &str, e: redis::RedisError) -> Error {
@@ -417,7 +499,9 @@ impl FalkorDb {
             cmd.arg(*a);
         }
         let mut conn = self.inner.conn.clone();
-        cmd.query_async(&mut conn).await.map_err(|e| self.map_err("*", e))
+        cmd.query_async(&mut conn)
+            .await
+            .map_err(|e| self.map_err("*", e))
     }
 }
 
@@ -463,7 +547,10 @@ async fn open(info: redis::ConnectionInfo, config: &FalkorConfig) -> Result<Conn
 }
 
 fn connection_error(context: &str, e: redis::RedisError) -> Error {
-    Error::Connection { context: format!("{context}: {e}"), source: Some(e) }
+    Error::Connection {
+        context: format!("{context}: {e}"),
+        source: Some(e),
+    }
 }
 
 fn server_error_text(err: &redis::ServerError) -> String {
@@ -489,12 +576,18 @@ fn redact(message: &str) -> String {
 
 fn map_redis_error(graph: &str, e: redis::RedisError, after: Duration) -> Error {
     if e.is_timeout() {
-        return Error::Timeout { operation: format!("FalkorDB request on graph `{graph}`"), after };
+        return Error::Timeout {
+            operation: format!("FalkorDB request on graph `{graph}`"),
+            after,
+        };
     }
     if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
         return connection_error(&format!("request on graph `{graph}`"), e);
     }
-    if matches!(e.kind(), redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading)) {
+    if matches!(
+        e.kind(),
+        redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading)
+    ) {
         return connection_error("server is loading its data", e);
     }
     match e.code() {
@@ -503,7 +596,10 @@ fn map_redis_error(graph: &str, e: redis::RedisError, after: Duration) -> Error 
                 Some(d) => format!("{code} {d}"),
                 None => code.to_owned(),
             };
-            Error::Query { graph: graph.to_owned(), message: redact(&text) }
+            Error::Query {
+                graph: graph.to_owned(),
+                message: redact(&text),
+            }
         }
         None => connection_error(&format!("request on graph `{graph}`"), e),
     }
@@ -518,7 +614,11 @@ mod tests {
         for id in ["global", "personal:op-1", "é 😀", "g_41"] {
             let name = physical_graph_name(id).unwrap();
             assert!(name.starts_with("g_"));
-            assert!(name[2..].chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+            assert!(
+                name[2..]
+                    .chars()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            );
             assert_eq!(logical_graph_id(&name).as_deref(), Some(id));
         }
         assert_eq!(logical_graph_id("other"), None);
@@ -531,7 +631,13 @@ mod tests {
     #[test]
     fn redaction_drops_query_context() {
         let m = "errMsg: Invalid input at end of input line: 1, column: 17, offset: 16 errCtx: CYPHER secret='x' RETURN errCtxOffset: 16";
-        assert_eq!(redact(m), "errMsg: Invalid input at end of input line: 1, column: 17, offset: 16");
-        assert_eq!(redact("RediSearch: Syntax error at offset 5 near secret"), "RediSearch: Syntax error at offset 5");
+        assert_eq!(
+            redact(m),
+            "errMsg: Invalid input at end of input line: 1, column: 17, offset: 16"
+        );
+        assert_eq!(
+            redact("RediSearch: Syntax error at offset 5 near secret"),
+            "RediSearch: Syntax error at offset 5"
+        );
     }
 }

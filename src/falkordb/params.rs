@@ -73,7 +73,12 @@ impl Params {
 
 impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for Params {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        Params { entries: iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect() }
+        Params {
+            entries: iter
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
     }
 }
 
@@ -273,7 +278,11 @@ mod tests {
     #[test]
     fn names_and_keys_must_be_identifiers() {
         let err = build_query("RETURN 1", &Params::new().set("a b", 1)).unwrap_err();
-        assert!(err.to_string().contains("`params.a b` must be an identifier"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("`params.a b` must be an identifier"),
+            "{err}"
+        );
         let mut m = BTreeMap::new();
         m.insert("x}) DETACH DELETE n //".to_string(), Value::Int(1));
         let err = build_query("RETURN 1", &Params::new().set("m", m)).unwrap_err();
@@ -290,8 +299,7 @@ mod tests {
     #[test]
     fn vectors_and_graph_elements() {
         assert_eq!(enc(vec![1.0f32, -0.5]), "[1.0e0,-5.0e-1]");
-        let err =
-            build_query("RETURN $v", &Params::new().set("v", vec![f32::NAN])).unwrap_err();
+        let err = build_query("RETURN $v", &Params::new().set("v", vec![f32::NAN])).unwrap_err();
         assert!(err.to_string().contains("params.v[0]"), "{err}");
         let err = build_query("RETURN $d", &Params::new().set("d", Value::Date(0))).unwrap_err();
         assert!(matches!(err, Error::InvalidInput { .. }));

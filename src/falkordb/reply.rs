@@ -38,7 +38,9 @@ impl QueryResult {
     /// The values of column `name`, one per row (empty if there is no such column).
     pub fn column_values<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Value> + 'a {
         let c = self.column(name);
-        self.rows.iter().filter_map(move |r| c.and_then(|c| r.get(c)))
+        self.rows
+            .iter()
+            .filter_map(move |r| c.and_then(|c| r.get(c)))
     }
 
     /// Rows as column-name → value maps.
@@ -84,7 +86,9 @@ impl QueryStats {
         let mut s = QueryStats::default();
         for item in items {
             let Some(text) = as_text(item) else { continue };
-            let Some((key, val)) = text.split_once(':') else { continue };
+            let Some((key, val)) = text.split_once(':') else {
+                continue;
+            };
             let val = val.trim();
             let num = || {
                 val.split_whitespace()
@@ -206,7 +210,10 @@ fn lookup(names: &[String], id: i64) -> PResult<String> {
 pub(crate) fn parse_reply(reply: &R, schema: &Schema) -> PResult<QueryResult> {
     let parts = as_array(reply)?;
     match parts {
-        [stats] => Ok(QueryResult { stats: QueryStats::parse(as_array(stats)?), ..Default::default() }),
+        [stats] => Ok(QueryResult {
+            stats: QueryStats::parse(as_array(stats)?),
+            ..Default::default()
+        }),
         [header, rows, stats] => {
             let columns = as_array(header)?
                 .iter()
@@ -217,9 +224,18 @@ pub(crate) fn parse_reply(reply: &R, schema: &Schema) -> PResult<QueryResult> {
                 .collect::<PResult<Vec<_>>>()?;
             let rows = as_array(rows)?
                 .iter()
-                .map(|row| as_array(row)?.iter().map(|v| parse_value(v, schema)).collect())
+                .map(|row| {
+                    as_array(row)?
+                        .iter()
+                        .map(|v| parse_value(v, schema))
+                        .collect()
+                })
                 .collect::<PResult<Vec<Vec<Value>>>>()?;
-            Ok(QueryResult { columns, rows, stats: QueryStats::parse(as_array(stats)?) })
+            Ok(QueryResult {
+                columns,
+                rows,
+                stats: QueryStats::parse(as_array(stats)?),
+            })
         }
         _ => malformed(format!("a reply with {} parts", parts.len())),
     }
@@ -248,7 +264,12 @@ fn parse_typed(t: i64, v: &R, schema: &Schema) -> PResult<Value> {
             },
         },
         5 => Value::Float(as_f64(v)?),
-        6 => Value::List(as_array(v)?.iter().map(|x| parse_value(x, schema)).collect::<PResult<_>>()?),
+        6 => Value::List(
+            as_array(v)?
+                .iter()
+                .map(|x| parse_value(x, schema))
+                .collect::<PResult<_>>()?,
+        ),
         7 => Value::Edge(parse_edge(v, schema)?),
         8 => Value::Node(parse_node(v, schema)?),
         9 => Value::Path(parse_path(v, schema)?),
@@ -264,11 +285,17 @@ fn parse_typed(t: i64, v: &R, schema: &Schema) -> PResult<Value> {
             Value::Map(map)
         }
         11 => match as_array(v)? {
-            [lat, lon] => Value::Point { latitude: as_f64(lat)?, longitude: as_f64(lon)? },
+            [lat, lon] => Value::Point {
+                latitude: as_f64(lat)?,
+                longitude: as_f64(lon)?,
+            },
             _ => return malformed("a point without two coordinates"),
         },
         12 => Value::Vector(
-            as_array(v)?.iter().map(|x| as_f64(x).map(|f| f as f32)).collect::<PResult<_>>()?,
+            as_array(v)?
+                .iter()
+                .map(|x| as_f64(x).map(|f| f as f32))
+                .collect::<PResult<_>>()?,
         ),
         13 => Value::DateTime(as_i64(v)?),
         14 => Value::Date(as_i64(v)?),
@@ -392,15 +419,28 @@ mod tests {
     #[test]
     fn unknown_schema_id_asks_for_refresh() {
         let node = typed(8, arr(vec![R::Int(0), arr(vec![R::Int(3)]), arr(vec![])]));
-        let reply = arr(vec![arr(vec![arr(vec![R::Int(1), bs("n")])]), arr(vec![arr(vec![node])]), arr(vec![])]);
-        assert!(matches!(parse_reply(&reply, &Schema::default()), Err(ParseError::UnknownId)));
+        let reply = arr(vec![
+            arr(vec![arr(vec![R::Int(1), bs("n")])]),
+            arr(vec![arr(vec![node])]),
+            arr(vec![]),
+        ]);
+        assert!(matches!(
+            parse_reply(&reply, &Schema::default()),
+            Err(ParseError::UnknownId)
+        ));
     }
 
     #[test]
     fn malformed_shapes_are_reported() {
         let reply = arr(vec![R::Int(1), R::Int(2)]);
-        assert!(matches!(parse_reply(&reply, &Schema::default()), Err(ParseError::Malformed(_))));
+        assert!(matches!(
+            parse_reply(&reply, &Schema::default()),
+            Err(ParseError::Malformed(_))
+        ));
         let bad_type = typed(99, R::Nil);
-        assert!(matches!(parse_value(&bad_type, &Schema::default()), Err(ParseError::Malformed(_))));
+        assert!(matches!(
+            parse_value(&bad_type, &Schema::default()),
+            Err(ParseError::Malformed(_))
+        ));
     }
 }

@@ -1,0 +1,94 @@
+//! Shared set-up for the integration tests: one real embedded FalkorDB server per test
+//! binary, and a unique graph per test that is deleted when the test ends.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use gralkor::falkordb::{EmbeddedConfig, EmbeddedServer, FalkorDb};
+
+struct Shared {
+    server: EmbeddedServer,
+    runtime: tokio::runtime::Handle,
+}
+
+static SHARED: OnceLock<Shared> = OnceLock::new();
+
+/// The test binary's shared server. It is started on a dedicated thread whose runtime
+/// lives as long as the process, so its supervisor outlives every test's runtime; the
+/// server receives SIGTERM when the test process exits.
+fn shared() -> &'static Shared {
+    SHARED.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("falkordb-fixture".into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let handle = rt.handle().clone();
+                rt.block_on(async move {
+                    let dir = tempfile::Builder::new()
+                        .prefix("gralkor-test-")
+                        .tempdir()
+                        .unwrap()
+                        .keep();
+                    let server = EmbeddedServer::start(&EmbeddedConfig::new(dir))
+                        .await
+                        .expect("starting the shared embedded FalkorDB");
+                    tx.send(Shared {
+                        server,
+                        runtime: handle,
+                    })
+                    .unwrap();
+                    std::future::pending::<()>().await;
+                });
+            })
+            .unwrap();
+        rx.recv().expect("fixture thread died")
+    })
+}
+
+pub fn server() -> &'static EmbeddedServer {
+    &shared().server
+}
+
+/// A new handle on the shared server, bound to the calling test's runtime.
+pub async fn db() -> FalkorDb {
+    FalkorDb::attach(server(), Duration::from_secs(60))
+        .await
+        .expect("attach to shared server")
+}
+
+/// A graph that exists for one test and is deleted afterwards.
+pub struct TestGraph {
+    pub db: FalkorDb,
+    pub name: String,
+}
+
+impl TestGraph {
+    pub async fn new(tag: &str) -> TestGraph {
+        TestGraph {
+            db: db().await,
+            name: format!("test:{tag}:{}", uuid::Uuid::new_v4()),
+        }
+    }
+}
+
+impl Drop for TestGraph {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        let shared = shared();
+        let server = shared.server.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        shared.runtime.spawn(async move {
+            if let Ok(db) = FalkorDb::attach(&server, Duration::from_secs(60)).await {
+                let _ = db.delete_graph(&name).await;
+            }
+            let _ = tx.send(());
+        });
+        // Wait for the deletion so the next test starts clean (bounded, never hangs).
+        let _ = rx.recv_timeout(Duration::from_secs(30));
+    }
+}
