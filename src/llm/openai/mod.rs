@@ -60,6 +60,25 @@ pub struct OpenAiBuilder {
     limits: LimiterSettings,
     retry: RetryPolicy,
     usage: Option<UsageMeter>,
+    cap_field: Option<TokenCapField>,
+}
+
+/// The name of the output-token cap in chat requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenCapField {
+    /// `max_completion_tokens`: what OpenAI itself expects (and reasoning models require).
+    MaxCompletionTokens,
+    /// `max_tokens`: what most compatible servers (Ollama, llama.cpp, older vLLM) read.
+    MaxTokens,
+}
+
+impl TokenCapField {
+    fn as_str(self) -> &'static str {
+        match self {
+            TokenCapField::MaxCompletionTokens => "max_completion_tokens",
+            TokenCapField::MaxTokens => "max_tokens",
+        }
+    }
 }
 
 impl fmt::Debug for OpenAiBuilder {
@@ -113,6 +132,14 @@ impl OpenAiBuilder {
         self
     }
 
+    /// Which field carries the output-token cap. Default:
+    /// [`TokenCapField::MaxCompletionTokens`] for [`DEFAULT_BASE_URL`],
+    /// [`TokenCapField::MaxTokens`] for any other base URL.
+    pub fn token_cap_field(mut self, field: TokenCapField) -> Self {
+        self.cap_field = Some(field);
+        self
+    }
+
     /// Checks the settings and builds the connection. A blank key or a base URL that
     /// is not `http(s)://…` is a [`Error::Config`].
     pub fn build(self) -> Result<OpenAi> {
@@ -125,7 +152,14 @@ impl OpenAiBuilder {
             .unwrap_or_else(|| Limiter::shared(PROVIDER, &base_url, &self.api_key, self.limits));
         Ok(OpenAi {
             inner: Arc::new(Connection {
-                official: base_url == DEFAULT_BASE_URL,
+                cap_field: self
+                    .cap_field
+                    .unwrap_or(if base_url == DEFAULT_BASE_URL {
+                        TokenCapField::MaxCompletionTokens
+                    } else {
+                        TokenCapField::MaxTokens
+                    })
+                    .as_str(),
                 api_key: self.api_key,
                 base_url,
                 transport: Transport {
@@ -156,9 +190,8 @@ pub(crate) fn check_base_url(field: &str, url: &str) -> Result<String> {
 struct Connection {
     api_key: String,
     base_url: String,
-    /// Whether this is OpenAI itself (it wants `max_completion_tokens`; compatible
-    /// servers are sent `max_tokens`).
-    official: bool,
+    /// `max_completion_tokens` or `max_tokens`.
+    cap_field: &'static str,
     transport: Transport,
 }
 
@@ -189,6 +222,7 @@ impl OpenAi {
             limits: LimiterSettings::default(),
             retry: RetryPolicy::default(),
             usage: None,
+            cap_field: None,
         }
     }
 
@@ -390,12 +424,7 @@ impl OpenAiChat {
         };
         let mut body =
             json!({"model": model, "messages": wire, "response_format": response_format});
-        let cap = if self.conn.inner.official {
-            "max_completion_tokens"
-        } else {
-            "max_tokens"
-        };
-        body[cap] = Value::from(request.max_output_tokens);
+        body[self.conn.inner.cap_field] = Value::from(request.max_output_tokens);
         if is_reasoning_model(model) {
             let effort = self
                 .reasoning_effort

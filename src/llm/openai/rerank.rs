@@ -60,11 +60,6 @@ impl OpenAiReranker {
             "<query>\n{query}\n</query>\n<passage>\n{passage}\n</passage>\n\
              Is the passage relevant to the query? Answer with exactly one word: True or False."
         );
-        let cap = if self.conn.inner.official {
-            "max_completion_tokens"
-        } else {
-            "max_tokens"
-        };
         let mut body = json!({
             "model": self.model,
             "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
@@ -72,7 +67,7 @@ impl OpenAiReranker {
             "logprobs": true,
             "top_logprobs": 5,
         });
-        body[cap] = Value::from(1);
+        body[self.conn.inner.cap_field] = Value::from(1);
         body
     }
 

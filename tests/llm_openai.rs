@@ -1,0 +1,510 @@
+//! The OpenAI client against a fake OpenAI on loopback: request bodies, parsing,
+//! structured-output modes, repair, embeddings and reranking.
+
+mod llm_support;
+
+use gralkor::Error;
+use gralkor::llm::openai::{OpenAi, OutputMode, TokenCapField};
+use gralkor::llm::{
+    Embedder, GenerateRequest, LanguageModel, Limiter, LimiterSettings, ModelSize, OutputSchema,
+    Reranker, UsageMeter,
+};
+use llm_support::{Sequence, bodies, chat_reply, json_response, paused_policy, test_http};
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer};
+
+fn entities_schema() -> OutputSchema {
+    OutputSchema::new(
+        "extracted_entities",
+        json!({
+            "type": "object",
+            "properties": {"entities": {"type": "array", "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "type_id": {"type": "integer"}},
+                "required": ["name", "type_id"],
+                "additionalProperties": false
+            }}},
+            "required": ["entities"],
+            "additionalProperties": false
+        }),
+    )
+}
+
+fn request() -> GenerateRequest {
+    GenerateRequest::new(entities_schema())
+        .system("Extract entities.")
+        .user("Ada met Grace in London.")
+        .max_output_tokens(1000)
+        .label("extract_nodes")
+}
+
+/// A connection to `server` with its own limiter and meter.
+fn connect(server: &MockServer) -> OpenAi {
+    OpenAi::builder("sk-test")
+        .base_url(format!("{}/v1", server.uri()))
+        .http_client(test_http())
+        .retry(paused_policy())
+        .limiter(Limiter::new("openai", LimiterSettings::default()))
+        .usage(UsageMeter::new())
+        .build()
+        .unwrap()
+}
+
+async fn mount_chat(server: &MockServer, seq: &Sequence) {
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(seq.clone())
+        .mount(server)
+        .await;
+}
+
+const GOOD: &str =
+    r#"{"entities": [{"name": "Ada", "type_id": 0}, {"name": "Grace", "type_id": 0}]}"#;
+
+#[tokio::test]
+async fn chat_sends_model_messages_strict_schema_and_bearer_key() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(header("authorization", "Bearer sk-test"))
+        .respond_with(json_response(200, chat_reply(GOOD, 120, 30)))
+        .mount(&server)
+        .await;
+    let llm = connect(&server).chat("gpt-4.1-mini");
+    let answer = llm.generate(&request()).await.unwrap();
+    assert_eq!(answer.value["entities"][1]["name"], "Grace");
+    assert!(!answer.repaired);
+    assert_eq!(
+        (answer.usage.prompt_tokens, answer.usage.completion_tokens),
+        (120, 30)
+    );
+    let sent = bodies(&server).await;
+    assert_eq!(sent.len(), 1);
+    // A custom base URL is "compatible server": `max_tokens`.
+    assert_eq!(
+        sent[0],
+        json!({
+            "model": "gpt-4.1-mini",
+            "messages": [
+                {"role": "system", "content": "Extract entities."},
+                {"role": "user", "content": "Ada met Grace in London."}
+            ],
+            "response_format": {"type": "json_schema", "json_schema": {
+                "name": "extracted_entities", "schema": entities_schema().schema, "strict": true}},
+            "max_tokens": 1000,
+            "temperature": 0.0
+        })
+    );
+}
+
+#[tokio::test]
+async fn chat_uses_the_small_model_for_small_requests_and_non_strict_for_optional_fields() {
+    let server = MockServer::start().await;
+    mount_chat(
+        &server,
+        &Sequence::new(vec![json_response(200, chat_reply(r#"{"a": "x"}"#, 1, 1))]),
+    )
+    .await;
+    let llm = connect(&server)
+        .chat("gpt-4.1-mini")
+        .with_small_model("gpt-4.1-nano");
+    let loose = OutputSchema::new(
+        "loose",
+        json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+    );
+    llm.generate(
+        &GenerateRequest::new(loose)
+            .user("hi")
+            .size(ModelSize::Small),
+    )
+    .await
+    .unwrap();
+    let sent = bodies(&server).await;
+    assert_eq!(sent[0]["model"], "gpt-4.1-nano");
+    assert_eq!(sent[0]["response_format"]["json_schema"]["strict"], false);
+    assert_eq!(llm.model(ModelSize::Small), "gpt-4.1-nano");
+}
+
+#[tokio::test]
+async fn reasoning_models_get_no_temperature_and_gpt_5_5_gets_reasoning_effort_none() {
+    let server = MockServer::start().await;
+    mount_chat(
+        &server,
+        &Sequence::new(vec![json_response(200, chat_reply(GOOD, 1, 1))]),
+    )
+    .await;
+    let conn = connect(&server);
+    for model in ["gpt-5.5", "gpt-5.6", "gpt-5-mini", "o3"] {
+        conn.chat(model).generate(&request()).await.unwrap();
+    }
+    let sent = bodies(&server).await;
+    for body in &sent {
+        assert!(body.get("temperature").is_none(), "{body}");
+    }
+    assert_eq!(sent[0]["reasoning_effort"], "none");
+    assert_eq!(sent[1]["reasoning_effort"], "none");
+    assert!(sent[2].get("reasoning_effort").is_none());
+    assert!(sent[3].get("reasoning_effort").is_none());
+}
+
+#[tokio::test]
+async fn falls_back_to_json_object_when_the_server_rejects_json_schema() {
+    let server = MockServer::start().await;
+    let seq = Sequence::new(vec![
+        json_response(
+            400,
+            json!({"error": {"message": "Unsupported response_format type: json_schema"}}),
+        ),
+        json_response(200, chat_reply(GOOD, 1, 1)),
+    ]);
+    mount_chat(&server, &seq).await;
+    let llm = connect(&server).chat("llama3.1");
+    let answer = llm.generate(&request()).await.unwrap();
+    assert_eq!(answer.value["entities"][0]["name"], "Ada");
+    // The next request goes straight to json_object.
+    llm.generate(&request()).await.unwrap();
+    let sent = bodies(&server).await;
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent[0]["response_format"]["type"], "json_schema");
+    for body in &sent[1..] {
+        assert_eq!(body["response_format"], json!({"type": "json_object"}));
+        let last = body["messages"][1]["content"].as_str().unwrap();
+        assert!(
+            last.starts_with("Ada met Grace in London.\n\nRespond with only a JSON object"),
+            "{last}"
+        );
+        assert!(
+            last.contains("\"extracted_entities\"") || last.contains("`extracted_entities`"),
+            "{last}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn json_object_mode_states_the_schema_in_the_prompt() {
+    let server = MockServer::start().await;
+    mount_chat(
+        &server,
+        &Sequence::new(vec![json_response(200, chat_reply(GOOD, 1, 1))]),
+    )
+    .await;
+    let llm = connect(&server)
+        .chat("llama3.1")
+        .with_output_mode(OutputMode::JsonObject);
+    llm.generate(&request()).await.unwrap();
+    let body = &bodies(&server).await[0];
+    assert_eq!(body["response_format"], json!({"type": "json_object"}));
+    let last = body["messages"][1]["content"].as_str().unwrap();
+    let schema_text = serde_json::to_string_pretty(&entities_schema().schema).unwrap();
+    assert!(last.ends_with(&schema_text), "{last}");
+}
+
+#[tokio::test]
+async fn malformed_json_is_repaired_once() {
+    let server = MockServer::start().await;
+    let seq = Sequence::new(vec![
+        json_response(200, chat_reply("{\"entities\": [", 10, 5)),
+        json_response(200, chat_reply(GOOD, 20, 7)),
+    ]);
+    mount_chat(&server, &seq).await;
+    let conn = connect(&server);
+    let answer = conn
+        .chat("gpt-4.1-mini")
+        .generate(&request())
+        .await
+        .unwrap();
+    assert!(answer.repaired);
+    assert_eq!(answer.usage.prompt_tokens, 30);
+    assert_eq!(answer.usage.completion_tokens, 12);
+    let sent = bodies(&server).await;
+    let messages = sent[1]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 4);
+    assert_eq!(
+        messages[2],
+        json!({"role": "assistant", "content": "{\"entities\": ["})
+    );
+    let repair = messages[3]["content"].as_str().unwrap();
+    assert!(
+        repair.starts_with("Your previous answer could not be used: the answer is not valid JSON"),
+        "{repair}"
+    );
+    let usage = conn.usage().snapshot();
+    assert_eq!(usage.by_label["extract_nodes"].calls, 2);
+    assert_eq!(usage.by_label["extract_nodes"].prompt_tokens, 30);
+}
+
+#[tokio::test]
+async fn answer_invalid_against_the_schema_twice_is_an_error_naming_the_violation() {
+    let server = MockServer::start().await;
+    let seq = Sequence::new(vec![json_response(
+        200,
+        chat_reply(r#"{"entities": [{"name": "Ada"}]}"#, 1, 1),
+    )]);
+    mount_chat(&server, &seq).await;
+    let err = connect(&server)
+        .chat("gpt-4.1-mini")
+        .generate(&request())
+        .await
+        .unwrap_err();
+    assert_eq!(seq.calls(), 2, "one attempt and one repair");
+    let Error::ModelOutput { provider, message } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(provider, "openai");
+    assert!(
+        message.contains("/entities/0: missing required property `type_id`"),
+        "{message}"
+    );
+    assert!(message.ends_with("(after one repair attempt)"), "{message}");
+    let sent = bodies(&server).await;
+    let repair = sent[1]["messages"][3]["content"].as_str().unwrap();
+    assert!(
+        repair.contains("missing required property `type_id`"),
+        "{repair}"
+    );
+}
+
+#[tokio::test]
+async fn truncated_refused_and_filtered_answers_are_errors_without_repair() {
+    let server = MockServer::start().await;
+    let mut truncated = chat_reply("{\"entities\": [", 1, 1000);
+    truncated["choices"][0]["finish_reason"] = json!("length");
+    let mut refused = chat_reply("", 1, 1);
+    refused["choices"][0]["message"]["refusal"] = json!("I can't help with that.");
+    let mut filtered = chat_reply("", 1, 1);
+    filtered["choices"][0]["finish_reason"] = json!("content_filter");
+    let seq = Sequence::new(vec![
+        json_response(200, truncated),
+        json_response(200, refused),
+        json_response(200, filtered),
+    ]);
+    mount_chat(&server, &seq).await;
+    let llm = connect(&server).chat("gpt-4.1-mini");
+    let e1 = llm.generate(&request()).await.unwrap_err().to_string();
+    let e2 = llm.generate(&request()).await.unwrap_err().to_string();
+    let e3 = llm.generate(&request()).await.unwrap_err().to_string();
+    assert_eq!(seq.calls(), 3, "no repair attempts");
+    assert!(e1.contains("cut off at max_output_tokens = 1000"), "{e1}");
+    assert!(
+        e2.contains("the model refused: I can't help with that."),
+        "{e2}"
+    );
+    assert!(e3.contains("blocked by the content filter"), "{e3}");
+}
+
+#[tokio::test]
+async fn invalid_requests_are_rejected_before_any_call() {
+    let server = MockServer::start().await;
+    let llm = connect(&server).chat("gpt-4.1-mini");
+    let no_messages = GenerateRequest::new(entities_schema());
+    let bad_schema = GenerateRequest::new(OutputSchema::new(
+        "x",
+        json!({"type": "object", "oneOf": []}),
+    ))
+    .user("u");
+    let bad_name =
+        GenerateRequest::new(OutputSchema::new("has space", json!({"type": "object"}))).user("u");
+    for (req, field) in [
+        (no_messages, "messages"),
+        (bad_schema, "schema `x`"),
+        (bad_name, "schema.name"),
+    ] {
+        match llm.generate(&req).await.unwrap_err() {
+            Error::InvalidInput { field: f, .. } => assert_eq!(f, field),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn embeddings_are_split_into_batches_and_reassembled_in_order() {
+    let server = MockServer::start().await;
+    // The fake embeds text "tN" as [N, N, N] and answers out of order.
+    Mock::given(method("POST"))
+        .and(path("/v1/embeddings"))
+        .and(header("authorization", "Bearer sk-test"))
+        .respond_with(|req: &wiremock::Request| {
+            let body: Value = serde_json::from_slice(&req.body).unwrap();
+            let inputs = body["input"].as_array().unwrap();
+            let mut data: Vec<Value> = inputs
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let n: f32 = t.as_str().unwrap()[1..].parse().unwrap();
+                    json!({"object": "embedding", "index": i, "embedding": [n, n, n]})
+                })
+                .collect();
+            data.reverse();
+            json_response(
+                200,
+                json!({"data": data, "usage": {"prompt_tokens": inputs.len() * 2}}),
+            )
+        })
+        .mount(&server)
+        .await;
+    let conn = connect(&server);
+    let embedder = conn
+        .embedder("my-embedder", Some(3))
+        .unwrap()
+        .with_batch_size(2);
+    let texts: Vec<String> = (0..5).map(|i| format!("t{i}")).collect();
+    let vectors = embedder.embed(&texts, "embed_nodes").await.unwrap();
+    let expected: Vec<Vec<f32>> = (0..5).map(|i| vec![i as f32; 3]).collect();
+    assert_eq!(vectors, expected);
+    let mut batches: Vec<Value> = bodies(&server)
+        .await
+        .iter()
+        .map(|b| b["input"].clone())
+        .collect();
+    batches.sort_by_key(|b| b[0].as_str().unwrap().to_string());
+    assert_eq!(
+        batches,
+        vec![json!(["t0", "t1"]), json!(["t2", "t3"]), json!(["t4"])]
+    );
+    for body in bodies(&server).await {
+        assert_eq!(body["model"], "my-embedder");
+        assert!(
+            body.get("dimensions").is_none(),
+            "an unknown model's size is declared, not requested"
+        );
+    }
+    let usage = conn.usage().snapshot();
+    assert_eq!(usage.by_label["embed_nodes"].calls, 3);
+    assert_eq!(usage.by_label["embed_nodes"].prompt_tokens, 10);
+    assert!(embedder.embed(&[], "x").await.unwrap().is_empty());
+    assert_eq!(
+        server.received_requests().await.unwrap().len(),
+        3,
+        "an empty batch sends nothing"
+    );
+}
+
+#[tokio::test]
+async fn shortened_embeddings_send_dimensions_and_wrong_sizes_are_errors() {
+    let server = MockServer::start().await;
+    let seq = Sequence::new(vec![json_response(
+        200,
+        json!({"data": [{"index": 0, "embedding": [0.1, 0.2]}]}),
+    )]);
+    Mock::given(method("POST"))
+        .and(path("/v1/embeddings"))
+        .respond_with(seq)
+        .mount(&server)
+        .await;
+    let conn = connect(&server);
+    let short = conn.embedder("text-embedding-3-small", Some(2)).unwrap();
+    assert_eq!(short.dimension(), 2);
+    assert_eq!(
+        short.embed(&["a".into()], "l").await.unwrap(),
+        vec![vec![0.1, 0.2]]
+    );
+    assert_eq!(bodies(&server).await[0]["dimensions"], 2);
+    let native = conn.embedder("text-embedding-3-small", None).unwrap();
+    assert_eq!(native.dimension(), 1536);
+    let err = native
+        .embed(&["a".into()], "l")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("returned 2 numbers for text 0, expected 1536"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn reranker_scores_each_passage_from_true_false_logprobs() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(|req: &wiremock::Request| {
+            let body: Value = serde_json::from_slice(&req.body).unwrap();
+            let user = body["messages"][1]["content"].as_str().unwrap();
+            let (p_true, p_false) = if user.contains("Ada founded Acme") { (0.9f64, 0.1f64) } else { (0.2, 0.6) };
+            json_response(200, json!({
+                "choices": [{"index": 0, "finish_reason": "length",
+                    "message": {"role": "assistant", "content": "True"},
+                    "logprobs": {"content": [{"token": "True", "logprob": p_true.ln(), "top_logprobs": [
+                        {"token": "True", "logprob": p_true.ln()}, {"token": "False", "logprob": p_false.ln()}]}]}}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 1}
+            }))
+        })
+        .mount(&server)
+        .await;
+    let conn = connect(&server);
+    let reranker = conn.reranker("gpt-4.1-nano");
+    let passages = vec![
+        "It rained in Paris.".to_string(),
+        "Ada founded Acme in 1990.".to_string(),
+    ];
+    let scores = reranker
+        .rerank("Who founded Acme?", &passages, "search")
+        .await
+        .unwrap();
+    assert!((scores[0] - 0.25).abs() < 1e-9, "{scores:?}");
+    assert!((scores[1] - 0.9).abs() < 1e-9, "{scores:?}");
+    let sent = bodies(&server).await;
+    assert_eq!(sent.len(), 2, "one request per passage");
+    for body in &sent {
+        assert_eq!(body["model"], "gpt-4.1-nano");
+        assert_eq!(body["max_tokens"], 1);
+        assert_eq!(body["logprobs"], true);
+        assert!(
+            body["messages"][1]["content"]
+                .as_str()
+                .unwrap()
+                .contains("Who founded Acme?")
+        );
+    }
+    assert_eq!(
+        conn.usage().snapshot().by_label["search"].prompt_tokens,
+        100
+    );
+    assert!(
+        reranker
+            .rerank("q", &[], "search")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn max_completion_tokens_when_asked_and_keys_never_printed() {
+    let server = MockServer::start().await;
+    mount_chat(
+        &server,
+        &Sequence::new(vec![json_response(200, chat_reply(GOOD, 1, 1))]),
+    )
+    .await;
+    let conn = OpenAi::builder("sk-test")
+        .base_url(format!("{}/v1/", server.uri()))
+        .http_client(test_http())
+        .token_cap_field(TokenCapField::MaxCompletionTokens)
+        .build()
+        .unwrap();
+    conn.chat("gpt-5.5").generate(&request()).await.unwrap();
+    let body = &bodies(&server).await[0];
+    assert_eq!(body["max_completion_tokens"], 1000);
+    assert!(body.get("max_tokens").is_none());
+    assert_eq!(
+        OpenAi::builder("k").build().unwrap().base_url(),
+        "https://api.openai.com/v1"
+    );
+    let err = OpenAi::builder("  ").build().unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "invalid configuration: `OPENAI_API_KEY` must not be blank"
+    );
+    let debug = format!(
+        "{:?} {:?}",
+        OpenAi::builder("sk-secret-value"),
+        conn.chat("m")
+    );
+    assert!(
+        !debug.contains("sk-secret-value") && !debug.contains("sk-test"),
+        "{debug}"
+    );
+}
