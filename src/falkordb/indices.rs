@@ -194,18 +194,28 @@ impl IndexSpec {
         Ok(())
     }
 
-    /// `FOR (n:L) ON (n.p)` for one property.
-    fn pattern(&self, property: &str) -> String {
+    /// `FOR (x:L) ON (x.p, …)`.
+    fn pattern(&self, properties: &[String]) -> String {
+        let on = properties
+            .iter()
+            .map(|p| format!("x.{p}"))
+            .collect::<Vec<_>>()
+            .join(", ");
         match &self.entity {
-            IndexEntity::Node(l) => format!("FOR (x:{l}) ON (x.{property})"),
-            IndexEntity::Relationship(t) => format!("FOR ()-[x:{t}]-() ON (x.{property})"),
+            IndexEntity::Node(l) => format!("FOR (x:{l}) ON ({on})"),
+            IndexEntity::Relationship(t) => format!("FOR ()-[x:{t}]-() ON ({on})"),
         }
     }
 
-    fn create_statement(&self, property: &str) -> Result<String> {
-        let pattern = self.pattern(property);
+    /// The `CREATE … INDEX` statement for `properties`; `with_options` is false when
+    /// adding fields to an existing fulltext index, whose options cannot change.
+    fn create_statement(&self, properties: &[String], with_options: bool) -> Result<String> {
+        let pattern = self.pattern(properties);
         Ok(match &self.kind {
             IndexKind::Range => format!("CREATE INDEX {pattern}"),
+            IndexKind::Fulltext { .. } if !with_options => {
+                format!("CREATE FULLTEXT INDEX {pattern}")
+            }
             IndexKind::Fulltext {
                 stopwords,
                 language,
@@ -241,7 +251,10 @@ impl IndexSpec {
             IndexKind::Fulltext { .. } => "FULLTEXT ",
             IndexKind::Vector { .. } => "VECTOR ",
         };
-        format!("DROP {kind}INDEX {}", self.pattern(property))
+        format!(
+            "DROP {kind}INDEX {}",
+            self.pattern(std::slice::from_ref(&property.to_owned()))
+        )
     }
 }
 
@@ -278,11 +291,37 @@ impl FalkorDb {
     #[tracing::instrument(skip(self, spec), fields(entity = ?spec.entity, kind = ?spec.kind))]
     pub async fn create_index(&self, graph: &str, spec: &IndexSpec) -> Result<bool> {
         spec.validate()?;
+        let same_kind =
+            |k: &IndexKind| std::mem::discriminant(k) == std::mem::discriminant(&spec.kind);
+        let existing: Vec<String> = self
+            .list_indices(graph)
+            .await?
+            .into_iter()
+            .filter(|i| i.entity == spec.entity && same_kind(&i.kind))
+            .map(|i| i.property)
+            .collect();
+        let missing: Vec<String> = spec
+            .properties
+            .iter()
+            .filter(|p| !existing.contains(p))
+            .cloned()
+            .collect();
+        let statements = match spec.kind {
+            // A fulltext index is one per label or type: its options are set when its
+            // first fields are created; later fields join it without options.
+            IndexKind::Fulltext { .. } if !missing.is_empty() => {
+                vec![spec.create_statement(&missing, existing.is_empty())?]
+            }
+            _ => missing
+                .iter()
+                .map(|p| spec.create_statement(std::slice::from_ref(p), true))
+                .collect::<Result<_>>()?,
+        };
         let mut created = false;
-        for property in &spec.properties {
-            let statement = spec.create_statement(property)?;
+        for statement in statements {
             match self.query(graph, &statement, &Params::new()).await {
                 Ok(_) => created = true,
+                // Created concurrently by someone else: fine.
                 Err(Error::Query { message, .. }) if message.contains("already indexed") => {}
                 Err(e) => return Err(e),
             }
