@@ -9,7 +9,7 @@ use gralkor::llm::{
     Embedder, GenerateRequest, LanguageModel, Limiter, LimiterSettings, ModelSize, OutputSchema,
     Reranker, UsageMeter,
 };
-use llm_support::{Sequence, bodies, chat_reply, json_response, paused_policy, test_http};
+use llm_support::{fake_provider, Sequence, bodies, chat_reply, json_response, paused_policy, test_http};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer};
@@ -64,7 +64,7 @@ const GOOD: &str =
 
 #[tokio::test]
 async fn chat_sends_model_messages_strict_schema_and_bearer_key() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
         .and(header("authorization", "Bearer sk-test"))
@@ -100,7 +100,7 @@ async fn chat_sends_model_messages_strict_schema_and_bearer_key() {
 
 #[tokio::test]
 async fn chat_uses_the_small_model_for_small_requests_and_non_strict_for_optional_fields() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     mount_chat(
         &server,
         &Sequence::new(vec![json_response(200, chat_reply(r#"{"a": "x"}"#, 1, 1))]),
@@ -128,7 +128,7 @@ async fn chat_uses_the_small_model_for_small_requests_and_non_strict_for_optiona
 
 #[tokio::test]
 async fn reasoning_models_get_no_temperature_and_gpt_5_5_gets_reasoning_effort_none() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     mount_chat(
         &server,
         &Sequence::new(vec![json_response(200, chat_reply(GOOD, 1, 1))]),
@@ -150,7 +150,7 @@ async fn reasoning_models_get_no_temperature_and_gpt_5_5_gets_reasoning_effort_n
 
 #[tokio::test]
 async fn falls_back_to_json_object_when_the_server_rejects_json_schema() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     let seq = Sequence::new(vec![
         json_response(
             400,
@@ -183,7 +183,7 @@ async fn falls_back_to_json_object_when_the_server_rejects_json_schema() {
 
 #[tokio::test]
 async fn json_object_mode_states_the_schema_in_the_prompt() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     mount_chat(
         &server,
         &Sequence::new(vec![json_response(200, chat_reply(GOOD, 1, 1))]),
@@ -202,7 +202,7 @@ async fn json_object_mode_states_the_schema_in_the_prompt() {
 
 #[tokio::test]
 async fn malformed_json_is_repaired_once() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     let seq = Sequence::new(vec![
         json_response(200, chat_reply("{\"entities\": [", 10, 5)),
         json_response(200, chat_reply(GOOD, 20, 7)),
@@ -236,7 +236,7 @@ async fn malformed_json_is_repaired_once() {
 
 #[tokio::test]
 async fn answer_invalid_against_the_schema_twice_is_an_error_naming_the_violation() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     let seq = Sequence::new(vec![json_response(
         200,
         chat_reply(r#"{"entities": [{"name": "Ada"}]}"#, 1, 1),
@@ -267,7 +267,7 @@ async fn answer_invalid_against_the_schema_twice_is_an_error_naming_the_violatio
 
 #[tokio::test]
 async fn truncated_refused_and_filtered_answers_are_errors_without_repair() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     let mut truncated = chat_reply("{\"entities\": [", 1, 1000);
     truncated["choices"][0]["finish_reason"] = json!("length");
     let mut refused = chat_reply("", 1, 1);
@@ -295,7 +295,7 @@ async fn truncated_refused_and_filtered_answers_are_errors_without_repair() {
 
 #[tokio::test]
 async fn invalid_requests_are_rejected_before_any_call() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     let llm = connect(&server).chat("gpt-4.1-mini");
     let no_messages = GenerateRequest::new(entities_schema());
     let bad_schema = GenerateRequest::new(OutputSchema::new(
@@ -320,7 +320,7 @@ async fn invalid_requests_are_rejected_before_any_call() {
 
 #[tokio::test]
 async fn embeddings_are_split_into_batches_and_reassembled_in_order() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     // The fake embeds text "tN" as [N, N, N] and answers out of order.
     Mock::given(method("POST"))
         .and(path("/v1/embeddings"))
@@ -383,7 +383,7 @@ async fn embeddings_are_split_into_batches_and_reassembled_in_order() {
 
 #[tokio::test]
 async fn shortened_embeddings_send_dimensions_and_wrong_sizes_are_errors() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     let seq = Sequence::new(vec![json_response(
         200,
         json!({"data": [{"index": 0, "embedding": [0.1, 0.2]}]}),
@@ -416,7 +416,7 @@ async fn shortened_embeddings_send_dimensions_and_wrong_sizes_are_errors() {
 
 #[tokio::test]
 async fn reranker_scores_each_passage_from_true_false_logprobs() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
         .respond_with(|req: &wiremock::Request| {
@@ -473,7 +473,7 @@ async fn reranker_scores_each_passage_from_true_false_logprobs() {
 
 #[tokio::test]
 async fn max_completion_tokens_when_asked_and_keys_never_printed() {
-    let server = MockServer::start().await;
+    let server = fake_provider().await;
     mount_chat(
         &server,
         &Sequence::new(vec![json_response(200, chat_reply(GOOD, 1, 1))]),

@@ -35,6 +35,11 @@ pub fn paused_policy() -> RetryPolicy {
     }
 }
 
+/// A fresh (not pooled) fake provider, so no request of another test can reach it.
+pub async fn fake_provider() -> wiremock::MockServer {
+    wiremock::MockServer::builder().start().await
+}
+
 /// Answers with the given templates in order; the last one repeats. Counts calls.
 #[derive(Clone)]
 pub struct Sequence {
