@@ -9,7 +9,9 @@ use gralkor::llm::{
     Embedder, GenerateRequest, LanguageModel, Limiter, LimiterSettings, ModelSize, OutputSchema,
     Reranker, UsageMeter,
 };
-use llm_support::{fake_provider, Sequence, bodies, chat_reply, json_response, paused_policy, test_http};
+use llm_support::{
+    Sequence, bodies, chat_reply, fake_provider, json_response, paused_policy, test_http,
+};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer};

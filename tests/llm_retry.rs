@@ -9,9 +9,10 @@ use gralkor::Error;
 use gralkor::llm::gemini::Gemini;
 use gralkor::llm::openai::OpenAi;
 use gralkor::llm::{
-    Embedder, GenerateRequest, LanguageModel, Limiter, LimiterSettings, OutputSchema, RetryPolicy, UsageMeter,
+    Embedder, GenerateRequest, LanguageModel, Limiter, LimiterSettings, OutputSchema, RetryPolicy,
+    UsageMeter,
 };
-use llm_support::{fake_provider, Sequence, chat_reply, json_response, paused_policy, test_http};
+use llm_support::{Sequence, chat_reply, fake_provider, json_response, paused_policy, test_http};
 use serde_json::json;
 use tokio::time::Instant;
 use wiremock::matchers::{method, path};
@@ -40,7 +41,11 @@ fn connect(server: &MockServer, policy: RetryPolicy) -> OpenAi {
 }
 
 async fn serve(server: &MockServer, seq: &Sequence) {
-    Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(seq.clone()).mount(server).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(seq.clone())
+        .mount(server)
+        .await;
 }
 
 fn error_body(message: &str) -> serde_json::Value {
@@ -57,14 +62,28 @@ async fn rate_limit_429_waits_for_retry_after_then_succeeds() {
     serve(&server, &seq).await;
     let conn = connect(&server, paused_policy());
     let start = Instant::now();
-    let answer = conn.chat("gpt-4.1-mini").generate(&request()).await.unwrap();
+    let answer = conn
+        .chat("gpt-4.1-mini")
+        .generate(&request())
+        .await
+        .unwrap();
     let waited = start.elapsed();
     assert_eq!(answer.value, json!({"ok": true}));
     assert_eq!(seq.calls(), 2);
     // Retry-After 7 s is honoured (plus at most 250 ms of jitter), not the 1 s backoff.
-    assert!(waited >= Duration::from_secs(7) && waited <= Duration::from_millis(7250), "{waited:?}");
+    assert!(
+        waited >= Duration::from_secs(7) && waited <= Duration::from_millis(7250),
+        "{waited:?}"
+    );
     let usage = conn.usage().snapshot();
-    assert_eq!((usage.total.calls, usage.total.retries, usage.total.failed_calls), (1, 1, 0));
+    assert_eq!(
+        (
+            usage.total.calls,
+            usage.total.retries,
+            usage.total.failed_calls
+        ),
+        (1, 1, 0)
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -75,11 +94,21 @@ async fn retry_after_ms_header_is_honoured() {
         json_response(200, chat_reply(OK, 1, 1)),
     ]);
     serve(&server, &seq).await;
-    let policy = RetryPolicy { initial_backoff: Duration::from_millis(10), ..paused_policy() };
+    let policy = RetryPolicy {
+        initial_backoff: Duration::from_millis(10),
+        ..paused_policy()
+    };
     let start = Instant::now();
-    connect(&server, policy).chat("m").generate(&request()).await.unwrap();
+    connect(&server, policy)
+        .chat("m")
+        .generate(&request())
+        .await
+        .unwrap();
     let waited = start.elapsed();
-    assert!(waited >= Duration::from_millis(2500) && waited <= Duration::from_millis(2750), "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(2500) && waited <= Duration::from_millis(2750),
+        "{waited:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -91,30 +120,54 @@ async fn server_errors_are_retried_with_growing_backoff() {
         json_response(200, chat_reply(OK, 1, 1)),
     ]);
     serve(&server, &seq).await;
-    let policy = RetryPolicy { initial_backoff: Duration::from_secs(2), ..paused_policy() };
+    let policy = RetryPolicy {
+        initial_backoff: Duration::from_secs(2),
+        ..paused_policy()
+    };
     let start = Instant::now();
-    connect(&server, policy).chat("m").generate(&request()).await.unwrap();
+    connect(&server, policy)
+        .chat("m")
+        .generate(&request())
+        .await
+        .unwrap();
     let waited = start.elapsed();
     assert_eq!(seq.calls(), 3);
     // 1st wait in [1, 2] s, 2nd in [2, 4] s.
-    assert!(waited >= Duration::from_secs(3) && waited <= Duration::from_secs(6), "{waited:?}");
+    assert!(
+        waited >= Duration::from_secs(3) && waited <= Duration::from_secs(6),
+        "{waited:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn client_errors_are_not_retried_and_keep_their_status() {
     let server = fake_provider().await;
-    let seq = Sequence::new(vec![json_response(400, error_body("Invalid 'messages': empty"))]);
+    let seq = Sequence::new(vec![json_response(
+        400,
+        error_body("Invalid 'messages': empty"),
+    )]);
     serve(&server, &seq).await;
     let conn = connect(&server, paused_policy());
     let start = Instant::now();
     let err = conn.chat("m").generate(&request()).await.unwrap_err();
     assert_eq!(seq.calls(), 1);
     assert_eq!(start.elapsed(), Duration::ZERO);
-    let Error::Provider { provider, status, message, .. } = &err else { panic!("{err:?}") };
+    let Error::Provider {
+        provider,
+        status,
+        message,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
     assert_eq!((provider.as_str(), *status), ("openai", Some(400)));
     assert_eq!(message, "Invalid 'messages': empty");
     assert!(!err.is_retryable());
-    assert_eq!(err.to_string(), "openai request failed (HTTP 400): Invalid 'messages': empty");
+    assert_eq!(
+        err.to_string(),
+        "openai request failed (HTTP 400): Invalid 'messages': empty"
+    );
     let usage = conn.usage().snapshot();
     assert_eq!((usage.total.calls, usage.total.failed_calls), (1, 1));
 }
@@ -124,24 +177,56 @@ async fn retries_stop_after_max_attempts_with_the_last_status() {
     let server = fake_provider().await;
     let seq = Sequence::new(vec![json_response(502, error_body("bad gateway"))]);
     serve(&server, &seq).await;
-    let policy = RetryPolicy { max_attempts: 3, ..paused_policy() };
-    let err = connect(&server, policy).chat("m").generate(&request()).await.unwrap_err();
+    let policy = RetryPolicy {
+        max_attempts: 3,
+        ..paused_policy()
+    };
+    let err = connect(&server, policy)
+        .chat("m")
+        .generate(&request())
+        .await
+        .unwrap_err();
     assert_eq!(seq.calls(), 3);
-    assert!(matches!(err, Error::Provider { status: Some(502), .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Error::Provider {
+                status: Some(502),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(err.is_retryable(), "the caller may still try again later");
 }
 
 #[tokio::test(start_paused = true)]
 async fn retries_stop_when_retry_after_exceeds_the_time_budget() {
     let server = fake_provider().await;
-    let seq = Sequence::new(vec![json_response(429, error_body("quota")).insert_header("retry-after", "600")]);
+    let seq = Sequence::new(vec![
+        json_response(429, error_body("quota")).insert_header("retry-after", "600"),
+    ]);
     serve(&server, &seq).await;
-    let policy = RetryPolicy { max_elapsed: Duration::from_secs(60), ..paused_policy() };
+    let policy = RetryPolicy {
+        max_elapsed: Duration::from_secs(60),
+        ..paused_policy()
+    };
     let start = Instant::now();
-    let err = connect(&server, policy).chat("m").generate(&request()).await.unwrap_err();
+    let err = connect(&server, policy)
+        .chat("m")
+        .generate(&request())
+        .await
+        .unwrap_err();
     assert_eq!(seq.calls(), 1, "waiting 600 s would break the 60 s budget");
     assert_eq!(start.elapsed(), Duration::ZERO);
-    let Error::Provider { status, retry_after, .. } = &err else { panic!("{err:?}") };
+    let Error::Provider {
+        status,
+        retry_after,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
     assert_eq!(*status, Some(429));
     assert_eq!(*retry_after, Some(Duration::from_secs(600)));
     assert!(err.is_rate_limit());
@@ -164,21 +249,43 @@ async fn a_slow_attempt_times_out_and_is_retried() {
         ..RetryPolicy::default()
     };
     let started = std::time::Instant::now();
-    let answer = connect(&server, policy).chat("m").generate(&request()).await.unwrap();
-    assert_eq!(answer.value, json!({"ok": false}), "the second attempt answered");
+    let answer = connect(&server, policy)
+        .chat("m")
+        .generate(&request())
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.value,
+        json!({"ok": false}),
+        "the second attempt answered"
+    );
     assert_eq!(seq.calls(), 2);
-    assert!(started.elapsed() < Duration::from_secs(30), "the slow answer was not awaited");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the slow answer was not awaited"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_timeout_on_every_attempt_is_a_timeout_error() {
     let server = fake_provider().await;
-    let seq = Sequence::new(vec![json_response(200, chat_reply(OK, 1, 1)).set_delay(Duration::from_secs(30))]);
+    let seq = Sequence::new(vec![
+        json_response(200, chat_reply(OK, 1, 1)).set_delay(Duration::from_secs(30)),
+    ]);
     serve(&server, &seq).await;
-    let policy =
-        RetryPolicy { max_attempts: 2, attempt_timeout: Some(Duration::from_secs(5)), ..paused_policy() };
-    let err = connect(&server, policy).chat("m").generate(&request()).await.unwrap_err();
-    let Error::Timeout { operation, after } = &err else { panic!("{err:?}") };
+    let policy = RetryPolicy {
+        max_attempts: 2,
+        attempt_timeout: Some(Duration::from_secs(5)),
+        ..paused_policy()
+    };
+    let err = connect(&server, policy)
+        .chat("m")
+        .generate(&request())
+        .await
+        .unwrap_err();
+    let Error::Timeout { operation, after } = &err else {
+        panic!("{err:?}")
+    };
     assert_eq!(operation, "openai chat request");
     assert_eq!(*after, Duration::from_secs(5));
     assert!(err.is_retryable());
@@ -193,12 +300,23 @@ async fn connection_errors_are_retried_then_reported_without_status() {
     let conn = OpenAi::builder("sk-test")
         .base_url(format!("http://{addr}/v1"))
         .http_client(test_http())
-        .retry(RetryPolicy { max_attempts: 3, ..paused_policy() })
+        .retry(RetryPolicy {
+            max_attempts: 3,
+            ..paused_policy()
+        })
         .limiter(Limiter::new("openai", LimiterSettings::default()))
         .build()
         .unwrap();
     let err = conn.chat("m").generate(&request()).await.unwrap_err();
-    let Error::Provider { status, message, source, .. } = &err else { panic!("{err:?}") };
+    let Error::Provider {
+        status,
+        message,
+        source,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
     assert_eq!(*status, None);
     assert_eq!(message, "could not connect");
     assert!(source.is_some());
@@ -214,7 +332,10 @@ async fn gemini_429_honours_retry_delay_in_the_body() {
             "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "12s"}]}})),
         json_response(200, json!({"embedding": {"values": [1.0, 0.0]}})),
     ]);
-    Mock::given(method("POST")).respond_with(seq.clone()).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(seq.clone())
+        .mount(&server)
+        .await;
     let google = Gemini::builder("AIza-test")
         .base_url(server.uri())
         .http_client(test_http())
@@ -223,8 +344,16 @@ async fn gemini_429_honours_retry_delay_in_the_body() {
         .build()
         .unwrap();
     let start = Instant::now();
-    let v = google.embedder("local-embedder", Some(2)).unwrap().embed(&["x".into()], "l").await.unwrap();
+    let v = google
+        .embedder("local-embedder", Some(2))
+        .unwrap()
+        .embed(&["x".into()], "l")
+        .await
+        .unwrap();
     let waited = start.elapsed();
     assert_eq!(v, vec![vec![1.0, 0.0]]);
-    assert!(waited >= Duration::from_secs(12) && waited <= Duration::from_millis(12_250), "{waited:?}");
+    assert!(
+        waited >= Duration::from_secs(12) && waited <= Duration::from_millis(12_250),
+        "{waited:?}"
+    );
 }

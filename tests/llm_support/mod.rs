@@ -144,10 +144,12 @@ impl GatedServer {
                     let Some(path) = read_request(&mut stream).await else {
                         return;
                     };
-                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                    max.fetch_max(now, Ordering::SeqCst);
+                    // Count the arrival before the request shows as in flight, so a
+                    // test that sees N in flight also sees at least N arrivals.
                     paths.lock().unwrap().push(path.clone());
                     arrivals.fetch_add(1, Ordering::SeqCst);
+                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    max.fetch_max(now, Ordering::SeqCst);
                     gate.acquire().await.unwrap().forget();
                     in_flight.fetch_sub(1, Ordering::SeqCst);
                     let body = reply(&path).to_string();
