@@ -4,8 +4,9 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::embedding::resolve_dimension;
 use super::gemini::Gemini;
-use super::openai::{OpenAi, is_reasoning_model};
+use super::openai::{OpenAi, check_base_url, is_reasoning_model};
 use super::{
     Embedder, LanguageModel, LimiterSettings, ListwiseReranker, Reranker, RetryPolicy, UsageMeter,
 };
@@ -384,7 +385,8 @@ impl ModelConfig {
     }
 
     /// Checks that every provider some role selects has a non-blank key, and that
-    /// model names, sizes and limits make sense. Nothing is built or contacted.
+    /// model names, the embedding size (known or given) and limits make sense.
+    /// Nothing is built or contacted.
     pub fn validate(&self) -> Result<()> {
         for (field, spec) in [
             (LLM_MODEL_VAR, &self.llm),
@@ -422,11 +424,12 @@ impl ModelConfig {
                 ));
             }
         }
-        if self.embedder_dimension == Some(0) {
-            return Err(Error::config(
-                "GRALKOR_EMBEDDER_DIMENSION",
-                "must be positive",
-            ));
+        resolve_dimension(&self.embedder.model, self.embedder_dimension)?;
+        if let Some(url) = &self.openai.base_url {
+            check_base_url("OPENAI_BASE_URL", url)?;
+        }
+        if let Some(url) = &self.google.base_url {
+            check_base_url("google base URL", url)?;
         }
         if self.limits.max_in_flight == 0 {
             return Err(Error::config("limits.max_in_flight", "must be at least 1"));

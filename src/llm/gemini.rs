@@ -358,13 +358,12 @@ fn answer_text(reply: &Value, max_output_tokens: u32) -> Result<String> {
     if let Some(reason) = reply
         .pointer("/promptFeedback/blockReason")
         .and_then(Value::as_str)
+        && candidate.is_none()
     {
-        if candidate.is_none() {
-            let flagged = flagged_categories(reply.pointer("/promptFeedback/safetyRatings"));
-            return Err(output_error(format!(
-                "the prompt was blocked by Gemini (blockReason: {reason}{flagged})"
-            )));
-        }
+        let flagged = flagged_categories(reply.pointer("/promptFeedback/safetyRatings"));
+        return Err(output_error(format!(
+            "the prompt was blocked by Gemini (blockReason: {reason}{flagged})"
+        )));
     }
     let candidate =
         candidate.ok_or_else(|| output_error("the reply has no candidates".to_string()))?;

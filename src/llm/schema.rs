@@ -102,17 +102,17 @@ fn check_at(schema: &Value, at: &str) -> Result<(), String> {
     if let Some(items) = obj.get("items") {
         check_at(items, &format!("{at}/items"))?;
     }
-    if let Some(e) = obj.get("enum") {
-        if !e.as_array().is_some_and(|v| !v.is_empty()) {
-            return Err(format!("{at}/enum: must be a non-empty array"));
-        }
+    if let Some(e) = obj.get("enum")
+        && e.as_array().is_none_or(Vec::is_empty)
+    {
+        return Err(format!("{at}/enum: must be a non-empty array"));
     }
-    if let Some(ap) = obj.get("additionalProperties") {
-        if !ap.is_boolean() {
-            return Err(format!(
-                "{at}/additionalProperties: only `true` or `false` is supported"
-            ));
-        }
+    if let Some(ap) = obj.get("additionalProperties")
+        && !ap.is_boolean()
+    {
+        return Err(format!(
+            "{at}/additionalProperties: only `true` or `false` is supported"
+        ));
     }
     for key in ["description", "title"] {
         if obj.get(key).is_some_and(|d| !d.is_string()) {
@@ -182,15 +182,15 @@ fn validate_at(schema: &Value, value: &Value, at: &str, errors: &mut Vec<String>
             return;
         }
     }
-    if let Some(allowed) = s.get("enum").and_then(Value::as_array) {
-        if !allowed.iter().any(|a| json_eq(a, value)) {
-            errors.push(format!(
-                "{}: {} is not one of {}",
-                pointer(at),
-                value,
-                Value::Array(allowed.clone())
-            ));
-        }
+    if let Some(allowed) = s.get("enum").and_then(Value::as_array)
+        && !allowed.iter().any(|a| json_eq(a, value))
+    {
+        errors.push(format!(
+            "{}: {} is not one of {}",
+            pointer(at),
+            value,
+            Value::Array(allowed.clone())
+        ));
     }
     if let Value::Object(map) = value {
         validate_object(s, map, at, errors);

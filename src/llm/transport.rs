@@ -216,12 +216,12 @@ fn snippet(bytes: &[u8]) -> String {
 
 /// `retry-after-ms` (OpenAI) or `retry-after` (seconds or an HTTP date).
 fn header_retry_after(headers: &HeaderMap) -> Option<Duration> {
-    if let Some(ms) = headers.get("retry-after-ms").and_then(|v| v.to_str().ok()) {
-        if let Ok(ms) = ms.trim().parse::<f64>() {
-            if ms.is_finite() && ms >= 0.0 {
-                return Some(Duration::from_secs_f64(ms / 1000.0));
-            }
-        }
+    if let Some(ms) = headers.get("retry-after-ms").and_then(|v| v.to_str().ok())
+        && let Ok(ms) = ms.trim().parse::<f64>()
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
     }
     headers
         .get("retry-after")
