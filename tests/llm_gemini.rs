@@ -101,8 +101,7 @@ async fn generate_content_sends_system_instruction_json_mime_and_translated_sche
                     "propertyOrdering": ["edges"],
                     "required": ["edges"]
                 },
-                "maxOutputTokens": 2048,
-                "temperature": 0.0
+                "maxOutputTokens": 2048
             }
         })
     );

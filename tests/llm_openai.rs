@@ -184,6 +184,32 @@ async fn falls_back_to_json_object_when_the_server_rejects_json_schema() {
 }
 
 #[tokio::test]
+async fn an_invalid_schema_error_is_returned_not_worked_around() {
+    let server = fake_provider().await;
+    let seq = Sequence::new(vec![json_response(
+        400,
+        json!({"error": {"message": "Invalid schema for response_format 'extracted_entities': bad"}}),
+    )]);
+    mount_chat(&server, &seq).await;
+    let err = connect(&server)
+        .chat("gpt-4.1-mini")
+        .generate(&request())
+        .await
+        .unwrap_err();
+    assert_eq!(seq.calls(), 1);
+    assert!(
+        matches!(
+            err,
+            Error::Provider {
+                status: Some(400),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
 async fn json_object_mode_states_the_schema_in_the_prompt() {
     let server = fake_provider().await;
     mount_chat(

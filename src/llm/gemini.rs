@@ -169,7 +169,7 @@ impl Gemini {
             conn: self.clone(),
             small_model: model.clone(),
             model,
-            temperature: Some(0.0),
+            temperature: None,
         }
     }
 
@@ -241,7 +241,8 @@ impl GeminiChat {
         self
     }
 
-    /// Sampling temperature (default `Some(0.0)`); `None` leaves the model's default.
+    /// Sampling temperature. Default `None`: the model's own default, which Google
+    /// recommends keeping for Gemini 3 models.
     pub fn with_temperature(mut self, temperature: Option<f32>) -> Self {
         self.temperature = temperature;
         self

@@ -152,6 +152,7 @@ impl OpenAiBuilder {
             .unwrap_or_else(|| Limiter::shared(PROVIDER, &base_url, &self.api_key, self.limits));
         Ok(OpenAi {
             inner: Arc::new(Connection {
+                official: base_url == DEFAULT_BASE_URL,
                 cap_field: self
                     .cap_field
                     .unwrap_or(if base_url == DEFAULT_BASE_URL {
@@ -192,6 +193,8 @@ struct Connection {
     base_url: String,
     /// `max_completion_tokens` or `max_tokens`.
     cap_field: &'static str,
+    /// OpenAI itself, which always supports `json_schema`.
+    official: bool,
     transport: Transport,
 }
 
@@ -276,9 +279,10 @@ impl OpenAi {
 /// How answers are constrained to the schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutputMode {
-    /// `response_format: json_schema`; if the server rejects that (400/422 naming
-    /// `response_format` or `json_schema`), switch to [`OutputMode::JsonObject`] for
-    /// the rest of this client's life.
+    /// `response_format: json_schema`; if a compatible server (not OpenAI itself)
+    /// rejects that with a 400/422 naming `response_format` or `json_schema` (and not
+    /// an invalid schema), switch to [`OutputMode::JsonObject`] for the rest of this
+    /// client's life.
     #[default]
     Auto,
     /// Always `response_format: json_schema` (strict when the schema allows it).
@@ -467,7 +471,8 @@ impl OpenAiChat {
                 ..
             }) if self.mode == OutputMode::Auto
                 && !json_object
-                && mentions_response_format(&message) =>
+                && !self.conn.inner.official
+                && rejects_json_schema(&message) =>
             {
                 tracing::warn!(model = %self.model, %message, "server rejected json_schema; falling back to json_object");
                 self.schema_unsupported.store(true, Ordering::Relaxed);
@@ -490,9 +495,11 @@ impl OpenAiChat {
     }
 }
 
-fn mentions_response_format(message: &str) -> bool {
+/// Whether a 400/422 says the server does not support `json_schema` output (as
+/// opposed to rejecting this particular schema, which falling back would not fix).
+fn rejects_json_schema(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
-    m.contains("response_format") || m.contains("json_schema")
+    (m.contains("response_format") || m.contains("json_schema")) && !m.contains("invalid schema")
 }
 
 fn chat_usage(reply: &Value) -> TokenUsage {
@@ -592,6 +599,20 @@ mod tests {
         ] {
             assert!(!is_reasoning_model(m), "{m}");
         }
+    }
+
+    #[test]
+    fn only_unsupported_json_schema_triggers_the_fallback() {
+        assert!(rejects_json_schema(
+            "Unsupported response_format type: json_schema"
+        ));
+        assert!(rejects_json_schema(
+            "json_schema is not supported by this model"
+        ));
+        assert!(!rejects_json_schema(
+            "Invalid schema for response_format 'x': 'additionalProperties' is required"
+        ));
+        assert!(!rejects_json_schema("Invalid 'messages': empty"));
     }
 
     #[test]
