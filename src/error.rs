@@ -152,19 +152,34 @@ impl Error {
 
     /// Whether this is a provider rate limit (HTTP 429).
     pub fn is_rate_limit(&self) -> bool {
-        matches!(self, Error::Provider { status: Some(429), .. })
+        matches!(
+            self,
+            Error::Provider {
+                status: Some(429),
+                ..
+            }
+        )
     }
 
     pub(crate) fn config(field: impl Into<String>, rule: impl Into<String>) -> Self {
-        Error::Config { field: field.into(), rule: rule.into() }
+        Error::Config {
+            field: field.into(),
+            rule: rule.into(),
+        }
     }
 
     pub(crate) fn invalid(field: impl Into<String>, rule: impl Into<String>) -> Self {
-        Error::InvalidInput { field: field.into(), rule: rule.into() }
+        Error::InvalidInput {
+            field: field.into(),
+            rule: rule.into(),
+        }
     }
 
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io { context: context.into(), source }
+        Error::Io {
+            context: context.into(),
+            source,
+        }
     }
 }
 
@@ -190,7 +205,13 @@ mod tests {
         assert!(!p(Some(400)).is_retryable());
         assert!(p(Some(429)).is_rate_limit());
         assert!(!Error::config("a", "b").is_retryable());
-        assert!(Error::Timeout { operation: "q".into(), after: Duration::from_secs(1) }.is_retryable());
+        assert!(
+            Error::Timeout {
+                operation: "q".into(),
+                after: Duration::from_secs(1)
+            }
+            .is_retryable()
+        );
     }
 
     #[test]
@@ -207,6 +228,9 @@ mod tests {
             retry_after: None,
             source: None,
         };
-        assert_eq!(e.to_string(), "openai request failed (HTTP 503): overloaded");
+        assert_eq!(
+            e.to_string(),
+            "openai request failed (HTTP 503): overloaded"
+        );
     }
 }

