@@ -382,6 +382,23 @@ mod embedded_server {
     }
 
     #[tokio::test]
+    async fn the_server_stops_on_drop_even_when_its_data_dir_is_gone() {
+        // Redis refuses SIGTERM when its final save fails, unless told to force it.
+        let dir = data_dir();
+        let db = connect(dir.path()).await;
+        db.query(GRAPH, "CREATE (:V)", &Params::new())
+            .await
+            .unwrap();
+        let pid = db.embedded_server().unwrap().pid().unwrap();
+        std::fs::remove_dir_all(dir.path()).unwrap();
+        drop(db);
+        assert!(
+            eventually(Duration::from_secs(30), || async { !alive(pid) }).await,
+            "pid {pid} still running"
+        );
+    }
+
+    #[tokio::test]
     async fn shutdown_is_idempotent_and_later_calls_fail_cleanly() {
         let dir = data_dir();
         let db = connect(dir.path()).await;

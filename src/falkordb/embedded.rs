@@ -534,6 +534,9 @@ fn server_config(data_dir: &Path, socket: &Path, module: &Path) -> String {
          appendfsync everysec\n\
          appenddirname appendonlydir\n\
          aof-use-rdb-preamble yes\n\
+         # SIGTERM (owner gone) saves if it can, and exits even if it cannot.\n\
+         shutdown-on-sigterm force\n\
+         shutdown-on-sigint force\n\
          loadmodule {module}\n",
         sock = q(socket),
         dir = q(data_dir),
