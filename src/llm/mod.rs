@@ -301,7 +301,7 @@ pub struct Generation {
 /// Structured generation against a JSON schema.
 ///
 /// Implementations validate the answer against [`GenerateRequest::schema`]: an `Ok`
-/// value is always valid. See [`openai::OpenAiClient`], [`gemini::GeminiClient`] and
+/// value is always valid. See [`openai::OpenAiChat`], [`gemini::GeminiChat`] and
 /// the test double [`doubles::ScriptedModel`].
 #[async_trait]
 pub trait LanguageModel: Send + Sync + fmt::Debug {

@@ -12,7 +12,7 @@ use crate::llm::{Embedder, TokenUsage, estimate_tokens};
 use crate::{Error, Result};
 
 /// Default number of texts per request.
-pub const DEFAULT_BATCH_SIZE: usize = 256;
+pub const DEFAULT_EMBED_BATCH_SIZE: usize = 256;
 
 /// Embeddings through an OpenAI(-compatible) server. Made by [`OpenAi::embedder`].
 #[derive(Clone)]
@@ -53,14 +53,14 @@ impl OpenAi {
             model,
             dimension,
             send_dimensions,
-            batch_size: DEFAULT_BATCH_SIZE,
+            batch_size: DEFAULT_EMBED_BATCH_SIZE,
         })
     }
 }
 
 impl OpenAiEmbedder {
     /// Texts per request (at least 1; OpenAI accepts up to 2048). Default
-    /// [`DEFAULT_BATCH_SIZE`]. Batches are sent concurrently, within the limiter.
+    /// [`DEFAULT_EMBED_BATCH_SIZE`]. Batches are sent concurrently, within the limiter.
     pub fn with_batch_size(mut self, batch_size: usize) -> Self {
         self.batch_size = batch_size.max(1);
         self

@@ -41,7 +41,7 @@ use crate::{Error, Result};
 mod embed;
 mod rerank;
 
-pub use embed::OpenAiEmbedder;
+pub use embed::{DEFAULT_EMBED_BATCH_SIZE, OpenAiEmbedder};
 pub use rerank::OpenAiReranker;
 
 /// OpenAI's public endpoint.
