@@ -271,10 +271,11 @@ impl EmbeddedServer {
     #[tracing::instrument(skip(self), fields(data_dir = %self.inner.data_dir.display()))]
     pub async fn shutdown(&self) -> Result<()> {
         let inner = &self.inner;
-        if !inner.stopping.load(Ordering::SeqCst) && self.pid().is_some() {
-            if let Err(e) = self.rewrite_aof().await {
-                warn!(error = %e, "rewriting the AOF before shutdown failed; the AOF log will be replayed");
-            }
+        if !inner.stopping.load(Ordering::SeqCst)
+            && self.pid().is_some()
+            && let Err(e) = self.rewrite_aof().await
+        {
+            warn!(error = %e, "rewriting the AOF before shutdown failed; the AOF log will be replayed");
         }
         if !inner.stopping.swap(true, Ordering::SeqCst) {
             // SHUTDOWN SAVE closes the connection instead of replying; an error is expected.
