@@ -347,16 +347,27 @@ mod embedded_server {
             .current_dir(dir.path())
             .spawn()
             .unwrap();
+        // Start as soon as its socket exists: it may still be loading its data.
         let socket = dir.path().join("falkordb.sock");
         assert!(eventually(Duration::from_secs(30), || async { socket.exists() }).await);
         let orphan_pid = orphan.id();
 
         let db = connect(dir.path()).await;
         assert_ne!(db.embedded_server().unwrap().pid(), Some(orphan_pid));
-        let status = orphan.wait().unwrap();
+        let mut status = None;
+        let exited = eventually(Duration::from_secs(30), || {
+            let s = orphan.try_wait().unwrap();
+            status = s;
+            async move { s.is_some() }
+        })
+        .await;
+        if !exited {
+            orphan.kill().unwrap();
+        }
+        assert!(exited, "the orphan was stopped");
         assert!(
-            status.success(),
-            "the orphan was shut down cleanly: {status}"
+            status.unwrap().success(),
+            "the orphan was shut down cleanly: {status:?}"
         );
         assert_eq!(
             db.ro_query(GRAPH, "MATCH (n:V) RETURN n.i AS i", &Params::new())
@@ -365,6 +376,38 @@ mod embedded_server {
                 .get(0, "i"),
             Some(&Value::Int(7))
         );
+        db.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_server_orphaned_without_its_socket_is_found_by_its_pid_file() {
+        let dir = data_dir();
+        let first = connect(dir.path()).await;
+        let binaries = first.embedded_server().unwrap().binaries().clone();
+        first.shutdown().await.unwrap();
+        drop(first);
+        let mut orphan = std::process::Command::new(&binaries.redis_server)
+            .arg(dir.path().join("falkordb.conf"))
+            .current_dir(dir.path())
+            .spawn()
+            .unwrap();
+        let pid_file = dir.path().join("falkordb.pid");
+        assert!(eventually(Duration::from_secs(30), || async { pid_file.exists() }).await);
+        std::fs::remove_file(dir.path().join("falkordb.sock")).unwrap();
+
+        let db = connect(dir.path()).await;
+        let exited = eventually(Duration::from_secs(30), || {
+            let done = orphan.try_wait().unwrap().is_some();
+            async move { done }
+        })
+        .await;
+        if !exited {
+            orphan.kill().unwrap();
+        }
+        assert!(exited, "the orphan was stopped");
+        db.query(GRAPH, "CREATE (:V)", &Params::new())
+            .await
+            .unwrap();
         db.shutdown().await.unwrap();
     }
 

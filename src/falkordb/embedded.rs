@@ -575,28 +575,69 @@ fn acquire_lock(data_dir: &Path) -> Result<File> {
 /// Removes a stale socket, or stops a server orphaned by a crashed owner (we hold the
 /// lock, so no live gralkor process owns it).
 async fn clean_leftovers(data_dir: &Path, socket: &Path) -> Result<()> {
-    if socket.exists() {
-        if ping(socket).await.is_ok() {
-            warn!(socket = %socket.display(), "stopping a FalkorDB server left behind by a crashed owner");
+    let leftover = |what: &str| Error::Embedded {
+        message: format!(
+            "a FalkorDB server left behind on {} does not stop ({what}); stop it by hand",
+            socket.display()
+        ),
+        source: None,
+    };
+    if socket.exists() && answers(socket).await {
+        warn!(socket = %socket.display(), "stopping a FalkorDB server left behind by a crashed owner");
+        let start = Instant::now();
+        // Repeated: a server still loading its data may refuse the first one.
+        while answers(socket).await {
             let _ = send_command(socket, &["SHUTDOWN", "SAVE"]).await;
+            if start.elapsed() > Duration::from_secs(60) {
+                return Err(leftover("SHUTDOWN"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let _ = std::fs::remove_file(socket);
+    // A server whose socket file is gone can still be running: find it by its pid file
+    // and its process title, which names our socket.
+    let pid_file = data_dir.join(PID_FILE);
+    if let Some(pid) = std::fs::read_to_string(&pid_file)
+        .ok()
+        .and_then(|p| p.trim().parse::<u32>().ok())
+    {
+        let ours = || {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(&*socket.to_string_lossy()))
+                .unwrap_or(false)
+        };
+        if ours() {
+            warn!(
+                pid,
+                "stopping a FalkorDB server left behind without its socket"
+            );
+            signal(pid, libc::SIGTERM);
             let start = Instant::now();
-            while ping(socket).await.is_ok() {
+            while ours() {
                 if start.elapsed() > Duration::from_secs(60) {
-                    return Err(Error::Embedded {
-                        message: format!(
-                            "a FalkorDB server left behind on {} does not stop; stop it by hand",
-                            socket.display()
-                        ),
-                        source: None,
-                    });
+                    return Err(leftover("SIGTERM"));
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
-        let _ = std::fs::remove_file(socket);
     }
-    let _ = std::fs::remove_file(data_dir.join(PID_FILE));
+    let _ = std::fs::remove_file(pid_file);
     Ok(())
+}
+
+/// Whether a server listens on `socket`: any reply counts, including the `LOADING`
+/// error of a server still reading its data; only a failed connection does not.
+async fn answers(socket: &Path) -> bool {
+    match send_command(socket, &["PING"]).await {
+        Ok(_) => true,
+        Err(e) => {
+            !(e.is_io_error()
+                || e.is_connection_refusal()
+                || e.is_connection_dropped()
+                || e.is_timeout())
+        }
+    }
 }
 
 fn unix_client(socket: &Path) -> redis::RedisResult<redis::Client> {
