@@ -89,6 +89,8 @@ struct Inner {
     vector_rebuild_needed: AtomicBool,
     restarts: AtomicU64,
     vector_index_rebuilds: AtomicU64,
+    /// Serialises AOF rewrites requested through this server.
+    rewrite_turn: tokio::sync::Mutex<()>,
     /// `true` once the supervisor has seen the child exit for good.
     stopped: watch::Receiver<bool>,
     /// One writer at a time on the embedded server (reads stay concurrent).
@@ -136,6 +138,7 @@ impl EmbeddedServer {
             vector_rebuild_needed: AtomicBool::new(false),
             restarts: AtomicU64::new(0),
             vector_index_rebuilds: AtomicU64::new(0),
+            rewrite_turn: tokio::sync::Mutex::new(()),
             stopped: stopped_rx,
             write_gate: Arc::new(Semaphore::new(1)),
             _lock: lock,
@@ -220,16 +223,31 @@ impl EmbeddedServer {
     /// whole data set — index definitions included — lives in the RDB preamble.
     pub async fn rewrite_aof(&self) -> Result<()> {
         let socket = &self.inner.socket;
+        // One rewrite at a time from this process; each caller gets a rewrite that
+        // started after its own change.
+        let _turn = self.inner.rewrite_turn.lock().await;
         let start = Instant::now();
         let fail = |e: redis::RedisError| Error::Connection {
             context: format!("rewriting the AOF: {e}"),
             source: Some(e),
         };
-        // If a rewrite is already running, Redis schedules another one after it.
-        send_command(socket, &["BGREWRITEAOF"])
-            .await
-            .map_err(fail)?;
+        let mut started = false;
         loop {
+            if start.elapsed() > REWRITE_DEADLINE {
+                return Err(Error::Timeout {
+                    operation: "rewriting the AOF".into(),
+                    after: REWRITE_DEADLINE,
+                });
+            }
+            if !started {
+                match send_command(socket, &["BGREWRITEAOF"]).await {
+                    Ok(_) => started = true,
+                    // Another client's rewrite is running: it may predate our change, so
+                    // wait for it to end and start our own.
+                    Err(e) if e.to_string().contains("already in progress") => {}
+                    Err(e) => return Err(fail(e)),
+                }
+            }
             let info = match send_command(socket, &["INFO", "persistence"])
                 .await
                 .map_err(fail)?
@@ -248,18 +266,12 @@ impl EmbeddedServer {
                     "aof_rewrite_in_progress:1" | "aof_rewrite_scheduled:1"
                 )
             });
-            if !busy {
+            if started && !busy {
                 info!(
                     elapsed_ms = start.elapsed().as_millis() as u64,
                     "AOF rewritten"
                 );
                 return Ok(());
-            }
-            if start.elapsed() > REWRITE_DEADLINE {
-                return Err(Error::Timeout {
-                    operation: "rewriting the AOF".into(),
-                    after: REWRITE_DEADLINE,
-                });
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
