@@ -221,6 +221,12 @@ impl EmbeddedServer {
 
     /// Rewrites the append-only file and waits until the rewrite has finished, so the
     /// whole data set — index definitions included — lives in the RDB preamble.
+    ///
+    /// ```no_run
+    /// # async fn run(server: gralkor::falkordb::EmbeddedServer) -> gralkor::Result<()> {
+    /// server.rewrite_aof().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn rewrite_aof(&self) -> Result<()> {
         let socket = &self.inner.socket;
         // One rewrite at a time from this process; each caller gets a rewrite that
@@ -280,6 +286,13 @@ impl EmbeddedServer {
     /// Stops the server cleanly: it rewrites its AOF (so the next start loads one
     /// snapshot rather than replaying a log), saves and exits. Every handle attached
     /// to it fails afterwards. Calling it twice is harmless.
+    ///
+    /// ```no_run
+    /// # async fn run(server: gralkor::falkordb::EmbeddedServer) -> gralkor::Result<()> {
+    /// server.shutdown().await?;
+    /// server.shutdown().await?; // harmless
+    /// # Ok(()) }
+    /// ```
     #[tracing::instrument(skip(self), fields(data_dir = %self.inner.data_dir.display()))]
     pub async fn shutdown(&self) -> Result<()> {
         let inner = &self.inner;
@@ -685,6 +698,15 @@ async fn ping(socket: &Path) -> redis::RedisResult<()> {
 
 /// Finds the binaries: explicit config, then `GRALKOR_FALKORDB_BIN_DIR`, then the
 /// cache, then provisioning into the cache.
+///
+/// ```no_run
+/// # async fn run() -> gralkor::Result<()> {
+/// use gralkor::falkordb::{resolve_binaries, EmbeddedConfig};
+///
+/// let bins = resolve_binaries(&EmbeddedConfig::new("./memory")).await?;
+/// println!("{} + {}", bins.redis_server.display(), bins.module.display());
+/// # Ok(()) }
+/// ```
 pub async fn resolve_binaries(config: &EmbeddedConfig) -> Result<Binaries> {
     if let (Some(server), Some(module)) = (&config.redis_server, &config.falkordb_module) {
         return checked(

@@ -334,6 +334,14 @@ impl FalkorDb {
     }
 
     /// Drops an index; returns `false` if it did not exist.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// use gralkor::falkordb::IndexSpec;
+    ///
+    /// db.drop_index("notes", &IndexSpec::range_nodes("Note", ["id"])).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn drop_index(&self, graph: &str, spec: &IndexSpec) -> Result<bool> {
         spec.validate()?;
         let mut dropped = false;
@@ -369,6 +377,14 @@ impl FalkorDb {
     }
 
     /// Lists the indices of `graph`.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// for index in db.list_indices("notes").await? {
+    ///     println!("{:?} {} {:?} operational={}", index.entity, index.property, index.kind, index.operational);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn list_indices(&self, graph: &str) -> Result<Vec<IndexInfo>> {
         let res = self
             .ro_query(
@@ -478,6 +494,13 @@ impl FalkorDb {
     /// append-only file whose tail creates a vector index: FalkorDB 4.16 then rebuilds
     /// the index from the replay incompletely, so nearest-neighbour queries silently
     /// miss nodes. Call it yourself after restoring data by other means.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// let rebuilt = db.rebuild_vector_indices().await?;
+    /// println!("rebuilt {rebuilt} vector indices");
+    /// # Ok(()) }
+    /// ```
     #[tracing::instrument(skip(self))]
     pub async fn rebuild_vector_indices(&self) -> Result<usize> {
         let mut rebuilt = 0;

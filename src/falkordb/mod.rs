@@ -155,6 +155,19 @@ impl FalkorDb {
     /// Connects a new handle to an embedded server that is already running (started
     /// with [`EmbeddedServer::start`]). The handle does not stop the server on
     /// [`shutdown`](Self::shutdown); the server's owner does.
+    ///
+    /// ```no_run
+    /// # async fn run() -> gralkor::Result<()> {
+    /// use std::time::Duration;
+    /// use gralkor::falkordb::{EmbeddedConfig, EmbeddedServer, FalkorDb};
+    ///
+    /// let server = EmbeddedServer::start(&EmbeddedConfig::new("./memory")).await?;
+    /// let a = FalkorDb::attach(&server, Duration::from_secs(30)).await?;
+    /// let b = FalkorDb::attach(&server, Duration::from_secs(5)).await?; // its own timeout
+    /// # drop((a, b));
+    /// server.shutdown().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn attach(server: &EmbeddedServer, response_timeout: Duration) -> Result<FalkorDb> {
         let mut config = FalkorConfig::embedded(EmbeddedConfig::new(server.data_dir()));
         config.response_timeout = response_timeout;
@@ -216,6 +229,15 @@ impl FalkorDb {
     /// Waits for permission to perform an episode-sized write: one at a time on the
     /// embedded backend (a single-threaded Redis serialises them anyway, and queuing
     /// here keeps reads responsive), immediately on a remote backend.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// use gralkor::falkordb::Params;
+    ///
+    /// let _permit = db.admit_write().await; // held until dropped
+    /// db.query("notes", "CREATE (:Episode {n: 1})", &Params::new()).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn admit_write(&self) -> WritePermit {
         match &self.inner.write_gate {
             Some(gate) => WritePermit {
@@ -348,6 +370,14 @@ impl FalkorDb {
     }
 
     /// The logical ids of every gralkor graph on the server.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// for graph in db.list_graphs().await? {
+    ///     println!("{graph}");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn list_graphs(&self) -> Result<Vec<String>> {
         let mut conn = self.inner.conn.clone();
         let names: Vec<String> = redis::cmd("GRAPH.LIST")
@@ -361,6 +391,14 @@ impl FalkorDb {
 
     /// Deletes `graph` with all its data and indices. Returns `false` if it did not
     /// exist.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// if db.delete_graph("scratch").await? {
+    ///     println!("deleted");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn delete_graph(&self, graph: &str) -> Result<bool> {
         let name = physical_graph_name(graph)?;
         let mut conn = self.inner.conn.clone();
@@ -383,6 +421,12 @@ impl FalkorDb {
 
     /// Stops the embedded server if this handle started it (clean stop with a save).
     /// For remote backends and attached handles this does nothing.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// db.shutdown().await?; // the embedded server saves and stops
+    /// # Ok(()) }
+    /// ```
     pub async fn shutdown(&self) -> Result<()> {
         match (&self.inner.server, self.inner.owns_server) {
             (Some(server), true) => server.shutdown().await,
