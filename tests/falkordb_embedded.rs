@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use gralkor::Error;
 use gralkor::falkordb::{
-    EmbeddedConfig, EmbeddedServer, FalkorConfig, FalkorDb, IndexSpec, Params, RemoteConfig,
-    Similarity, Value,
+    Binaries, EmbeddedConfig, EmbeddedServer, FalkorConfig, FalkorDb, IndexSpec, Params,
+    RemoteConfig, Similarity, Value,
 };
 
 const GRAPH: &str = "lifecycle";
@@ -38,6 +38,40 @@ fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"))
         .unwrap_or(false)
+}
+
+/// Waits until process `pid` has exited (bounded).
+async fn assert_exits(pid: u32) {
+    assert!(
+        eventually(Duration::from_secs(30), || async { !alive(pid) }).await,
+        "pid {pid} still running"
+    );
+}
+
+/// Plays a crashed owner: starts the server by hand from the data directory's config,
+/// with no lock held.
+fn start_orphan(dir: &Path, binaries: &Binaries) -> std::process::Child {
+    std::process::Command::new(&binaries.redis_server)
+        .arg(dir.join("falkordb.conf"))
+        .current_dir(dir)
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (bounded) for `child` to exit; kills it if it does not, so no test leaks it.
+async fn exit_status(child: &mut std::process::Child) -> Option<std::process::ExitStatus> {
+    let mut status = None;
+    eventually(Duration::from_secs(30), || {
+        status = child.try_wait().unwrap();
+        let done = status.is_some();
+        async move { done }
+    })
+    .await;
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    status
 }
 
 /// Polls `cond` until it holds or `deadline` passes (waiting on an observable
@@ -341,12 +375,7 @@ mod embedded_server {
             .unwrap();
         first.shutdown().await.unwrap();
         drop(first);
-        // Play a crashed owner: start the server by hand, with no lock held.
-        let mut orphan = std::process::Command::new(&binaries.redis_server)
-            .arg(dir.path().join("falkordb.conf"))
-            .current_dir(dir.path())
-            .spawn()
-            .unwrap();
+        let mut orphan = start_orphan(dir.path(), &binaries);
         // Start as soon as its socket exists: it may still be loading its data.
         let socket = dir.path().join("falkordb.sock");
         assert!(eventually(Duration::from_secs(30), || async { socket.exists() }).await);
@@ -354,20 +383,12 @@ mod embedded_server {
 
         let db = connect(dir.path()).await;
         assert_ne!(db.embedded_server().unwrap().pid(), Some(orphan_pid));
-        let mut status = None;
-        let exited = eventually(Duration::from_secs(30), || {
-            let s = orphan.try_wait().unwrap();
-            status = s;
-            async move { s.is_some() }
-        })
-        .await;
-        if !exited {
-            orphan.kill().unwrap();
-        }
-        assert!(exited, "the orphan was stopped");
+        let status = exit_status(&mut orphan)
+            .await
+            .expect("the orphan was stopped");
         assert!(
-            status.unwrap().success(),
-            "the orphan was shut down cleanly: {status:?}"
+            status.success(),
+            "the orphan was shut down cleanly: {status}"
         );
         assert_eq!(
             db.ro_query(GRAPH, "MATCH (n:V) RETURN n.i AS i", &Params::new())
@@ -386,25 +407,16 @@ mod embedded_server {
         let binaries = first.embedded_server().unwrap().binaries().clone();
         first.shutdown().await.unwrap();
         drop(first);
-        let mut orphan = std::process::Command::new(&binaries.redis_server)
-            .arg(dir.path().join("falkordb.conf"))
-            .current_dir(dir.path())
-            .spawn()
-            .unwrap();
+        let mut orphan = start_orphan(dir.path(), &binaries);
         let pid_file = dir.path().join("falkordb.pid");
         assert!(eventually(Duration::from_secs(30), || async { pid_file.exists() }).await);
         std::fs::remove_file(dir.path().join("falkordb.sock")).unwrap();
 
         let db = connect(dir.path()).await;
-        let exited = eventually(Duration::from_secs(30), || {
-            let done = orphan.try_wait().unwrap().is_some();
-            async move { done }
-        })
-        .await;
-        if !exited {
-            orphan.kill().unwrap();
-        }
-        assert!(exited, "the orphan was stopped");
+        assert!(
+            exit_status(&mut orphan).await.is_some(),
+            "the orphan was stopped"
+        );
         db.query(GRAPH, "CREATE (:V)", &Params::new())
             .await
             .unwrap();
@@ -418,10 +430,7 @@ mod embedded_server {
         let pid = db.embedded_server().unwrap().pid().unwrap();
         assert!(alive(pid));
         drop(db);
-        assert!(
-            eventually(Duration::from_secs(30), || async { !alive(pid) }).await,
-            "pid {pid} still running"
-        );
+        assert_exits(pid).await;
     }
 
     #[tokio::test]
@@ -435,10 +444,7 @@ mod embedded_server {
         let pid = db.embedded_server().unwrap().pid().unwrap();
         std::fs::remove_dir_all(dir.path()).unwrap();
         drop(db);
-        assert!(
-            eventually(Duration::from_secs(30), || async { !alive(pid) }).await,
-            "pid {pid} still running"
-        );
+        assert_exits(pid).await;
     }
 
     #[tokio::test]
