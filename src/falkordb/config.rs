@@ -475,6 +475,21 @@ mod tests {
     }
 
     #[test]
+    fn tls_needs_the_tls_feature() {
+        let cfg = FalkorConfig::remote(RemoteConfig::new("h", 6379).with_tls(true));
+        if cfg!(feature = "tls") {
+            assert!(cfg.validate().is_ok());
+        } else {
+            let e = cfg.validate().unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("`falkordb.remote.tls` requires gralkor's `tls` cargo feature"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
     fn password_is_redacted_in_debug() {
         let r = RemoteConfig::new("h", 1).with_credentials(None, "s3cret");
         assert!(!format!("{r:?}").contains("s3cret"));
