@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use super::embedding::resolve_dimension;
 use super::gemini::Gemini;
-use super::openai::{OpenAi, check_base_url, is_reasoning_model};
+use super::openai::{OpenAi, is_reasoning_model};
+use super::transport::check_base_url;
 use super::{
     Embedder, LanguageModel, LimiterSettings, ListwiseReranker, Reranker, RetryPolicy, UsageMeter,
 };

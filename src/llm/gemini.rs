@@ -24,9 +24,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::embedding::{check_vectors, resolve_dimension, run_batches};
-use super::openai::check_base_url;
 use super::structured::generate_with_repair;
-use super::transport::{Call, Transport, default_http_client};
+use super::transport::{Call, ClientSettings, Endpoint};
 use super::{
     Embedder, GenerateRequest, Generation, LanguageModel, Limiter, LimiterSettings, Message,
     ModelSize, RetryPolicy, Role, TokenUsage, UsageMeter, estimate_tokens, schema,
@@ -42,92 +41,61 @@ pub const PROVIDER: &str = "google";
 /// Builds a [`Gemini`] connection.
 #[derive(Clone)]
 pub struct GeminiBuilder {
-    api_key: String,
-    base_url: String,
-    http: Option<reqwest::Client>,
-    limiter: Option<Limiter>,
-    limits: LimiterSettings,
-    retry: RetryPolicy,
-    usage: Option<UsageMeter>,
+    settings: ClientSettings,
 }
 
 impl fmt::Debug for GeminiBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GeminiBuilder")
-            .field("api_key", &"<redacted>")
-            .field("base_url", &self.base_url)
-            .field("limits", &self.limits)
-            .field("retry", &self.retry)
-            .finish_non_exhaustive()
+        self.settings.debug(f, "GeminiBuilder")
     }
 }
 
 impl GeminiBuilder {
     /// Another endpoint for the same API (a proxy, a test server).
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into();
+        self.settings.base_url = url.into();
         self
     }
 
     /// The reqwest client to send requests with.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http = Some(client);
+        self.settings.http = Some(client);
         self
     }
 
     /// Use this limiter; without it the process-wide one for this endpoint and key.
     pub fn limiter(mut self, limiter: Limiter) -> Self {
-        self.limiter = Some(limiter);
+        self.settings.limiter = Some(limiter);
         self
     }
 
     /// Settings for the limiter created for this key when none is given.
     pub fn limits(mut self, limits: LimiterSettings) -> Self {
-        self.limits = limits;
+        self.settings.limits = limits;
         self
     }
 
     /// The retry policy.
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
+        self.settings.retry = retry;
         self
     }
 
     /// The meter calls are recorded in (a new one by default).
     pub fn usage(mut self, usage: UsageMeter) -> Self {
-        self.usage = Some(usage);
+        self.settings.usage = Some(usage);
         self
     }
 
     /// Checks the settings and builds the connection.
     pub fn build(self) -> Result<Gemini> {
-        if self.api_key.trim().is_empty() {
-            return Err(Error::config("GOOGLE_API_KEY", "must not be blank"));
-        }
-        let base_url = check_base_url("google base URL", &self.base_url)?;
-        let limiter = self
-            .limiter
-            .unwrap_or_else(|| Limiter::shared(PROVIDER, &base_url, &self.api_key, self.limits));
+        let endpoint = self
+            .settings
+            .connect(PROVIDER, "GOOGLE_API_KEY", "google base URL")?;
         Ok(Gemini {
-            inner: Arc::new(Connection {
-                api_key: self.api_key,
-                base_url,
-                transport: Transport {
-                    provider: PROVIDER,
-                    http: self.http.unwrap_or_else(default_http_client),
-                    limiter,
-                    retry: self.retry,
-                    usage: self.usage.unwrap_or_default(),
-                },
-            }),
+            inner: Arc::new(endpoint),
         })
     }
-}
-
-struct Connection {
-    api_key: String,
-    base_url: String,
-    transport: Transport,
 }
 
 /// A connection to Gemini for one key. Cheap to clone; clients made from it share its
@@ -135,7 +103,7 @@ struct Connection {
 /// header, never in the URL.
 #[derive(Clone)]
 pub struct Gemini {
-    inner: Arc<Connection>,
+    inner: Arc<Endpoint>,
 }
 
 impl fmt::Debug for Gemini {
@@ -151,13 +119,7 @@ impl Gemini {
     /// Starts building a connection with this API key to [`DEFAULT_BASE_URL`].
     pub fn builder(api_key: impl Into<String>) -> GeminiBuilder {
         GeminiBuilder {
-            api_key: api_key.into(),
-            base_url: DEFAULT_BASE_URL.to_string(),
-            http: None,
-            limiter: None,
-            limits: LimiterSettings::default(),
-            retry: RetryPolicy::default(),
-            usage: None,
+            settings: ClientSettings::new(api_key.into(), DEFAULT_BASE_URL),
         }
     }
 

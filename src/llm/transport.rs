@@ -1,6 +1,7 @@
 //! The HTTP path every provider call takes: limiter, retry policy, timeouts, error
 //! mapping and usage accounting.
 
+use std::fmt;
 use std::time::Duration;
 
 use reqwest::header::HeaderMap;
@@ -9,7 +10,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::usage::CallRecord;
-use super::{Limiter, RetryPolicy, TokenUsage, UsageMeter, retry};
+use super::{Limiter, LimiterSettings, RetryPolicy, TokenUsage, UsageMeter, retry};
 use crate::{Error, Result};
 
 /// What a provider client shares between its calls.
@@ -20,6 +21,94 @@ pub(crate) struct Transport {
     pub limiter: Limiter,
     pub retry: RetryPolicy,
     pub usage: UsageMeter,
+}
+
+/// The settings every provider builder collects: the key, the endpoint and how calls
+/// are sent. Each public builder embeds one and keeps its own documented setters.
+#[derive(Clone)]
+pub(crate) struct ClientSettings {
+    pub api_key: String,
+    pub base_url: String,
+    pub http: Option<reqwest::Client>,
+    pub limiter: Option<Limiter>,
+    pub limits: LimiterSettings,
+    pub retry: RetryPolicy,
+    pub usage: Option<UsageMeter>,
+}
+
+/// A checked endpoint and key with the transport its calls go through.
+pub(crate) struct Endpoint {
+    pub api_key: String,
+    /// Without trailing slashes.
+    pub base_url: String,
+    pub transport: Transport,
+}
+
+impl ClientSettings {
+    /// `api_key` for `base_url`, with default limits and retry policy.
+    pub fn new(api_key: String, base_url: &str) -> Self {
+        ClientSettings {
+            api_key,
+            base_url: base_url.to_string(),
+            http: None,
+            limiter: None,
+            limits: LimiterSettings::default(),
+            retry: RetryPolicy::default(),
+            usage: None,
+        }
+    }
+
+    /// The builder's `Debug`, named `name`, with the key redacted.
+    pub fn debug(&self, f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
+        f.debug_struct(name)
+            .field("api_key", &"<redacted>")
+            .field("base_url", &self.base_url)
+            .field("limits", &self.limits)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+
+    /// Checks the key (`key_field` names it in the error) and the base URL
+    /// (`url_field`), then takes the given limiter or the process-wide one for this
+    /// endpoint and key.
+    pub fn connect(
+        self,
+        provider: &'static str,
+        key_field: &str,
+        url_field: &str,
+    ) -> Result<Endpoint> {
+        if self.api_key.trim().is_empty() {
+            return Err(Error::config(key_field, "must not be blank"));
+        }
+        let base_url = check_base_url(url_field, &self.base_url)?;
+        let limiter = self
+            .limiter
+            .unwrap_or_else(|| Limiter::shared(provider, &base_url, &self.api_key, self.limits));
+        Ok(Endpoint {
+            api_key: self.api_key,
+            base_url,
+            transport: Transport {
+                provider,
+                http: self.http.unwrap_or_else(default_http_client),
+                limiter,
+                retry: self.retry,
+                usage: self.usage.unwrap_or_default(),
+            },
+        })
+    }
+}
+
+/// Validates a base URL and removes trailing slashes.
+pub(crate) fn check_base_url(field: &str, url: &str) -> Result<String> {
+    let url = url.trim().trim_end_matches('/');
+    let ok = reqwest::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+    if !ok {
+        return Err(Error::config(
+            field,
+            format!("must be an http:// or https:// URL (got `{url}`)"),
+        ));
+    }
+    Ok(url.to_string())
 }
 
 /// One logical request.
@@ -263,5 +352,19 @@ mod tests {
         assert_eq!(snippet(b"  "), "(empty body)");
         let long = "é".repeat(600);
         assert_eq!(snippet(long.as_bytes()).chars().count(), 501);
+    }
+
+    #[test]
+    fn base_urls() {
+        assert_eq!(
+            check_base_url("X", "http://localhost:11434/v1/").unwrap(),
+            "http://localhost:11434/v1"
+        );
+        let err = check_base_url("OPENAI_BASE_URL", "localhost:1234").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`OPENAI_BASE_URL` must be an http:// or https:// URL"),
+            "{err}"
+        );
     }
 }

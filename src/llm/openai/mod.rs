@@ -31,7 +31,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::structured::{generate_with_repair, schema_instruction};
-use super::transport::{Call, Transport, default_http_client};
+use super::transport::{Call, ClientSettings, Endpoint, Transport};
 use super::{
     GenerateRequest, Generation, LanguageModel, Limiter, LimiterSettings, Message, ModelSize,
     RetryPolicy, TokenUsage, UsageMeter, estimate_tokens, schema,
@@ -53,13 +53,7 @@ pub const PROVIDER: &str = "openai";
 /// Builds an [`OpenAi`] connection.
 #[derive(Clone)]
 pub struct OpenAiBuilder {
-    api_key: String,
-    base_url: String,
-    http: Option<reqwest::Client>,
-    limiter: Option<Limiter>,
-    limits: LimiterSettings,
-    retry: RetryPolicy,
-    usage: Option<UsageMeter>,
+    settings: ClientSettings,
     cap_field: Option<TokenCapField>,
 }
 
@@ -83,12 +77,7 @@ impl TokenCapField {
 
 impl fmt::Debug for OpenAiBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiBuilder")
-            .field("api_key", &"<redacted>")
-            .field("base_url", &self.base_url)
-            .field("limits", &self.limits)
-            .field("retry", &self.retry)
-            .finish_non_exhaustive()
+        self.settings.debug(f, "OpenAiBuilder")
     }
 }
 
@@ -96,39 +85,39 @@ impl OpenAiBuilder {
     /// Another endpoint that speaks the same API, e.g. `http://localhost:11434/v1` for
     /// Ollama. Requests go to `<base_url>/chat/completions` and `<base_url>/embeddings`.
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into();
+        self.settings.base_url = url.into();
         self
     }
 
     /// The reqwest client to send requests with (proxies, TLS roots, pools). The retry
     /// policy's per-attempt timeout applies on top of it.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http = Some(client);
+        self.settings.http = Some(client);
         self
     }
 
     /// Use this limiter (e.g. one shared with other connections). Without it the
     /// process-wide limiter for this endpoint and key is used ([`Limiter::shared`]).
     pub fn limiter(mut self, limiter: Limiter) -> Self {
-        self.limiter = Some(limiter);
+        self.settings.limiter = Some(limiter);
         self
     }
 
     /// Settings for the limiter created for this key when none is given.
     pub fn limits(mut self, limits: LimiterSettings) -> Self {
-        self.limits = limits;
+        self.settings.limits = limits;
         self
     }
 
     /// The retry policy.
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
+        self.settings.retry = retry;
         self
     }
 
     /// The meter calls are recorded in (a new one by default).
     pub fn usage(mut self, usage: UsageMeter) -> Self {
-        self.usage = Some(usage);
+        self.settings.usage = Some(usage);
         self
     }
 
@@ -143,49 +132,29 @@ impl OpenAiBuilder {
     /// Checks the settings and builds the connection. A blank key or a base URL that
     /// is not `http(s)://…` is a [`Error::Config`].
     pub fn build(self) -> Result<OpenAi> {
-        if self.api_key.trim().is_empty() {
-            return Err(Error::config("OPENAI_API_KEY", "must not be blank"));
-        }
-        let base_url = check_base_url("OPENAI_BASE_URL", &self.base_url)?;
-        let limiter = self
-            .limiter
-            .unwrap_or_else(|| Limiter::shared(PROVIDER, &base_url, &self.api_key, self.limits));
+        let Endpoint {
+            api_key,
+            base_url,
+            transport,
+        } = self
+            .settings
+            .connect(PROVIDER, "OPENAI_API_KEY", "OPENAI_BASE_URL")?;
+        let official = base_url == DEFAULT_BASE_URL;
+        let cap_field = self.cap_field.unwrap_or(if official {
+            TokenCapField::MaxCompletionTokens
+        } else {
+            TokenCapField::MaxTokens
+        });
         Ok(OpenAi {
             inner: Arc::new(Connection {
-                official: base_url == DEFAULT_BASE_URL,
-                cap_field: self
-                    .cap_field
-                    .unwrap_or(if base_url == DEFAULT_BASE_URL {
-                        TokenCapField::MaxCompletionTokens
-                    } else {
-                        TokenCapField::MaxTokens
-                    })
-                    .as_str(),
-                api_key: self.api_key,
+                api_key,
                 base_url,
-                transport: Transport {
-                    provider: PROVIDER,
-                    http: self.http.unwrap_or_else(default_http_client),
-                    limiter,
-                    retry: self.retry,
-                    usage: self.usage.unwrap_or_default(),
-                },
+                cap_field: cap_field.as_str(),
+                official,
+                transport,
             }),
         })
     }
-}
-
-/// Validates a base URL and removes trailing slashes.
-pub(crate) fn check_base_url(field: &str, url: &str) -> Result<String> {
-    let url = url.trim().trim_end_matches('/');
-    let ok = reqwest::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
-    if !ok {
-        return Err(Error::config(
-            field,
-            format!("must be an http:// or https:// URL (got `{url}`)"),
-        ));
-    }
-    Ok(url.to_string())
 }
 
 struct Connection {
@@ -218,13 +187,7 @@ impl OpenAi {
     /// default limits and retry policy.
     pub fn builder(api_key: impl Into<String>) -> OpenAiBuilder {
         OpenAiBuilder {
-            api_key: api_key.into(),
-            base_url: DEFAULT_BASE_URL.to_string(),
-            http: None,
-            limiter: None,
-            limits: LimiterSettings::default(),
-            retry: RetryPolicy::default(),
-            usage: None,
+            settings: ClientSettings::new(api_key.into(), DEFAULT_BASE_URL),
             cap_field: None,
         }
     }
@@ -623,19 +586,5 @@ mod tests {
         assert_eq!(default_reasoning_effort("gpt-5.55"), None);
         assert_eq!(default_reasoning_effort("gpt-5"), None);
         assert_eq!(default_reasoning_effort("gpt-5.1"), None);
-    }
-
-    #[test]
-    fn base_urls() {
-        assert_eq!(
-            check_base_url("X", "http://localhost:11434/v1/").unwrap(),
-            "http://localhost:11434/v1"
-        );
-        let err = check_base_url("OPENAI_BASE_URL", "localhost:1234").unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("`OPENAI_BASE_URL` must be an http:// or https:// URL"),
-            "{err}"
-        );
     }
 }
