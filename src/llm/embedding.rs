@@ -2,6 +2,7 @@
 
 use std::future::Future;
 
+use serde_json::Value;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -45,7 +46,7 @@ pub(crate) fn resolve_dimension(model: &str, requested: Option<usize>) -> Result
 
 /// Splits `texts` into batches of `batch_size`, runs `embed_batch` on each (all at
 /// once: the limiter bounds how many are in flight), and joins the vectors in order.
-/// The first error wins and cancels the other batches.
+/// The first error wins and cancels the other batches. No texts, no calls.
 pub(crate) async fn run_batches<F, Fut>(
     provider: &'static str,
     texts: &[String],
@@ -56,6 +57,9 @@ where
     F: Fn(Vec<String>) -> Fut,
     Fut: Future<Output = Result<Vec<Vec<f32>>>> + Send + 'static,
 {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
     let batches: Vec<Vec<String>> = texts
         .chunks(batch_size.max(1))
         .map(<[String]>::to_vec)
@@ -96,6 +100,14 @@ where
         }
     }
     Ok(slots.into_iter().flatten().flatten().collect())
+}
+
+/// A JSON list of numbers as a vector; `None` if any element is not a number.
+pub(crate) fn number_list(values: &[Value]) -> Option<Vec<f32>> {
+    values
+        .iter()
+        .map(|x| x.as_f64().map(|f| f as f32))
+        .collect()
 }
 
 /// Errors unless every vector has `dimension` finite numbers.

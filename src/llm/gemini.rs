@@ -23,9 +23,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::embedding::{check_vectors, resolve_dimension, run_batches};
+use super::embedding::{check_vectors, number_list, resolve_dimension, run_batches};
 use super::structured::generate_with_repair;
-use super::transport::{Call, ClientSettings, Endpoint};
+use super::transport::{Call, ClientSettings, Endpoint, reported_count};
 use super::{
     Embedder, GenerateRequest, Generation, LanguageModel, Limiter, LimiterSettings, Message,
     ModelSize, RetryPolicy, Role, TokenUsage, UsageMeter, estimate_tokens, schema,
@@ -280,7 +280,7 @@ impl GeminiChat {
 }
 
 fn generate_usage(reply: &Value) -> TokenUsage {
-    let n = |p: &str| reply.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    let n = |p: &str| reported_count(reply, p);
     TokenUsage {
         prompt_tokens: n("/usageMetadata/promptTokenCount"),
         completion_tokens: n("/usageMetadata/candidatesTokenCount")
@@ -445,10 +445,7 @@ impl GeminiEmbedder {
             .inner
             .transport
             .post(&call, |r| TokenUsage {
-                prompt_tokens: r
-                    .pointer("/usageMetadata/promptTokenCount")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0),
+                prompt_tokens: reported_count(r, "/usageMetadata/promptTokenCount"),
                 completion_tokens: 0,
             })
             .await?;
@@ -465,13 +462,7 @@ impl GeminiEmbedder {
         };
         let mut vectors = values
             .into_iter()
-            .map(|v| {
-                v.as_array().and_then(|xs| {
-                    xs.iter()
-                        .map(|x| x.as_f64().map(|f| f as f32))
-                        .collect::<Option<Vec<_>>>()
-                })
-            })
+            .map(|v| v.as_array().and_then(|xs| number_list(xs)))
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| Error::ModelOutput {
                 provider: PROVIDER.to_string(),
@@ -518,9 +509,6 @@ impl Embedder for GeminiEmbedder {
     /// # Ok(()) }
     /// ```
     async fn embed(&self, texts: &[String], label: &str) -> Result<Vec<Vec<f32>>> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
         run_batches(PROVIDER, texts, self.batch_size, |batch| {
             self.clone().embed_batch(batch, label.to_string())
         })

@@ -290,6 +290,11 @@ impl Transport {
     }
 }
 
+/// A token count the provider reported at `pointer` in its reply (0 when absent).
+pub(crate) fn reported_count(reply: &Value, pointer: &str) -> u64 {
+    reply.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
+}
+
 /// At most 500 characters of a body, for error messages.
 fn snippet(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{OpenAi, PROVIDER};
-use crate::llm::embedding::{check_vectors, resolve_dimension, run_batches};
-use crate::llm::transport::Call;
+use crate::llm::embedding::{check_vectors, number_list, resolve_dimension, run_batches};
+use crate::llm::transport::{Call, reported_count};
 use crate::llm::{Embedder, TokenUsage, estimate_tokens};
 use crate::{Error, Result};
 
@@ -88,10 +88,7 @@ impl OpenAiEmbedder {
         let (reply, _) = self
             .conn
             .post(call, |r| TokenUsage {
-                prompt_tokens: r
-                    .pointer("/usage/prompt_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0),
+                prompt_tokens: reported_count(r, "/usage/prompt_tokens"),
                 completion_tokens: 0,
             })
             .await?;
@@ -117,13 +114,11 @@ fn parse_embeddings(reply: &Value, expected: usize) -> Result<Vec<Vec<f32>>> {
             .get("index")
             .and_then(Value::as_u64)
             .map_or(pos, |i| i as usize);
-        let vector: Vec<f32> = item
+        let list = item
             .get("embedding")
             .and_then(Value::as_array)
-            .ok_or_else(|| bad(format!("item {pos} has no `embedding` list")))?
-            .iter()
-            .map(|x| x.as_f64().map(|f| f as f32))
-            .collect::<Option<_>>()
+            .ok_or_else(|| bad(format!("item {pos} has no `embedding` list")))?;
+        let vector = number_list(list)
             .ok_or_else(|| bad(format!("item {pos} has a non-numeric embedding value")))?;
         match slots.get_mut(index) {
             Some(slot @ None) => *slot = Some(vector),
@@ -162,9 +157,6 @@ impl Embedder for OpenAiEmbedder {
     /// # Ok(()) }
     /// ```
     async fn embed(&self, texts: &[String], label: &str) -> Result<Vec<Vec<f32>>> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
         run_batches(PROVIDER, texts, self.batch_size, |batch| {
             self.clone().embed_batch(batch, label.to_string())
         })

@@ -31,7 +31,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::structured::{generate_with_repair, schema_instruction};
-use super::transport::{Call, ClientSettings, Endpoint, Transport};
+use super::transport::{Call, ClientSettings, Endpoint, Transport, reported_count};
 use super::{
     GenerateRequest, Generation, LanguageModel, Limiter, LimiterSettings, Message, ModelSize,
     RetryPolicy, TokenUsage, UsageMeter, estimate_tokens, schema,
@@ -465,11 +465,11 @@ fn rejects_json_schema(message: &str) -> bool {
     (m.contains("response_format") || m.contains("json_schema")) && !m.contains("invalid schema")
 }
 
+/// The usage a chat completion reports.
 fn chat_usage(reply: &Value) -> TokenUsage {
-    let n = |p: &str| reply.pointer(p).and_then(Value::as_u64).unwrap_or(0);
     TokenUsage {
-        prompt_tokens: n("/usage/prompt_tokens"),
-        completion_tokens: n("/usage/completion_tokens"),
+        prompt_tokens: reported_count(reply, "/usage/prompt_tokens"),
+        completion_tokens: reported_count(reply, "/usage/completion_tokens"),
     }
 }
 

@@ -18,9 +18,9 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use super::{OpenAi, PROVIDER};
+use super::{OpenAi, PROVIDER, chat_usage};
 use crate::llm::transport::Call;
-use crate::llm::{Reranker, TokenUsage, estimate_tokens};
+use crate::llm::{Reranker, estimate_tokens};
 use crate::{Error, Result};
 
 const SYSTEM: &str = "You judge search results. Given a query and a passage, decide whether \
@@ -82,19 +82,7 @@ impl OpenAiReranker {
             body: &body,
             estimated_tokens: estimate_tokens(&query) + estimate_tokens(&passage) + 61,
         };
-        let (reply, _) = self
-            .conn
-            .post(call, |r| TokenUsage {
-                prompt_tokens: r
-                    .pointer("/usage/prompt_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0),
-                completion_tokens: r
-                    .pointer("/usage/completion_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0),
-            })
-            .await?;
+        let (reply, _) = self.conn.post(call, chat_usage).await?;
         relevance(&reply)
     }
 }
