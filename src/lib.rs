@@ -29,6 +29,9 @@
 //!   compatible servers, Google Gemini): structured JSON generation against a schema,
 //!   embeddings and reranking, behind one limiter and one retry policy, with
 //!   deterministic test doubles.
+//! * [`ontology`] — the entity and relationship types an extraction may use, declared
+//!   with a builder and checked when built (reserved names, duplicates, unknown
+//!   endpoints, identifiers), projected to a prompt's type list and to JSON schemas.
 //!
 //! Every fallible call returns [`Result`], whose [`Error`] says what went wrong and,
 //! through [`Error::is_retryable`], whether trying again can help.
@@ -53,6 +56,7 @@
 mod error;
 pub mod falkordb;
 pub mod llm;
+pub mod ontology;
 
 pub use error::{Error, Result};
 pub use falkordb::{FalkorConfig, FalkorDb};
