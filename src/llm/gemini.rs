@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::embedding::{check_vectors, number_list, resolve_dimension, run_batches};
-use super::structured::generate_with_repair;
+use super::structured::{estimate_generation, generate_with_repair};
 use super::transport::{Call, ClientSettings, Endpoint, reported_count};
 use super::{
     Embedder, GenerateRequest, Generation, LanguageModel, Limiter, LimiterSettings, Message,
@@ -251,10 +251,7 @@ impl GeminiChat {
         request: &GenerateRequest,
         messages: Vec<Message>,
     ) -> Result<(String, TokenUsage)> {
-        let model = match request.size {
-            ModelSize::Default => &self.model,
-            ModelSize::Small => &self.small_model,
-        };
+        let model = LanguageModel::model(self, request.size);
         let body = self.body(request, &messages)?;
         let auth = self.conn.auth();
         let call = Call {
@@ -263,11 +260,7 @@ impl GeminiChat {
             url: self.conn.url(model, "generateContent"),
             headers: &auth,
             body: &body,
-            estimated_tokens: messages
-                .iter()
-                .map(|m| estimate_tokens(&m.content))
-                .sum::<u64>()
-                + u64::from(request.max_output_tokens),
+            estimated_tokens: estimate_generation(&messages, request.max_output_tokens),
         };
         let (reply, usage) = self
             .conn

@@ -4,11 +4,23 @@ use std::future::Future;
 
 use serde_json::Value;
 
-use super::{GenerateRequest, Generation, Message, OutputSchema, TokenUsage, schema};
+use super::{
+    GenerateRequest, Generation, Message, OutputSchema, TokenUsage, estimate_tokens, schema,
+};
 use crate::{Error, Result};
 
 /// Most violations quoted back to the model or into an error.
 const MAX_QUOTED_VIOLATIONS: usize = 20;
+
+/// Tokens to reserve in the limiter for one generation attempt: the messages plus the
+/// output cap.
+pub(crate) fn estimate_generation(messages: &[Message], max_output_tokens: u32) -> u64 {
+    messages
+        .iter()
+        .map(|m| estimate_tokens(&m.content))
+        .sum::<u64>()
+        + u64::from(max_output_tokens)
+}
 
 /// The instruction added to the prompt when the provider cannot enforce the schema
 /// itself (OpenAI `json_object` mode).

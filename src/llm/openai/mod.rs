@@ -30,11 +30,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::structured::{generate_with_repair, schema_instruction};
+use super::structured::{estimate_generation, generate_with_repair, schema_instruction};
 use super::transport::{Call, ClientSettings, Endpoint, Transport, reported_count};
 use super::{
     GenerateRequest, Generation, LanguageModel, Limiter, LimiterSettings, Message, ModelSize,
-    RetryPolicy, TokenUsage, UsageMeter, estimate_tokens, schema,
+    RetryPolicy, TokenUsage, UsageMeter, schema,
 };
 use crate::{Error, Result};
 
@@ -361,10 +361,7 @@ impl OpenAiChat {
         messages: &[Message],
         json_object: bool,
     ) -> Value {
-        let model = match request.size {
-            ModelSize::Default => &self.model,
-            ModelSize::Small => &self.small_model,
-        };
+        let model = LanguageModel::model(self, request.size);
         let mut wire: Vec<Value> = messages
             .iter()
             .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
@@ -412,22 +409,20 @@ impl OpenAiChat {
         messages: Vec<Message>,
     ) -> Result<(String, TokenUsage)> {
         let json_object = self.use_json_object();
-        let body = self.body(request, &messages, json_object);
-        let estimate = messages
-            .iter()
-            .map(|m| estimate_tokens(&m.content))
-            .sum::<u64>()
-            + u64::from(request.max_output_tokens);
         let auth = self.conn.auth();
-        let call = Call {
-            operation: "chat",
-            label: &request.label,
-            url: self.conn.url("chat/completions"),
-            headers: &auth,
-            body: &body,
-            estimated_tokens: estimate,
+        let send = async |json_object: bool| {
+            let body = self.body(request, &messages, json_object);
+            let call = Call {
+                operation: "chat",
+                label: &request.label,
+                url: self.conn.url("chat/completions"),
+                headers: &auth,
+                body: &body,
+                estimated_tokens: estimate_generation(&messages, request.max_output_tokens),
+            };
+            self.conn.post(call, chat_usage).await
         };
-        let reply = match self.conn.post(call, chat_usage).await {
+        let reply = match send(json_object).await {
             Err(Error::Provider {
                 status: Some(400 | 422),
                 message,
@@ -439,16 +434,7 @@ impl OpenAiChat {
             {
                 tracing::warn!(model = %self.model, %message, "server rejected json_schema; falling back to json_object");
                 self.schema_unsupported.store(true, Ordering::Relaxed);
-                let body = self.body(request, &messages, true);
-                let call = Call {
-                    operation: "chat",
-                    label: &request.label,
-                    url: self.conn.url("chat/completions"),
-                    headers: &auth,
-                    body: &body,
-                    estimated_tokens: estimate,
-                };
-                self.conn.post(call, chat_usage).await
+                send(true).await
             }
             other => other,
         };
