@@ -278,14 +278,19 @@ impl fmt::Debug for OpenAiChat {
     }
 }
 
-/// Whether `model` is a reasoning model, which takes no `temperature`: the o-series
-/// and GPT-5 and later (except the `-chat` variants).
-pub fn is_reasoning_model(model: &str) -> bool {
-    let m = model
+/// The model name without a `vendor/` prefix, lowercased, for matching model families.
+fn plain_model_name(model: &str) -> String {
+    model
         .rsplit('/')
         .next()
         .unwrap_or(model)
-        .to_ascii_lowercase();
+        .to_ascii_lowercase()
+}
+
+/// Whether `model` is a reasoning model, which takes no `temperature`: the o-series
+/// and GPT-5 and later (except the `-chat` variants).
+pub fn is_reasoning_model(model: &str) -> bool {
+    let m = plain_model_name(model);
     if m.contains("-chat") {
         return false;
     }
@@ -302,11 +307,7 @@ pub fn is_reasoning_model(model: &str) -> bool {
 /// The `reasoning_effort` gralkor sends by default: `none` for GPT-5.5 and GPT-5.6
 /// (so memory writes do not inherit an incompatible reasoning tier), nothing otherwise.
 pub fn default_reasoning_effort(model: &str) -> Option<&'static str> {
-    let m = model
-        .rsplit('/')
-        .next()
-        .unwrap_or(model)
-        .to_ascii_lowercase();
+    let m = plain_model_name(model);
     let pinned = ["gpt-5.5", "gpt-5.6"].iter().any(|p| {
         m.strip_prefix(p)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
