@@ -460,9 +460,9 @@ impl OntologyBuilder {
                         return Err(Error::invalid(
                             format!("{path}.fields"),
                             format!(
-                                "must equal the fields of the first `{}` declaration \
-                                 (`{}-{}`): one relationship type has one set of fields",
-                                t.name, t.endpoints[0].0, t.endpoints[0].1
+                                "must equal the fields of the first `{name}` declaration \
+                                 (`{}-{name}->{}`): one relationship type has one set of fields",
+                                t.endpoints[0].0, t.endpoints[0].1
                             ),
                         ));
                     }

@@ -96,7 +96,14 @@ fn an_empty_ontology_is_valid_and_generic_is_open_open() {
 #[test]
 fn reserved_labels_are_rejected_ignoring_case() {
     let rule = "is reserved: `Entity`, `Episodic`, `Community` are gralkor's own labels";
-    for label in ["Entity", "Episodic", "Community", "ENTITY", "community"] {
+    for label in [
+        "Entity",
+        "Episodic",
+        "Community",
+        "ENTITY",
+        "EpisoDic",
+        "COMMUNITY",
+    ] {
         assert_eq!(
             entity_err(EntityType::new(label)),
             format!("invalid input: `ontology.entities[{label}]` {rule}")
@@ -260,7 +267,7 @@ fn one_verb_has_one_set_of_fields() {
             Relationship::new("B", "likes", "A").field(Field::integer("since")),
         ]),
         "invalid input: `ontology.relationships[B-likes->A].fields` must equal the fields of \
-         the first `LIKES` declaration (`A-B`): one relationship type has one set of fields"
+         the first `LIKES` declaration (`A-LIKES->B`): one relationship type has one set of fields"
     );
 }
 
