@@ -32,6 +32,7 @@
 //! * [`ontology`] — the entity and relationship types an extraction may use, declared
 //!   with a builder and checked when built (reserved names, duplicates, unknown
 //!   endpoints, identifiers), projected to a prompt's type list and to JSON schemas.
+//! * [`graph`] — the temporal graph's data model and storage: episodes, entities, facts, indices.
 //!
 //! Every fallible call returns [`Result`], whose [`Error`] says what went wrong and,
 //! through [`Error::is_retryable`], whether trying again can help.
@@ -55,6 +56,7 @@
 
 mod error;
 pub mod falkordb;
+pub mod graph;
 pub mod llm;
 pub mod ontology;
 

@@ -1,0 +1,55 @@
+//! The temporal knowledge graph: data model and storage.
+//!
+//! [`model`] holds the plain data types — [`Episode`] (`Episodic` nodes), [`EntityNode`]
+//! (`Entity` nodes plus ontology labels), [`EntityEdge`] (facts, `RELATES_TO`
+//! relationships) and [`Community`] — and [`store`] writes and reads them on a FalkorDB
+//! graph named per call: [`build_indices`], [`save_episode`], [`get_episode`],
+//! [`save_entities`], [`get_entities`], [`save_facts`], [`get_facts`] and [`clear`].
+//! Every value reaches Cypher as a parameter; every write `MERGE`s on `uuid`, so
+//! repeating it creates nothing new.
+//!
+//! ## Time
+//!
+//! Every instant is a [`Timestamp`]: whole **microseconds since the Unix epoch, UTC**,
+//! stored in the graph as a plain integer property. Graphiti stores ISO-8601 strings and
+//! compares them as text, which breaks as soon as two offsets, precisions or formats
+//! meet; an integer compares correctly in Cypher (`WHERE f.valid_at <= $t`), sorts
+//! correctly, cannot carry a time zone, and survives the reply protocol exactly
+//! (FalkorDB formats doubles with 15 significant digits, so floats are never used).
+//! Microseconds cover ±292,000 years. Text in and out is RFC 3339 in UTC, parsed and
+//! formatted by [`Timestamp`] itself.
+//!
+//! ## Storage layout
+//!
+//! * `(:Episodic {uuid, content, source, source_description, valid_at, created_at,
+//!   entity_edges, state})` — `source` is `message`/`text`/`json`, `state` is
+//!   `pending`/`complete`, `entity_edges` a list of uuid strings.
+//! * `(:Entity:<Label>… {uuid, name, summary, attributes, name_embedding, created_at})`
+//!   — labels are checked to be identifiers before anything is written.
+//! * `(:Entity)-[:RELATES_TO {uuid, name, fact, fact_embedding, episodes, valid_at,
+//!   invalid_at, expired_at, created_at, attributes, source_uuid, target_uuid}]->(:Entity)`.
+//! * `attributes` are stored as one JSON text property, not flattened (as Graphiti
+//!   does): values round-trip exactly whatever their shape, and an attribute can never
+//!   clash with a core property.
+//! * Embeddings are `vecf32` properties, indexed by HNSW vector indices (cosine) sized
+//!   to the embedder by [`build_indices`].
+//!
+//! ```no_run
+//! # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+//! use gralkor::graph::{self, Episode, SourceKind, Timestamp};
+//!
+//! graph::build_indices(&db, "notes", 1024).await?;
+//! let ep = Episode::new("Alice joined Acme.", SourceKind::Text, "chat", Timestamp::now());
+//! graph::save_episode(&db, "notes", &ep).await?;
+//! assert_eq!(graph::get_episode(&db, "notes", ep.uuid).await?, Some(ep));
+//! # Ok(()) }
+//! ```
+
+pub mod model;
+pub mod store;
+
+pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
+pub use store::{
+    build_indices, clear, get_entities, get_episode, get_facts, index_specs, save_entities,
+    save_episode, save_facts,
+};

@@ -1,0 +1,506 @@
+//! Writes and reads of the graph's data types on FalkorDB. Every function takes the
+//! database handle and the logical graph id; nothing is remembered between calls.
+//!
+//! Every value travels as a query parameter; lists of records travel as one list of
+//! maps, unwound in Cypher. Labels cannot be parameters, so they are checked with
+//! [`is_identifier`] before any statement is sent.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use uuid::Uuid;
+
+use super::model::{EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
+use crate::falkordb::{
+    DEFAULT_STOPWORDS, FalkorDb, IndexSpec, Params, QueryResult, QueryStats, Similarity, Value,
+    is_identifier,
+};
+use crate::{Error, Result};
+
+const RESERVED_LABELS: [&str; 3] = ["Entity", "Episodic", "Community"];
+
+/// The indices [`build_indices`] creates for an embedder of `embedding_dim` dimensions:
+/// range indices on `uuid` of every kind (plus names and times that searches filter
+/// on), fulltext indices with [`DEFAULT_STOPWORDS`], and cosine vector indices on
+/// `Entity.name_embedding`, `RELATES_TO.fact_embedding` and `Community.name_embedding`.
+pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
+    let sw = DEFAULT_STOPWORDS;
+    vec![
+        IndexSpec::range_nodes("Episodic", ["uuid", "created_at", "valid_at"]),
+        IndexSpec::range_nodes("Entity", ["uuid", "name", "created_at"]),
+        IndexSpec::range_nodes("Community", ["uuid"]),
+        IndexSpec::range_relationships(
+            "RELATES_TO",
+            [
+                "uuid",
+                "name",
+                "created_at",
+                "valid_at",
+                "invalid_at",
+                "expired_at",
+            ],
+        ),
+        IndexSpec::range_relationships("MENTIONS", ["uuid"]),
+        IndexSpec::range_relationships("HAS_MEMBER", ["uuid"]),
+        IndexSpec::fulltext_nodes("Episodic", ["content", "source_description"], sw),
+        IndexSpec::fulltext_nodes("Entity", ["name", "summary"], sw),
+        IndexSpec::fulltext_relationships("RELATES_TO", ["name", "fact"], sw),
+        IndexSpec::fulltext_nodes("Community", ["name"], sw),
+        IndexSpec::vector_nodes(
+            "Entity",
+            "name_embedding",
+            embedding_dim,
+            Similarity::Cosine,
+        ),
+        IndexSpec::vector_relationships(
+            "RELATES_TO",
+            "fact_embedding",
+            embedding_dim,
+            Similarity::Cosine,
+        ),
+        IndexSpec::vector_nodes(
+            "Community",
+            "name_embedding",
+            embedding_dim,
+            Similarity::Cosine,
+        ),
+    ]
+}
+
+/// Creates every index of [`index_specs`] on `graph` that does not exist yet and
+/// returns how many were created (0 when run again). Vector indices are sized to
+/// `embedding_dim`; an existing vector index keeps the dimension it was created with.
+///
+/// ```no_run
+/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// let created = gralkor::graph::build_indices(&db, "notes", 1024).await?;
+/// assert_eq!(gralkor::graph::build_indices(&db, "notes", 1024).await?, 0);
+/// # let _ = created; Ok(()) }
+/// ```
+pub async fn build_indices(db: &FalkorDb, graph: &str, embedding_dim: u32) -> Result<usize> {
+    let mut created = 0;
+    for spec in index_specs(embedding_dim) {
+        if db.create_index(graph, &spec).await? {
+            created += 1;
+        }
+    }
+    Ok(created)
+}
+
+/// Deletes `graph` with everything in it, indices included. Returns `false` if it did
+/// not exist.
+pub async fn clear(db: &FalkorDb, graph: &str) -> Result<bool> {
+    db.delete_graph(graph).await
+}
+
+fn uuids(list: &[Uuid]) -> Value {
+    Value::List(list.iter().map(|u| Value::String(u.to_string())).collect())
+}
+
+fn ts(t: Option<Timestamp>) -> Value {
+    t.map_or(Value::Null, |t| Value::Int(t.0))
+}
+
+fn json_text(map: &serde_json::Map<String, serde_json::Value>) -> Value {
+    Value::String(serde_json::Value::Object(map.clone()).to_string())
+}
+
+fn add_stats(total: &mut QueryStats, s: &QueryStats) {
+    total.labels_added += s.labels_added;
+    total.nodes_created += s.nodes_created;
+    total.nodes_deleted += s.nodes_deleted;
+    total.properties_set += s.properties_set;
+    total.properties_removed += s.properties_removed;
+    total.relationships_created += s.relationships_created;
+    total.relationships_deleted += s.relationships_deleted;
+    total.indices_created += s.indices_created;
+    total.indices_deleted += s.indices_deleted;
+    total.execution_time_ms += s.execution_time_ms;
+}
+
+/// Writes `episode` (`MERGE` on its uuid, then every property set to the given
+/// values). Returns what the write changed: saving the same episode again creates no
+/// node.
+pub async fn save_episode(db: &FalkorDb, graph: &str, episode: &Episode) -> Result<QueryStats> {
+    let params = Params::new()
+        .set("uuid", episode.uuid.to_string())
+        .set("content", episode.content.as_str())
+        .set("source", episode.source.as_str())
+        .set("source_description", episode.source_description.as_str())
+        .set("valid_at", episode.valid_at.0)
+        .set("created_at", episode.created_at.0)
+        .set("entity_edges", uuids(&episode.entity_edges))
+        .set("state", episode.state.as_str());
+    let res = db
+        .query(
+            graph,
+            "MERGE (e:Episodic {uuid: $uuid}) \
+             SET e.content = $content, e.source = $source, \
+                 e.source_description = $source_description, e.valid_at = $valid_at, \
+                 e.created_at = $created_at, e.entity_edges = $entity_edges, e.state = $state",
+            &params,
+        )
+        .await?;
+    Ok(res.stats)
+}
+
+/// The episode with `uuid`, if there is one.
+pub async fn get_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Option<Episode>> {
+    let res = db
+        .ro_query(
+            graph,
+            "MATCH (e:Episodic {uuid: $uuid}) \
+             RETURN e.uuid AS uuid, e.content AS content, e.source AS source, \
+                    e.source_description AS source_description, e.valid_at AS valid_at, \
+                    e.created_at AS created_at, e.entity_edges AS entity_edges, \
+                    e.state AS state",
+            &Params::new().set("uuid", uuid.to_string()),
+        )
+        .await?;
+    let Some(row) = res.into_maps().into_iter().next() else {
+        return Ok(None);
+    };
+    let r = Row::new("episode", &row);
+    let source = r.str("source")?;
+    let state = r.str("state")?;
+    Ok(Some(Episode {
+        uuid: r.uuid("uuid")?,
+        content: r.str("content")?.to_owned(),
+        source: SourceKind::parse(source).ok_or_else(|| r.bad("source"))?,
+        source_description: r.str("source_description")?.to_owned(),
+        valid_at: r.ts("valid_at")?,
+        created_at: r.ts("created_at")?,
+        entity_edges: r.uuid_list("entity_edges")?,
+        state: EpisodeState::parse(state).ok_or_else(|| r.bad("state"))?,
+    }))
+}
+
+/// Checks an entity's extra labels: identifiers, not one of gralkor's own labels.
+fn checked_labels(i: usize, e: &EntityNode) -> Result<Vec<String>> {
+    let mut labels = BTreeSet::new();
+    for label in &e.labels {
+        let field = format!("entities[{i}].labels");
+        if !is_identifier(label) {
+            return Err(Error::invalid(
+                field,
+                "must be identifiers: an ASCII letter or `_` followed by ASCII letters, digits or `_`",
+            ));
+        }
+        if label == "Entity" {
+            continue;
+        }
+        if RESERVED_LABELS
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case(label))
+        {
+            return Err(Error::invalid(
+                field,
+                "must not be `Episodic` or `Community`: those are gralkor's own labels",
+            ));
+        }
+        labels.insert(label.clone());
+    }
+    Ok(labels.into_iter().collect())
+}
+
+/// Writes `entities` in one round trip: `MERGE` on each uuid, extra labels added (never
+/// removed), properties set to the given values. Every label is checked first; an
+/// invalid one fails the call with [`Error::InvalidInput`] before anything is written.
+/// Returns the summed statistics: saving the same entities again creates no node.
+pub async fn save_entities(
+    db: &FalkorDb,
+    graph: &str,
+    entities: &[EntityNode],
+) -> Result<QueryStats> {
+    // Labels cannot be parameters: one statement per distinct label set.
+    let mut groups: BTreeMap<Vec<String>, Vec<Value>> = BTreeMap::new();
+    for (i, e) in entities.iter().enumerate() {
+        let labels = checked_labels(i, e)?;
+        let row: BTreeMap<String, Value> = [
+            ("uuid", Value::String(e.uuid.to_string())),
+            ("name", e.name.as_str().into()),
+            ("summary", e.summary.as_str().into()),
+            ("attributes", json_text(&e.attributes)),
+            ("name_embedding", e.name_embedding.clone().into()),
+            ("created_at", Value::Int(e.created_at.0)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        groups.entry(labels).or_default().push(Value::Map(row));
+    }
+    let statements: Vec<(String, Params)> = groups
+        .into_iter()
+        .map(|(labels, rows)| {
+            let set_labels = if labels.is_empty() {
+                String::new()
+            } else {
+                format!("SET n:{} ", labels.join(":"))
+            };
+            let query = format!(
+                "UNWIND $rows AS r \
+                 MERGE (n:Entity {{uuid: r.uuid}}) \
+                 {set_labels}\
+                 SET n.name = r.name, n.summary = r.summary, n.attributes = r.attributes, \
+                     n.created_at = r.created_at, \
+                     n.name_embedding = CASE WHEN r.name_embedding IS NULL THEN NULL \
+                                        ELSE vecf32(r.name_embedding) END"
+            );
+            (query, Params::new().set("rows", Value::List(rows)))
+        })
+        .collect();
+    run_all(db, graph, &statements).await
+}
+
+async fn run_all(
+    db: &FalkorDb,
+    graph: &str,
+    statements: &[(String, Params)],
+) -> Result<QueryStats> {
+    let mut total = QueryStats::default();
+    match statements {
+        [] => {}
+        [(q, p)] => add_stats(&mut total, &db.query(graph, q, p).await?.stats),
+        _ => {
+            for res in db.pipeline(graph, statements).await? {
+                add_stats(&mut total, &res.stats);
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// The entities with the given uuids that exist, in the order asked for. Labels come
+/// back sorted, without `Entity`.
+pub async fn get_entities(db: &FalkorDb, graph: &str, uuids_: &[Uuid]) -> Result<Vec<EntityNode>> {
+    if uuids_.is_empty() {
+        return Ok(Vec::new());
+    }
+    let res = db
+        .ro_query(
+            graph,
+            "UNWIND $uuids AS u \
+             MATCH (n:Entity {uuid: u}) \
+             RETURN n.uuid AS uuid, n.name AS name, labels(n) AS labels, \
+                    n.summary AS summary, n.attributes AS attributes, \
+                    n.name_embedding AS name_embedding, n.created_at AS created_at",
+            &Params::new().set("uuids", uuids(uuids_)),
+        )
+        .await?;
+    rows(res)
+        .iter()
+        .map(|row| {
+            let r = Row::new("entity", row);
+            let mut labels: Vec<String> = r
+                .list("labels")?
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| r.bad("labels")))
+                .collect::<Result<_>>()?;
+            labels.retain(|l| l != "Entity");
+            labels.sort();
+            Ok(EntityNode {
+                uuid: r.uuid("uuid")?,
+                name: r.str("name")?.to_owned(),
+                labels,
+                summary: r.str("summary")?.to_owned(),
+                attributes: r.json("attributes")?,
+                name_embedding: r.embedding("name_embedding")?,
+                created_at: r.ts("created_at")?,
+            })
+        })
+        .collect()
+}
+
+/// Writes `facts` in one statement: `MERGE (s)-[:RELATES_TO {uuid}]->(t)` between the
+/// existing endpoint entities, properties set to the given values. An endpoint that
+/// does not exist fails the call with [`Error::NotFound`] before anything is written.
+/// Returns the statistics: saving the same facts again creates no relationship.
+pub async fn save_facts(db: &FalkorDb, graph: &str, facts: &[EntityEdge]) -> Result<QueryStats> {
+    if facts.is_empty() {
+        return Ok(QueryStats::default());
+    }
+    let endpoints: BTreeSet<Uuid> = facts
+        .iter()
+        .flat_map(|f| [f.source_uuid, f.target_uuid])
+        .collect();
+    let endpoints: Vec<Uuid> = endpoints.into_iter().collect();
+    let res = db
+        .ro_query(
+            graph,
+            "UNWIND $uuids AS u \
+             OPTIONAL MATCH (n:Entity {uuid: u}) \
+             WITH u, n WHERE n IS NULL RETURN u AS missing",
+            &Params::new().set("uuids", uuids(&endpoints)),
+        )
+        .await?;
+    if let Some(missing) = res.get(0, "missing").and_then(Value::as_str) {
+        return Err(Error::NotFound(format!(
+            "entity {missing}, an endpoint of a fact to save"
+        )));
+    }
+    let rows: Vec<Value> = facts
+        .iter()
+        .map(|f| {
+            let row: BTreeMap<String, Value> = [
+                ("uuid", Value::String(f.uuid.to_string())),
+                ("source", Value::String(f.source_uuid.to_string())),
+                ("target", Value::String(f.target_uuid.to_string())),
+                ("name", f.name.as_str().into()),
+                ("fact", f.fact.as_str().into()),
+                ("fact_embedding", f.fact_embedding.clone().into()),
+                ("episodes", uuids(&f.episodes)),
+                ("valid_at", ts(f.valid_at)),
+                ("invalid_at", ts(f.invalid_at)),
+                ("expired_at", ts(f.expired_at)),
+                ("created_at", Value::Int(f.created_at.0)),
+                ("attributes", json_text(&f.attributes)),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+            Value::Map(row)
+        })
+        .collect();
+    let res = db
+        .query(
+            graph,
+            "UNWIND $rows AS r \
+             MATCH (s:Entity {uuid: r.source}) \
+             MATCH (t:Entity {uuid: r.target}) \
+             MERGE (s)-[f:RELATES_TO {uuid: r.uuid}]->(t) \
+             SET f.name = r.name, f.fact = r.fact, f.episodes = r.episodes, \
+                 f.valid_at = r.valid_at, f.invalid_at = r.invalid_at, \
+                 f.expired_at = r.expired_at, f.created_at = r.created_at, \
+                 f.attributes = r.attributes, f.source_uuid = r.source, \
+                 f.target_uuid = r.target, \
+                 f.fact_embedding = CASE WHEN r.fact_embedding IS NULL THEN NULL \
+                                    ELSE vecf32(r.fact_embedding) END",
+            &Params::new().set("rows", Value::List(rows)),
+        )
+        .await?;
+    Ok(res.stats)
+}
+
+/// The facts with the given uuids that exist, in the order asked for.
+pub async fn get_facts(db: &FalkorDb, graph: &str, uuids_: &[Uuid]) -> Result<Vec<EntityEdge>> {
+    if uuids_.is_empty() {
+        return Ok(Vec::new());
+    }
+    let res = db
+        .ro_query(
+            graph,
+            // Endpoints stay unlabelled: with `(s:Entity)-[f:RELATES_TO {uuid: u}]->(t:Entity)`
+            // under UNWIND, FalkorDB was seen to drop a row (the reverse-direction fact of
+            // `facts_round_trip_exactly_and_resaving_creates_nothing`).
+            "UNWIND $uuids AS u \
+             MATCH ()-[f:RELATES_TO {uuid: u}]->() \
+             RETURN f.uuid AS uuid, startNode(f).uuid AS source, endNode(f).uuid AS target, \
+                    f.name AS name, \
+                    f.fact AS fact, f.fact_embedding AS fact_embedding, \
+                    f.episodes AS episodes, f.valid_at AS valid_at, \
+                    f.invalid_at AS invalid_at, f.expired_at AS expired_at, \
+                    f.created_at AS created_at, f.attributes AS attributes",
+            &Params::new().set("uuids", uuids(uuids_)),
+        )
+        .await?;
+    rows(res)
+        .iter()
+        .map(|row| {
+            let r = Row::new("fact", row);
+            Ok(EntityEdge {
+                uuid: r.uuid("uuid")?,
+                source_uuid: r.uuid("source")?,
+                target_uuid: r.uuid("target")?,
+                name: r.str("name")?.to_owned(),
+                fact: r.str("fact")?.to_owned(),
+                fact_embedding: r.embedding("fact_embedding")?,
+                episodes: r.uuid_list("episodes")?,
+                valid_at: r.opt_ts("valid_at")?,
+                invalid_at: r.opt_ts("invalid_at")?,
+                expired_at: r.opt_ts("expired_at")?,
+                created_at: r.ts("created_at")?,
+                attributes: r.json("attributes")?,
+            })
+        })
+        .collect()
+}
+
+fn rows(res: QueryResult) -> Vec<BTreeMap<String, Value>> {
+    res.into_maps()
+}
+
+/// One reply row of a stored record, read with errors that name the record and field.
+struct Row<'a> {
+    kind: &'static str,
+    row: &'a BTreeMap<String, Value>,
+}
+
+impl<'a> Row<'a> {
+    fn new(kind: &'static str, row: &'a BTreeMap<String, Value>) -> Self {
+        Row { kind, row }
+    }
+
+    fn bad(&self, field: &str) -> Error {
+        Error::Protocol(format!(
+            "stored {} has a missing or malformed `{field}`",
+            self.kind
+        ))
+    }
+
+    fn get(&self, field: &str) -> &'a Value {
+        self.row.get(field).unwrap_or(&Value::Null)
+    }
+
+    fn str(&self, field: &str) -> Result<&'a str> {
+        self.get(field).as_str().ok_or_else(|| self.bad(field))
+    }
+
+    fn uuid(&self, field: &str) -> Result<Uuid> {
+        Uuid::parse_str(self.str(field)?).map_err(|_| self.bad(field))
+    }
+
+    fn ts(&self, field: &str) -> Result<Timestamp> {
+        self.opt_ts(field)?.ok_or_else(|| self.bad(field))
+    }
+
+    fn opt_ts(&self, field: &str) -> Result<Option<Timestamp>> {
+        match self.get(field) {
+            Value::Null => Ok(None),
+            Value::Int(i) => Ok(Some(Timestamp(*i))),
+            _ => Err(self.bad(field)),
+        }
+    }
+
+    fn list(&self, field: &str) -> Result<&'a [Value]> {
+        self.get(field).as_list().ok_or_else(|| self.bad(field))
+    }
+
+    fn uuid_list(&self, field: &str) -> Result<Vec<Uuid>> {
+        self.list(field)?
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .and_then(|s| Uuid::parse_str(s).ok())
+                    .ok_or_else(|| self.bad(field))
+            })
+            .collect()
+    }
+
+    fn embedding(&self, field: &str) -> Result<Option<Vec<f32>>> {
+        match self.get(field) {
+            Value::Null => Ok(None),
+            Value::Vector(v) => Ok(Some(v.clone())),
+            _ => Err(self.bad(field)),
+        }
+    }
+
+    fn json(&self, field: &str) -> Result<serde_json::Map<String, serde_json::Value>> {
+        match self.get(field) {
+            Value::Null => Ok(serde_json::Map::new()),
+            Value::String(s) => match serde_json::from_str(s) {
+                Ok(serde_json::Value::Object(m)) => Ok(m),
+                _ => Err(self.bad(field)),
+            },
+            _ => Err(self.bad(field)),
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! Storage of episodes, entities and facts on a real FalkorDB. Mirrors
+//! `test-trees/graph-store.md`.
+
+mod common;
+
+use common::TestGraph;
+use gralkor::Error;
+use gralkor::falkordb::{IndexEntity, IndexKind, Params, Value};
+use gralkor::graph::{self, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
+use serde_json::json;
+
+fn t(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
+
+fn entity(name: &str, labels: &[&str], emb: Option<Vec<f32>>) -> EntityNode {
+    let mut e = EntityNode::new(name);
+    e.labels = labels.iter().map(|l| l.to_string()).collect();
+    e.summary = format!("{name} is someone. It's \"quoted\" \\ and ünïcode");
+    e.name_embedding = emb;
+    e.created_at = t("1969-07-20T20:17:40.123456Z");
+    e
+}
+
+fn attrs(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    v.as_object().unwrap().clone()
+}
+
+async fn count(g: &TestGraph, q: &str) -> i64 {
+    let res = g.db.ro_query(&g.name, q, &Params::new()).await.unwrap();
+    res.get(0, "c").and_then(Value::as_int).unwrap()
+}
+
+mod indices {
+    use super::*;
+
+    #[tokio::test]
+    async fn build_indices_is_idempotent_and_sizes_vector_indices_to_the_embedder() {
+        let g = TestGraph::new("gs-idx").await;
+        let specs = graph::index_specs(8);
+        let first = graph::build_indices(&g.db, &g.name, 8).await.unwrap();
+        assert_eq!(first, specs.len());
+        assert_eq!(graph::build_indices(&g.db, &g.name, 8).await.unwrap(), 0);
+
+        let listed = g.db.list_indices(&g.name).await.unwrap();
+        let vectors: Vec<(IndexEntity, String, u32)> = listed
+            .iter()
+            .filter_map(|i| match i.kind {
+                IndexKind::Vector { dimension, .. } => {
+                    Some((i.entity.clone(), i.property.clone(), dimension))
+                }
+                _ => None,
+            })
+            .collect();
+        for (entity, prop) in [
+            (IndexEntity::Node("Entity".into()), "name_embedding"),
+            (
+                IndexEntity::Relationship("RELATES_TO".into()),
+                "fact_embedding",
+            ),
+            (IndexEntity::Node("Community".into()), "name_embedding"),
+        ] {
+            assert!(
+                vectors.contains(&(entity.clone(), prop.to_string(), 8)),
+                "{entity:?}.{prop} in {vectors:?}"
+            );
+        }
+        assert_eq!(vectors.len(), 3);
+        let fulltext = |e: IndexEntity, p: &str| {
+            listed.iter().any(|i| {
+                i.entity == e && i.property == p && matches!(i.kind, IndexKind::Fulltext { .. })
+            })
+        };
+        assert!(fulltext(IndexEntity::Node("Episodic".into()), "content"));
+        assert!(fulltext(
+            IndexEntity::Node("Episodic".into()),
+            "source_description"
+        ));
+        assert!(fulltext(IndexEntity::Node("Entity".into()), "summary"));
+        assert!(fulltext(
+            IndexEntity::Relationship("RELATES_TO".into()),
+            "fact"
+        ));
+        assert!(fulltext(IndexEntity::Node("Community".into()), "name"));
+        assert!(listed.iter().all(|i| i.operational));
+    }
+
+    #[tokio::test]
+    async fn clear_deletes_the_graph_and_its_indices() {
+        let g = TestGraph::new("gs-clear").await;
+        graph::build_indices(&g.db, &g.name, 4).await.unwrap();
+        graph::save_entities(&g.db, &g.name, &[entity("A", &[], None)])
+            .await
+            .unwrap();
+        assert!(graph::clear(&g.db, &g.name).await.unwrap());
+        assert!(!graph::clear(&g.db, &g.name).await.unwrap());
+        assert_eq!(count(&g, "MATCH (n) RETURN count(n) AS c").await, 0);
+        assert!(g.db.list_indices(&g.name).await.unwrap().is_empty());
+    }
+}
+
+mod episodes {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_episode_round_trips_exactly_and_resaving_creates_nothing() {
+        let g = TestGraph::new("gs-ep").await;
+        let mut ep = Episode::new(
+            "alice: I joined Acme 'today'\n\\o/",
+            SourceKind::Message,
+            "slack #general",
+            t("2024-02-29T23:59:59.999999+01:00"),
+        );
+        ep.entity_edges = vec![uuid::Uuid::new_v4(), uuid::Uuid::new_v4()];
+        let stats = graph::save_episode(&g.db, &g.name, &ep).await.unwrap();
+        assert_eq!(stats.nodes_created, 1);
+        assert_eq!(
+            graph::get_episode(&g.db, &g.name, ep.uuid).await.unwrap(),
+            Some(ep.clone())
+        );
+
+        ep.state = EpisodeState::Complete;
+        ep.entity_edges.clear();
+        let stats = graph::save_episode(&g.db, &g.name, &ep).await.unwrap();
+        assert_eq!(stats.nodes_created, 0);
+        assert_eq!(
+            graph::get_episode(&g.db, &g.name, ep.uuid).await.unwrap(),
+            Some(ep.clone())
+        );
+        assert_eq!(
+            count(&g, "MATCH (e:Episodic) RETURN count(e) AS c").await,
+            1
+        );
+        assert_eq!(
+            graph::get_episode(&g.db, &g.name, uuid::Uuid::new_v4())
+                .await
+                .unwrap(),
+            None
+        );
+    }
+}
+
+mod entities {
+    use super::*;
+
+    #[tokio::test]
+    async fn entities_round_trip_with_labels_attributes_embeddings_and_times() {
+        let g = TestGraph::new("gs-ent").await;
+        graph::build_indices(&g.db, &g.name, 3).await.unwrap();
+        let mut alice = entity(
+            "Alice",
+            &["Person", "Employee"],
+            Some(vec![0.1, -2.5e-7, 3.0]),
+        );
+        alice.attributes = attrs(json!({"age": 42, "tags": ["a", "b"], "nested": {"x": 1.5}}));
+        let acme = entity("Acme", &[], None);
+        let bob = entity("Bob", &["Person"], Some(vec![1.0, 2.0, 1.0 / 3.0]));
+        let all = [alice.clone(), acme.clone(), bob.clone()];
+        let stats = graph::save_entities(&g.db, &g.name, &all).await.unwrap();
+        assert_eq!(stats.nodes_created, 3);
+
+        let got = graph::get_entities(&g.db, &g.name, &[bob.uuid, alice.uuid, acme.uuid])
+            .await
+            .unwrap();
+        let mut sorted_alice = alice.clone();
+        sorted_alice.labels.sort();
+        assert_eq!(got, vec![bob, sorted_alice, acme]);
+
+        let stats = graph::save_entities(&g.db, &g.name, &all).await.unwrap();
+        assert_eq!(stats.nodes_created, 0);
+        assert_eq!(stats.labels_added, 0);
+        assert_eq!(count(&g, "MATCH (n:Entity) RETURN count(n) AS c").await, 3);
+    }
+
+    #[tokio::test]
+    async fn an_invalid_label_is_rejected_before_anything_is_written() {
+        let g = TestGraph::new("gs-badlabel").await;
+        for bad in [
+            "Person) DETACH DELETE (x",
+            "has space",
+            "",
+            "Episodic",
+            "community",
+        ] {
+            let batch = [
+                entity("Fine", &["Person"], None),
+                entity("Bad", &[bad], None),
+            ];
+            let err = graph::save_entities(&g.db, &g.name, &batch)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidInput { field, .. } if field == "entities[1].labels"),
+                "{bad}: {err}"
+            );
+        }
+        assert_eq!(count(&g, "MATCH (n) RETURN count(n) AS c").await, 0);
+    }
+
+    #[tokio::test]
+    async fn saving_again_updates_properties_and_keeps_added_labels() {
+        let g = TestGraph::new("gs-upd").await;
+        let mut a = entity("Alice", &["Person"], Some(vec![1.0, 0.0]));
+        graph::save_entities(&g.db, &g.name, std::slice::from_ref(&a))
+            .await
+            .unwrap();
+        a.labels = vec!["Engineer".into()];
+        a.summary = "changed".into();
+        a.name_embedding = None;
+        let stats = graph::save_entities(&g.db, &g.name, std::slice::from_ref(&a))
+            .await
+            .unwrap();
+        assert_eq!(stats.nodes_created, 0);
+        let got = graph::get_entities(&g.db, &g.name, &[a.uuid])
+            .await
+            .unwrap();
+        assert_eq!(got[0].labels, ["Engineer", "Person"]);
+        assert_eq!(got[0].summary, "changed");
+        assert_eq!(got[0].name_embedding, None);
+    }
+}
+
+mod facts {
+    use super::*;
+
+    async fn two_entities(g: &TestGraph) -> (EntityNode, EntityNode) {
+        let a = entity("Alice", &["Person"], None);
+        let b = entity("Acme", &[], None);
+        graph::save_entities(&g.db, &g.name, &[a.clone(), b.clone()])
+            .await
+            .unwrap();
+        (a, b)
+    }
+
+    #[tokio::test]
+    async fn facts_round_trip_exactly_and_resaving_creates_nothing() {
+        let g = TestGraph::new("gs-facts").await;
+        graph::build_indices(&g.db, &g.name, 4).await.unwrap();
+        let (a, b) = two_entities(&g).await;
+        let mut works = EntityEdge::new(a.uuid, b.uuid, "WORKS_AT", "Alice works at Acme");
+        works.fact_embedding = Some(vec![0.25, -1.0, 1e-3, 7.123_456_7]);
+        works.episodes = vec![uuid::Uuid::new_v4()];
+        works.valid_at = Some(t("1899-12-31T23:59:59.000001Z"));
+        works.invalid_at = Some(t("2024-02-29T12:00:00.5Z"));
+        works.expired_at = Some(Timestamp::now());
+        works.attributes = attrs(json!({"role": "CTO", "since": 2020}));
+        let mut knows = EntityEdge::new(b.uuid, a.uuid, "EMPLOYS", "Acme employs Alice");
+        knows.created_at = Timestamp::from_unix_micros(-1);
+
+        let facts = [works.clone(), knows.clone()];
+        let stats = graph::save_facts(&g.db, &g.name, &facts).await.unwrap();
+        assert_eq!(stats.relationships_created, 2);
+        let got = graph::get_facts(&g.db, &g.name, &[knows.uuid, works.uuid])
+            .await
+            .unwrap();
+        assert_eq!(got, vec![knows, works]);
+
+        let stats = graph::save_facts(&g.db, &g.name, &facts).await.unwrap();
+        assert_eq!(stats.relationships_created, 0);
+        assert_eq!(stats.nodes_created, 0);
+        assert_eq!(
+            count(&g, "MATCH ()-[f:RELATES_TO]->() RETURN count(f) AS c").await,
+            2
+        );
+    }
+
+    #[tokio::test]
+    async fn a_fact_with_a_missing_endpoint_is_rejected_before_anything_is_written() {
+        let g = TestGraph::new("gs-missing").await;
+        let (a, b) = two_entities(&g).await;
+        let ghost = uuid::Uuid::new_v4();
+        let facts = [
+            EntityEdge::new(a.uuid, b.uuid, "WORKS_AT", "ok"),
+            EntityEdge::new(a.uuid, ghost, "KNOWS", "ghost"),
+        ];
+        let err = graph::save_facts(&g.db, &g.name, &facts).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::NotFound(m) if m.contains(&ghost.to_string())),
+            "{err}"
+        );
+        assert_eq!(
+            count(&g, "MATCH ()-[f:RELATES_TO]->() RETURN count(f) AS c").await,
+            0
+        );
+    }
+
+    #[tokio::test]
+    async fn time_comparisons_in_cypher_are_correct_across_offsets_and_1970() {
+        let g = TestGraph::new("gs-time").await;
+        let (a, b) = two_entities(&g).await;
+        let at = |s: &str| {
+            let mut f = EntityEdge::new(a.uuid, b.uuid, "AT", s);
+            f.valid_at = Some(t(s));
+            f
+        };
+        // Written with different offsets: as text they would sort differently.
+        let facts = [
+            at("1969-12-31T23:59:59.999999Z"),
+            at("1970-01-01T00:00:00Z"),
+            at("2024-05-01T13:00:00.000001+02:00"),
+            at("2024-05-01T11:30:00-00:30"),
+            at("2024-05-01T12:00:00.000002Z"),
+        ];
+        graph::save_facts(&g.db, &g.name, &facts).await.unwrap();
+        let facts_before = |limit: Timestamp| {
+            let g = &g;
+            async move {
+                let res =
+                    g.db.ro_query(
+                        &g.name,
+                        "MATCH ()-[f:RELATES_TO]->() WHERE f.valid_at <= $t \
+                         RETURN f.fact AS fact ORDER BY f.valid_at",
+                        &Params::new().set("t", limit.as_unix_micros()),
+                    )
+                    .await
+                    .unwrap();
+                res.column_values("fact")
+                    .map(|v| v.as_str().unwrap().to_owned())
+                    .collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(
+            facts_before(t("1969-12-31T23:59:59.999999Z")).await,
+            ["1969-12-31T23:59:59.999999Z"]
+        );
+        assert_eq!(
+            facts_before(t("2024-05-01T12:00:00.000001Z")).await,
+            [
+                "1969-12-31T23:59:59.999999Z",
+                "1970-01-01T00:00:00Z",
+                "2024-05-01T13:00:00.000001+02:00",
+                "2024-05-01T11:30:00-00:30",
+            ]
+        );
+        assert_eq!(facts_before(t("2100-01-01T00:00:00Z")).await.len(), 5);
+    }
+}
