@@ -181,6 +181,7 @@ mod entities {
             "",
             "Episodic",
             "community",
+            "entity",
         ] {
             let batch = [
                 entity("Fine", &["Person"], None),
@@ -281,6 +282,35 @@ mod facts {
         assert_eq!(
             count(&g, "MATCH ()-[f:RELATES_TO]->() RETURN count(f) AS c").await,
             0
+        );
+    }
+
+    #[tokio::test]
+    async fn a_fact_cannot_move_to_other_endpoints() {
+        let g = TestGraph::new("gs-move").await;
+        let (a, b) = two_entities(&g).await;
+        let f = EntityEdge::new(a.uuid, b.uuid, "WORKS_AT", "Alice works at Acme");
+        graph::save_facts(&g.db, &g.name, std::slice::from_ref(&f))
+            .await
+            .unwrap();
+        let mut moved = f.clone();
+        moved.source_uuid = b.uuid;
+        moved.target_uuid = a.uuid;
+        let other = EntityEdge::new(a.uuid, b.uuid, "KNOWS", "other");
+        let err = graph::save_facts(&g.db, &g.name, &[other, moved])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidInput { field, .. } if field == "facts[1]"),
+            "{err}"
+        );
+        assert_eq!(
+            count(&g, "MATCH ()-[f:RELATES_TO]->() RETURN count(f) AS c").await,
+            1
+        );
+        assert_eq!(
+            graph::get_facts(&g.db, &g.name, &[f.uuid]).await.unwrap(),
+            vec![f]
         );
     }
 

@@ -12,7 +12,8 @@ use crate::{Error, Result};
 ///
 /// Stored in FalkorDB as a plain integer, so Cypher comparisons (`f.valid_at <= $t`)
 /// are integer comparisons: exact, ordered and free of time zones. Text is RFC 3339,
-/// always written in UTC with six fractional digits.
+/// always written in UTC with six fractional digits; years 0000–9999 parse, instants
+/// outside them still format (with more digits or a sign) but do not parse back.
 ///
 /// ```
 /// use gralkor::graph::Timestamp;

@@ -194,7 +194,8 @@ fn checked_labels(i: usize, e: &EntityNode) -> Result<Vec<String>> {
         {
             return Err(Error::invalid(
                 field,
-                "must not be `Episodic` or `Community`: those are gralkor's own labels",
+                "must not be `Episodic`, `Community` or `Entity` spelt in another case: \
+                 those are gralkor's own labels",
             ));
         }
         labels.insert(label.clone());
@@ -311,9 +312,11 @@ pub async fn get_entities(db: &FalkorDb, graph: &str, uuids_: &[Uuid]) -> Result
 }
 
 /// Writes `facts` in one statement: `MERGE (s)-[:RELATES_TO {uuid}]->(t)` between the
-/// existing endpoint entities, properties set to the given values. An endpoint that
-/// does not exist fails the call with [`Error::NotFound`] before anything is written.
-/// Returns the statistics: saving the same facts again creates no relationship.
+/// existing endpoint entities, properties set to the given values. Before anything is
+/// written, an endpoint that does not exist fails the call with [`Error::NotFound`],
+/// and a uuid already stored between other endpoints (a fact cannot move) with
+/// [`Error::InvalidInput`]. Returns the statistics: saving the same facts again creates
+/// no relationship.
 pub async fn save_facts(db: &FalkorDb, graph: &str, facts: &[EntityEdge]) -> Result<QueryStats> {
     if facts.is_empty() {
         return Ok(QueryStats::default());
@@ -336,6 +339,46 @@ pub async fn save_facts(db: &FalkorDb, graph: &str, facts: &[EntityEdge]) -> Res
         return Err(Error::NotFound(format!(
             "entity {missing}, an endpoint of a fact to save"
         )));
+    }
+    let moved = db
+        .ro_query(
+            graph,
+            "UNWIND $rows AS r \
+             MATCH (s)-[f:RELATES_TO]->(t) WHERE f.uuid = r.uuid \
+               AND (s.uuid <> r.source OR t.uuid <> r.target) \
+             RETURN r.uuid AS moved LIMIT 1",
+            &Params::new().set(
+                "rows",
+                Value::List(
+                    facts
+                        .iter()
+                        .map(|f| {
+                            Value::Map(BTreeMap::from([
+                                ("uuid".to_owned(), Value::String(f.uuid.to_string())),
+                                (
+                                    "source".to_owned(),
+                                    Value::String(f.source_uuid.to_string()),
+                                ),
+                                (
+                                    "target".to_owned(),
+                                    Value::String(f.target_uuid.to_string()),
+                                ),
+                            ]))
+                        })
+                        .collect(),
+                ),
+            ),
+        )
+        .await?;
+    if let Some(moved) = moved.get(0, "moved").and_then(Value::as_str) {
+        let i = facts
+            .iter()
+            .position(|f| f.uuid.to_string() == moved)
+            .unwrap_or_default();
+        return Err(Error::invalid(
+            format!("facts[{i}]"),
+            "must keep the source and target of the stored fact with the same uuid",
+        ));
     }
     let rows: Vec<Value> = facts
         .iter()
