@@ -6,7 +6,7 @@
 //! Destinations, Lenses, Reflections, a capture buffer and agent tools on top.
 //!
 //! The crate is being built bottom-up. What exists today are the two adapters every
-//! layer above stands on.
+//! layer above stands on, the ontology, and the engine's data model and storage.
 //!
 //! ## Layers
 //!
@@ -15,7 +15,8 @@
 //! ```text
 //!  agent glue   capture buffer · recall · tools                       (planned)
 //!  domain       client · destinations · lenses · reflections          (planned)
-//!  engine       graph: model · ingest · search · communities          (planned)
+//!  engine       graph: model · store       ingest · search · communities (planned)
+//!               ontology
 //!  adapters     falkordb (storage, embedded server)    llm (providers, limiter)
 //! ```
 //!
