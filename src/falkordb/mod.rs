@@ -277,9 +277,9 @@ impl FalkorDb {
             .await
     }
 
-    /// Runs a read-only query (`GRAPH.RO_QUERY`); the server refuses writes. Retried a
-    /// few times on connection errors (after a server restart, for instance), since
-    /// reads are safe to repeat.
+    /// Runs a read-only query (`GRAPH.RO_QUERY`); the server refuses writes. Retried up
+    /// to 4 times on a lost connection (after a server restart, for instance), since
+    /// reads are safe to repeat; timeouts are not retried.
     ///
     /// ```no_run
     /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
@@ -298,7 +298,9 @@ impl FalkorDb {
             let mut attempt = 1;
             loop {
                 match self.run_read(graph, &name, &text).await {
-                    Err(e) if e.is_retryable() && attempt < 5 => {
+                    // Only a lost connection is retried: a read that timed out would
+                    // most likely time out again and hold the caller for minutes.
+                    Err(e @ Error::Connection { .. }) if attempt < 5 => {
                         tracing::warn!(attempt, error = %e, "read failed; retrying");
                         self.wait_for_server(delay).await;
                         delay = (delay * 2).min(Duration::from_secs(2));
