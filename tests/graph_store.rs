@@ -1,4 +1,4 @@
-//! Storage of episodes, entities and facts on a real FalkorDB. Mirrors
+//! Storage of episodes, entities, facts, mentions and communities on a real FalkorDB. Mirrors
 //! `test-trees/graph-store.md`.
 
 mod common;
@@ -6,7 +6,9 @@ mod common;
 use common::TestGraph;
 use gralkor::Error;
 use gralkor::falkordb::{IndexEntity, IndexKind, Params, Value};
-use gralkor::graph::{self, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
+use gralkor::graph::{
+    self, Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp,
+};
 use serde_json::json;
 
 fn t(s: &str) -> Timestamp {
@@ -363,5 +365,290 @@ mod facts {
             ]
         );
         assert_eq!(facts_before(t("2100-01-01T00:00:00Z")).await.len(), 5);
+    }
+}
+
+fn episode(content: &str, valid_at: &str) -> Episode {
+    Episode::new(content, SourceKind::Text, "test", t(valid_at))
+}
+
+fn community(name: &str, emb: Option<Vec<f32>>) -> Community {
+    Community {
+        uuid: uuid::Uuid::new_v4(),
+        name: name.into(),
+        summary: format!("{name}: people who \"work\" together \\ ünïcode"),
+        name_embedding: emb,
+        created_at: t("1999-12-31T23:59:59.999999Z"),
+    }
+}
+
+mod mentions {
+    use super::*;
+
+    #[tokio::test]
+    async fn mentions_link_episodes_to_entities_and_resaving_creates_nothing() {
+        let g = TestGraph::new("gs-ment").await;
+        graph::build_indices(&g.db, &g.name, 2).await.unwrap();
+        let (alice, acme, bob) = (
+            entity("Alice", &["Person"], Some(vec![1.0, 0.0])),
+            entity("Acme", &[], None),
+            entity("Bob", &[], None),
+        );
+        graph::save_entities(&g.db, &g.name, &[alice.clone(), acme.clone(), bob.clone()])
+            .await
+            .unwrap();
+        let late = episode("Alice joined Acme.", "2024-05-01T12:00:00Z");
+        let early = episode("Alice was born.", "1969-07-20T20:17:40Z");
+        for ep in [&late, &early] {
+            graph::save_episode(&g.db, &g.name, ep).await.unwrap();
+        }
+
+        let stats = graph::save_mentions(&g.db, &g.name, late.uuid, &[alice.uuid, acme.uuid])
+            .await
+            .unwrap();
+        assert_eq!(stats.relationships_created, 2);
+        let stats = graph::save_mentions(&g.db, &g.name, early.uuid, &[alice.uuid])
+            .await
+            .unwrap();
+        assert_eq!(stats.relationships_created, 1);
+
+        // Again, and with a duplicate in the batch: nothing new, nothing changed.
+        let stats = graph::save_mentions(
+            &g.db,
+            &g.name,
+            late.uuid,
+            &[acme.uuid, alice.uuid, acme.uuid],
+        )
+        .await
+        .unwrap();
+        assert_eq!(stats.relationships_created, 0);
+        assert_eq!(stats.nodes_created, 0);
+        assert_eq!(stats.properties_set, 0);
+        assert_eq!(
+            count(&g, "MATCH ()-[m:MENTIONS]->() RETURN count(m) AS c").await,
+            3
+        );
+
+        let mut sorted_alice = alice.clone();
+        sorted_alice.labels.sort();
+        assert_eq!(
+            graph::get_mentioned_entities(&g.db, &g.name, late.uuid)
+                .await
+                .unwrap(),
+            vec![acme.clone(), sorted_alice]
+        );
+        assert_eq!(
+            graph::get_episodes_mentioning(&g.db, &g.name, alice.uuid)
+                .await
+                .unwrap(),
+            vec![early.clone(), late.clone()]
+        );
+        assert_eq!(
+            graph::get_episodes_mentioning(&g.db, &g.name, bob.uuid)
+                .await
+                .unwrap(),
+            vec![]
+        );
+        assert!(
+            graph::get_mentioned_entities(&g.db, &g.name, uuid::Uuid::new_v4())
+                .await
+                .unwrap()
+                .is_empty()
+        );
+
+        // The stored uuid is the derived one, and created_at is set.
+        let res =
+            g.db.ro_query(
+                &g.name,
+                "MATCH (:Episodic {uuid: $ep})-[m:MENTIONS]->(:Entity {uuid: $en}) \
+                 RETURN m.uuid AS uuid, m.created_at AS created_at",
+                &Params::new()
+                    .set("ep", early.uuid.to_string())
+                    .set("en", alice.uuid.to_string()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            res.get(0, "uuid").and_then(Value::as_str),
+            Some(
+                graph::link_uuid("MENTIONS", early.uuid, alice.uuid)
+                    .to_string()
+                    .as_str()
+            )
+        );
+        assert!(res.get(0, "created_at").and_then(Value::as_int).unwrap() > 0);
+    }
+
+    #[tokio::test]
+    async fn a_mention_of_a_missing_episode_or_entity_is_rejected_before_anything_is_written() {
+        let g = TestGraph::new("gs-ment-missing").await;
+        let a = entity("Alice", &[], None);
+        graph::save_entities(&g.db, &g.name, std::slice::from_ref(&a))
+            .await
+            .unwrap();
+        let ep = episode("Alice.", "2024-05-01T12:00:00Z");
+        graph::save_episode(&g.db, &g.name, &ep).await.unwrap();
+        let ghost = uuid::Uuid::new_v4();
+
+        let err = graph::save_mentions(&g.db, &g.name, ep.uuid, &[a.uuid, ghost])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::NotFound(m) if m.contains(&ghost.to_string())),
+            "{err}"
+        );
+        let err = graph::save_mentions(&g.db, &g.name, ghost, &[a.uuid])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::NotFound(m) if m.contains(&ghost.to_string())),
+            "{err}"
+        );
+        assert_eq!(count(&g, "MATCH ()-[r]->() RETURN count(r) AS c").await, 0);
+        assert_eq!(count(&g, "MATCH (n) RETURN count(n) AS c").await, 2);
+    }
+}
+
+mod communities {
+    use super::*;
+
+    #[tokio::test]
+    async fn communities_and_members_round_trip_and_resaving_creates_nothing() {
+        let g = TestGraph::new("gs-comm").await;
+        graph::build_indices(&g.db, &g.name, 3).await.unwrap();
+        let work = community("Work", Some(vec![0.5, -1.0, 1.0 / 3.0]));
+        let home = community("Home", None);
+        let all = [work.clone(), home.clone()];
+        let stats = graph::save_communities(&g.db, &g.name, &all).await.unwrap();
+        assert_eq!(stats.nodes_created, 2);
+        assert_eq!(
+            graph::get_communities(&g.db, &g.name, &[home.uuid, work.uuid])
+                .await
+                .unwrap(),
+            vec![home.clone(), work.clone()]
+        );
+        let stats = graph::save_communities(&g.db, &g.name, &all).await.unwrap();
+        assert_eq!(stats.nodes_created, 0);
+
+        let (a, b) = (entity("Alice", &[], None), entity("Bob", &[], None));
+        graph::save_entities(&g.db, &g.name, &[a.clone(), b.clone()])
+            .await
+            .unwrap();
+        let stats = graph::save_community_members(&g.db, &g.name, work.uuid, &[b.uuid, a.uuid])
+            .await
+            .unwrap();
+        assert_eq!(stats.relationships_created, 2);
+        let stats = graph::save_community_members(&g.db, &g.name, work.uuid, &[a.uuid, b.uuid])
+            .await
+            .unwrap();
+        assert_eq!(stats.relationships_created, 0);
+        assert_eq!(stats.properties_set, 0);
+        assert_eq!(
+            graph::get_community_members(&g.db, &g.name, work.uuid)
+                .await
+                .unwrap(),
+            vec![a, b]
+        );
+        assert!(
+            graph::get_community_members(&g.db, &g.name, home.uuid)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            count(&g, "MATCH ()-[m:HAS_MEMBER]->() RETURN count(m) AS c").await,
+            2
+        );
+    }
+
+    #[tokio::test]
+    async fn a_member_link_with_a_missing_endpoint_is_rejected_before_anything_is_written() {
+        let g = TestGraph::new("gs-comm-missing").await;
+        let c = community("Work", None);
+        graph::save_communities(&g.db, &g.name, std::slice::from_ref(&c))
+            .await
+            .unwrap();
+        let a = entity("Alice", &[], None);
+        graph::save_entities(&g.db, &g.name, std::slice::from_ref(&a))
+            .await
+            .unwrap();
+        let ghost = uuid::Uuid::new_v4();
+        for (community, members) in [(c.uuid, vec![a.uuid, ghost]), (ghost, vec![a.uuid])] {
+            let err = graph::save_community_members(&g.db, &g.name, community, &members)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::NotFound(m) if m.contains(&ghost.to_string())),
+                "{err}"
+            );
+        }
+        assert_eq!(count(&g, "MATCH ()-[r]->() RETURN count(r) AS c").await, 0);
+    }
+}
+
+mod dimensions {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_embedding_of_the_wrong_dimension_is_rejected_before_anything_is_written() {
+        let g = TestGraph::new("gs-dim").await;
+        graph::build_indices(&g.db, &g.name, 3).await.unwrap();
+        let ok = Some(vec![1.0, 2.0, 3.0]);
+
+        let batch = [
+            entity("A", &[], ok.clone()),
+            entity("B", &[], None),
+            entity("C", &[], Some(vec![1.0, 2.0])),
+        ];
+        let err = graph::save_entities(&g.db, &g.name, &batch)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidInput { field, .. } if field == "entities[2].name_embedding"),
+            "{err}"
+        );
+        assert_eq!(count(&g, "MATCH (n) RETURN count(n) AS c").await, 0);
+
+        let (a, b) = (entity("A", &[], ok.clone()), entity("B", &[], None));
+        graph::save_entities(&g.db, &g.name, &[a.clone(), b.clone()])
+            .await
+            .unwrap();
+        let mut good = EntityEdge::new(a.uuid, b.uuid, "KNOWS", "A knows B");
+        good.fact_embedding = ok.clone();
+        let mut bad = EntityEdge::new(b.uuid, a.uuid, "KNOWS", "B knows A");
+        bad.fact_embedding = Some(vec![0.0; 4]);
+        let err = graph::save_facts(&g.db, &g.name, &[good, bad])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidInput { field, .. } if field == "facts[1].fact_embedding"),
+            "{err}"
+        );
+        assert_eq!(count(&g, "MATCH ()-[r]->() RETURN count(r) AS c").await, 0);
+
+        let err = graph::save_communities(&g.db, &g.name, &[community("X", Some(vec![]))])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidInput { field, .. } if field == "communities[0].name_embedding"),
+            "{err}"
+        );
+        assert_eq!(count(&g, "MATCH (n) RETURN count(n) AS c").await, 2);
+    }
+
+    #[tokio::test]
+    async fn without_vector_indices_any_dimension_is_accepted() {
+        let g = TestGraph::new("gs-dim-none").await;
+        let stats = graph::save_communities(
+            &g.db,
+            &g.name,
+            &[
+                community("X", Some(vec![1.0])),
+                community("Y", Some(vec![1.0, 2.0])),
+            ],
+        )
+        .await
+        .unwrap();
+        assert_eq!(stats.nodes_created, 2);
     }
 }

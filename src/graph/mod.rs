@@ -4,7 +4,10 @@
 //! (`Entity` nodes plus ontology labels), [`EntityEdge`] (facts, `RELATES_TO`
 //! relationships) and [`Community`] — and [`store`] writes and reads them on a FalkorDB
 //! graph named per call: [`build_indices`], [`save_episode`], [`get_episode`],
-//! [`save_entities`], [`get_entities`], [`save_facts`], [`get_facts`] and [`clear`].
+//! [`save_entities`], [`get_entities`], [`save_facts`], [`get_facts`],
+//! [`save_mentions`], [`get_mentioned_entities`], [`get_episodes_mentioning`],
+//! [`save_communities`], [`get_communities`], [`save_community_members`],
+//! [`get_community_members`] and [`clear`].
 //! Every value reaches Cypher as a parameter; every write `MERGE`s on `uuid`, so
 //! repeating it creates nothing new.
 //!
@@ -28,11 +31,22 @@
 //!   — labels are checked to be identifiers before anything is written.
 //! * `(:Entity)-[:RELATES_TO {uuid, name, fact, fact_embedding, episodes, valid_at,
 //!   invalid_at, expired_at, created_at, attributes, source_uuid, target_uuid}]->(:Entity)`.
+//! * `(:Episodic)-[:MENTIONS {uuid, created_at}]->(:Entity)` — the entities an episode
+//!   mentions.
+//! * `(:Community {uuid, name, summary, name_embedding, created_at})` and
+//!   `(:Community)-[:HAS_MEMBER {uuid, created_at}]->(:Entity)`.
+//! * A `MENTIONS` or `HAS_MEMBER` link's uuid is derived from its type and endpoints
+//!   ([`link_uuid`]: SHA-256, version 8), so saving a link twice creates it once;
+//!   `created_at` is set when it is created. Both endpoints must exist
+//!   ([`Error::NotFound`](crate::Error::NotFound) otherwise, before any write).
 //! * `attributes` are stored as one JSON text property, not flattened (as Graphiti
 //!   does): values round-trip exactly whatever their shape, and an attribute can never
 //!   clash with a core property.
 //! * Embeddings are `vecf32` properties, indexed by HNSW vector indices (cosine) sized
-//!   to the embedder by [`build_indices`].
+//!   to the embedder by [`build_indices`]. Every write checks its embeddings against
+//!   the dimension of the graph's vector index (read per call, never cached) and
+//!   rejects a wrong length naming the field, e.g. `entities[2].name_embedding`, before
+//!   writing anything.
 //!
 //! ```no_run
 //! # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
@@ -50,6 +64,8 @@ pub mod store;
 
 pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
 pub use store::{
-    build_indices, clear, get_entities, get_episode, get_facts, index_specs, save_entities,
-    save_episode, save_facts,
+    build_indices, clear, get_communities, get_community_members, get_entities, get_episode,
+    get_episodes_mentioning, get_facts, get_mentioned_entities, index_specs, link_uuid,
+    save_communities, save_community_members, save_entities, save_episode, save_facts,
+    save_mentions,
 };

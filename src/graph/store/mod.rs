@@ -4,6 +4,21 @@
 //! Every value travels as a query parameter; lists of records travel as one list of
 //! maps, unwound in Cypher. Labels cannot be parameters, so they are checked with
 //! [`is_identifier`] before any statement is sent.
+//!
+//! Split by concern: this file holds indices, episodes, entities, facts and the shared
+//! helpers; [`links`] the `MENTIONS` and `HAS_MEMBER` relationships; [`communities`] the
+//! `Community` nodes.
+//!
+//! ## Embedding dimensions
+//!
+//! A write carrying an embedding first reads the dimension of the matching vector index
+//! with one `db.indexes()` call ([`FalkorDb::list_indices`]) and rejects an embedding of
+//! another length with [`Error::InvalidInput`] naming it (e.g.
+//! `entities[2].name_embedding`), before anything is written. The dimension is looked up
+//! per call rather than passed in or cached: the index is the single source of truth
+//! (it keeps the dimension it was created with), and no state outlives a call. A write
+//! without embeddings makes no lookup; a graph without the vector index (indices not
+//! built yet) accepts any length.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,10 +26,19 @@ use uuid::Uuid;
 
 use super::model::{EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
 use crate::falkordb::{
-    DEFAULT_STOPWORDS, FalkorDb, IndexSpec, Params, QueryResult, QueryStats, Similarity, Value,
-    is_identifier,
+    DEFAULT_STOPWORDS, FalkorDb, IndexEntity, IndexKind, IndexSpec, Params, QueryResult,
+    QueryStats, Similarity, Value, is_identifier,
 };
 use crate::{Error, Result};
+
+pub mod communities;
+pub mod links;
+
+pub use communities::{get_communities, get_community_members, save_communities};
+pub use links::{
+    get_episodes_mentioning, get_mentioned_entities, link_uuid, save_community_members,
+    save_mentions,
+};
 
 const RESERVED_LABELS: [&str; 3] = ["Entity", "Episodic", "Community"];
 
@@ -117,6 +141,62 @@ fn add_stats(total: &mut QueryStats, s: &QueryStats) {
     total.execution_time_ms += s.execution_time_ms;
 }
 
+/// The dimension of the vector index on `entity`.`property` of `graph`, if there is one.
+async fn vector_dimension(
+    db: &FalkorDb,
+    graph: &str,
+    entity: &IndexEntity,
+    property: &str,
+) -> Result<Option<usize>> {
+    Ok(db
+        .list_indices(graph)
+        .await?
+        .into_iter()
+        .find_map(|i| match i.kind {
+            IndexKind::Vector { dimension, .. }
+                if &i.entity == entity && i.property == property =>
+            {
+                usize::try_from(dimension).ok()
+            }
+            _ => None,
+        }))
+}
+
+/// Checks every embedding of a batch against the vector index on `entity`.`property`
+/// (see the module docs): `embeddings` yields each record's embedding, if any; an
+/// embedding of the wrong length fails with `{list}[i].{property}`. Makes no round trip
+/// when no record carries an embedding.
+async fn check_dimensions<'a>(
+    db: &FalkorDb,
+    graph: &str,
+    entity: IndexEntity,
+    property: &str,
+    list: &str,
+    embeddings: impl Iterator<Item = Option<&'a Vec<f32>>> + Clone,
+) -> Result<()> {
+    if embeddings.clone().all(|e| e.is_none()) {
+        return Ok(());
+    }
+    let Some(dim) = vector_dimension(db, graph, &entity, property).await? else {
+        return Ok(());
+    };
+    for (i, e) in embeddings.enumerate() {
+        if let Some(e) = e
+            && e.len() != dim
+        {
+            return Err(Error::invalid(
+                format!("{list}[{i}].{property}"),
+                format!(
+                    "must have {dim} components, the dimension of the graph's vector index \
+                     (got {})",
+                    e.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Writes `episode` (`MERGE` on its uuid, then every property set to the given
 /// values). Returns what the write changed: saving the same episode again creates no
 /// node.
@@ -143,26 +223,29 @@ pub async fn save_episode(db: &FalkorDb, graph: &str, episode: &Episode) -> Resu
     Ok(res.stats)
 }
 
+/// The columns [`episode_from_row`] reads, for the episode bound to `e`.
+const EPISODE_COLUMNS: &str = "e.uuid AS uuid, e.content AS content, e.source AS source, \
+     e.source_description AS source_description, e.valid_at AS valid_at, \
+     e.created_at AS created_at, e.entity_edges AS entity_edges, e.state AS state";
+
 /// The episode with `uuid`, if there is one.
 pub async fn get_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Option<Episode>> {
     let res = db
         .ro_query(
             graph,
-            "MATCH (e:Episodic {uuid: $uuid}) \
-             RETURN e.uuid AS uuid, e.content AS content, e.source AS source, \
-                    e.source_description AS source_description, e.valid_at AS valid_at, \
-                    e.created_at AS created_at, e.entity_edges AS entity_edges, \
-                    e.state AS state",
+            &format!("MATCH (e:Episodic {{uuid: $uuid}}) RETURN {EPISODE_COLUMNS}"),
             &Params::new().set("uuid", uuid.to_string()),
         )
         .await?;
-    let Some(row) = res.into_maps().into_iter().next() else {
-        return Ok(None);
-    };
-    let r = Row::new("episode", &row);
+    res.into_maps().first().map(episode_from_row).transpose()
+}
+
+/// An episode from a row of [`EPISODE_COLUMNS`].
+fn episode_from_row(row: &BTreeMap<String, Value>) -> Result<Episode> {
+    let r = Row::new("episode", row);
     let source = r.str("source")?;
     let state = r.str("state")?;
-    Ok(Some(Episode {
+    Ok(Episode {
         uuid: r.uuid("uuid")?,
         content: r.str("content")?.to_owned(),
         source: SourceKind::parse(source).ok_or_else(|| r.bad("source"))?,
@@ -171,7 +254,7 @@ pub async fn get_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Optio
         created_at: r.ts("created_at")?,
         entity_edges: r.uuid_list("entity_edges")?,
         state: EpisodeState::parse(state).ok_or_else(|| r.bad("state"))?,
-    }))
+    })
 }
 
 /// Checks an entity's extra labels: identifiers, not one of gralkor's own labels.
@@ -229,6 +312,15 @@ pub async fn save_entities(
         .collect();
         groups.entry(labels).or_default().push(Value::Map(row));
     }
+    check_dimensions(
+        db,
+        graph,
+        IndexEntity::Node("Entity".into()),
+        "name_embedding",
+        "entities",
+        entities.iter().map(|e| e.name_embedding.as_ref()),
+    )
+    .await?;
     let statements: Vec<(String, Params)> = groups
         .into_iter()
         .map(|(labels, rows)| {
@@ -270,6 +362,11 @@ async fn run_all(
     Ok(total)
 }
 
+/// The columns [`entity_from_row`] reads, for the entity bound to `n`.
+const ENTITY_COLUMNS: &str = "n.uuid AS uuid, n.name AS name, labels(n) AS labels, \
+     n.summary AS summary, n.attributes AS attributes, \
+     n.name_embedding AS name_embedding, n.created_at AS created_at";
+
 /// The entities with the given uuids that exist, in the order asked for. Labels come
 /// back sorted, without `Entity`.
 pub async fn get_entities(db: &FalkorDb, graph: &str, uuids_: &[Uuid]) -> Result<Vec<EntityNode>> {
@@ -279,36 +376,60 @@ pub async fn get_entities(db: &FalkorDb, graph: &str, uuids_: &[Uuid]) -> Result
     let res = db
         .ro_query(
             graph,
-            "UNWIND $uuids AS u \
-             MATCH (n:Entity {uuid: u}) \
-             RETURN n.uuid AS uuid, n.name AS name, labels(n) AS labels, \
-                    n.summary AS summary, n.attributes AS attributes, \
-                    n.name_embedding AS name_embedding, n.created_at AS created_at",
+            &format!("UNWIND $uuids AS u MATCH (n:Entity {{uuid: u}}) RETURN {ENTITY_COLUMNS}"),
             &Params::new().set("uuids", uuids(uuids_)),
         )
         .await?;
-    rows(res)
+    rows(res).iter().map(entity_from_row).collect()
+}
+
+/// An entity from a row of [`ENTITY_COLUMNS`]; labels sorted, without `Entity`.
+fn entity_from_row(row: &BTreeMap<String, Value>) -> Result<EntityNode> {
+    let r = Row::new("entity", row);
+    let mut labels: Vec<String> = r
+        .list("labels")?
         .iter()
-        .map(|row| {
-            let r = Row::new("entity", row);
-            let mut labels: Vec<String> = r
-                .list("labels")?
-                .iter()
-                .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| r.bad("labels")))
-                .collect::<Result<_>>()?;
-            labels.retain(|l| l != "Entity");
-            labels.sort();
-            Ok(EntityNode {
-                uuid: r.uuid("uuid")?,
-                name: r.str("name")?.to_owned(),
-                labels,
-                summary: r.str("summary")?.to_owned(),
-                attributes: r.json("attributes")?,
-                name_embedding: r.embedding("name_embedding")?,
-                created_at: r.ts("created_at")?,
-            })
-        })
-        .collect()
+        .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| r.bad("labels")))
+        .collect::<Result<_>>()?;
+    labels.retain(|l| l != "Entity");
+    labels.sort();
+    Ok(EntityNode {
+        uuid: r.uuid("uuid")?,
+        name: r.str("name")?.to_owned(),
+        labels,
+        summary: r.str("summary")?.to_owned(),
+        attributes: r.json("attributes")?,
+        name_embedding: r.embedding("name_embedding")?,
+        created_at: r.ts("created_at")?,
+    })
+}
+
+/// The uuids of `wanted` that are not stored on a node labelled `label` (one read,
+/// in the order asked for).
+async fn missing_nodes(
+    db: &FalkorDb,
+    graph: &str,
+    label: &str,
+    wanted: &[Uuid],
+) -> Result<Vec<String>> {
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let res = db
+        .ro_query(
+            graph,
+            &format!(
+                "UNWIND $uuids AS u \
+                 OPTIONAL MATCH (n:{label} {{uuid: u}}) \
+                 WITH u, n WHERE n IS NULL RETURN u AS missing"
+            ),
+            &Params::new().set("uuids", uuids(wanted)),
+        )
+        .await?;
+    Ok(res
+        .column_values("missing")
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect())
 }
 
 /// Writes `facts` in one statement: `MERGE (s)-[:RELATES_TO {uuid}]->(t)` between the
@@ -321,6 +442,15 @@ pub async fn save_facts(db: &FalkorDb, graph: &str, facts: &[EntityEdge]) -> Res
     if facts.is_empty() {
         return Ok(QueryStats::default());
     }
+    check_dimensions(
+        db,
+        graph,
+        IndexEntity::Relationship("RELATES_TO".into()),
+        "fact_embedding",
+        "facts",
+        facts.iter().map(|f| f.fact_embedding.as_ref()),
+    )
+    .await?;
     let endpoints: BTreeSet<Uuid> = facts
         .iter()
         .flat_map(|f| [f.source_uuid, f.target_uuid])
