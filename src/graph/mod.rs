@@ -59,9 +59,15 @@
 //! # Ok(()) }
 //! ```
 
+pub mod extract;
 pub mod model;
+mod prompts;
 pub mod store;
 
+pub use extract::{
+    DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
+    ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,
+};
 pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
 pub use store::{
     build_indices, clear, get_communities, get_community_members, get_entities, get_episode,
