@@ -59,6 +59,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod dedup;
 pub mod extract;
 pub mod model;
 mod prompts;
