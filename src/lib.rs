@@ -15,7 +15,8 @@
 //! ```text
 //!  agent glue   capture buffer · recall · tools                       (planned)
 //!  domain       client · destinations · lenses · reflections          (planned)
-//!  engine       graph: model · store       ingest · search · communities (planned)
+//!  engine       graph: model · store · extract · dedup
+//!                      add_episode · search · communities            (planned)
 //!               ontology
 //!  adapters     falkordb (storage, embedded server)    llm (providers, limiter)
 //! ```

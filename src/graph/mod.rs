@@ -1,4 +1,11 @@
-//! The temporal knowledge graph: data model and storage.
+//! The temporal knowledge graph: data model, storage, and the first ingestion steps.
+//!
+//! Ingestion steps built so far (the `add_episode` pipeline that chains them is next):
+//! [`extract`] makes the one structured model call that yields an episode's entities
+//! and facts (our own prompts live in the private `prompts` module), and [`dedup`] is
+//! the deterministic part of entity resolution — exact normalised names first, then
+//! MinHash/Jaccard, with a low-information guard — leaving only the ambiguous names
+//! for one batched model call.
 //!
 //! [`model`] holds the plain data types — [`Episode`] (`Episodic` nodes), [`EntityNode`]
 //! (`Entity` nodes plus ontology labels), [`EntityEdge`] (facts, `RELATES_TO`
