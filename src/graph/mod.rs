@@ -1,7 +1,7 @@
 //! The temporal knowledge graph: data model, storage, and the first ingestion steps.
 //!
 //! Ingestion steps built so far (the `add_episode` pipeline that chains them is next):
-//! [`extract`] makes the one structured model call that yields an episode's entities
+//! [`extract`](mod@extract) makes the one structured model call that yields an episode's entities
 //! and facts (our own prompts live in the private `prompts` module), and [`dedup`] is
 //! the deterministic part of entity resolution — exact normalised names first, then
 //! MinHash/Jaccard, with a low-information guard — leaving only the ambiguous names
