@@ -71,6 +71,7 @@ pub mod extract;
 pub mod model;
 mod prompts;
 pub mod store;
+pub mod temporal;
 
 pub use extract::{
     DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
