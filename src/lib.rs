@@ -15,7 +15,7 @@
 //! ```text
 //!  agent glue   capture buffer · recall · tools                       (planned)
 //!  domain       client · destinations · lenses · reflections          (planned)
-//!  engine       graph: model · store · extract · dedup
+//!  engine       graph: model · store · extract · dedup · temporal
 //!                      add_episode · search · communities            (planned)
 //!               ontology
 //!  adapters     falkordb (storage, embedded server)    llm (providers, limiter)

@@ -5,7 +5,8 @@
 //! and facts (our own prompts live in the private `prompts` module), and [`dedup`] is
 //! the deterministic part of entity resolution — exact normalised names first, then
 //! MinHash/Jaccard, with a low-information guard — leaving only the ambiguous names
-//! for one batched model call.
+//! for one batched model call. [`temporal`] applies Graphiti's invalidation rules to the
+//! facts a new fact contradicts, returning the updates for the commit step to apply.
 //!
 //! [`model`] holds the plain data types — [`Episode`] (`Episodic` nodes), [`EntityNode`]
 //! (`Entity` nodes plus ontology labels), [`EntityEdge`] (facts, `RELATES_TO`
