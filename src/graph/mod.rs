@@ -15,7 +15,7 @@
 //! [`save_entities`], [`get_entities`], [`save_facts`], [`get_facts`],
 //! [`save_mentions`], [`get_mentioned_entities`], [`get_episodes_mentioning`],
 //! [`save_communities`], [`get_communities`], [`save_community_members`],
-//! [`get_community_members`] and [`clear`].
+//! [`get_community_members`], [`entity_candidates`] and [`clear`].
 //! Every value reaches Cypher as a parameter; every write `MERGE`s on `uuid`, so
 //! repeating it creates nothing new.
 //!
@@ -80,8 +80,8 @@ pub use extract::{
 };
 pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
 pub use store::{
-    build_indices, clear, get_communities, get_community_members, get_entities, get_episode,
-    get_episodes_mentioning, get_facts, get_mentioned_entities, index_specs, link_uuid,
-    save_communities, save_community_members, save_entities, save_episode, save_facts,
-    save_mentions,
+    CandidateQuery, MAX_CANDIDATE_LIMIT, build_indices, clear, entity_candidates, get_communities,
+    get_community_members, get_entities, get_episode, get_episodes_mentioning, get_facts,
+    get_mentioned_entities, index_specs, link_uuid, save_communities, save_community_members,
+    save_entities, save_episode, save_facts, save_mentions,
 };

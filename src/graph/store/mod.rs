@@ -6,7 +6,7 @@
 //! [`is_identifier`] before any statement is sent.
 //!
 //! Split by concern: this file holds indices, episodes, entities, facts and the shared
-//! helpers; [`links`] the `MENTIONS` and `HAS_MEMBER` relationships; [`communities`] the
+//! helpers; [`entity_candidates`] the candidate lookup of entity resolution; [`links`] the `MENTIONS` and `HAS_MEMBER` relationships; [`communities`] the
 //! `Community` nodes.
 //!
 //! ## Embedding dimensions
@@ -31,9 +31,11 @@ use crate::falkordb::{
 };
 use crate::{Error, Result};
 
+mod candidates;
 pub mod communities;
 pub mod links;
 
+pub use candidates::{CandidateQuery, MAX_CANDIDATE_LIMIT, entity_candidates};
 pub use communities::{get_communities, get_community_members, save_communities};
 pub use links::{
     get_episodes_mentioning, get_mentioned_entities, link_uuid, save_community_members,
