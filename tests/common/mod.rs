@@ -2,6 +2,8 @@
 //! binary, and a unique graph per test that is deleted when the test ends.
 #![allow(dead_code)]
 
+pub mod graph;
+
 use std::sync::OnceLock;
 use std::time::Duration;
 

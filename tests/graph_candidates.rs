@@ -1,0 +1,194 @@
+//! Candidate retrieval for entity resolution (exact name, vector KNN, fulltext, in one
+//! round trip) on a real FalkorDB. Mirrors `test-trees/graph-store.md` (candidates).
+
+mod common;
+
+use common::TestGraph;
+use common::graph::entity;
+use gralkor::Error;
+use gralkor::graph::{self, EntityNode};
+
+mod candidates {
+    use super::*;
+    use gralkor::graph::CandidateQuery;
+
+    fn names(list: &[EntityNode]) -> Vec<&str> {
+        list.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    async fn indexed(tag: &str, entities: &[EntityNode]) -> TestGraph {
+        let g = TestGraph::new(tag).await;
+        graph::build_indices(&g.db, &g.name, 3).await.unwrap();
+        graph::save_entities(&g.db, &g.name, entities)
+            .await
+            .unwrap();
+        g
+    }
+
+    #[tokio::test]
+    async fn an_exact_name_matches_regardless_of_case() {
+        let g = indexed(
+            "gs-cand-exact",
+            &[entity("Alice Smith", &[], None), entity("Bob", &[], None)],
+        )
+        .await;
+        let queries = [
+            CandidateQuery::new("alice smith"),
+            CandidateQuery::new("  ALICE SMITH "),
+        ];
+        let got = graph::entity_candidates(&g.db, &g.name, &queries, 5)
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 2);
+        for list in &got {
+            assert_eq!(names(list).first(), Some(&"Alice Smith"), "{list:?}");
+            assert!(!names(list).contains(&"Bob"));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_close_embedding_finds_a_differently_spelt_neighbour() {
+        let g = indexed(
+            "gs-cand-vec",
+            &[
+                entity("Katherine", &[], Some(vec![1.0, 0.0, 0.0])),
+                entity("Bob", &[], Some(vec![0.0, 1.0, 0.0])),
+            ],
+        )
+        .await;
+        let q = CandidateQuery::new("Catherine").with_embedding(vec![0.99, 0.05, 0.0]);
+        let got = graph::entity_candidates(&g.db, &g.name, std::slice::from_ref(&q), 1)
+            .await
+            .unwrap();
+        assert_eq!(names(&got[0]), ["Katherine"]);
+        // With room for both, the nearest comes first.
+        let got = graph::entity_candidates(&g.db, &g.name, &[q], 2)
+            .await
+            .unwrap();
+        assert_eq!(names(&got[0]), ["Katherine", "Bob"]);
+    }
+
+    #[tokio::test]
+    async fn fulltext_finds_acme_corporation_for_acme() {
+        let g = indexed(
+            "gs-cand-ft",
+            &[
+                entity("Acme Corporation", &[], None),
+                entity("Globex", &[], None),
+            ],
+        )
+        .await;
+        let got = graph::entity_candidates(&g.db, &g.name, &[CandidateQuery::new("acme")], 10)
+            .await
+            .unwrap();
+        assert_eq!(names(&got[0]), ["Acme Corporation"]);
+        // A name without a searchable word skips fulltext and finds nothing here.
+        let got = graph::entity_candidates(&g.db, &g.name, &[CandidateQuery::new("the")], 10)
+            .await
+            .unwrap();
+        assert_eq!(got, vec![Vec::<EntityNode>::new()]);
+    }
+
+    #[tokio::test]
+    async fn the_union_is_deduplicated_with_exact_matches_first() {
+        let g = indexed(
+            "gs-cand-union",
+            &[
+                entity("Acme", &[], Some(vec![1.0, 0.0, 0.0])),
+                entity("Acme Labs", &[], Some(vec![0.9, 0.1, 0.0])),
+            ],
+        )
+        .await;
+        // Acme is found by all three paths, Acme Labs by vector (nearest) and fulltext.
+        let q = CandidateQuery::new("ACME").with_embedding(vec![0.9, 0.1, 0.0]);
+        let got = graph::entity_candidates(&g.db, &g.name, &[q], 10)
+            .await
+            .unwrap();
+        assert_eq!(names(&got[0]), ["Acme", "Acme Labs"]);
+        let uuids: std::collections::BTreeSet<_> = got[0].iter().map(|e| e.uuid).collect();
+        assert_eq!(uuids.len(), got[0].len());
+    }
+
+    #[tokio::test]
+    async fn many_names_are_answered_in_input_order_by_one_call() {
+        let stored = ["Alice", "Bob", "Carol", "Dave", "Erin"];
+        let entities: Vec<EntityNode> = stored
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let mut v = vec![0.0; 3];
+                v[i % 3] = 1.0;
+                entity(n, &[], Some(v))
+            })
+            .collect();
+        let g = indexed("gs-cand-many", &entities).await;
+        let asked = ["erin", "CAROL", "alice", "dave", "bob"];
+        let queries: Vec<CandidateQuery> = asked
+            .iter()
+            .map(|n| CandidateQuery::new(*n).with_embedding(vec![0.0, 0.0, 1.0]))
+            .collect();
+        let got = graph::entity_candidates(&g.db, &g.name, &queries, 2)
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 5);
+        for (name, list) in asked.iter().zip(&got) {
+            assert!(name.eq_ignore_ascii_case(&list[0].name), "{name}: {list:?}");
+            assert!(list.len() <= 1 + 2 + 2);
+        }
+    }
+
+    #[tokio::test]
+    async fn empty_input_gives_empty_output_without_a_query() {
+        let db = common::db().await;
+        // A blank graph id fails any query: an answer proves none was made.
+        assert_eq!(
+            graph::entity_candidates(&db, " ", &[], 10).await.unwrap(),
+            Vec::<Vec<EntityNode>>::new()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_limit_outside_1_to_100_is_rejected() {
+        let db = common::db().await;
+        for limit in [0, graph::MAX_CANDIDATE_LIMIT + 1] {
+            let err = graph::entity_candidates(&db, "x", &[CandidateQuery::new("a")], limit)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidInput { field, .. } if field == "limit"),
+                "{limit}: {err}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn with_indices_a_server_error_is_not_hidden() {
+        let g = indexed("gs-cand-err", &[entity("Alice", &[], None)]).await;
+        let q = CandidateQuery::new("alice").with_embedding(vec![1.0, 0.0]);
+        let err = graph::entity_candidates(&g.db, &g.name, &[q], 10)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Query { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_graph_without_indices_yields_exact_matches() {
+        let g = TestGraph::new("gs-cand-fresh").await;
+        graph::save_entities(
+            &g.db,
+            &g.name,
+            &[
+                entity("Alice", &[], Some(vec![1.0, 0.0, 0.0])),
+                entity("Alice Cooper", &[], None),
+            ],
+        )
+        .await
+        .unwrap();
+        let q = CandidateQuery::new("alice").with_embedding(vec![1.0, 0.0, 0.0]);
+        let got = graph::entity_candidates(&g.db, &g.name, &[q, CandidateQuery::new("x")], 10)
+            .await
+            .unwrap();
+        assert_eq!(names(&got[0]), ["Alice"]);
+        assert!(got[1].is_empty());
+    }
+}
