@@ -458,16 +458,10 @@ pub async fn save_facts(db: &FalkorDb, graph: &str, facts: &[EntityEdge]) -> Res
         .flat_map(|f| [f.source_uuid, f.target_uuid])
         .collect();
     let endpoints: Vec<Uuid> = endpoints.into_iter().collect();
-    let res = db
-        .ro_query(
-            graph,
-            "UNWIND $uuids AS u \
-             OPTIONAL MATCH (n:Entity {uuid: u}) \
-             WITH u, n WHERE n IS NULL RETURN u AS missing",
-            &Params::new().set("uuids", uuids(&endpoints)),
-        )
-        .await?;
-    if let Some(missing) = res.get(0, "missing").and_then(Value::as_str) {
+    if let Some(missing) = missing_nodes(db, graph, "Entity", &endpoints)
+        .await?
+        .first()
+    {
         return Err(Error::NotFound(format!(
             "entity {missing}, an endpoint of a fact to save"
         )));
