@@ -69,6 +69,7 @@
 
 pub mod dedup;
 pub mod extract;
+mod ingest;
 pub mod model;
 mod prompts;
 pub mod store;
@@ -78,10 +79,14 @@ pub use extract::{
     DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
     ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,
 };
+pub use ingest::{
+    AddEpisode, Engine, EngineOptions, EpisodeOutcome, IngestUsage, MAX_CONTENT_BYTES,
+    MAX_SOURCE_DESCRIPTION_BYTES, OutcomeStatus, ResumeReport,
+};
 pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
 pub use store::{
     CandidateQuery, MAX_CANDIDATE_LIMIT, build_indices, clear, entity_candidates, get_communities,
     get_community_members, get_entities, get_episode, get_episodes_mentioning, get_facts,
-    get_mentioned_entities, index_specs, link_uuid, save_communities, save_community_members,
+    get_mentioned_entities, index_specs, link_uuid, remove_episode, Removal, save_communities, save_community_members,
     save_entities, save_episode, save_facts, save_mentions,
 };
