@@ -142,7 +142,12 @@ pub(super) async fn fill(
         p::item(
             &mut user,
             "ENTITY",
-            &format!("entity {}: {} ({})", need.node, node.name, node.labels.join(", ")),
+            &format!(
+                "entity {}: {} ({})",
+                need.node,
+                node.name,
+                node.labels.join(", ")
+            ),
             &asks,
         );
     }
@@ -162,10 +167,18 @@ pub(super) async fn fill(
     };
     let asked = |id: &Value, pred: &dyn Fn(&Need) -> bool| -> Option<usize> {
         let id = usize::try_from(id.as_i64()?).ok()?;
-        needs.iter().find(|n| n.node == id && pred(n)).map(|n| n.node)
+        needs
+            .iter()
+            .find(|n| n.node == id && pred(n))
+            .map(|n| n.node)
     };
     let mut updates: BTreeMap<usize, Vec<(String, Value)>> = BTreeMap::new();
-    for entry in answer.get("summaries").and_then(Value::as_array).into_iter().flatten() {
+    for entry in answer
+        .get("summaries")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if let (Some(i), Some(text)) = (
             asked(&entry["id"], &|n| n.summary),
             entry["summary"].as_str(),
@@ -174,7 +187,12 @@ pub(super) async fn fill(
         }
     }
     for label in &labels {
-        for entry in answer.get(label).and_then(Value::as_array).into_iter().flatten() {
+        for entry in answer
+            .get(label)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let Some(i) = asked(&entry["id"], &|n| n.labels.contains(label)) else {
                 continue;
             };

@@ -3,8 +3,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde::Deserialize;
-use serde_json::json;
 use super::{IngestUsage, Work};
 use crate::graph::dedup::{self, Candidate, Match, normalize_name};
 use crate::graph::extract::ExtractedEntity;
@@ -14,6 +12,8 @@ use crate::graph::store::{self, CandidateQuery};
 use crate::llm::{GenerateRequest, ModelSize, OutputSchema};
 use crate::ontology::GENERIC_ENTITY_LABEL;
 use crate::{Error, Result};
+use serde::Deserialize;
+use serde_json::json;
 
 /// The schema name of the entity-resolution call.
 pub(crate) const ENTITY_RESOLUTION_SCHEMA: &str = "entity_resolution";
@@ -94,7 +94,9 @@ pub(super) async fn resolve(
         work.db,
         work.graph,
         &queries,
-        work.opts.entity_candidates.clamp(1, store::MAX_CANDIDATE_LIMIT),
+        work.opts
+            .entity_candidates
+            .clamp(1, store::MAX_CANDIDATE_LIMIT),
     )
     .await?;
     usage.db_round_trips += 1;
@@ -183,9 +185,8 @@ async fn ask_model(
     choice: &mut [Option<usize>],
     usage: &mut IngestUsage,
 ) -> Result<()> {
-    let mut user = String::from(
-        "Decide for every item whether the new name is one of its candidates.\n\n",
-    );
+    let mut user =
+        String::from("Decide for every item whether the new name is one of its candidates.\n\n");
     for (i, ks) in ambiguous {
         let options: Vec<String> = ks
             .iter()
@@ -202,10 +203,7 @@ async fn ask_model(
         p::item(
             &mut user,
             "ITEM",
-            &format!(
-                "item {i}: {} ({})",
-                extracted[*i].name, extracted[*i].label
-            ),
+            &format!("item {i}: {} ({})", extracted[*i].name, extracted[*i].label),
             &options,
         );
     }

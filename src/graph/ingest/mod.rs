@@ -389,7 +389,9 @@ impl Engine {
             .await?;
         if let Some(want) = dimension {
             for index in db.list_indices(graph).await? {
-                if let IndexKind::Vector { dimension: have, .. } = index.kind
+                if let IndexKind::Vector {
+                    dimension: have, ..
+                } = index.kind
                     && usize::try_from(have).ok() != Some(want)
                 {
                     return Err(Error::config(
@@ -560,7 +562,12 @@ impl Engine {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn get_episode(&self, db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Option<Episode>> {
+    pub async fn get_episode(
+        &self,
+        db: &FalkorDb,
+        graph: &str,
+        uuid: Uuid,
+    ) -> Result<Option<Episode>> {
         store::get_episode(db, graph, uuid).await
     }
 

@@ -264,7 +264,10 @@ pub(crate) async fn fact_candidates(
                  WHERE f.expired_at IS NULL \
                  WITH DISTINCT f RETURN {columns} ORDER BY f.created_at, f.uuid LIMIT $k"
             ),
-            Params::new().set("s", s.clone()).set("t", t.clone()).set("k", k),
+            Params::new()
+                .set("s", s.clone())
+                .set("t", t.clone())
+                .set("k", k),
         ));
         statements.push((
             format!(
@@ -276,7 +279,10 @@ pub(crate) async fn fact_candidates(
                  RETURN {columns} ORDER BY d, f.uuid LIMIT $k"
             ),
             Params::new()
-                .set("ends", Value::List(vec![Value::String(s), Value::String(t)]))
+                .set(
+                    "ends",
+                    Value::List(vec![Value::String(s), Value::String(t)]),
+                )
                 .set("v", q.embedding.clone())
                 .set("k", k),
         ));

@@ -38,12 +38,12 @@ pub mod links;
 mod remove;
 
 pub use candidates::{CandidateQuery, MAX_CANDIDATE_LIMIT, entity_candidates};
-pub use remove::{Removal, remove_episode};
 pub use communities::{get_communities, get_community_members, save_communities};
 pub use links::{
     get_episodes_mentioning, get_mentioned_entities, link_uuid, save_community_members,
     save_mentions,
 };
+pub use remove::{Removal, remove_episode};
 
 const RESERVED_LABELS: [&str; 3] = ["Entity", "Episodic", "Community"];
 
@@ -292,8 +292,14 @@ fn entity_row(e: &EntityNode) -> Value {
 fn fact_row(f: &EntityEdge) -> Value {
     Value::Map(BTreeMap::from([
         ("uuid".to_owned(), Value::String(f.uuid.to_string())),
-        ("source".to_owned(), Value::String(f.source_uuid.to_string())),
-        ("target".to_owned(), Value::String(f.target_uuid.to_string())),
+        (
+            "source".to_owned(),
+            Value::String(f.source_uuid.to_string()),
+        ),
+        (
+            "target".to_owned(),
+            Value::String(f.target_uuid.to_string()),
+        ),
         ("name".to_owned(), f.name.as_str().into()),
         ("fact".to_owned(), f.fact.as_str().into()),
         ("fact_embedding".to_owned(), f.fact_embedding.clone().into()),
