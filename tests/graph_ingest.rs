@@ -236,10 +236,12 @@ async fn near_names_merge_by_minhash_without_a_model_call() {
 #[tokio::test]
 async fn ambiguous_names_are_decided_by_one_model_call() {
     let g = TestGraph::new("ingest-ambiguous").await;
-    let mut rules = Rules::default();
-    rules.same_entity = Some(Arc::new(|new, existing| {
-        new == "Bob" && existing == "Bob Smith"
-    }));
+    let rules = Rules {
+        same_entity: Some(Arc::new(|new, existing| {
+            new == "Bob" && existing == "Bob Smith"
+        })),
+        ..Rules::default()
+    };
     let w = World::new(rules);
     w.rules.extraction(
         "first",
@@ -421,10 +423,12 @@ async fn the_same_story_ingested_out_of_order_ends_the_older_fact() {
 #[tokio::test]
 async fn a_restated_fact_adds_the_episode_instead_of_a_new_fact() {
     let g = TestGraph::new("ingest-duplicate").await;
-    let mut rules = Rules::default();
-    rules.duplicate = Some(Arc::new(|new, old| {
-        new.to_lowercase() == old.to_lowercase()
-    }));
+    let rules = Rules {
+        duplicate: Some(Arc::new(|new, old| {
+            new.to_lowercase() == old.to_lowercase()
+        })),
+        ..Rules::default()
+    };
     let w = World::new(rules);
     let answer = extraction(
         &[("Alice", 0), ("Acme", 0)],
@@ -894,8 +898,10 @@ async fn summaries_over_budget_are_condensed_in_one_call() {
 #[tokio::test]
 async fn remove_episode_takes_what_only_it_supported() {
     let g = TestGraph::new("ingest-remove").await;
-    let mut rules = Rules::default();
-    rules.duplicate = Some(Arc::new(|new, old| new == old));
+    let rules = Rules {
+        duplicate: Some(Arc::new(|new, old| new == old)),
+        ..Rules::default()
+    };
     let w = World::new(rules);
     w.rules.extraction(
         "one",

@@ -66,6 +66,12 @@ pub struct Rules {
     pub attributes: Arc<Mutex<Vec<(String, Value)>>>,
 }
 
+impl std::fmt::Debug for Rules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Rules")
+    }
+}
+
 impl Rules {
     pub fn extraction(&self, needle: &str, answer: Value) {
         self.extractions
@@ -244,12 +250,19 @@ impl World {
     }
 }
 
+/// `(source, relation, target, fact, valid_at, invalid_at)` of a scripted fact.
+pub type Fact<'a> = (
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a str,
+    Option<&'a str>,
+    Option<&'a str>,
+);
+
 /// An extraction answer: entities `(name, type_id)` and facts
 /// `(source, relation, target, fact, valid_at, invalid_at)`.
-pub fn extraction(
-    entities: &[(&str, i64)],
-    facts: &[(&str, &str, &str, &str, Option<&str>, Option<&str>)],
-) -> Value {
+pub fn extraction(entities: &[(&str, i64)], facts: &[Fact<'_>]) -> Value {
     json!({
         "entities": entities.iter().map(|(n, t)| json!({"name": n, "type_id": t})).collect::<Vec<_>>(),
         "facts": facts.iter().map(|(s, r, t, f, v, i)| json!({

@@ -365,7 +365,7 @@ pub(crate) async fn commit_episode(
         query.push_str(&format!(
             "FOREACH (r IN $entities{g} | MERGE (n:Entity {{uuid: r.uuid}}) {set_labels}{SET_ENTITY}) "
         ));
-        params = params.set(&format!("entities{g}"), Value::List(rows));
+        params = params.set(format!("entities{g}"), Value::List(rows));
     }
     query.push_str(&format!(
         "FOREACH (r IN $facts | \
