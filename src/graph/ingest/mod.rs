@@ -378,13 +378,12 @@ impl Engine {
             return Ok(());
         }
         let dimension = self.inner.embedder.as_ref().map(|e| e.dimension());
-        let specs = store::index_specs(dimension.unwrap_or(1).try_into().unwrap_or(u32::MAX));
-        for spec in specs {
-            if dimension.is_none() && matches!(spec.kind, IndexKind::Vector { .. }) {
-                continue;
-            }
-            db.create_index(graph, &spec).await?;
-        }
+        let specs: Vec<_> =
+            store::index_specs(dimension.unwrap_or(1).try_into().unwrap_or(u32::MAX))
+                .into_iter()
+                .filter(|s| dimension.is_some() || !matches!(s.kind, IndexKind::Vector { .. }))
+                .collect();
+        db.create_indices(graph, &specs).await?;
         db.create_unique_constraint(graph, &IndexEntity::Node("Episodic".into()), "uuid")
             .await?;
         if let Some(want) = dimension {

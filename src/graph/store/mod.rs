@@ -106,13 +106,7 @@ pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
 /// # let _ = created; Ok(()) }
 /// ```
 pub async fn build_indices(db: &FalkorDb, graph: &str, embedding_dim: u32) -> Result<usize> {
-    let mut created = 0;
-    for spec in index_specs(embedding_dim) {
-        if db.create_index(graph, &spec).await? {
-            created += 1;
-        }
-    }
-    Ok(created)
+    db.create_indices(graph, &index_specs(embedding_dim)).await
 }
 
 /// Deletes `graph` with everything in it, indices included. Returns `false` if it did
