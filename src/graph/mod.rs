@@ -81,7 +81,8 @@ pub use extract::{
 };
 pub use ingest::{
     AddEpisode, Engine, EngineOptions, EpisodeOutcome, IngestUsage, MAX_CONTENT_BYTES,
-    MAX_SOURCE_DESCRIPTION_BYTES, OutcomeStatus, ResumeReport,
+    MAX_SOURCE_DESCRIPTION_BYTES, OutcomeStatus, ResumeReport, Triplet, TripletEntity,
+    TripletOutcome,
 };
 pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
 pub use store::{

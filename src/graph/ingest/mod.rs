@@ -57,6 +57,9 @@ mod details;
 mod entities;
 mod facts;
 mod lease;
+mod triplet;
+
+pub use triplet::{Triplet, TripletEntity, TripletOutcome};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

@@ -339,15 +339,33 @@ pub(crate) async fn commit_episode(
     generation: i64,
     set: &CommitSet,
 ) -> Result<bool> {
+    commit(db, graph, Some((uuid, generation)), set).await
+}
+
+/// Writes `set` (which must hold no mentions) in one statement, without an episode:
+/// the commit of [`add_triplet`](crate::graph::Engine::add_triplet).
+pub(crate) async fn commit_facts(db: &FalkorDb, graph: &str, set: &CommitSet) -> Result<()> {
+    commit(db, graph, None, set).await.map(|_| ())
+}
+
+async fn commit(
+    db: &FalkorDb,
+    graph: &str,
+    fence: Option<(Uuid, i64)>,
+    set: &CommitSet,
+) -> Result<bool> {
+    let uuid = fence.map_or_else(Uuid::nil, |(u, _)| u);
     let mut params = Params::new()
         .set("uuid", uuid.to_string())
-        .set("generation", generation)
+        .set("generation", fence.map_or(0, |(_, g)| g))
         .set("now", Timestamp::now().0)
         .set("entity_edges", uuids(&set.entity_edges));
-    let mut query = String::from(
+    let mut query = String::from(if fence.is_some() {
         "MATCH (ep:Episodic {uuid: $uuid}) \
-         WHERE ep.state = 'pending' AND ep.generation = $generation ",
-    );
+         WHERE ep.state = 'pending' AND ep.generation = $generation "
+    } else {
+        "UNWIND [1] AS one "
+    });
     // Labels cannot be parameters: one FOREACH per distinct label set.
     let mut groups: BTreeMap<Vec<String>, Vec<Value>> = BTreeMap::new();
     for (i, e) in set.entities.iter().enumerate() {
@@ -376,14 +394,21 @@ pub(crate) async fn commit_episode(
            MERGE (s)-[f:RELATES_TO {{uuid: r.uuid}}]->(t) \
            SET f.episodes = r.episodes, f.invalid_at = r.invalid_at, \
                f.expired_at = r.expired_at) \
-         FOREACH (r IN $mentions | \
-           MERGE (n:Entity {{uuid: r.entity}}) \
-           MERGE (ep)-[m:MENTIONS {{uuid: r.uuid}}]->(n) \
-           SET m.created_at = coalesce(m.created_at, $now)) \
-         SET ep.state = 'complete', ep.entity_edges = $entity_edges, \
-             ep.lease_until = NULL, ep.lease_owner = NULL \
-         RETURN ep.uuid AS uuid"
+         "
     ));
+    if fence.is_some() {
+        query.push_str(
+            "FOREACH (r IN $mentions | \
+               MERGE (n:Entity {uuid: r.entity}) \
+               MERGE (ep)-[m:MENTIONS {uuid: r.uuid}]->(n) \
+               SET m.created_at = coalesce(m.created_at, $now)) \
+             SET ep.state = 'complete', ep.entity_edges = $entity_edges, \
+                 ep.lease_until = NULL, ep.lease_owner = NULL \
+             RETURN ep.uuid AS uuid",
+        );
+    } else {
+        query.push_str("RETURN one");
+    }
     let facts: Vec<Value> = set.new_facts.iter().map(fact_row).collect();
     let updates: Vec<Value> = set
         .updated_facts
