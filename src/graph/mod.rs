@@ -35,7 +35,9 @@
 //! * `(:Episodic {uuid, content, source, source_description, valid_at, created_at,
 //!   entity_edges, state})` — `source` is `message`/`text`/`json`, `state` is
 //!   `pending`/`complete`, `entity_edges` a list of uuid strings.
-//! * `(:Entity:<Label>… {uuid, name, summary, attributes, name_embedding, created_at})`
+//! * `(:Entity:<Label>… {uuid, name, name_key, summary, attributes, name_embedding,
+//!   created_at})` — `name_key` is [`dedup::normalize_name`] of the name, range-indexed
+//!   for the exact path of entity resolution;
 //!   — labels are checked to be identifiers before anything is written.
 //! * `(:Entity)-[:RELATES_TO {uuid, name, fact, fact_embedding, episodes, valid_at,
 //!   invalid_at, expired_at, created_at, attributes, source_uuid, target_uuid}]->(:Entity)`.

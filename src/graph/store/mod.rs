@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
+use super::dedup::normalize_name;
 use super::model::{EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
 use crate::falkordb::{
     DEFAULT_STOPWORDS, FalkorDb, IndexEntity, IndexKind, IndexSpec, Params, QueryResult,
@@ -55,7 +56,7 @@ pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
     let sw = DEFAULT_STOPWORDS;
     vec![
         IndexSpec::range_nodes("Episodic", ["uuid", "created_at", "valid_at"]),
-        IndexSpec::range_nodes("Entity", ["uuid", "name", "created_at"]),
+        IndexSpec::range_nodes("Entity", ["uuid", "name", "name_key", "created_at"]),
         IndexSpec::range_nodes("Community", ["uuid"]),
         IndexSpec::range_relationships(
             "RELATES_TO",
@@ -257,7 +258,7 @@ fn episode_from_row(row: &BTreeMap<String, Value>) -> Result<Episode> {
 }
 
 /// The `SET` clause writing an [`entity_row`] bound to `r` onto the entity `n`.
-const SET_ENTITY: &str = "SET n.name = r.name, n.summary = r.summary, \
+const SET_ENTITY: &str = "SET n.name = r.name, n.name_key = r.name_key, n.summary = r.summary, \
      n.attributes = r.attributes, n.created_at = r.created_at, \
      n.name_embedding = CASE WHEN r.name_embedding IS NULL THEN NULL \
                         ELSE vecf32(r.name_embedding) END";
@@ -275,6 +276,7 @@ fn entity_row(e: &EntityNode) -> Value {
     Value::Map(BTreeMap::from([
         ("uuid".to_owned(), Value::String(e.uuid.to_string())),
         ("name".to_owned(), e.name.as_str().into()),
+        ("name_key".to_owned(), normalize_name(&e.name).into()),
         ("summary".to_owned(), e.summary.as_str().into()),
         ("attributes".to_owned(), json_text(&e.attributes)),
         ("name_embedding".to_owned(), e.name_embedding.clone().into()),
