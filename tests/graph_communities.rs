@@ -362,6 +362,34 @@ mod building {
     }
 
     #[tokio::test]
+    async fn two_runs_at_once_leave_one_set_of_communities() {
+        let g = TestGraph::new("gc-concurrent").await;
+        seed(&g, &PEOPLE, &PEOPLE_FACTS).await;
+        let (m1, m2) = (naming_model(), naming_model());
+        let (e1, e2) = (HashEmbedder::new(DIM), HashEmbedder::new(DIM));
+        let options = CommunityOptions::default();
+        let (r1, r2) = tokio::join!(
+            build_communities(&g.db, &g.name, &m1, &e1, &options),
+            build_communities(&g.db, &g.name, &m2, &e2, &options),
+        );
+        let (r1, r2) = (r1.unwrap(), r2.unwrap());
+        assert_eq!(r1.uuids, r2.uuids);
+        assert_eq!(
+            r1.replaced + r2.replaced,
+            2,
+            "the second write replaced the first"
+        );
+        assert_eq!(
+            count(&g, "MATCH (c:Community) RETURN count(c) AS c").await,
+            2
+        );
+        assert_eq!(
+            count(&g, "MATCH ()-[m:HAS_MEMBER]->() RETURN count(m) AS c").await,
+            5
+        );
+    }
+
+    #[tokio::test]
     async fn graphs_are_isolated() {
         let a = TestGraph::new("gc-iso-a").await;
         let b = TestGraph::new("gc-iso-b").await;

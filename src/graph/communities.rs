@@ -58,7 +58,11 @@
 //!
 //! The read and the write are separate statements: an entity deleted in between is
 //! skipped when member links are written ([`CommunityReport::members`] counts the links
-//! written), and facts added in between count from the next run on.
+//! written), and facts added in between count from the next run on. Two runs on one
+//! graph at once each replace the whole set atomically, so the last write wins and
+//! communities are never duplicated. The write waits for
+//! [`FalkorDb::admit_write`] like other graph-sized writes; the model calls do not
+//! hold it.
 //!
 //! ```
 //! use gralkor::graph::{CommunityOptions, community_schema};
@@ -383,6 +387,8 @@ async fn run(
         })
         .collect();
     if !communities.is_empty() || count_communities(db, graph).await? > 0 {
+        // A graph-wide write: queued behind other large writes on the embedded backend.
+        let _permit = db.admit_write().await;
         let stats = replace_communities(db, graph, &communities).await?;
         report.replaced = stats.nodes_deleted as usize;
         report.members = stats.relationships_created as usize;
