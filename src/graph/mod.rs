@@ -69,6 +69,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod communities;
 pub mod dedup;
 pub mod extract;
 mod ingest;
@@ -77,6 +78,9 @@ mod prompts;
 pub mod store;
 pub mod temporal;
 
+pub use communities::{
+    COMMUNITY_SCHEMA_NAME, CommunityOptions, CommunityReport, build_communities, community_schema,
+};
 pub use extract::{
     DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
     ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,
