@@ -139,7 +139,12 @@ fn percentile(sorted: &[Duration], q: f64) -> f64 {
     sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)].as_secs_f64() * 1e3
 }
 
-async fn run(engine: &Engine, db: &FalkorDb, graphs: usize, episodes: usize) -> Vec<(Duration, u32, u32)> {
+async fn run(
+    engine: &Engine,
+    db: &FalkorDb,
+    graphs: usize,
+    episodes: usize,
+) -> Vec<(Duration, u32, u32)> {
     let mut tasks = Vec::new();
     for g in 0..graphs {
         let (engine, db) = (engine.clone(), db.clone());
@@ -151,8 +156,15 @@ async fn run(engine: &Engine, db: &FalkorDb, graphs: usize, episodes: usize) -> 
                 let text = episode_text(g * per_graph + i);
                 let request = AddEpisode::new(text, SourceKind::Text, Timestamp::now());
                 let start = Instant::now();
-                let outcome = engine.add_episode(&db, &graph, request).await.expect("ingest");
-                out.push((start.elapsed(), outcome.usage.llm_calls, outcome.usage.embedding_calls));
+                let outcome = engine
+                    .add_episode(&db, &graph, request)
+                    .await
+                    .expect("ingest");
+                out.push((
+                    start.elapsed(),
+                    outcome.usage.llm_calls,
+                    outcome.usage.embedding_calls,
+                ));
             }
             out
         }));
@@ -209,7 +221,10 @@ async fn main() -> gralkor::Result<()> {
         let reported: u32 = results.iter().map(|r| r.1).sum();
         let chat_calls = chat.load(Ordering::Relaxed) - c0;
         let embed_calls = embed.load(Ordering::Relaxed) - e0;
-        assert_eq!(reported as usize, chat_calls, "usage must match what the provider saw");
+        assert_eq!(
+            reported as usize, chat_calls,
+            "usage must match what the provider saw"
+        );
         println!(
             "{:<10} {:>10.2} {:>14.2} {:>14.2} {:>12.0} {:>12.0}",
             graphs,
