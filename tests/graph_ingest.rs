@@ -1003,3 +1003,58 @@ async fn a_failing_statement_changes_nothing() {
     assert!(err.is_err());
     assert_eq!(count(&g, "MATCH (n:Entity) RETURN count(n) AS n").await, 0);
 }
+
+#[tokio::test]
+async fn the_engine_builds_communities_over_what_it_ingested() {
+    let g = TestGraph::new("ingest-communities").await;
+    let w = World::new(Rules::default());
+    w.rules.extraction(
+        "team",
+        extraction(
+            &[("Jon Snow", 0), ("Sam Tarly", 0), ("Night Watch", 0)],
+            &[
+                (
+                    "Jon Snow",
+                    "member of",
+                    "Night Watch",
+                    "Jon Snow is a member of the Night Watch.",
+                    None,
+                    None,
+                ),
+                (
+                    "Sam Tarly",
+                    "member of",
+                    "Night Watch",
+                    "Sam Tarly is a member of the Night Watch.",
+                    None,
+                    None,
+                ),
+            ],
+        ),
+    );
+    w.engine
+        .add_episode(&g.db, &g.name, msg("the team", "2024-01-01T00:00:00Z"))
+        .await
+        .unwrap();
+    let report = w
+        .engine
+        .build_communities(&g.db, &g.name, &graph::CommunityOptions::default())
+        .await
+        .unwrap();
+    assert_eq!((report.communities, report.members), (1, 3));
+    assert_eq!(report.llm_calls, 1);
+    assert_eq!(
+        count(
+            &g,
+            "MATCH (c:Community)-[:HAS_MEMBER]->(n:Entity) RETURN count(n) AS n"
+        )
+        .await,
+        3
+    );
+    assert!(matches!(
+        graph::Engine::episodes_only()
+            .build_communities(&g.db, &g.name, &graph::CommunityOptions::default())
+            .await,
+        Err(Error::Config { .. })
+    ));
+}

@@ -555,6 +555,31 @@ impl Engine {
         store::remove_episode(db, graph, uuid).await
     }
 
+    /// Rebuilds the communities of `graph` with this engine's models (see
+    /// [`build_communities`](crate::graph::build_communities)), queued with the graph's
+    /// episodes so it never reads a half-processed graph.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::FalkorDb, engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// use gralkor::graph::CommunityOptions;
+    ///
+    /// let report = engine.build_communities(&db, "notes", &CommunityOptions::default()).await?;
+    /// println!("{} communities", report.communities);
+    /// # Ok(()) }
+    /// ```
+    pub async fn build_communities(
+        &self,
+        db: &FalkorDb,
+        graph: &str,
+        options: &crate::graph::CommunityOptions,
+    ) -> Result<crate::graph::CommunityReport> {
+        let (llm, embedder) = self.models()?;
+        physical_graph_name(graph)?;
+        let queue = self.queue(graph);
+        let _turn = queue.lock().await;
+        crate::graph::build_communities(db, graph, llm, embedder, options).await
+    }
+
     /// The episode with `uuid`, if any.
     ///
     /// ```no_run
