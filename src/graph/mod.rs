@@ -1,12 +1,21 @@
-//! The temporal knowledge graph: data model, storage, and the first ingestion steps.
+//! The temporal knowledge graph: the ingestion engine, its steps, the data model and
+//! storage.
 //!
-//! Ingestion steps built so far (the `add_episode` pipeline that chains them is next):
-//! [`extract`](mod@extract) makes the one structured model call that yields an episode's entities
-//! and facts (our own prompts live in the private `prompts` module), and [`dedup`] is
-//! the deterministic part of entity resolution — exact normalised names first, then
-//! MinHash/Jaccard, with a low-information guard — leaving only the ambiguous names
-//! for one batched model call. [`temporal`] applies Graphiti's invalidation rules to the
-//! facts a new fact contradicts, returning the updates for the commit step to apply.
+//! [`Engine`] is the entry point: [`Engine::add_episode`] turns an episode into
+//! entities and facts — durable first, replay-safe, claimed across processes, at most
+//! four model calls and one embedding request per episode, one atomic commit (the
+//! pipeline is described in [`ingest`]) —
+//! [`Engine::resume_pending`] finishes pending episodes, and [`Engine::remove_episode`],
+//! [`Engine::add_triplet`] and [`Engine::build_communities`] complete it.
+//!
+//! The steps are public for reuse and testing: [`extract`](mod@extract) makes the one
+//! structured model call that yields an episode's entities and facts (our own prompts
+//! live in the private `prompts` module); [`dedup`] is the deterministic part of entity
+//! resolution — exact normalised names first, then MinHash/Jaccard, with a
+//! low-information guard — leaving only the ambiguous names for one batched model
+//! call; [`temporal`] applies Graphiti's invalidation rules to the facts a new fact
+//! contradicts; [`communities`] clusters entities by label propagation and names the
+//! clusters in batched calls.
 //!
 //! [`model`] holds the plain data types — [`Episode`] (`Episodic` nodes), [`EntityNode`]
 //! (`Entity` nodes plus ontology labels), [`EntityEdge`] (facts, `RELATES_TO`
@@ -72,7 +81,7 @@
 pub mod communities;
 pub mod dedup;
 pub mod extract;
-mod ingest;
+pub mod ingest;
 pub mod model;
 mod prompts;
 pub mod store;

@@ -8,9 +8,9 @@
 //!    429 storm, a missing model — the episode is never lost and the graph is never half
 //!    written; [`Engine::resume_pending`] finishes pending episodes later.
 //! 2. **Claim.** The writer claims the episode in the graph (a lease on the server's
-//!    clock, renewed in the background, and a generation fence; see
-//!    [`store`](super::store)'s `ingest` statements), so two processes cannot both
-//!    process it and a writer that lost its claim cannot commit.
+//!    clock, renewed in the background, and a generation fence; see *The claim* below),
+//!    so two processes cannot both process it and a writer that lost its claim cannot
+//!    commit.
 //! 3. **Extraction** — language-model call 1 ([`extract`](super::extract())): entities
 //!    and facts together, with the graph's latest previous episodes as context.
 //! 4. **Embeddings** — embedding request 1: every extracted name and fact text in one
@@ -36,6 +36,30 @@
 //! So an episode costs **at most 4 language-model calls and 1 embedding request**
 //! whatever the number of entities and facts it yields; [`IngestUsage`] reports the
 //! exact counts. (Graphiti makes about 3 + M calls for M facts.)
+//!
+//! ## The claim
+//!
+//! An `Episodic` node carries three bookkeeping properties besides its data:
+//! `generation` (how many times a writer has claimed it), `lease_owner` (the writer
+//! holding the claim) and `lease_until` (milliseconds on the **server's** clock,
+//! `timestamp()`, so writers on machines with skewed clocks agree). A writer claims a
+//! pending episode only when no live lease exists, and the claim bumps `generation`;
+//! renewing and committing both require the generation the writer claimed, so a writer
+//! whose lease lapsed and was taken over can neither renew nor commit (the *fence*).
+//! A unique constraint on `Episodic.uuid`, created with the graph's indices, makes the
+//! server itself refuse a second episode node with the same uuid, whoever writes it.
+//!
+//! ## Why the commit is atomic
+//!
+//! The commit is **one** `GRAPH.QUERY`. FalkorDB runs a write query under the
+//! graph's write lock, so no other query observes it half done, and when any clause
+//! fails at run time it rolls back every change the query made (checked by
+//! `graph_ingest`'s tests: a failing statement leaves the graph unchanged). Redis
+//! appends the command to the AOF as one entry, so a crash either replays all of it or
+//! none. The statement starts with the fence — `MATCH` of the pending episode at the
+//! claimed generation — and every write hangs off that one row, so a fenced-out writer's
+//! query matches nothing and writes nothing. The completion marker (`state =
+//! 'complete'`) is set by the same statement.
 //!
 //! ## Idempotency and concurrency
 //!

@@ -2,27 +2,8 @@
 //! episode write, the claim and its lease, the context and candidate reads, and the
 //! one atomic commit.
 //!
-//! ## The claim
-//!
-//! An `Episodic` node carries three bookkeeping properties besides its data:
-//! `generation` (how many times a writer has claimed it), `lease_owner` (the writer
-//! holding the claim) and `lease_until` (milliseconds on the **server's** clock,
-//! `timestamp()`, so writers on machines with skewed clocks agree). A writer claims a
-//! pending episode only when no live lease exists, and the claim bumps `generation`;
-//! renewing and committing both require the generation the writer claimed, so a writer
-//! whose lease lapsed and was taken over can neither renew nor commit (the *fence*).
-//!
-//! ## Why the commit is atomic
-//!
-//! [`commit_episode`] is **one** `GRAPH.QUERY`. FalkorDB runs a write query under the
-//! graph's write lock, so no other query observes it half done, and when any clause
-//! fails at run time it rolls back every change the query made (checked by
-//! `graph_ingest`'s tests: a failing statement leaves the graph unchanged). Redis
-//! appends the command to the AOF as one entry, so a crash either replays all of it or
-//! none. The statement starts with the fence — `MATCH` of the pending episode at the
-//! claimed generation — and every write hangs off that one row, so a fenced-out writer's
-//! query matches nothing and writes nothing. The completion marker (`state =
-//! 'complete'`) is set by the same statement.
+//! The claim protocol and why the commit is atomic are described in
+//! [`crate::graph::ingest`].
 
 use std::collections::BTreeMap;
 
