@@ -72,7 +72,6 @@
 //! assert!(gralkor::llm::schema::check_schema(&community_schema().schema).is_ok());
 //! ```
 
-mod prompt;
 mod propagation;
 
 pub use propagation::{Clustering, label_propagation};
@@ -95,7 +94,7 @@ use super::store::communities::{
 use crate::falkordb::{FalkorDb, physical_graph_name};
 use crate::llm::{Embedder, GenerateRequest, LanguageModel, ModelSize, OutputSchema, TokenUsage};
 use crate::{Error, Result};
-use prompt::CommunityMaterial;
+use super::prompts::communities::{self as prompt, CommunityMaterial};
 
 /// The name of the community call's output schema (the test double keys its answers
 /// by it).

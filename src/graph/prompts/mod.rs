@@ -6,6 +6,7 @@
 //! XML-like tags so the model can tell instructions from material; the material is
 //! never interpreted as instructions by the surrounding text.
 
+pub(crate) mod communities;
 pub(crate) mod extract;
 pub(crate) mod resolve;
 
