@@ -1058,3 +1058,69 @@ async fn the_engine_builds_communities_over_what_it_ingested() {
         Err(Error::Config { .. })
     ));
 }
+
+#[tokio::test]
+async fn an_unmatched_name_close_to_an_existing_one_is_decided_by_the_model() {
+    let g = TestGraph::new("ingest-semantic").await;
+    let rules = Rules {
+        same_entity: Some(Arc::new(|new, existing| {
+            new == "Robert Smith" && existing == "Bob Smith"
+        })),
+        ..Rules::default()
+    };
+    // HashEmbedder: "robert smith" and "bob smith" share one word of two (cosine 0.5).
+    let w = World::with_options(rules, {
+        let mut o = EngineOptions::default();
+        o.entity_similarity = 0.5;
+        o
+    });
+    w.rules.extraction(
+        "first",
+        extraction(
+            &[("Bob Smith", 0), ("Acme", 0)],
+            &[(
+                "Bob Smith",
+                "works at",
+                "Acme",
+                "Bob Smith works at Acme.",
+                None,
+                None,
+            )],
+        ),
+    );
+    w.rules.extraction(
+        "second",
+        extraction(
+            &[("Robert Smith", 0), ("Chess Club", 0)],
+            &[(
+                "Robert Smith",
+                "joined",
+                "Chess Club",
+                "Robert Smith joined the chess club.",
+                None,
+                None,
+            )],
+        ),
+    );
+    w.engine
+        .add_episode(&g.db, &g.name, msg("first", "2024-01-01T00:00:00Z"))
+        .await
+        .unwrap();
+    let out = w
+        .engine
+        .add_episode(&g.db, &g.name, msg("second", "2024-01-02T00:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(w.model.calls_for("entity_resolution").len(), 1);
+    let names: Vec<&str> = out.entities.iter().map(|e| e.name.as_str()).collect();
+    assert!(names.contains(&"Bob Smith"), "{names:?}");
+    assert!(!names.contains(&"Robert Smith"), "{names:?}");
+    assert_eq!(
+        count(
+            &g,
+            "MATCH (n:Entity) WHERE n.name ENDS WITH 'Smith' RETURN count(n) AS n"
+        )
+        .await,
+        1
+    );
+}

@@ -275,3 +275,51 @@ async fn an_episode_yielding_10_facts_costs_at_most_4_model_calls_and_1_embeddin
 async fn an_episode_yielding_40_facts_costs_at_most_4_model_calls_and_1_embedding_request() {
     bound_for(40).await;
 }
+
+#[tokio::test]
+async fn a_writer_that_dies_mid_episode_leaves_it_pending_for_resume_once_its_lease_lapses() {
+    let g = TestGraph::new("claim-crash").await;
+    // The dying writer's lease is zero, so it lapses at once (a real one lapses after
+    // `EngineOptions::lease`).
+    let (dying, entered, _gate) = gated(story(), Duration::ZERO);
+    let id = Uuid::new_v4();
+    let (db, name) = (g.db.clone(), g.name.clone());
+    let running = tokio::spawn(async move { dying.add_episode(&db, &name, request(id)).await });
+    entered.notified().await;
+    running.abort(); // the process dies between the durable write and the commit
+    assert!(running.await.unwrap_err().is_cancelled());
+    let pending = gralkor::graph::get_episode(&g.db, &g.name, id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(pending.state, gralkor::graph::EpisodeState::Pending);
+    assert_eq!(count(&g, "MATCH (n:Entity) RETURN count(n) AS n").await, 0);
+
+    let survivor = World::new(story()).engine;
+    let report = survivor.resume_pending(&g.db, &g.name, None).await.unwrap();
+    assert_eq!(report.completed.len(), 1);
+    assert_eq!(report.completed[0].episode.uuid, id);
+    assert_eq!(
+        count(&g, "MATCH ()-[f:RELATES_TO]->() RETURN count(f) AS n").await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn resume_reports_an_episode_another_writer_holds_as_busy() {
+    let g = TestGraph::new("claim-resume-busy").await;
+    let (first, entered, gate) = gated(story(), Duration::from_secs(60));
+    let id = Uuid::new_v4();
+    let (db, name) = (g.db.clone(), g.name.clone());
+    let running = tokio::spawn(async move { first.add_episode(&db, &name, request(id)).await });
+    entered.notified().await;
+    let report = World::new(story())
+        .engine
+        .resume_pending(&g.db, &g.name, None)
+        .await
+        .unwrap();
+    assert_eq!(report.busy, vec![id]);
+    assert!(report.completed.is_empty() && report.failed.is_empty());
+    gate.add_permits(1);
+    running.await.unwrap().unwrap();
+}

@@ -88,13 +88,13 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::model::{Community, Timestamp};
+use super::prompts::communities::{self as prompt, CommunityMaterial};
 use super::store::communities::{
     EntityProfile, count_communities, current_fact_links, entity_profiles, replace_communities,
 };
 use crate::falkordb::{FalkorDb, physical_graph_name};
 use crate::llm::{Embedder, GenerateRequest, LanguageModel, ModelSize, OutputSchema, TokenUsage};
 use crate::{Error, Result};
-use super::prompts::communities::{self as prompt, CommunityMaterial};
 
 /// The name of the community call's output schema (the test double keys its answers
 /// by it).

@@ -121,7 +121,24 @@ pub(super) async fn resolve(
         match m {
             Match::Exact(k) | Match::Fuzzy(k, _) => choice[i] = Some(*k),
             Match::Ambiguous(ks) => ambiguous.push((i, ks.clone())),
-            Match::New | Match::SameAs(_) => {}
+            Match::New => {
+                // Not matched by name, but an existing entity's name means nearly the
+                // same: the model decides, as for any other ambiguous name.
+                let close: Vec<usize> = existing
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| {
+                        n.name_embedding
+                            .as_deref()
+                            .is_some_and(|e| cosine(e, &vectors[i]) >= work.opts.entity_similarity)
+                    })
+                    .map(|(k, _)| k)
+                    .collect();
+                if !close.is_empty() {
+                    ambiguous.push((i, close));
+                }
+            }
+            Match::SameAs(_) => {}
         }
     }
     if !ambiguous.is_empty() {
@@ -232,4 +249,15 @@ async fn ask_model(
             .filter(|k| ks.contains(k));
     }
     Ok(())
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na * nb)
+    }
 }

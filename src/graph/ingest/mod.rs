@@ -18,7 +18,9 @@
 //! 5. **Entity resolution**: candidates for all names in one pipeline
 //!    ([`entity_candidates`](super::entity_candidates)), the deterministic pass of
 //!    [`dedup`](super::dedup) (exact normalised names, MinHash/Jaccard), then —
-//!    language-model call 2, only when some name is still ambiguous — one batched call.
+//!    language-model call 2, only when some name is still ambiguous (several or
+//!    low-information matches, or an unmatched name whose embedding is close to an
+//!    existing entity's, see [`EngineOptions::entity_similarity`]) — one batched call.
 //!    A merge keeps the union of labels and the existing attributes.
 //! 6. **Fact resolution**: for all new facts at once, the current facts between the
 //!    same entities (possible duplicates) and the nearest current facts touching
@@ -123,6 +125,10 @@ pub struct EngineOptions {
     /// Characters an entity summary may reach before a model call condenses it.
     /// Default 1000.
     pub summary_budget: usize,
+    /// Cosine similarity of name embeddings at or above which an existing entity the
+    /// deterministic pass did not match is still offered to the model as a possible
+    /// duplicate ("Bob Smith" / "Robert Smith"). Default 0.8; above 1 disables it.
+    pub entity_similarity: f32,
 }
 
 impl Default for EngineOptions {
@@ -133,6 +139,7 @@ impl Default for EngineOptions {
             entity_candidates: 10,
             fact_candidates: 10,
             summary_budget: 1000,
+            entity_similarity: 0.8,
         }
     }
 }
