@@ -323,3 +323,73 @@ async fn resume_reports_an_episode_another_writer_holds_as_busy() {
     gate.add_permits(1);
     running.await.unwrap().unwrap();
 }
+
+/// Waits (bounded) until `cond` holds.
+async fn eventually<F, Fut>(deadline: Duration, mut cond: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = std::time::Instant::now();
+    while start.elapsed() < deadline {
+        if cond().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn a_falkordb_crash_and_restart_mid_episode_loses_nothing() {
+    use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, FalkorDb};
+    let dir = tempfile::Builder::new()
+        .prefix("gralkor-ingest-crash-")
+        .tempdir()
+        .unwrap();
+    let db = FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(dir.path())))
+        .await
+        .unwrap();
+    let server = db.embedded_server().unwrap().clone();
+    let (engine, entered, gate) = gated(story(), Duration::from_secs(60));
+    let id = Uuid::new_v4();
+    let db2 = db.clone();
+    let running = tokio::spawn(async move { engine.add_episode(&db2, "crash", request(id)).await });
+    entered.notified().await; // the episode is durable; extraction is under way
+    let old = server.pid().unwrap();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-9", &old.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(
+        eventually(Duration::from_secs(60), || async {
+            matches!(server.pid(), Some(p) if p != old)
+        })
+        .await,
+        "the supervisor restarted FalkorDB"
+    );
+    gate.add_permits(1);
+    let out = running
+        .await
+        .unwrap()
+        .expect("the episode completes across the restart");
+    assert_eq!(out.status, OutcomeStatus::Completed);
+    let stored = gralkor::graph::get_episode(&db, "crash", id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.state, gralkor::graph::EpisodeState::Complete);
+    let facts = db
+        .ro_query(
+            "crash",
+            "MATCH ()-[f:RELATES_TO]->() RETURN count(f) AS n",
+            &Params::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(facts.get(0, "n").and_then(Value::as_int), Some(1));
+    db.shutdown().await.unwrap();
+}

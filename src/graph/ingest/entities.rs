@@ -90,14 +90,13 @@ pub(super) async fn resolve(
         .zip(&vectors)
         .map(|(e, v)| CandidateQuery::new(&e.name).with_embedding(v.clone()))
         .collect();
-    let found = store::entity_candidates(
-        work.db,
-        work.graph,
-        &queries,
-        work.opts
-            .entity_candidates
-            .clamp(1, store::MAX_CANDIDATE_LIMIT),
-    )
+    let limit = work
+        .opts
+        .entity_candidates
+        .clamp(1, store::MAX_CANDIDATE_LIMIT);
+    let found = super::retry("entity_candidates", || {
+        store::entity_candidates(work.db, work.graph, &queries, limit)
+    })
     .await?;
     usage.db_round_trips += 1;
     let mut existing: Vec<EntityNode> = Vec::new();

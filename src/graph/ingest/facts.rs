@@ -128,8 +128,10 @@ pub(super) async fn resolve(
             embedding: f.fact_embedding.clone().unwrap_or_default(),
         })
         .collect();
-    let found =
-        st::fact_candidates(work.db, work.graph, &queries, work.opts.fact_candidates).await?;
+    let found = super::retry("fact_candidates", || {
+        st::fact_candidates(work.db, work.graph, &queries, work.opts.fact_candidates)
+    })
+    .await?;
     usage.db_round_trips += 1;
 
     // Number every distinct candidate once.

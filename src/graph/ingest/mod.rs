@@ -490,7 +490,8 @@ impl Engine {
                 state: EpisodeState::Pending,
             };
             tracing::Span::current().record("uuid", tracing::field::display(episode.uuid));
-            let (stored, created) = st::write_pending(db, graph, &episode).await?;
+            let (stored, created) =
+                retry("write_pending", || st::write_pending(db, graph, &episode)).await?;
             usage.db_round_trips += 1;
             if !created {
                 same_episode(&stored, &episode)?;
@@ -671,7 +672,10 @@ impl Engine {
         let (llm, embedder) = self.models()?;
         let opts = &self.inner.options;
         let lease_ms = i64::try_from(opts.lease.as_millis()).unwrap_or(i64::MAX);
-        let claim = st::claim(db, graph, episode.uuid, &self.inner.writer, lease_ms).await?;
+        let claim = retry("claim", || {
+            st::claim(db, graph, episode.uuid, &self.inner.writer, lease_ms)
+        })
+        .await?;
         usage.db_round_trips += 1;
         let generation = match claim {
             st::Claim::Held(g) => g,
@@ -713,9 +717,17 @@ impl Engine {
                 return Err(e);
             }
         };
-        let committed = st::commit_episode(db, graph, episode.uuid, generation, &done.set)
-            .instrument(tracing::info_span!("commit"))
-            .await;
+        let committed = retry("commit", || async {
+            if st::commit_episode(db, graph, episode.uuid, generation, &done.set).await? {
+                return Ok(true);
+            }
+            // A retried commit whose first attempt was applied (its reply lost) finds
+            // the episode complete at this writer's generation.
+            Ok(st::claim_state(db, graph, episode.uuid).await?
+                == Some(("complete".to_owned(), generation)))
+        })
+        .instrument(tracing::info_span!("commit"))
+        .await;
         drop(lease);
         usage.db_round_trips += 1;
         if !committed? {
@@ -856,6 +868,28 @@ impl Work<'_> {
             facts: outcome_facts,
             invalidated: facts.invalidated,
         })
+    }
+}
+
+/// Runs an idempotent database step, retrying a lost connection (a FalkorDB restart)
+/// up to 5 times with backoff from 50 ms to 2 s. Other errors return at once.
+pub(super) async fn retry<T, F, Fut>(what: &str, mut step: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut delay = Duration::from_millis(50);
+    let mut attempt = 1;
+    loop {
+        match step().await {
+            Err(e @ Error::Connection { .. }) if attempt < 6 => {
+                tracing::warn!(step = what, attempt, error = %e, "database step failed; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+                attempt += 1;
+            }
+            other => return other,
+        }
     }
 }
 

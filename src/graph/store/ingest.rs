@@ -68,7 +68,8 @@ pub(crate) enum Claim {
 }
 
 /// Claims the pending episode `uuid` for `owner` for `lease_ms` milliseconds of server
-/// time, if no live lease exists. One round trip, two when the claim is refused.
+/// time, if no live lease of another owner exists (so a claim retried after a lost
+/// reply succeeds). One round trip, two when the claim is refused.
 pub(crate) async fn claim(
     db: &FalkorDb,
     graph: &str,
@@ -81,7 +82,8 @@ pub(crate) async fn claim(
             graph,
             "MATCH (e:Episodic {uuid: $uuid}) \
              WHERE e.state = 'pending' \
-               AND (e.lease_until IS NULL OR e.lease_until <= timestamp()) \
+               AND (e.lease_until IS NULL OR e.lease_until <= timestamp() \
+                    OR e.lease_owner = $owner) \
              SET e.generation = coalesce(e.generation, 0) + 1, e.lease_owner = $owner, \
                  e.lease_until = timestamp() + $lease \
              RETURN e.generation AS generation",
@@ -148,6 +150,31 @@ pub(crate) async fn release(db: &FalkorDb, graph: &str, uuid: Uuid, generation: 
     )
     .await?;
     Ok(())
+}
+
+/// The state and claim generation of episode `uuid`, if it exists.
+pub(crate) async fn claim_state(
+    db: &FalkorDb,
+    graph: &str,
+    uuid: Uuid,
+) -> Result<Option<(String, i64)>> {
+    let res = db
+        .ro_query(
+            graph,
+            "MATCH (e:Episodic {uuid: $uuid}) \
+             RETURN e.state AS state, coalesce(e.generation, 0) AS generation",
+            &Params::new().set("uuid", uuid.to_string()),
+        )
+        .await?;
+    Ok(
+        match (
+            res.get(0, "state").and_then(Value::as_str),
+            res.get(0, "generation").and_then(Value::as_int),
+        ) {
+            (Some(s), Some(g)) => Some((s.to_owned(), g)),
+            _ => None,
+        },
+    )
 }
 
 /// The uuids of the pending episodes of `graph`, oldest reference time first.
