@@ -56,11 +56,13 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod destination;
 mod error;
 pub mod falkordb;
 pub mod graph;
 pub mod llm;
 pub mod ontology;
+pub mod provenance;
 
 pub use error::{Error, Result};
 pub use falkordb::{FalkorConfig, FalkorDb};
