@@ -56,13 +56,17 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod client;
 pub mod destination;
 mod error;
 pub mod falkordb;
 pub mod graph;
+pub mod lens;
 pub mod llm;
 pub mod ontology;
 pub mod provenance;
+pub mod reflection;
+pub mod runtime;
 
 pub use error::{Error, Result};
 pub use falkordb::{FalkorConfig, FalkorDb};
