@@ -56,6 +56,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod client;
 pub mod destination;
 mod error;
