@@ -2,7 +2,7 @@
 //!
 //! * [`memory_search`] — the `memory_search` tool: one fact search with the caller's
 //!   selectors, presented as budgeted readable text ([`format::present_facts`]).
-//! * [`format`] — that presentation, and [`format_fact`](format::format_fact) lines
+//! * [`format`](mod@format) — that presentation, and [`format_fact`](format::format_fact) lines
 //!   with timestamps and sources.
 //!
 //! Capture, recall, distillation and the `memory_add` tool come in later releases.
