@@ -6,13 +6,14 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::falkordb::is_identifier;
+use crate::falkordb::{Value as FalkorValue, is_identifier};
+use crate::graph::{OWNER_KEY, OwnedNode, OwnedRelationship};
 use crate::ontology::{RESERVED_LABELS, RESERVED_RELATIONSHIP_TYPES};
 use crate::{Error, Result};
 
 /// The property that marks nodes and relationships as owned by a replace-graph Lens.
 /// Any supplied value is overwritten with the Lens's name when the graph is stored.
-pub const OWNER_PROPERTY: &str = "_gralkor_lens";
+pub const OWNER_PROPERTY: &str = OWNER_KEY;
 
 /// The prefix of property names gralkor keeps for itself; only [`OWNER_PROPERTY`] may
 /// be supplied (and it is overwritten).
@@ -123,6 +124,38 @@ impl Graph {
             properties: properties_of(properties),
         });
         self
+    }
+
+    /// The graph as the storage layer's owned nodes and relationships
+    /// ([`graph::replace_owned`](crate::graph::replace_owned)); JSON property values
+    /// become FalkorDB values, and a supplied ownership property is dropped (storage
+    /// sets it). Validate first.
+    pub fn to_owned_parts(&self) -> (Vec<OwnedNode>, Vec<OwnedRelationship>) {
+        let props = |m: &Map<String, Value>| {
+            m.iter()
+                .filter(|(k, _)| k.as_str() != OWNER_PROPERTY)
+                .map(|(k, v)| (k.clone(), FalkorValue::from(v.clone())))
+                .collect()
+        };
+        (
+            self.nodes
+                .iter()
+                .map(|n| OwnedNode {
+                    id: n.id.clone(),
+                    labels: n.labels.clone(),
+                    properties: props(&n.properties),
+                })
+                .collect(),
+            self.relationships
+                .iter()
+                .map(|r| OwnedRelationship {
+                    from: r.from.clone(),
+                    rel_type: r.rel_type.clone(),
+                    to: r.to.clone(),
+                    properties: props(&r.properties),
+                })
+                .collect(),
+        )
     }
 
     /// Whether the graph has no nodes and no relationships.
