@@ -137,6 +137,36 @@ pub enum Error {
     #[error("not found: {0}")]
     NotFound(String),
 
+    /// An episode with this uuid is already stored with different immutable content
+    /// (`field` names the first difference). A replay must repeat the original request
+    /// exactly; nothing was written.
+    #[error(
+        "episode {uuid} already exists with a different `{field}`: a replay must repeat the original exactly"
+    )]
+    EpisodeConflict {
+        /// The episode's uuid.
+        uuid: uuid::Uuid,
+        /// The first immutable field that differs (`content`, `source`,
+        /// `source_description` or `reference_time`).
+        field: &'static str,
+    },
+
+    /// Another writer holds a live claim (lease) on this pending episode. Retrying
+    /// later either finds it complete or takes the claim over once the lease lapses.
+    #[error("episode {uuid} is being processed by another writer; retry later")]
+    EpisodeBusy {
+        /// The episode's uuid.
+        uuid: uuid::Uuid,
+    },
+
+    /// This writer's claim on an episode was taken over after its lease lapsed; the
+    /// generation fence stopped its commit, so nothing it computed was written.
+    #[error("the claim on episode {uuid} was taken over by another writer; nothing was committed")]
+    ClaimLost {
+        /// The episode's uuid.
+        uuid: uuid::Uuid,
+    },
+
     /// A local I/O error (files, directories).
     #[error("I/O error: {context}")]
     Io {
@@ -154,7 +184,10 @@ impl Error {
     /// Configuration, input, query and 4xx errors are not retryable.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Connection { .. } | Error::Timeout { .. } => true,
+            Error::Connection { .. }
+            | Error::Timeout { .. }
+            | Error::EpisodeBusy { .. }
+            | Error::ClaimLost { .. } => true,
             Error::Provider { status, .. } => match status {
                 None => true,
                 Some(s) => *s == 408 || *s == 429 || *s >= 500,

@@ -290,6 +290,40 @@ impl FalkorDb {
     /// ```
     #[tracing::instrument(skip(self, spec), fields(entity = ?spec.entity, kind = ?spec.kind))]
     pub async fn create_index(&self, graph: &str, spec: &IndexSpec) -> Result<bool> {
+        let created = self.create_index_unpersisted(graph, spec).await?;
+        if created {
+            self.persist_index_change().await?;
+        }
+        Ok(created)
+    }
+
+    /// Creates every index of `specs` that does not exist yet, as
+    /// [`create_index`](FalkorDb::create_index) does, and returns how many specs created
+    /// something. On the embedded backend the AOF is rewritten once at the end rather
+    /// than after each index, which makes preparing a fresh graph several times faster.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// use gralkor::falkordb::IndexSpec;
+    ///
+    /// let specs = [IndexSpec::range_nodes("Note", ["id"]), IndexSpec::range_nodes("Tag", ["name"])];
+    /// assert!(db.create_indices("notes", &specs).await? <= 2);
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_indices(&self, graph: &str, specs: &[IndexSpec]) -> Result<usize> {
+        let mut created = 0;
+        for spec in specs {
+            if self.create_index_unpersisted(graph, spec).await? {
+                created += 1;
+            }
+        }
+        if created > 0 {
+            self.persist_index_change().await?;
+        }
+        Ok(created)
+    }
+
+    async fn create_index_unpersisted(&self, graph: &str, spec: &IndexSpec) -> Result<bool> {
         spec.validate()?;
         let same_kind =
             |k: &IndexKind| std::mem::discriminant(k) == std::mem::discriminant(&spec.kind);
@@ -327,9 +361,6 @@ impl FalkorDb {
             }
         }
         self.wait_operational(graph, &spec.entity).await?;
-        if created {
-            self.persist_index_change().await?;
-        }
         Ok(created)
     }
 

@@ -19,6 +19,7 @@
 //! ([`physical_graph_name`]), applied here and only here.
 
 mod config;
+mod constraints;
 mod embedded;
 mod fulltext;
 mod indices;

@@ -347,7 +347,7 @@ fn parse_time(text: Option<&str>) -> Option<Timestamp> {
 
 /// `UPPER_SNAKE_CASE` of a model-written relation type, or [`GENERIC_RELATION_TYPE`]
 /// when the result is no identifier or one of gralkor's own types.
-fn relation_type(raw: &str) -> String {
+pub(crate) fn relation_type(raw: &str) -> String {
     let mut out = String::new();
     let mut prev: Option<char> = None;
     for c in raw.trim().chars() {

@@ -1,12 +1,21 @@
-//! The temporal knowledge graph: data model, storage, and the first ingestion steps.
+//! The temporal knowledge graph: the ingestion engine, its steps, the data model and
+//! storage.
 //!
-//! Ingestion steps built so far (the `add_episode` pipeline that chains them is next):
-//! [`extract`](mod@extract) makes the one structured model call that yields an episode's entities
-//! and facts (our own prompts live in the private `prompts` module), and [`dedup`] is
-//! the deterministic part of entity resolution — exact normalised names first, then
-//! MinHash/Jaccard, with a low-information guard — leaving only the ambiguous names
-//! for one batched model call. [`temporal`] applies Graphiti's invalidation rules to the
-//! facts a new fact contradicts, returning the updates for the commit step to apply.
+//! [`Engine`] is the entry point: [`Engine::add_episode`] turns an episode into
+//! entities and facts — durable first, replay-safe, claimed across processes, at most
+//! four model calls and one embedding request per episode, one atomic commit (the
+//! pipeline is described in [`ingest`]) —
+//! [`Engine::resume_pending`] finishes pending episodes, and [`Engine::remove_episode`],
+//! [`Engine::add_triplet`] and [`Engine::build_communities`] complete it.
+//!
+//! The steps are public for reuse and testing: [`extract`](mod@extract) makes the one
+//! structured model call that yields an episode's entities and facts (our own prompts
+//! live in the private `prompts` module); [`dedup`] is the deterministic part of entity
+//! resolution — exact normalised names first, then MinHash/Jaccard, with a
+//! low-information guard — leaving only the ambiguous names for one batched model
+//! call; [`temporal`] applies Graphiti's invalidation rules to the facts a new fact
+//! contradicts; [`communities`] clusters entities by label propagation and names the
+//! clusters in batched calls.
 //!
 //! [`model`] holds the plain data types — [`Episode`] (`Episodic` nodes), [`EntityNode`]
 //! (`Entity` nodes plus ontology labels), [`EntityEdge`] (facts, `RELATES_TO`
@@ -35,7 +44,9 @@
 //! * `(:Episodic {uuid, content, source, source_description, valid_at, created_at,
 //!   entity_edges, state})` — `source` is `message`/`text`/`json`, `state` is
 //!   `pending`/`complete`, `entity_edges` a list of uuid strings.
-//! * `(:Entity:<Label>… {uuid, name, summary, attributes, name_embedding, created_at})`
+//! * `(:Entity:<Label>… {uuid, name, name_key, summary, attributes, name_embedding,
+//!   created_at})` — `name_key` is [`dedup::normalize_name`] of the name, range-indexed
+//!   for the exact path of entity resolution;
 //!   — labels are checked to be identifiers before anything is written.
 //! * `(:Entity)-[:RELATES_TO {uuid, name, fact, fact_embedding, episodes, valid_at,
 //!   invalid_at, expired_at, created_at, attributes, source_uuid, target_uuid}]->(:Entity)`.
@@ -67,22 +78,33 @@
 //! # Ok(()) }
 //! ```
 
+pub mod communities;
 pub mod dedup;
 pub mod extract;
+pub mod ingest;
 pub mod model;
 mod prompts;
 pub mod store;
 pub mod temporal;
 
+pub use communities::{
+    COMMUNITY_SCHEMA_NAME, CommunityOptions, CommunityReport, build_communities, community_schema,
+};
 pub use extract::{
     DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
     ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,
 };
+pub use ingest::{
+    AddEpisode, Engine, EngineOptions, EpisodeOutcome, IngestUsage, MAX_CONTENT_BYTES,
+    MAX_SOURCE_DESCRIPTION_BYTES, OutcomeStatus, ResumeReport, Triplet, TripletEntity,
+    TripletOutcome,
+};
 pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
 pub use store::{
     CandidateQuery, MAX_CANDIDATE_LIMIT, OWNED_ID_KEY, OWNER_KEY, OwnedNode, OwnedRelationship,
-    ReplaceCounts, build_indices, clear, entity_candidates, get_communities, get_community_members,
-    get_entities, get_episode, get_episodes_mentioning, get_facts, get_mentioned_entities,
-    get_owned, index_specs, link_uuid, replace_owned, save_communities, save_community_members,
-    save_entities, save_episode, save_facts, save_mentions,
+    Removal, ReplaceCounts, build_indices, clear, entity_candidates, get_communities,
+    get_community_members, get_entities, get_episode, get_episodes_mentioning, get_facts,
+    get_mentioned_entities, get_owned, index_specs, link_uuid, remove_episode, replace_owned,
+    save_communities, save_community_members, save_entities, save_episode, save_facts,
+    save_mentions,
 };

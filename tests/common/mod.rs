@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod graph;
+pub mod ingest;
 
 use std::sync::OnceLock;
 use std::time::Duration;

@@ -7,6 +7,7 @@
 //! never interpreted as instructions by the surrounding text.
 
 pub(crate) mod extract;
+pub(crate) mod resolve;
 
 use std::fmt::Write as _;
 

@@ -4,9 +4,9 @@
 //! [`entity_candidates`] gathers, per name, the union of three paths, deduplicated by
 //! uuid and in this order:
 //!
-//! 1. **Exact**: entities whose trimmed, lowercased name equals the trimmed, lowercased
-//!    query name (`toLower(trim(n.name)) = $lower`). This is the fast exact path only;
-//!    [`dedup`](crate::graph::dedup) normalises further ([`normalize_name`]) and decides.
+//! 1. **Exact**: entities whose normalised name ([`normalize_name`], stored on every
+//!    entity as `name_key` and range-indexed) equals the query name's — an index
+//!    lookup, not a scan; [`dedup`](crate::graph::dedup) then decides.
 //! 2. **Vector**: the `limit` nearest neighbours of the query's embedding, when one is
 //!    given, through the `Entity.name_embedding` vector index, nearest first.
 //! 3. **Fulltext**: the `limit` best fulltext hits of the name on `Entity` name and
@@ -25,7 +25,6 @@
 //! trips, on this path only), so a fresh graph yields exact matches rather than an
 //! error. When both indices exist, the server's error is returned unchanged.
 //!
-//! [`normalize_name`]: crate::graph::dedup::normalize_name
 
 use std::collections::BTreeSet;
 
@@ -35,6 +34,7 @@ use super::{ENTITY_COLUMNS, entity_from_row, rows};
 use crate::falkordb::{
     DEFAULT_STOPWORDS, FalkorDb, IndexEntity, IndexKind, Params, QueryResult, fulltext_query,
 };
+use crate::graph::dedup::normalize_name;
 use crate::graph::model::EntityNode;
 use crate::{Error, Result};
 
@@ -147,11 +147,11 @@ fn plan(
         plan.push(i);
         statements.push((
             format!(
-                "MATCH (n:Entity) WHERE toLower(trim(n.name)) = $lower \
+                "MATCH (n:Entity {{name_key: $key}}) \
                  RETURN {ENTITY_COLUMNS} ORDER BY n.created_at, n.uuid LIMIT $k"
             ),
             Params::new()
-                .set("lower", q.name.trim().to_lowercase())
+                .set("key", normalize_name(&q.name))
                 .set("k", k),
         ));
         if let Some(v) = q.embedding.as_ref().filter(|_| vector) {

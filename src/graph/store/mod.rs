@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
+use super::dedup::normalize_name;
 use super::model::{EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
 use crate::falkordb::{
     DEFAULT_STOPWORDS, FalkorDb, IndexEntity, IndexKind, IndexSpec, Params, QueryResult,
@@ -33,8 +34,10 @@ use crate::{Error, Result};
 
 mod candidates;
 pub mod communities;
+pub(crate) mod ingest;
 pub mod links;
 pub mod owned;
+mod remove;
 
 pub use candidates::{CandidateQuery, MAX_CANDIDATE_LIMIT, entity_candidates};
 pub use communities::{get_communities, get_community_members, save_communities};
@@ -45,6 +48,7 @@ pub use links::{
 pub use owned::{
     OWNED_ID_KEY, OWNER_KEY, OwnedNode, OwnedRelationship, ReplaceCounts, get_owned, replace_owned,
 };
+pub use remove::{Removal, remove_episode};
 
 const RESERVED_LABELS: [&str; 3] = ["Entity", "Episodic", "Community"];
 
@@ -56,7 +60,7 @@ pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
     let sw = DEFAULT_STOPWORDS;
     vec![
         IndexSpec::range_nodes("Episodic", ["uuid", "created_at", "valid_at"]),
-        IndexSpec::range_nodes("Entity", ["uuid", "name", "created_at"]),
+        IndexSpec::range_nodes("Entity", ["uuid", "name", "name_key", "created_at"]),
         IndexSpec::range_nodes("Community", ["uuid"]),
         IndexSpec::range_relationships(
             "RELATES_TO",
@@ -107,13 +111,7 @@ pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
 /// # let _ = created; Ok(()) }
 /// ```
 pub async fn build_indices(db: &FalkorDb, graph: &str, embedding_dim: u32) -> Result<usize> {
-    let mut created = 0;
-    for spec in index_specs(embedding_dim) {
-        if db.create_index(graph, &spec).await? {
-            created += 1;
-        }
-    }
-    Ok(created)
+    db.create_indices(graph, &index_specs(embedding_dim)).await
 }
 
 /// Deletes `graph` with everything in it, indices included. Returns `false` if it did
@@ -263,6 +261,57 @@ fn episode_from_row(row: &BTreeMap<String, Value>) -> Result<Episode> {
     })
 }
 
+/// The `SET` clause writing an [`entity_row`] bound to `r` onto the entity `n`.
+const SET_ENTITY: &str = "SET n.name = r.name, n.name_key = r.name_key, n.summary = r.summary, \
+     n.attributes = r.attributes, n.created_at = r.created_at, \
+     n.name_embedding = CASE WHEN r.name_embedding IS NULL THEN NULL \
+                        ELSE vecf32(r.name_embedding) END";
+
+/// The `SET` clause writing a [`fact_row`] bound to `r` onto the fact `f`.
+const SET_FACT: &str = "SET f.name = r.name, f.fact = r.fact, f.episodes = r.episodes, \
+     f.valid_at = r.valid_at, f.invalid_at = r.invalid_at, \
+     f.expired_at = r.expired_at, f.created_at = r.created_at, \
+     f.attributes = r.attributes, f.source_uuid = r.source, f.target_uuid = r.target, \
+     f.fact_embedding = CASE WHEN r.fact_embedding IS NULL THEN NULL \
+                        ELSE vecf32(r.fact_embedding) END";
+
+/// An entity's properties as one parameter map (labels travel separately).
+fn entity_row(e: &EntityNode) -> Value {
+    Value::Map(BTreeMap::from([
+        ("uuid".to_owned(), Value::String(e.uuid.to_string())),
+        ("name".to_owned(), e.name.as_str().into()),
+        ("name_key".to_owned(), normalize_name(&e.name).into()),
+        ("summary".to_owned(), e.summary.as_str().into()),
+        ("attributes".to_owned(), json_text(&e.attributes)),
+        ("name_embedding".to_owned(), e.name_embedding.clone().into()),
+        ("created_at".to_owned(), Value::Int(e.created_at.0)),
+    ]))
+}
+
+/// A fact's properties and endpoints as one parameter map.
+fn fact_row(f: &EntityEdge) -> Value {
+    Value::Map(BTreeMap::from([
+        ("uuid".to_owned(), Value::String(f.uuid.to_string())),
+        (
+            "source".to_owned(),
+            Value::String(f.source_uuid.to_string()),
+        ),
+        (
+            "target".to_owned(),
+            Value::String(f.target_uuid.to_string()),
+        ),
+        ("name".to_owned(), f.name.as_str().into()),
+        ("fact".to_owned(), f.fact.as_str().into()),
+        ("fact_embedding".to_owned(), f.fact_embedding.clone().into()),
+        ("episodes".to_owned(), uuids(&f.episodes)),
+        ("valid_at".to_owned(), ts(f.valid_at)),
+        ("invalid_at".to_owned(), ts(f.invalid_at)),
+        ("expired_at".to_owned(), ts(f.expired_at)),
+        ("created_at".to_owned(), Value::Int(f.created_at.0)),
+        ("attributes".to_owned(), json_text(&f.attributes)),
+    ]))
+}
+
 /// Checks an entity's extra labels: identifiers, not one of gralkor's own labels.
 fn checked_labels(i: usize, e: &EntityNode) -> Result<Vec<String>> {
     let mut labels = BTreeSet::new();
@@ -305,18 +354,7 @@ pub async fn save_entities(
     let mut groups: BTreeMap<Vec<String>, Vec<Value>> = BTreeMap::new();
     for (i, e) in entities.iter().enumerate() {
         let labels = checked_labels(i, e)?;
-        let row: BTreeMap<String, Value> = [
-            ("uuid", Value::String(e.uuid.to_string())),
-            ("name", e.name.as_str().into()),
-            ("summary", e.summary.as_str().into()),
-            ("attributes", json_text(&e.attributes)),
-            ("name_embedding", e.name_embedding.clone().into()),
-            ("created_at", Value::Int(e.created_at.0)),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
-        groups.entry(labels).or_default().push(Value::Map(row));
+        groups.entry(labels).or_default().push(entity_row(e));
     }
     check_dimensions(
         db,
@@ -338,11 +376,7 @@ pub async fn save_entities(
             let query = format!(
                 "UNWIND $rows AS r \
                  MERGE (n:Entity {{uuid: r.uuid}}) \
-                 {set_labels}\
-                 SET n.name = r.name, n.summary = r.summary, n.attributes = r.attributes, \
-                     n.created_at = r.created_at, \
-                     n.name_embedding = CASE WHEN r.name_embedding IS NULL THEN NULL \
-                                        ELSE vecf32(r.name_embedding) END"
+                 {set_labels}{SET_ENTITY}"
             );
             (query, Params::new().set("rows", Value::List(rows)))
         })
@@ -510,43 +544,17 @@ pub async fn save_facts(db: &FalkorDb, graph: &str, facts: &[EntityEdge]) -> Res
             "must keep the source and target of the stored fact with the same uuid",
         ));
     }
-    let rows: Vec<Value> = facts
-        .iter()
-        .map(|f| {
-            let row: BTreeMap<String, Value> = [
-                ("uuid", Value::String(f.uuid.to_string())),
-                ("source", Value::String(f.source_uuid.to_string())),
-                ("target", Value::String(f.target_uuid.to_string())),
-                ("name", f.name.as_str().into()),
-                ("fact", f.fact.as_str().into()),
-                ("fact_embedding", f.fact_embedding.clone().into()),
-                ("episodes", uuids(&f.episodes)),
-                ("valid_at", ts(f.valid_at)),
-                ("invalid_at", ts(f.invalid_at)),
-                ("expired_at", ts(f.expired_at)),
-                ("created_at", Value::Int(f.created_at.0)),
-                ("attributes", json_text(&f.attributes)),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect();
-            Value::Map(row)
-        })
-        .collect();
+    let rows: Vec<Value> = facts.iter().map(fact_row).collect();
     let res = db
         .query(
             graph,
-            "UNWIND $rows AS r \
-             MATCH (s:Entity {uuid: r.source}) \
-             MATCH (t:Entity {uuid: r.target}) \
-             MERGE (s)-[f:RELATES_TO {uuid: r.uuid}]->(t) \
-             SET f.name = r.name, f.fact = r.fact, f.episodes = r.episodes, \
-                 f.valid_at = r.valid_at, f.invalid_at = r.invalid_at, \
-                 f.expired_at = r.expired_at, f.created_at = r.created_at, \
-                 f.attributes = r.attributes, f.source_uuid = r.source, \
-                 f.target_uuid = r.target, \
-                 f.fact_embedding = CASE WHEN r.fact_embedding IS NULL THEN NULL \
-                                    ELSE vecf32(r.fact_embedding) END",
+            &format!(
+                "UNWIND $rows AS r \
+                 MATCH (s:Entity {{uuid: r.source}}) \
+                 MATCH (t:Entity {{uuid: r.target}}) \
+                 MERGE (s)-[f:RELATES_TO {{uuid: r.uuid}}]->(t) \
+                 {SET_FACT}"
+            ),
             &Params::new().set("rows", Value::List(rows)),
         )
         .await?;
@@ -564,37 +572,41 @@ pub async fn get_facts(db: &FalkorDb, graph: &str, uuids_: &[Uuid]) -> Result<Ve
             // Endpoints stay unlabelled: with `(s:Entity)-[f:RELATES_TO {uuid: u}]->(t:Entity)`
             // under UNWIND, FalkorDB was seen to drop a row (the reverse-direction fact of
             // `facts_round_trip_exactly_and_resaving_creates_nothing`).
-            "UNWIND $uuids AS u \
-             MATCH ()-[f:RELATES_TO {uuid: u}]->() \
-             RETURN f.uuid AS uuid, startNode(f).uuid AS source, endNode(f).uuid AS target, \
-                    f.name AS name, \
-                    f.fact AS fact, f.fact_embedding AS fact_embedding, \
-                    f.episodes AS episodes, f.valid_at AS valid_at, \
-                    f.invalid_at AS invalid_at, f.expired_at AS expired_at, \
-                    f.created_at AS created_at, f.attributes AS attributes",
+            &format!(
+                "UNWIND $uuids AS u \
+                 MATCH ()-[f:RELATES_TO {{uuid: u}}]->() \
+                 RETURN {FACT_COLUMNS}"
+            ),
             &Params::new().set("uuids", uuids(uuids_)),
         )
         .await?;
-    rows(res)
-        .iter()
-        .map(|row| {
-            let r = Row::new("fact", row);
-            Ok(EntityEdge {
-                uuid: r.uuid("uuid")?,
-                source_uuid: r.uuid("source")?,
-                target_uuid: r.uuid("target")?,
-                name: r.str("name")?.to_owned(),
-                fact: r.str("fact")?.to_owned(),
-                fact_embedding: r.embedding("fact_embedding")?,
-                episodes: r.uuid_list("episodes")?,
-                valid_at: r.opt_ts("valid_at")?,
-                invalid_at: r.opt_ts("invalid_at")?,
-                expired_at: r.opt_ts("expired_at")?,
-                created_at: r.ts("created_at")?,
-                attributes: r.json("attributes")?,
-            })
-        })
-        .collect()
+    rows(res).iter().map(fact_from_row).collect()
+}
+
+/// The columns [`fact_from_row`] reads, for the fact bound to `f`, embedding included.
+const FACT_COLUMNS: &str = "f.uuid AS uuid, startNode(f).uuid AS source, \
+     endNode(f).uuid AS target, f.name AS name, f.fact AS fact, \
+     f.fact_embedding AS fact_embedding, f.episodes AS episodes, f.valid_at AS valid_at, \
+     f.invalid_at AS invalid_at, f.expired_at AS expired_at, f.created_at AS created_at, \
+     f.attributes AS attributes";
+
+/// A fact from a row of [`FACT_COLUMNS`] (a missing embedding column reads as none).
+fn fact_from_row(row: &BTreeMap<String, Value>) -> Result<EntityEdge> {
+    let r = Row::new("fact", row);
+    Ok(EntityEdge {
+        uuid: r.uuid("uuid")?,
+        source_uuid: r.uuid("source")?,
+        target_uuid: r.uuid("target")?,
+        name: r.str("name")?.to_owned(),
+        fact: r.str("fact")?.to_owned(),
+        fact_embedding: r.embedding("fact_embedding")?,
+        episodes: r.uuid_list("episodes")?,
+        valid_at: r.opt_ts("valid_at")?,
+        invalid_at: r.opt_ts("invalid_at")?,
+        expired_at: r.opt_ts("expired_at")?,
+        created_at: r.ts("created_at")?,
+        attributes: r.json("attributes")?,
+    })
 }
 
 fn rows(res: QueryResult) -> Vec<BTreeMap<String, Value>> {

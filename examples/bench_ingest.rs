@@ -1,0 +1,240 @@
+//! Ingestion throughput and model cost against a fake OpenAI-compatible provider on
+//! loopback that answers every request after a fixed delay.
+//!
+//! ```text
+//! cargo run --release --example bench_ingest                # 200 episodes, 200 ms a call
+//! cargo run --release --example bench_ingest -- 80 100      # episodes, delay in ms
+//! ```
+//!
+//! The real OpenAI client (HTTP, limiter, retries) talks to the fake provider; the real
+//! engine writes to an embedded FalkorDB in a temporary directory. Prints, for one
+//! graph and for 8 graphs ingested concurrently: episodes per second, language-model
+//! calls and embedding requests per episode, and p50/p95 latency per episode.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, FalkorDb};
+use gralkor::graph::{AddEpisode, Engine, SourceKind, Timestamp};
+use gralkor::llm::openai::OpenAi;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+const DIM: usize = 64;
+
+/// The fake provider: answers chat completions for the engine's four schemas and
+/// embeddings, after `delay`, counting requests.
+struct FakeProvider {
+    delay: Duration,
+    chat: Arc<AtomicUsize>,
+    embed: Arc<AtomicUsize>,
+}
+
+fn episode_text(i: usize) -> String {
+    format!(
+        "Member {:03} met Member {:03} at Venue {:02}.",
+        i % 80,
+        (i * 7 + 3) % 80,
+        i % 25
+    )
+}
+
+/// The numbers after `prefix` at the start of lines ("item 3: …" → 3).
+fn numbered(text: &str, prefix: &str) -> Vec<i64> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .filter_map(|r| r.split(':').next()?.split(' ').next()?.parse().ok())
+        .collect()
+}
+
+fn extraction(episode: &str) -> Value {
+    // "Member 001 met Member 024 at Venue 01."
+    let words: Vec<&str> = episode.trim_end_matches('.').split(' ').collect();
+    let (a, b, v) = (
+        format!("{} {}", words[0], words[1]),
+        format!("{} {}", words[3], words[4]),
+        format!("{} {}", words[6], words[7]),
+    );
+    json!({
+        "entities": [{"name": a, "type_id": 0}, {"name": b, "type_id": 0}, {"name": v, "type_id": 0}],
+        "facts": [
+            {"source": a, "target": b, "relation_type": "MET", "fact": format!("{a} met {b}."),
+             "valid_at": null, "invalid_at": null},
+            {"source": a, "target": v, "relation_type": "VISITED", "fact": format!("{a} visited {v}."),
+             "valid_at": null, "invalid_at": null},
+        ]
+    })
+}
+
+impl Respond for FakeProvider {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let reply = if request.url.path().ends_with("/embeddings") {
+            self.embed.fetch_add(1, Ordering::Relaxed);
+            let data: Vec<Value> = body["input"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, text)| json!({"index": i, "embedding": vector(text.as_str().unwrap_or(""))}))
+                .collect();
+            json!({"data": data, "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+        } else {
+            self.chat.fetch_add(1, Ordering::Relaxed);
+            let prompt: String = body["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m["content"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let answer = match body["response_format"]["json_schema"]["name"].as_str() {
+                Some("extraction") => {
+                    let episode = prompt
+                        .split("<CURRENT_EPISODE>")
+                        .nth(1)
+                        .and_then(|t| t.split("</CURRENT_EPISODE>").next())
+                        .unwrap_or("")
+                        .trim();
+                    extraction(episode)
+                }
+                Some("entity_resolution") => json!({"resolutions": numbered(&prompt, "item ")
+                    .into_iter().map(|i| json!({"id": i, "duplicate_of": -1})).collect::<Vec<_>>()}),
+                Some("fact_resolution") => json!({"facts": numbered(&prompt, "new fact ")
+                    .into_iter().map(|i| json!({"id": i, "duplicate_of": -1, "contradicts": []})).collect::<Vec<_>>()}),
+                _ => {
+                    let ids = numbered(&prompt, "entity ");
+                    json!({"summaries": ids.into_iter().map(|i| json!({"id": i, "summary": "A member."})).collect::<Vec<_>>()})
+                }
+            };
+            json!({
+                "id": "fake", "object": "chat.completion",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": answer.to_string(), "refusal": null}}],
+                "usage": {"prompt_tokens": prompt.len() / 4, "completion_tokens": 50,
+                          "total_tokens": prompt.len() / 4 + 50}
+            })
+        };
+        ResponseTemplate::new(200)
+            .set_body_json(reply)
+            .set_delay(self.delay)
+    }
+}
+
+/// A deterministic unit vector per text.
+fn vector(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; DIM];
+    for w in text.split_whitespace() {
+        let h = Sha256::digest(w.to_lowercase().as_bytes());
+        v[h[0] as usize % DIM] += if h[1] & 1 == 0 { 1.0 } else { -1.0 };
+    }
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+    v.into_iter().map(|x| x / n).collect()
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> f64 {
+    sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)].as_secs_f64() * 1e3
+}
+
+async fn run(
+    engine: &Engine,
+    db: &FalkorDb,
+    graphs: usize,
+    episodes: usize,
+) -> Vec<(Duration, u32, u32)> {
+    let mut tasks = Vec::new();
+    for g in 0..graphs {
+        let (engine, db) = (engine.clone(), db.clone());
+        let per_graph = episodes / graphs;
+        tasks.push(tokio::spawn(async move {
+            let graph = format!("bench-{graphs}-{g}");
+            let mut out = Vec::new();
+            for i in 0..per_graph {
+                let text = episode_text(g * per_graph + i);
+                let request = AddEpisode::new(text, SourceKind::Text, Timestamp::now());
+                let start = Instant::now();
+                let outcome = engine
+                    .add_episode(&db, &graph, request)
+                    .await
+                    .expect("ingest");
+                out.push((
+                    start.elapsed(),
+                    outcome.usage.llm_calls,
+                    outcome.usage.embedding_calls,
+                ));
+            }
+            out
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.expect("task"));
+    }
+    all
+}
+
+#[tokio::main]
+async fn main() -> gralkor::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let episodes: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(200);
+    let delay_ms: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(200);
+
+    let (chat, embed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(FakeProvider {
+            delay: Duration::from_millis(delay_ms),
+            chat: chat.clone(),
+            embed: embed.clone(),
+        })
+        .mount(&server)
+        .await;
+    let openai = OpenAi::builder("sk-fake")
+        .base_url(format!("{}/v1", server.uri()))
+        .build()?;
+    let engine = Engine::new(
+        Arc::new(openai.chat("fake-chat")),
+        Arc::new(openai.embedder("fake-embed", Some(DIM))?),
+    );
+
+    let dir = tempfile::tempdir().map_err(|e| gralkor::Error::Io {
+        context: "creating a temporary data directory".into(),
+        source: e,
+    })?;
+    let db = FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(dir.path()))).await?;
+    println!("bench_ingest: {episodes} episodes, fake provider answering after {delay_ms} ms");
+    println!(
+        "{:<10} {:>10} {:>14} {:>14} {:>12} {:>12}",
+        "graphs", "episodes/s", "llm calls/ep", "embed req/ep", "p50 ms", "p95 ms"
+    );
+    for graphs in [1, 8] {
+        let (c0, e0) = (chat.load(Ordering::Relaxed), embed.load(Ordering::Relaxed));
+        let start = Instant::now();
+        let results = run(&engine, &db, graphs, episodes).await;
+        let wall = start.elapsed();
+        let n = results.len();
+        let mut latencies: Vec<Duration> = results.iter().map(|r| r.0).collect();
+        latencies.sort();
+        let reported: u32 = results.iter().map(|r| r.1).sum();
+        let chat_calls = chat.load(Ordering::Relaxed) - c0;
+        let embed_calls = embed.load(Ordering::Relaxed) - e0;
+        assert_eq!(
+            reported as usize, chat_calls,
+            "usage must match what the provider saw"
+        );
+        println!(
+            "{:<10} {:>10.2} {:>14.2} {:>14.2} {:>12.0} {:>12.0}",
+            graphs,
+            n as f64 / wall.as_secs_f64(),
+            chat_calls as f64 / n as f64,
+            embed_calls as f64 / n as f64,
+            percentile(&latencies, 0.50),
+            percentile(&latencies, 0.95),
+        );
+    }
+    db.shutdown().await?;
+    Ok(())
+}

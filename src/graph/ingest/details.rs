@@ -1,0 +1,218 @@
+//! Step 7: entity details — summaries grow by the sentences of new facts; at most one
+//! model call condenses the summaries that outgrew their budget and fills the ontology
+//! attributes of typed entities that learned something.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use super::{IngestUsage, Work};
+use crate::graph::model::{EntityEdge, EntityNode};
+use crate::graph::prompts::resolve as p;
+use crate::llm::{GenerateRequest, ModelSize, OutputSchema};
+use crate::{Error, Result};
+
+/// The schema name of the details call.
+pub(crate) const ENTITY_DETAILS_SCHEMA: &str = "entity_details";
+
+/// What one entity needs from the model.
+struct Need {
+    node: usize,
+    summary: bool,
+    labels: Vec<String>,
+    facts: Vec<String>,
+}
+
+/// The output schema for a batch needing summaries and the attributes of `labels`.
+pub(super) fn schema(work: &Work<'_>, labels: &BTreeSet<String>) -> OutputSchema {
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        "summaries".into(),
+        json!({
+            "type": "array",
+            "description": "One entry per entity whose summary was requested.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer", "description": "The entity's number."},
+                    "summary": {"type": "string", "description": "The new summary."},
+                },
+                "required": ["id", "summary"],
+                "additionalProperties": false,
+            },
+        }),
+    );
+    for label in labels {
+        if let Some(t) = work.ontology.entity_type(label) {
+            properties.insert(
+                label.clone(),
+                json!({
+                    "type": "array",
+                    "description": format!("Attributes of the entities of type `{label}` whose attributes were requested."),
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "integer", "description": "The entity's number."},
+                            "attributes": t.attributes_schema(),
+                        },
+                        "required": ["id", "attributes"],
+                        "additionalProperties": false,
+                    },
+                }),
+            );
+        }
+    }
+    let required: Vec<String> = properties.keys().cloned().collect();
+    OutputSchema::new(
+        ENTITY_DETAILS_SCHEMA,
+        json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        }),
+    )
+}
+
+pub(super) async fn fill(
+    work: &Work<'_>,
+    nodes: &mut [EntityNode],
+    is_new: &[bool],
+    new_facts: &[EntityEdge],
+    usage: &mut IngestUsage,
+) -> Result<()> {
+    let budget = work.opts.summary_budget;
+    let mut needs = Vec::new();
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let facts: Vec<String> = new_facts
+            .iter()
+            .filter(|f| f.source_uuid == node.uuid || f.target_uuid == node.uuid)
+            .map(|f| f.fact.clone())
+            .collect();
+        for sentence in &facts {
+            if !node.summary.contains(sentence.as_str()) {
+                if !node.summary.is_empty() {
+                    node.summary.push(' ');
+                }
+                node.summary.push_str(sentence);
+            }
+        }
+        let summary = node.summary.chars().count() > budget;
+        let labels: Vec<String> = node
+            .labels
+            .iter()
+            .filter(|l| {
+                work.ontology
+                    .entity_type(l)
+                    .is_some_and(|t| !t.fields().is_empty())
+            })
+            .filter(|_| is_new[i] || !facts.is_empty())
+            .cloned()
+            .collect();
+        if summary || !labels.is_empty() {
+            needs.push(Need {
+                node: i,
+                summary,
+                labels,
+                facts,
+            });
+        }
+    }
+    if needs.is_empty() {
+        return Ok(());
+    }
+    let labels: BTreeSet<String> = needs.iter().flat_map(|n| n.labels.clone()).collect();
+    let mut user = format!(
+        "Summaries may have at most {budget} characters. For every entity, do what is \
+         requested.\n\n"
+    );
+    for need in &needs {
+        let node = &nodes[need.node];
+        let mut asks = Vec::new();
+        if need.summary {
+            asks.push("requested: summary".to_owned());
+        }
+        for l in &need.labels {
+            asks.push(format!("requested: attributes of `{l}`"));
+        }
+        asks.push(format!("current summary: {}", node.summary));
+        for f in &need.facts {
+            asks.push(format!("new fact: {f}"));
+        }
+        p::item(
+            &mut user,
+            "ENTITY",
+            &format!(
+                "entity {}: {} ({})",
+                need.node,
+                node.name,
+                node.labels.join(", ")
+            ),
+            &asks,
+        );
+    }
+    let request = GenerateRequest::new(schema(work, &labels))
+        .system(p::DETAILS_SYSTEM)
+        .user(user)
+        .size(ModelSize::Small)
+        .label("entity_details");
+    let generation = work.llm.generate(&request).await?;
+    usage.llm_calls += 1;
+    usage.tokens += generation.usage;
+    let Value::Object(answer) = generation.value else {
+        return Err(Error::ModelOutput {
+            provider: work.llm.provider().to_owned(),
+            message: format!("`{ENTITY_DETAILS_SCHEMA}` answer is not an object"),
+        });
+    };
+    let asked = |id: &Value, pred: &dyn Fn(&Need) -> bool| -> Option<usize> {
+        let id = usize::try_from(id.as_i64()?).ok()?;
+        needs
+            .iter()
+            .find(|n| n.node == id && pred(n))
+            .map(|n| n.node)
+    };
+    let mut updates: BTreeMap<usize, Vec<(String, Value)>> = BTreeMap::new();
+    for entry in answer
+        .get("summaries")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let (Some(i), Some(text)) = (
+            asked(&entry["id"], &|n| n.summary),
+            entry["summary"].as_str(),
+        ) {
+            nodes[i].summary = text.chars().take(budget).collect();
+        }
+    }
+    for label in &labels {
+        for entry in answer
+            .get(label)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(i) = asked(&entry["id"], &|n| n.labels.contains(label)) else {
+                continue;
+            };
+            let attributes = &entry["attributes"];
+            match work.ontology.check_entity_attributes(label, attributes) {
+                Ok(()) => {
+                    let set = attributes
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .filter(|(_, v)| !v.is_null())
+                        .map(|(k, v)| (k.clone(), v.clone()));
+                    updates.entry(i).or_default().extend(set);
+                }
+                Err(e) => tracing::warn!(entity = %nodes[i].name, error = %e, "attributes dropped"),
+            }
+        }
+    }
+    for (i, set) in updates {
+        nodes[i].attributes.extend(set);
+    }
+    Ok(())
+}

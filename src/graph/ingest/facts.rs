@@ -1,0 +1,311 @@
+//! Step 6: fact resolution — candidates for every new fact in one round trip, at most
+//! one model call marking duplicates and contradictions, then the temporal rules.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::entities::Resolved;
+use super::{IngestUsage, Work};
+use crate::graph::dedup::normalize_name;
+use crate::graph::extract::{ExtractedFact, GENERIC_RELATION_TYPE};
+use crate::graph::model::{EntityEdge, Episode, Timestamp};
+use crate::graph::prompts::resolve as p;
+use crate::graph::store::ingest::{self as st, FactQuery, FactUpdate};
+use crate::graph::temporal;
+use crate::llm::{GenerateRequest, ModelSize, OutputSchema};
+use crate::{Error, Result};
+
+/// The schema name of the fact-resolution call.
+pub(crate) const FACT_RESOLUTION_SCHEMA: &str = "fact_resolution";
+
+/// The facts of one episode after resolution.
+#[derive(Debug, Default)]
+pub(super) struct ResolvedFacts {
+    /// Facts this episode creates (times already adjusted by the temporal rules).
+    pub new_facts: Vec<EntityEdge>,
+    /// Existing facts this episode restated, with the episode added to their support.
+    pub confirmed: Vec<EntityEdge>,
+    /// Existing facts this episode invalidated, as updated.
+    pub invalidated: Vec<EntityEdge>,
+    /// The changes to existing facts, for the commit.
+    pub updates: Vec<FactUpdate>,
+}
+
+pub(super) fn schema() -> OutputSchema {
+    OutputSchema::new(
+        FACT_RESOLUTION_SCHEMA,
+        json!({
+            "type": "object",
+            "properties": {
+                "facts": {
+                    "type": "array",
+                    "description": "One answer per new fact.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "integer", "description": "The new fact's number."},
+                            "duplicate_of": {"type": "integer", "description": "The number of the existing fact it restates, or -1."},
+                            "contradicts": {
+                                "type": "array",
+                                "description": "Numbers of existing facts it contradicts.",
+                                "items": {"type": "integer"},
+                            },
+                        },
+                        "required": ["id", "duplicate_of", "contradicts"],
+                        "additionalProperties": false,
+                    },
+                },
+            },
+            "required": ["facts"],
+            "additionalProperties": false,
+        }),
+    )
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    facts: Vec<AnswerItem>,
+}
+
+#[derive(Deserialize)]
+struct AnswerItem {
+    id: i64,
+    duplicate_of: i64,
+    contradicts: Vec<i64>,
+}
+
+/// Per new fact: the numbers of its same-endpoint candidates and of all its candidates.
+struct Offered {
+    between: Vec<usize>,
+    all: Vec<usize>,
+}
+
+pub(super) async fn resolve(
+    work: &Work<'_>,
+    episode: &Episode,
+    extracted: &[ExtractedFact],
+    vectors: Vec<Vec<f32>>,
+    entities: &Resolved,
+    usage: &mut IngestUsage,
+) -> Result<ResolvedFacts> {
+    let now = Timestamp::now();
+    let mut new_facts = Vec::new();
+    let mut keys = HashSet::new();
+    for (f, v) in extracted.iter().zip(vectors) {
+        let (Some(s), Some(t)) = (entities.node_of(&f.source), entities.node_of(&f.target)) else {
+            continue;
+        };
+        let mut name = f.relation_type.clone();
+        if !work
+            .ontology
+            .relationship_allowed(&entities.label[s], &name, &entities.label[t])
+        {
+            name = GENERIC_RELATION_TYPE.to_owned();
+        }
+        let (source, target) = (entities.nodes[s].uuid, entities.nodes[t].uuid);
+        if !keys.insert((source, target, name.clone(), normalize_name(&f.fact))) {
+            continue; // the same fact twice in one episode
+        }
+        let mut edge = EntityEdge::new(source, target, name, &f.fact);
+        edge.fact_embedding = Some(v);
+        edge.episodes = vec![episode.uuid];
+        edge.valid_at = f.valid_at;
+        edge.invalid_at = f.invalid_at;
+        edge.created_at = now;
+        new_facts.push(edge);
+    }
+    if new_facts.is_empty() {
+        return Ok(ResolvedFacts::default());
+    }
+    let queries: Vec<FactQuery> = new_facts
+        .iter()
+        .map(|f| FactQuery {
+            source: f.source_uuid,
+            target: f.target_uuid,
+            embedding: f.fact_embedding.clone().unwrap_or_default(),
+        })
+        .collect();
+    let found =
+        st::fact_candidates(work.db, work.graph, &queries, work.opts.fact_candidates).await?;
+    usage.db_round_trips += 1;
+
+    // Number every distinct candidate once.
+    let mut candidates: Vec<EntityEdge> = Vec::new();
+    let mut number: HashMap<Uuid, usize> = HashMap::new();
+    let mut offered = Vec::with_capacity(new_facts.len());
+    for c in found {
+        let mut o = Offered {
+            between: Vec::new(),
+            all: Vec::new(),
+        };
+        for (edge, same) in c
+            .between
+            .into_iter()
+            .map(|e| (e, true))
+            .chain(c.related.into_iter().map(|e| (e, false)))
+        {
+            let k = *number.entry(edge.uuid).or_insert_with(|| {
+                candidates.push(edge);
+                candidates.len() - 1
+            });
+            if !o.all.contains(&k) {
+                o.all.push(k);
+                if same {
+                    o.between.push(k);
+                }
+            }
+        }
+        offered.push(o);
+    }
+    if candidates.is_empty() {
+        return Ok(ResolvedFacts {
+            new_facts,
+            ..ResolvedFacts::default()
+        });
+    }
+    let answers = ask_model(work, &new_facts, &candidates, &offered, usage).await?;
+
+    let mut confirmed: BTreeMap<usize, ()> = BTreeMap::new();
+    let mut invalidated: BTreeMap<usize, ()> = BTreeMap::new();
+    let mut kept = Vec::with_capacity(new_facts.len());
+    for (i, mut fact) in new_facts.into_iter().enumerate() {
+        let (dup, contradicts) = answers.get(&i).cloned().unwrap_or((None, Vec::new()));
+        if let Some(k) = dup.filter(|k| offered[i].between.contains(k)) {
+            let existing = &mut candidates[k];
+            if !existing.episodes.contains(&episode.uuid) {
+                existing.episodes.push(episode.uuid);
+            }
+            confirmed.insert(k, ());
+            continue;
+        }
+        let ks: Vec<usize> = contradicts
+            .into_iter()
+            .filter(|k| offered[i].all.contains(k))
+            .collect();
+        if !ks.is_empty() {
+            let mut current: Vec<EntityEdge> = ks.iter().map(|&k| candidates[k].clone()).collect();
+            let resolution = temporal::resolve_edges(&fact, &current, now);
+            resolution.apply(&mut fact, &mut current);
+            for (k, edge) in ks.iter().zip(current) {
+                if edge.expired_at != candidates[*k].expired_at
+                    || edge.invalid_at != candidates[*k].invalid_at
+                {
+                    candidates[*k] = edge;
+                    invalidated.insert(*k, ());
+                }
+            }
+        }
+        kept.push(fact);
+    }
+    let touched: Vec<usize> = confirmed
+        .keys()
+        .chain(invalidated.keys())
+        .copied()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    Ok(ResolvedFacts {
+        new_facts: kept,
+        confirmed: confirmed.keys().map(|&k| candidates[k].clone()).collect(),
+        invalidated: invalidated.keys().map(|&k| candidates[k].clone()).collect(),
+        updates: touched
+            .into_iter()
+            .map(|k| {
+                let c = &candidates[k];
+                FactUpdate {
+                    uuid: c.uuid,
+                    source: c.source_uuid,
+                    target: c.target_uuid,
+                    episodes: c.episodes.clone(),
+                    invalid_at: c.invalid_at,
+                    expired_at: c.expired_at,
+                }
+            })
+            .collect(),
+    })
+}
+
+fn span(valid_at: Option<Timestamp>, invalid_at: Option<Timestamp>) -> String {
+    let t = |x: Option<Timestamp>| x.map_or_else(|| "null".to_owned(), |t| t.to_rfc3339());
+    format!("valid_at {} → invalid_at {}", t(valid_at), t(invalid_at))
+}
+
+/// The one batched call: per new fact, its duplicate (if any) and the facts it
+/// contradicts, as candidate numbers.
+async fn ask_model(
+    work: &Work<'_>,
+    new_facts: &[EntityEdge],
+    candidates: &[EntityEdge],
+    offered: &[Offered],
+    usage: &mut IngestUsage,
+) -> Result<HashMap<usize, (Option<usize>, Vec<usize>)>> {
+    let mut user = String::from(
+        "For every new fact, name the existing fact it restates (if any) and the existing \
+         facts it contradicts.\n\n",
+    );
+    for (i, fact) in new_facts.iter().enumerate() {
+        let options: Vec<String> = offered[i]
+            .all
+            .iter()
+            .map(|&k| {
+                let c = &candidates[k];
+                let kind = if offered[i].between.contains(&k) {
+                    "same entities"
+                } else {
+                    "related"
+                };
+                format!(
+                    "existing {k} ({kind}): {} [{}]",
+                    c.fact,
+                    span(c.valid_at, c.invalid_at)
+                )
+            })
+            .collect();
+        if options.is_empty() {
+            continue;
+        }
+        p::item(
+            &mut user,
+            "NEW_FACT",
+            &format!(
+                "new fact {i}: {} [{}]",
+                fact.fact,
+                span(fact.valid_at, fact.invalid_at)
+            ),
+            &options,
+        );
+    }
+    let request = GenerateRequest::new(schema())
+        .system(p::FACTS_SYSTEM)
+        .user(user)
+        .size(ModelSize::Small)
+        .label("resolve_facts");
+    let generation = work.llm.generate(&request).await?;
+    usage.llm_calls += 1;
+    usage.tokens += generation.usage;
+    let answer: Answer =
+        serde_json::from_value(generation.value).map_err(|e| Error::ModelOutput {
+            provider: work.llm.provider().to_owned(),
+            message: format!("`{FACT_RESOLUTION_SCHEMA}` answer: {e}"),
+        })?;
+    let mut out = HashMap::new();
+    for item in answer.facts {
+        let Ok(i) = usize::try_from(item.id) else {
+            continue;
+        };
+        if i >= new_facts.len() {
+            continue;
+        }
+        let dup = usize::try_from(item.duplicate_of).ok();
+        let contradicts = item
+            .contradicts
+            .into_iter()
+            .filter_map(|k| usize::try_from(k).ok())
+            .collect();
+        out.insert(i, (dup, contradicts));
+    }
+    Ok(out)
+}

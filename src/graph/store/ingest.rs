@@ -1,0 +1,427 @@
+//! The statements of the ingestion pipeline ([`crate::graph::Engine`]): the durable
+//! episode write, the claim and its lease, the context and candidate reads, and the
+//! one atomic commit.
+//!
+//! The claim protocol and why the commit is atomic are described in
+//! [`crate::graph::ingest`].
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use super::{
+    EPISODE_COLUMNS, FACT_COLUMNS, SET_ENTITY, SET_FACT, checked_labels, entity_row,
+    episode_from_row, fact_from_row, fact_row, link_uuid, rows, uuids,
+};
+use crate::falkordb::{FalkorDb, Params, QueryResult, Value};
+use crate::graph::model::{EntityEdge, EntityNode, Episode, Timestamp};
+use crate::{Error, Result};
+
+/// Writes `episode` as pending unless an episode with its uuid exists, and returns the
+/// stored episode and whether this call created it. One round trip.
+pub(crate) async fn write_pending(
+    db: &FalkorDb,
+    graph: &str,
+    episode: &Episode,
+) -> Result<(Episode, bool)> {
+    let res = db
+        .query(
+            graph,
+            &format!(
+                "MERGE (e:Episodic {{uuid: $uuid}}) \
+                 ON CREATE SET e.content = $content, e.source = $source, \
+                     e.source_description = $source_description, e.valid_at = $valid_at, \
+                     e.created_at = $created_at, e.entity_edges = [], e.state = 'pending', \
+                     e.generation = 0 \
+                 RETURN {EPISODE_COLUMNS}"
+            ),
+            &Params::new()
+                .set("uuid", episode.uuid.to_string())
+                .set("content", episode.content.as_str())
+                .set("source", episode.source.as_str())
+                .set("source_description", episode.source_description.as_str())
+                .set("valid_at", episode.valid_at.0)
+                .set("created_at", episode.created_at.0),
+        )
+        .await?;
+    let created = res.stats.nodes_created > 0;
+    let stored = res
+        .into_maps()
+        .first()
+        .map(episode_from_row)
+        .transpose()?
+        .ok_or_else(|| Error::Protocol("episode write returned no row".into()))?;
+    Ok((stored, created))
+}
+
+/// The outcome of [`claim`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// This writer now holds the episode at this generation.
+    Held(i64),
+    /// The episode is complete already.
+    Complete,
+    /// Another writer holds a live lease.
+    Busy,
+    /// The episode does not exist.
+    Missing,
+}
+
+/// Claims the pending episode `uuid` for `owner` for `lease_ms` milliseconds of server
+/// time, if no live lease exists. One round trip, two when the claim is refused.
+pub(crate) async fn claim(
+    db: &FalkorDb,
+    graph: &str,
+    uuid: Uuid,
+    owner: &str,
+    lease_ms: i64,
+) -> Result<Claim> {
+    let res = db
+        .query(
+            graph,
+            "MATCH (e:Episodic {uuid: $uuid}) \
+             WHERE e.state = 'pending' \
+               AND (e.lease_until IS NULL OR e.lease_until <= timestamp()) \
+             SET e.generation = coalesce(e.generation, 0) + 1, e.lease_owner = $owner, \
+                 e.lease_until = timestamp() + $lease \
+             RETURN e.generation AS generation",
+            &Params::new()
+                .set("uuid", uuid.to_string())
+                .set("owner", owner)
+                .set("lease", lease_ms),
+        )
+        .await?;
+    if let Some(generation) = res.get(0, "generation").and_then(Value::as_int) {
+        return Ok(Claim::Held(generation));
+    }
+    let state = db
+        .ro_query(
+            graph,
+            "MATCH (e:Episodic {uuid: $uuid}) RETURN e.state AS state",
+            &Params::new().set("uuid", uuid.to_string()),
+        )
+        .await?;
+    Ok(match state.get(0, "state").and_then(Value::as_str) {
+        None => Claim::Missing,
+        Some("complete") => Claim::Complete,
+        Some(_) => Claim::Busy,
+    })
+}
+
+/// Extends the lease of a claim still held at `generation`; `false` when the claim was
+/// lost (taken over or completed by someone else).
+pub(crate) async fn renew(
+    db: &FalkorDb,
+    graph: &str,
+    uuid: Uuid,
+    generation: i64,
+    lease_ms: i64,
+) -> Result<bool> {
+    let res = db
+        .query(
+            graph,
+            "MATCH (e:Episodic {uuid: $uuid}) \
+             WHERE e.state = 'pending' AND e.generation = $generation \
+             SET e.lease_until = timestamp() + $lease \
+             RETURN e.generation AS generation",
+            &Params::new()
+                .set("uuid", uuid.to_string())
+                .set("generation", generation)
+                .set("lease", lease_ms),
+        )
+        .await?;
+    Ok(!res.rows.is_empty())
+}
+
+/// Gives a claim up (after a failure) so that another writer or
+/// [`resume_pending`](crate::graph::Engine::resume_pending) can take the episode at
+/// once instead of waiting for the lease to lapse.
+pub(crate) async fn release(db: &FalkorDb, graph: &str, uuid: Uuid, generation: i64) -> Result<()> {
+    db.query(
+        graph,
+        "MATCH (e:Episodic {uuid: $uuid}) \
+         WHERE e.state = 'pending' AND e.generation = $generation \
+         SET e.lease_until = NULL, e.lease_owner = NULL",
+        &Params::new()
+            .set("uuid", uuid.to_string())
+            .set("generation", generation),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The uuids of the pending episodes of `graph`, oldest reference time first.
+pub(crate) async fn pending_episodes(db: &FalkorDb, graph: &str) -> Result<Vec<Uuid>> {
+    let res = db
+        .ro_query(
+            graph,
+            "MATCH (e:Episodic) WHERE e.state = 'pending' \
+             RETURN e.uuid AS uuid ORDER BY e.valid_at, e.created_at, e.uuid",
+            &Params::new(),
+        )
+        .await?;
+    res.column_values("uuid")
+        .map(|v| {
+            v.as_str()
+                .and_then(|s| Uuid::parse_str(s).ok())
+                .ok_or_else(|| Error::Protocol("stored episode has a malformed uuid".into()))
+        })
+        .collect()
+}
+
+/// The contents of up to `limit` episodes of `graph` other than `uuid` whose reference
+/// time is at or before `at`, oldest first: the context of an extraction.
+pub(crate) async fn previous_contents(
+    db: &FalkorDb,
+    graph: &str,
+    uuid: Uuid,
+    at: Timestamp,
+    limit: usize,
+) -> Result<Vec<String>> {
+    if limit == 0 {
+        return Ok(Vec::new());
+    }
+    let res = db
+        .ro_query(
+            graph,
+            "MATCH (e:Episodic) WHERE e.valid_at <= $at AND e.uuid <> $uuid \
+             RETURN e.content AS content ORDER BY e.valid_at DESC, e.created_at DESC \
+             LIMIT $limit",
+            &Params::new()
+                .set("uuid", uuid.to_string())
+                .set("at", at.0)
+                .set("limit", i64::try_from(limit).unwrap_or(i64::MAX)),
+        )
+        .await?;
+    let mut out: Vec<String> = res
+        .column_values("content")
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    out.reverse();
+    Ok(out)
+}
+
+/// One new fact to find existing candidates for.
+#[derive(Debug, Clone)]
+pub(crate) struct FactQuery {
+    pub source: Uuid,
+    pub target: Uuid,
+    pub embedding: Vec<f32>,
+}
+
+/// Existing current facts a new fact may duplicate or contradict.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FactCandidates {
+    /// Current facts between the same two entities (either direction): possible
+    /// duplicates, and possible contradictions.
+    pub between: Vec<EntityEdge>,
+    /// Other current facts touching either entity, most similar first: possible
+    /// contradictions.
+    pub related: Vec<EntityEdge>,
+}
+
+/// Candidates for every query in one pipeline round trip: the current facts between
+/// the same endpoints, and the `limit` current facts touching either endpoint whose
+/// text embeddings are nearest (exact cosine distance over that neighbourhood, not an
+/// approximate index query, so a filter can never starve the result). Embeddings are
+/// not read back.
+pub(crate) async fn fact_candidates(
+    db: &FalkorDb,
+    graph: &str,
+    queries: &[FactQuery],
+    limit: usize,
+) -> Result<Vec<FactCandidates>> {
+    if queries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let k = i64::try_from(limit).unwrap_or(i64::MAX);
+    let columns = FACT_COLUMNS.replace("f.fact_embedding AS", "null AS");
+    let mut statements = Vec::with_capacity(queries.len() * 2);
+    for q in queries {
+        let (s, t) = (q.source.to_string(), q.target.to_string());
+        statements.push((
+            format!(
+                "MATCH (s:Entity {{uuid: $s}})-[f:RELATES_TO]-(t:Entity {{uuid: $t}}) \
+                 WHERE f.expired_at IS NULL \
+                 WITH DISTINCT f RETURN {columns} ORDER BY f.created_at, f.uuid LIMIT $k"
+            ),
+            Params::new()
+                .set("s", s.clone())
+                .set("t", t.clone())
+                .set("k", k),
+        ));
+        statements.push((
+            format!(
+                "MATCH (n:Entity)-[f:RELATES_TO]-(m:Entity) \
+                 WHERE n.uuid IN $ends AND NOT (n.uuid IN $ends AND m.uuid IN $ends) \
+                   AND f.expired_at IS NULL AND f.fact_embedding IS NOT NULL \
+                 WITH DISTINCT f \
+                 WITH f, vec.cosineDistance(f.fact_embedding, vecf32($v)) AS d \
+                 RETURN {columns} ORDER BY d, f.uuid LIMIT $k"
+            ),
+            Params::new()
+                .set(
+                    "ends",
+                    Value::List(vec![Value::String(s), Value::String(t)]),
+                )
+                .set("v", q.embedding.clone())
+                .set("k", k),
+        ));
+    }
+    let results = db.pipeline(graph, &statements).await?;
+    let mut out = Vec::with_capacity(queries.len());
+    let mut it = results.into_iter();
+    while let (Some(between), Some(related)) = (it.next(), it.next()) {
+        out.push(FactCandidates {
+            between: read_facts(between)?,
+            related: read_facts(related)?,
+        });
+    }
+    Ok(out)
+}
+
+fn read_facts(res: QueryResult) -> Result<Vec<EntityEdge>> {
+    rows(res).iter().map(fact_from_row).collect()
+}
+
+/// An existing fact's changed fields: its time span and supporting episodes.
+#[derive(Debug, Clone)]
+pub(crate) struct FactUpdate {
+    pub uuid: Uuid,
+    pub source: Uuid,
+    pub target: Uuid,
+    pub episodes: Vec<Uuid>,
+    pub invalid_at: Option<Timestamp>,
+    pub expired_at: Option<Timestamp>,
+}
+
+/// Everything one episode's extraction writes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CommitSet {
+    /// New and changed entities, written whole.
+    pub entities: Vec<EntityNode>,
+    /// New facts, written whole.
+    pub new_facts: Vec<EntityEdge>,
+    /// Existing facts whose span or episodes changed.
+    pub updated_facts: Vec<FactUpdate>,
+    /// Entities the episode mentions.
+    pub mentions: Vec<Uuid>,
+    /// The facts the episode produced or touched (its `entity_edges`).
+    pub entity_edges: Vec<Uuid>,
+}
+
+/// Writes `set` and marks episode `uuid` complete in **one** statement fenced by
+/// `generation` (see the module docs for why this is atomic). Returns `false`, having
+/// written nothing, when the episode is no longer pending at that generation.
+pub(crate) async fn commit_episode(
+    db: &FalkorDb,
+    graph: &str,
+    uuid: Uuid,
+    generation: i64,
+    set: &CommitSet,
+) -> Result<bool> {
+    commit(db, graph, Some((uuid, generation)), set).await
+}
+
+/// Writes `set` (which must hold no mentions) in one statement, without an episode:
+/// the commit of [`add_triplet`](crate::graph::Engine::add_triplet).
+pub(crate) async fn commit_facts(db: &FalkorDb, graph: &str, set: &CommitSet) -> Result<()> {
+    commit(db, graph, None, set).await.map(|_| ())
+}
+
+async fn commit(
+    db: &FalkorDb,
+    graph: &str,
+    fence: Option<(Uuid, i64)>,
+    set: &CommitSet,
+) -> Result<bool> {
+    let uuid = fence.map_or_else(Uuid::nil, |(u, _)| u);
+    let mut params = Params::new()
+        .set("uuid", uuid.to_string())
+        .set("generation", fence.map_or(0, |(_, g)| g))
+        .set("now", Timestamp::now().0)
+        .set("entity_edges", uuids(&set.entity_edges));
+    let mut query = String::from(if fence.is_some() {
+        "MATCH (ep:Episodic {uuid: $uuid}) \
+         WHERE ep.state = 'pending' AND ep.generation = $generation "
+    } else {
+        "UNWIND [1] AS one "
+    });
+    // Labels cannot be parameters: one FOREACH per distinct label set.
+    let mut groups: BTreeMap<Vec<String>, Vec<Value>> = BTreeMap::new();
+    for (i, e) in set.entities.iter().enumerate() {
+        groups
+            .entry(checked_labels(i, e)?)
+            .or_default()
+            .push(entity_row(e));
+    }
+    for (g, (labels, rows)) in groups.into_iter().enumerate() {
+        let set_labels = if labels.is_empty() {
+            String::new()
+        } else {
+            format!("SET n:{} ", labels.join(":"))
+        };
+        query.push_str(&format!(
+            "FOREACH (r IN $entities{g} | MERGE (n:Entity {{uuid: r.uuid}}) {set_labels}{SET_ENTITY}) "
+        ));
+        params = params.set(format!("entities{g}"), Value::List(rows));
+    }
+    query.push_str(&format!(
+        "FOREACH (r IN $facts | \
+           MERGE (s:Entity {{uuid: r.source}}) MERGE (t:Entity {{uuid: r.target}}) \
+           MERGE (s)-[f:RELATES_TO {{uuid: r.uuid}}]->(t) {SET_FACT}) \
+         FOREACH (r IN $updates | \
+           MERGE (s:Entity {{uuid: r.source}}) MERGE (t:Entity {{uuid: r.target}}) \
+           MERGE (s)-[f:RELATES_TO {{uuid: r.uuid}}]->(t) \
+           SET f.episodes = r.episodes, f.invalid_at = r.invalid_at, \
+               f.expired_at = r.expired_at) \
+         "
+    ));
+    if fence.is_some() {
+        query.push_str(
+            "FOREACH (r IN $mentions | \
+               MERGE (n:Entity {uuid: r.entity}) \
+               MERGE (ep)-[m:MENTIONS {uuid: r.uuid}]->(n) \
+               SET m.created_at = coalesce(m.created_at, $now)) \
+             SET ep.state = 'complete', ep.entity_edges = $entity_edges, \
+                 ep.lease_until = NULL, ep.lease_owner = NULL \
+             RETURN ep.uuid AS uuid",
+        );
+    } else {
+        query.push_str("RETURN one");
+    }
+    let facts: Vec<Value> = set.new_facts.iter().map(fact_row).collect();
+    let updates: Vec<Value> = set
+        .updated_facts
+        .iter()
+        .map(|u| {
+            Value::Map(BTreeMap::from([
+                ("uuid".to_owned(), Value::String(u.uuid.to_string())),
+                ("source".to_owned(), Value::String(u.source.to_string())),
+                ("target".to_owned(), Value::String(u.target.to_string())),
+                ("episodes".to_owned(), uuids(&u.episodes)),
+                ("invalid_at".to_owned(), super::ts(u.invalid_at)),
+                ("expired_at".to_owned(), super::ts(u.expired_at)),
+            ]))
+        })
+        .collect();
+    let mentions: Vec<Value> = set
+        .mentions
+        .iter()
+        .map(|e| {
+            Value::Map(BTreeMap::from([
+                (
+                    "uuid".to_owned(),
+                    Value::String(link_uuid("MENTIONS", uuid, *e).to_string()),
+                ),
+                ("entity".to_owned(), Value::String(e.to_string())),
+            ]))
+        })
+        .collect();
+    params = params
+        .set("facts", Value::List(facts))
+        .set("updates", Value::List(updates))
+        .set("mentions", Value::List(mentions));
+    let res = db.query(graph, &query, &params).await?;
+    Ok(!res.rows.is_empty())
+}

@@ -1,0 +1,1060 @@
+//! The add_episode pipeline against a real FalkorDB with a scripted model
+//! (test-trees/graph-ingest.md).
+
+mod common;
+
+use std::sync::Arc;
+
+use common::TestGraph;
+use common::graph::t;
+use common::ingest::{Rules, World, extraction};
+use gralkor::Error;
+use gralkor::falkordb::{Params, Value};
+use gralkor::graph::{
+    self, AddEpisode, EngineOptions, EntityEdge, EpisodeState, OutcomeStatus, SourceKind,
+};
+use gralkor::ontology::{EntityMode, EntityType, Field, Ontology, RelationshipMode};
+use uuid::Uuid;
+
+fn msg(content: &str, when: &str) -> AddEpisode {
+    AddEpisode::new(content, SourceKind::Message, t(when)).source_description("chat")
+}
+
+async fn count(g: &TestGraph, query: &str) -> i64 {
+    let res = g.db.ro_query(&g.name, query, &Params::new()).await.unwrap();
+    res.get(0, "n").and_then(Value::as_int).unwrap()
+}
+
+async fn all_facts(g: &TestGraph) -> Vec<EntityEdge> {
+    let res =
+        g.db.ro_query(
+            &g.name,
+            "MATCH ()-[f:RELATES_TO]->() RETURN f.uuid AS u",
+            &Params::new(),
+        )
+        .await
+        .unwrap();
+    let ids: Vec<Uuid> = res
+        .column_values("u")
+        .map(|v| Uuid::parse_str(v.as_str().unwrap()).unwrap())
+        .collect();
+    graph::get_facts(&g.db, &g.name, &ids).await.unwrap()
+}
+
+fn works_at(rules: &mut Rules) {
+    rules.contradicts = Some(Arc::new(|new, old| {
+        new.contains("works at") && old.contains("works at")
+    }));
+}
+
+#[tokio::test]
+async fn an_episode_commits_entities_facts_mentions_and_the_completion_marker() {
+    let g = TestGraph::new("ingest-basic").await;
+    let w = World::new(Rules::default());
+    w.rules.extraction(
+        "I work at Acme",
+        extraction(
+            &[("Alice", 0), ("Acme", 0)],
+            &[(
+                "Alice",
+                "works at",
+                "Acme",
+                "Alice works at Acme.",
+                Some("2024-01-10T00:00:00Z"),
+                None,
+            )],
+        ),
+    );
+    let out = w
+        .engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("Alice: I work at Acme.", "2024-01-10T09:00:00Z"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.status, OutcomeStatus::Completed);
+    assert_eq!(out.episode.state, EpisodeState::Complete);
+    assert_eq!(out.entities.len(), 2);
+    assert_eq!(out.facts.len(), 1);
+    assert_eq!(
+        out.usage.llm_calls, 1,
+        "nothing to resolve on an empty graph"
+    );
+    assert_eq!(out.usage.embedding_calls, 1);
+    assert_eq!(w.embedder.requests(), 1);
+    assert_eq!(w.model.calls().len(), 1);
+
+    let stored = graph::get_episode(&g.db, &g.name, out.episode.uuid)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.state, EpisodeState::Complete);
+    assert_eq!(stored.entity_edges, vec![out.facts[0].uuid]);
+    let facts = all_facts(&g).await;
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0].name, "WORKS_AT");
+    assert_eq!(facts[0].episodes, vec![out.episode.uuid]);
+    assert_eq!(facts[0].valid_at, Some(t("2024-01-10T00:00:00Z")));
+    assert_eq!(facts[0].fact_embedding.as_ref().map(Vec::len), Some(32));
+    let mentioned = graph::get_mentioned_entities(&g.db, &g.name, out.episode.uuid)
+        .await
+        .unwrap();
+    let mut names: Vec<&str> = mentioned.iter().map(|e| e.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["Acme", "Alice"]);
+    let alice = mentioned.iter().find(|e| e.name == "Alice").unwrap();
+    assert_eq!(alice.summary, "Alice works at Acme.");
+    assert!(alice.name_embedding.is_some());
+}
+
+#[tokio::test]
+async fn the_same_entity_across_episodes_is_one_node() {
+    let g = TestGraph::new("ingest-same").await;
+    let w = World::new(Rules::default());
+    w.rules.extraction(
+        "tea",
+        extraction(
+            &[("Alice Chen", 0), ("Green Tea", 0)],
+            &[(
+                "Alice Chen",
+                "likes",
+                "Green Tea",
+                "Alice Chen likes green tea.",
+                None,
+                None,
+            )],
+        ),
+    );
+    w.rules.extraction(
+        "Lisbon",
+        extraction(
+            &[("alice  chen", 0), ("Lisbon", 0)],
+            &[(
+                "alice  chen",
+                "lives in",
+                "Lisbon",
+                "Alice Chen lives in Lisbon.",
+                None,
+                None,
+            )],
+        ),
+    );
+    w.engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("Alice: I like green tea", "2024-01-01T00:00:00Z"),
+        )
+        .await
+        .unwrap();
+    let second = w
+        .engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("Alice: I live in Lisbon", "2024-01-02T00:00:00Z"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        count(
+            &g,
+            "MATCH (n:Entity) WHERE toLower(n.name) CONTAINS 'alice' RETURN count(n) AS n"
+        )
+        .await,
+        1
+    );
+    assert_eq!(count(&g, "MATCH (n:Entity) RETURN count(n) AS n").await, 3);
+    assert!(
+        w.model.calls_for("entity_resolution").is_empty(),
+        "exact match needs no model"
+    );
+    let alice = second
+        .entities
+        .iter()
+        .find(|e| e.name == "Alice Chen")
+        .unwrap();
+    assert_eq!(
+        alice.summary,
+        "Alice Chen likes green tea. Alice Chen lives in Lisbon."
+    );
+}
+
+#[tokio::test]
+async fn near_names_merge_by_minhash_without_a_model_call() {
+    let g = TestGraph::new("ingest-minhash").await;
+    let w = World::new(Rules::default());
+    let (a, b) = (
+        "International Business Machines Corporation",
+        "International Business Machines Corporations",
+    );
+    let sa = graph::dedup::shingles(a);
+    let sb = graph::dedup::shingles(b);
+    assert!(graph::dedup::jaccard(&sa, &sb) >= graph::dedup::FUZZY_JACCARD_THRESHOLD);
+    w.rules.extraction(
+        "first",
+        extraction(
+            &[("Bob", 0), (a, 0)],
+            &[("Bob", "works at", a, "Bob works at IBM.", None, None)],
+        ),
+    );
+    w.rules.extraction(
+        "second",
+        extraction(
+            &[("Carol Jones", 0), (b, 0)],
+            &[(
+                "Carol Jones",
+                "works at",
+                b,
+                "Carol Jones works at IBM.",
+                None,
+                None,
+            )],
+        ),
+    );
+    w.engine
+        .add_episode(&g.db, &g.name, msg("first", "2024-01-01T00:00:00Z"))
+        .await
+        .unwrap();
+    w.engine
+        .add_episode(&g.db, &g.name, msg("second", "2024-01-02T00:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(
+        count(
+            &g,
+            "MATCH (n:Entity) WHERE n.name STARTS WITH 'International' RETURN count(n) AS n"
+        )
+        .await,
+        1
+    );
+    assert!(w.model.calls_for("entity_resolution").is_empty());
+}
+
+#[tokio::test]
+async fn ambiguous_names_are_decided_by_one_model_call() {
+    let g = TestGraph::new("ingest-ambiguous").await;
+    let rules = Rules {
+        same_entity: Some(Arc::new(|new, existing| {
+            new == "Bob" && existing == "Bob Smith"
+        })),
+        ..Rules::default()
+    };
+    let w = World::new(rules);
+    w.rules.extraction(
+        "first",
+        extraction(
+            &[("Bob Smith", 0), ("Acme", 0)],
+            &[(
+                "Bob Smith",
+                "works at",
+                "Acme",
+                "Bob Smith works at Acme.",
+                None,
+                None,
+            )],
+        ),
+    );
+    // "Bob" and "Al" are low-information names: never merged without the model.
+    w.rules.extraction(
+        "second",
+        extraction(
+            &[("Bob", 0), ("Al", 0)],
+            &[("Bob", "knows", "Al", "Bob knows Al.", None, None)],
+        ),
+    );
+    w.engine
+        .add_episode(&g.db, &g.name, msg("first", "2024-01-01T00:00:00Z"))
+        .await
+        .unwrap();
+    let out = w
+        .engine
+        .add_episode(&g.db, &g.name, msg("second", "2024-01-02T00:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(w.model.calls_for("entity_resolution").len(), 1);
+    let names: Vec<&str> = out.entities.iter().map(|e| e.name.as_str()).collect();
+    assert!(
+        names.contains(&"Bob Smith"),
+        "Bob merged into Bob Smith: {names:?}"
+    );
+    assert!(names.contains(&"Al"), "Al stays new: {names:?}");
+    assert_eq!(count(&g, "MATCH (n:Entity) RETURN count(n) AS n").await, 3);
+}
+
+#[tokio::test]
+async fn a_later_contradicting_fact_invalidates_the_old_one() {
+    let g = TestGraph::new("ingest-invalidate").await;
+    let mut rules = Rules::default();
+    works_at(&mut rules);
+    let w = World::new(rules);
+    // Rules match in order: the second episode's text also names Acme.
+    w.rules.extraction(
+        "Globex",
+        extraction(
+            &[("Alice", 0), ("Globex", 0)],
+            &[(
+                "Alice",
+                "works at",
+                "Globex",
+                "Alice works at Globex.",
+                Some("2025-03-01T00:00:00Z"),
+                None,
+            )],
+        ),
+    );
+    w.rules.extraction(
+        "Acme",
+        extraction(
+            &[("Alice", 0), ("Acme", 0)],
+            &[(
+                "Alice",
+                "works at",
+                "Acme",
+                "Alice works at Acme.",
+                Some("2024-01-01T00:00:00Z"),
+                None,
+            )],
+        ),
+    );
+    let first = w
+        .engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("Alice: I work at Acme", "2024-01-01T00:00:00Z"),
+        )
+        .await
+        .unwrap();
+    let second = w
+        .engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg(
+                "Alice: I left Acme and joined Globex",
+                "2025-03-01T00:00:00Z",
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.invalidated.len(), 1);
+    assert_eq!(second.invalidated[0].uuid, first.facts[0].uuid);
+    let facts = all_facts(&g).await;
+    let acme = facts.iter().find(|f| f.fact.contains("Acme")).unwrap();
+    let globex = facts.iter().find(|f| f.fact.contains("Globex")).unwrap();
+    assert_eq!(acme.invalid_at, Some(t("2025-03-01T00:00:00Z")));
+    assert!(acme.expired_at.is_some());
+    assert_eq!(globex.invalid_at, None);
+    assert_eq!(globex.expired_at, None);
+    assert!(graph::temporal::is_current(
+        globex,
+        t("2025-06-01T00:00:00Z")
+    ));
+    assert!(!graph::temporal::is_current(
+        acme,
+        t("2025-06-01T00:00:00Z")
+    ));
+    assert_eq!(second.usage.llm_calls, 2, "extraction + fact resolution");
+}
+
+#[tokio::test]
+async fn the_same_story_ingested_out_of_order_ends_the_older_fact() {
+    let g = TestGraph::new("ingest-out-of-order").await;
+    let mut rules = Rules::default();
+    works_at(&mut rules);
+    let w = World::new(rules);
+    w.rules.extraction(
+        "Globex",
+        extraction(
+            &[("Alice", 0), ("Globex", 0)],
+            &[(
+                "Alice",
+                "works at",
+                "Globex",
+                "Alice works at Globex.",
+                Some("2025-03-01T00:00:00Z"),
+                None,
+            )],
+        ),
+    );
+    w.rules.extraction(
+        "Acme",
+        extraction(
+            &[("Alice", 0), ("Acme", 0)],
+            &[(
+                "Alice",
+                "works at",
+                "Acme",
+                "Alice works at Acme.",
+                Some("2024-01-01T00:00:00Z"),
+                None,
+            )],
+        ),
+    );
+    w.engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("Alice: I joined Globex", "2025-03-01T00:00:00Z"),
+        )
+        .await
+        .unwrap();
+    let late = w
+        .engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("Alice: I work at Acme", "2024-01-01T00:00:00Z"),
+        )
+        .await
+        .unwrap();
+    assert!(late.invalidated.is_empty(), "the newer Globex fact stays");
+    let facts = all_facts(&g).await;
+    let acme = facts.iter().find(|f| f.fact.contains("Acme")).unwrap();
+    let globex = facts.iter().find(|f| f.fact.contains("Globex")).unwrap();
+    assert_eq!(acme.invalid_at, Some(t("2025-03-01T00:00:00Z")));
+    assert!(acme.expired_at.is_some());
+    assert_eq!((globex.invalid_at, globex.expired_at), (None, None));
+}
+
+#[tokio::test]
+async fn a_restated_fact_adds_the_episode_instead_of_a_new_fact() {
+    let g = TestGraph::new("ingest-duplicate").await;
+    let rules = Rules {
+        duplicate: Some(Arc::new(|new, old| {
+            new.to_lowercase() == old.to_lowercase()
+        })),
+        ..Rules::default()
+    };
+    let w = World::new(rules);
+    let answer = extraction(
+        &[("Alice", 0), ("Acme", 0)],
+        &[(
+            "Alice",
+            "works at",
+            "Acme",
+            "Alice works at Acme.",
+            None,
+            None,
+        )],
+    );
+    w.rules.extraction("one", answer.clone());
+    w.rules.extraction("two", answer);
+    let a = w
+        .engine
+        .add_episode(&g.db, &g.name, msg("one", "2024-01-01T00:00:00Z"))
+        .await
+        .unwrap();
+    let b = w
+        .engine
+        .add_episode(&g.db, &g.name, msg("two", "2024-01-02T00:00:00Z"))
+        .await
+        .unwrap();
+    let facts = all_facts(&g).await;
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0].episodes, vec![a.episode.uuid, b.episode.uuid]);
+    assert_eq!(b.facts[0].uuid, facts[0].uuid);
+    assert_eq!(b.episode.entity_edges, vec![facts[0].uuid]);
+}
+
+#[tokio::test]
+async fn a_replay_with_the_same_uuid_makes_no_model_call() {
+    let g = TestGraph::new("ingest-replay").await;
+    let w = World::new(Rules::default());
+    w.rules.extraction(
+        "hello",
+        extraction(
+            &[("Alice", 0), ("Bob", 0)],
+            &[("Alice", "knows", "Bob", "Alice knows Bob.", None, None)],
+        ),
+    );
+    let id = Uuid::new_v4();
+    let first = w
+        .engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("hello Bob", "2024-01-01T00:00:00Z").uuid(id),
+        )
+        .await
+        .unwrap();
+    let calls = w.model.calls().len();
+    let again = w
+        .engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("hello Bob", "2024-01-01T00:00:00Z").uuid(id),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.status, OutcomeStatus::Replayed);
+    assert_eq!(w.model.calls().len(), calls);
+    assert_eq!(again.usage.llm_calls, 0);
+    assert_eq!(
+        again.facts.iter().map(|f| f.uuid).collect::<Vec<_>>(),
+        first.facts.iter().map(|f| f.uuid).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        count(&g, "MATCH (e:Episodic) RETURN count(e) AS n").await,
+        1
+    );
+    assert_eq!(
+        count(&g, "MATCH ()-[f:RELATES_TO]->() RETURN count(f) AS n").await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_conflicting_replay_fails_and_writes_nothing() {
+    let g = TestGraph::new("ingest-conflict").await;
+    let w = World::new(Rules::default());
+    let id = Uuid::new_v4();
+    w.engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("original", "2024-01-01T00:00:00Z").uuid(id),
+        )
+        .await
+        .unwrap();
+    for (request, field) in [
+        (msg("changed", "2024-01-01T00:00:00Z").uuid(id), "content"),
+        (
+            msg("original", "2024-01-02T00:00:00Z").uuid(id),
+            "reference_time",
+        ),
+        (
+            msg("original", "2024-01-01T00:00:00Z")
+                .uuid(id)
+                .source_description("email"),
+            "source_description",
+        ),
+        (
+            AddEpisode::new("original", SourceKind::Text, t("2024-01-01T00:00:00Z"))
+                .source_description("chat")
+                .uuid(id),
+            "source",
+        ),
+    ] {
+        match w.engine.add_episode(&g.db, &g.name, request).await {
+            Err(Error::EpisodeConflict { uuid, field: f }) => {
+                assert_eq!((uuid, f), (id, field));
+            }
+            other => panic!("expected a conflict on {field}, got {other:?}"),
+        }
+    }
+    let stored = graph::get_episode(&g.db, &g.name, id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.content, "original");
+    assert_eq!(
+        count(&g, "MATCH (e:Episodic) RETURN count(e) AS n").await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_failure_after_the_durable_write_leaves_a_pending_searchable_episode_that_resumes() {
+    let g = TestGraph::new("ingest-resume").await;
+    // A model that always fails (no script, no responder): a 429 storm that outlasted
+    // the retries, say.
+    let broken = graph::Engine::new(
+        Arc::new(gralkor::llm::doubles::ScriptedModel::new()),
+        Arc::new(common::ingest::CountingEmbedder::new()),
+    );
+    let id = Uuid::new_v4();
+    let err = broken
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("Zanzibar trip with Carol", "2024-01-01T00:00:00Z").uuid(id),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::ModelOutput { .. }), "{err:?}");
+    let stored = graph::get_episode(&g.db, &g.name, id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.state, EpisodeState::Pending);
+    let hits = g
+        .db
+        .ro_query(
+            &g.name,
+            "CALL db.idx.fulltext.queryNodes('Episodic', 'zanzibar') YIELD node RETURN node.uuid AS u",
+            &Params::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        hits.get(0, "u").and_then(Value::as_str),
+        Some(id.to_string().as_str())
+    );
+    assert_eq!(
+        count(&g, "MATCH (n:Entity) RETURN count(n) AS n").await,
+        0,
+        "no half-written graph"
+    );
+
+    let w = World::new(Rules::default());
+    w.rules.extraction(
+        "Zanzibar",
+        extraction(
+            &[("Carol", 0), ("Zanzibar", 0)],
+            &[(
+                "Carol",
+                "visited",
+                "Zanzibar",
+                "Carol visited Zanzibar.",
+                None,
+                None,
+            )],
+        ),
+    );
+    let report = w.engine.resume_pending(&g.db, &g.name, None).await.unwrap();
+    assert_eq!(report.completed.len(), 1);
+    assert!(report.failed.is_empty() && report.busy.is_empty());
+    assert_eq!(report.completed[0].episode.uuid, id);
+    let stored = graph::get_episode(&g.db, &g.name, id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.state, EpisodeState::Complete);
+    assert_eq!(
+        count(&g, "MATCH ()-[f:RELATES_TO]->() RETURN count(f) AS n").await,
+        1
+    );
+    // A replay of the same request now finds it complete.
+    let again = w
+        .engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("Zanzibar trip with Carol", "2024-01-01T00:00:00Z").uuid(id),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.status, OutcomeStatus::Replayed);
+}
+
+#[tokio::test]
+async fn an_episodes_only_engine_stores_pending_episodes_for_a_full_engine() {
+    let g = TestGraph::new("ingest-episodes-only").await;
+    let quick = graph::Engine::episodes_only();
+    let out = quick
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("Dana adopted a cat", "2024-01-01T00:00:00Z"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.status, OutcomeStatus::Pending);
+    assert_eq!(out.usage.llm_calls, 0);
+    let vector_indices =
+        g.db.list_indices(&g.name)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|i| matches!(i.kind, gralkor::falkordb::IndexKind::Vector { .. }))
+            .count();
+    assert_eq!(vector_indices, 0);
+    assert!(matches!(
+        quick.resume_pending(&g.db, &g.name, None).await,
+        Err(Error::Config { .. })
+    ));
+    let w = World::new(Rules::default());
+    w.rules.extraction(
+        "Dana",
+        extraction(
+            &[("Dana", 0), ("Cat", 0)],
+            &[("Dana", "adopted", "Cat", "Dana adopted a cat.", None, None)],
+        ),
+    );
+    let report = w.engine.resume_pending(&g.db, &g.name, None).await.unwrap();
+    assert_eq!(report.completed.len(), 1);
+    assert_eq!(count(&g, "MATCH (n:Entity) RETURN count(n) AS n").await, 2);
+}
+
+#[tokio::test]
+async fn concurrent_episodes_naming_the_same_new_entity_create_one_node() {
+    let g = TestGraph::new("ingest-concurrent").await;
+    let w = World::new(Rules::default());
+    w.rules.extraction(
+        "tennis",
+        extraction(
+            &[("Zoe Park", 0), ("Tennis", 0)],
+            &[(
+                "Zoe Park",
+                "plays",
+                "Tennis",
+                "Zoe Park plays tennis.",
+                None,
+                None,
+            )],
+        ),
+    );
+    w.rules.extraction(
+        "chess",
+        extraction(
+            &[("Zoe Park", 0), ("Chess", 0)],
+            &[(
+                "Zoe Park",
+                "plays",
+                "Chess",
+                "Zoe Park plays chess.",
+                None,
+                None,
+            )],
+        ),
+    );
+    let e1 = w.engine.clone();
+    let e2 = w.engine.clone();
+    let (a, b) = tokio::join!(
+        e1.add_episode(&g.db, &g.name, msg("Zoe: tennis", "2024-01-01T00:00:00Z")),
+        e2.add_episode(&g.db, &g.name, msg("Zoe: chess", "2024-01-01T00:00:00Z")),
+    );
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(
+        count(
+            &g,
+            "MATCH (n:Entity {name: 'Zoe Park'}) RETURN count(n) AS n"
+        )
+        .await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn invalid_requests_are_rejected_before_anything_is_written() {
+    let g = TestGraph::new("ingest-invalid").await;
+    let w = World::new(Rules::default());
+    for (request, field) in [
+        (msg("   ", "2024-01-01T00:00:00Z"), "content"),
+        (msg("a\0b", "2024-01-01T00:00:00Z"), "content"),
+        (
+            msg("ok", "2024-01-01T00:00:00Z").source_description("x\0"),
+            "source_description",
+        ),
+        (
+            msg("ok", "2024-01-01T00:00:00Z").instructions("\0"),
+            "instructions",
+        ),
+        (
+            AddEpisode::new("not json", SourceKind::Json, t("2024-01-01T00:00:00Z")),
+            "content",
+        ),
+        (
+            AddEpisode::new("42", SourceKind::Json, t("2024-01-01T00:00:00Z")),
+            "content",
+        ),
+        (
+            msg(
+                &"x".repeat(graph::MAX_CONTENT_BYTES + 1),
+                "2024-01-01T00:00:00Z",
+            ),
+            "content",
+        ),
+    ] {
+        match w.engine.add_episode(&g.db, &g.name, request).await {
+            Err(Error::InvalidInput { field: f, .. }) => assert_eq!(f, field),
+            other => panic!("expected invalid {field}, got {other:?}"),
+        }
+    }
+    assert!(
+        !g.db.list_graphs().await.unwrap().contains(&g.name),
+        "nothing written"
+    );
+    assert!(w.model.calls().is_empty());
+    let ok = w
+        .engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            AddEpisode::new(
+                r#"{"a": [1, 2]}"#,
+                SourceKind::Json,
+                t("2024-01-01T00:00:00Z"),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ok.episode.source, SourceKind::Json);
+}
+
+#[tokio::test]
+async fn ontology_types_become_labels_and_attributes() {
+    let g = TestGraph::new("ingest-ontology").await;
+    let w = World::new(Rules::default());
+    w.rules.attributes.lock().unwrap().push((
+        "Person".into(),
+        serde_json::json!({"age": 41, "nickname": null}),
+    ));
+    let ontology = Ontology::builder(EntityMode::Open, RelationshipMode::Open)
+        .entity(
+            EntityType::new("Person")
+                .description("A human being")
+                .field(Field::integer("age"))
+                .field(Field::string("nickname")),
+        )
+        .build()
+        .unwrap();
+    w.rules.extraction(
+        "birthday",
+        extraction(
+            &[("Erin", 1), ("Berlin", 0)],
+            &[(
+                "Erin",
+                "lives in",
+                "Berlin",
+                "Erin lives in Berlin.",
+                None,
+                None,
+            )],
+        ),
+    );
+    let out = w
+        .engine
+        .add_episode(
+            &g.db,
+            &g.name,
+            msg("Erin: my 41st birthday in Berlin", "2024-01-01T00:00:00Z").ontology(ontology),
+        )
+        .await
+        .unwrap();
+    assert_eq!(w.model.calls_for("entity_details").len(), 1);
+    assert_eq!(out.usage.llm_calls, 2);
+    let erin = graph::get_mentioned_entities(&g.db, &g.name, out.episode.uuid)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| e.name == "Erin")
+        .unwrap();
+    assert_eq!(erin.labels, vec!["Person".to_string()]);
+    assert_eq!(erin.attributes.get("age"), Some(&serde_json::json!(41)));
+    assert!(
+        !erin.attributes.contains_key("nickname"),
+        "null means not stated"
+    );
+}
+
+#[tokio::test]
+async fn summaries_over_budget_are_condensed_in_one_call() {
+    let g = TestGraph::new("ingest-summaries").await;
+    let w = World::with_options(Rules::default(), {
+        let mut o = EngineOptions::default();
+        o.summary_budget = 40;
+        o
+    });
+    w.rules.extraction(
+        "hobbies",
+        extraction(
+            &[("Finn", 0), ("Sailing", 0), ("Climbing", 0)],
+            &[
+                (
+                    "Finn",
+                    "enjoys",
+                    "Sailing",
+                    "Finn enjoys sailing on weekends.",
+                    None,
+                    None,
+                ),
+                (
+                    "Finn",
+                    "enjoys",
+                    "Climbing",
+                    "Finn enjoys climbing in winter.",
+                    None,
+                    None,
+                ),
+            ],
+        ),
+    );
+    let out = w
+        .engine
+        .add_episode(&g.db, &g.name, msg("Finn: hobbies", "2024-01-01T00:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(
+        w.model.calls_for("entity_details").len(),
+        1,
+        "one call for all three"
+    );
+    let finn = out.entities.iter().find(|e| e.name == "Finn").unwrap();
+    assert!(
+        finn.summary.starts_with("condensed summary"),
+        "{}",
+        finn.summary
+    );
+    assert!(finn.summary.chars().count() <= 40);
+}
+
+#[tokio::test]
+async fn remove_episode_takes_what_only_it_supported() {
+    let g = TestGraph::new("ingest-remove").await;
+    let rules = Rules {
+        duplicate: Some(Arc::new(|new, old| new == old)),
+        ..Rules::default()
+    };
+    let w = World::new(rules);
+    w.rules.extraction(
+        "one",
+        extraction(
+            &[("Gus", 0), ("Hanna", 0), ("Ivy", 0)],
+            &[
+                ("Gus", "knows", "Hanna", "Gus knows Hanna.", None, None),
+                ("Gus", "knows", "Ivy", "Gus knows Ivy.", None, None),
+            ],
+        ),
+    );
+    w.rules.extraction(
+        "two",
+        extraction(
+            &[("Gus", 0), ("Hanna", 0)],
+            &[("Gus", "knows", "Hanna", "Gus knows Hanna.", None, None)],
+        ),
+    );
+    let one = w
+        .engine
+        .add_episode(&g.db, &g.name, msg("one", "2024-01-01T00:00:00Z"))
+        .await
+        .unwrap();
+    let two = w
+        .engine
+        .add_episode(&g.db, &g.name, msg("two", "2024-01-02T00:00:00Z"))
+        .await
+        .unwrap();
+    let removal = w
+        .engine
+        .remove_episode(&g.db, &g.name, one.episode.uuid)
+        .await
+        .unwrap();
+    assert!(removal.episode);
+    assert_eq!(
+        (
+            removal.facts_deleted,
+            removal.facts_updated,
+            removal.entities_deleted
+        ),
+        (1, 1, 1)
+    );
+    let facts = all_facts(&g).await;
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0].fact, "Gus knows Hanna.");
+    assert_eq!(facts[0].episodes, vec![two.episode.uuid]);
+    assert_eq!(
+        count(&g, "MATCH (n:Entity {name: 'Ivy'}) RETURN count(n) AS n").await,
+        0
+    );
+    assert_eq!(count(&g, "MATCH (n:Entity) RETURN count(n) AS n").await, 2);
+    assert_eq!(
+        count(&g, "MATCH (e:Episodic) RETURN count(e) AS n").await,
+        1
+    );
+    let again = w
+        .engine
+        .remove_episode(&g.db, &g.name, one.episode.uuid)
+        .await
+        .unwrap();
+    assert!(!again.episode);
+}
+
+#[tokio::test]
+async fn episode_uuids_are_unique_on_the_server() {
+    let g = TestGraph::new("ingest-unique").await;
+    let w = World::new(Rules::default());
+    let out = w
+        .engine
+        .add_episode(&g.db, &g.name, msg("x", "2024-01-01T00:00:00Z"))
+        .await
+        .unwrap();
+    let err =
+        g.db.query(
+            &g.name,
+            "CREATE (:Episodic {uuid: $u})",
+            &Params::new().set("u", out.episode.uuid.to_string()),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Query { .. }), "{err:?}");
+    assert_eq!(
+        count(&g, "MATCH (e:Episodic) RETURN count(e) AS n").await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_failing_statement_changes_nothing() {
+    // The commit's atomicity rests on this FalkorDB behaviour.
+    let g = TestGraph::new("ingest-atomic").await;
+    let err =
+        g.db.query(
+            &g.name,
+            "CREATE (:Entity {uuid: 'a'}) WITH 1 AS one UNWIND [1, 0] AS d RETURN one / d",
+            &Params::new(),
+        )
+        .await;
+    assert!(err.is_err());
+    assert_eq!(count(&g, "MATCH (n:Entity) RETURN count(n) AS n").await, 0);
+}
+
+#[tokio::test]
+async fn the_engine_builds_communities_over_what_it_ingested() {
+    let g = TestGraph::new("ingest-communities").await;
+    let w = World::new(Rules::default());
+    w.rules.extraction(
+        "team",
+        extraction(
+            &[("Jon Snow", 0), ("Sam Tarly", 0), ("Night Watch", 0)],
+            &[
+                (
+                    "Jon Snow",
+                    "member of",
+                    "Night Watch",
+                    "Jon Snow is a member of the Night Watch.",
+                    None,
+                    None,
+                ),
+                (
+                    "Sam Tarly",
+                    "member of",
+                    "Night Watch",
+                    "Sam Tarly is a member of the Night Watch.",
+                    None,
+                    None,
+                ),
+            ],
+        ),
+    );
+    w.engine
+        .add_episode(&g.db, &g.name, msg("the team", "2024-01-01T00:00:00Z"))
+        .await
+        .unwrap();
+    let report = w
+        .engine
+        .build_communities(&g.db, &g.name, &graph::CommunityOptions::default())
+        .await
+        .unwrap();
+    assert_eq!((report.communities, report.members), (1, 3));
+    assert_eq!(report.llm_calls, 1);
+    assert_eq!(
+        count(
+            &g,
+            "MATCH (c:Community)-[:HAS_MEMBER]->(n:Entity) RETURN count(n) AS n"
+        )
+        .await,
+        3
+    );
+    assert!(matches!(
+        graph::Engine::episodes_only()
+            .build_communities(&g.db, &g.name, &graph::CommunityOptions::default())
+            .await,
+        Err(Error::Config { .. })
+    ));
+}
