@@ -141,7 +141,10 @@ fn utf8_bytes_and_json_escaping_count_against_the_byte_budget() {
     assert!(exact > all.len(), "escaping and the envelope add bytes");
     assert_eq!(present_facts(&results, exact).unwrap(), all);
     let cut = present_facts(&results, exact - 1).unwrap();
-    assert_eq!(cut, "Lens: a\n- plain\n\nOmitted facts: 1 (response limit).");
+    assert_eq!(
+        cut,
+        "Lens: a\n- plain\n\nOmitted facts: 1 (response limit)."
+    );
     assert!(envelope_bytes(&cut) < exact);
 }
 
