@@ -8,8 +8,9 @@
 //!   [`EpisodeRecord`] or [`FactRecord`] with its writer ([`Writer`](crate::provenance::Writer)),
 //!   a [`NodeRecord`] or an [`Artefact`].
 //! * Validation: [`validate_ingest`], [`validate_replace`], [`validate_search`],
-//!   [`validate_memory_add`], [`validate_episode_ref`], [`validate_build_communities`]
-//!   and [`validate_content`] — each checks a request against one runtime
+//!   [`validate_memory_add`], [`validate_episode_ref`], [`validate_build_communities`],
+//!   [`validate_content`] and [`validate_source_description`] (the engine's content and
+//!   description limits, so no implementation accepts what the engine refuses) — each checks a request against one runtime
 //!   [`Snapshot`](crate::runtime::Snapshot) before anything is stored, and names the
 //!   field and rule in an [`Error::InvalidInput`](crate::Error::InvalidInput).
 //! * Implementations: [`StorageClient`] writes the client logic once over a
@@ -60,6 +61,7 @@ pub use storage::{GraphQuery, NewEpisode, Storage};
 pub use validate::{
     MemoryAddPlan, SearchPlan, Target, validate_build_communities, validate_content,
     validate_episode_ref, validate_ingest, validate_memory_add, validate_replace, validate_search,
+    validate_source_description,
 };
 
 use crate::Result;

@@ -14,7 +14,9 @@ use super::request::{
 use super::storage::GraphQuery;
 use crate::destination::validate_operator_id;
 use crate::falkordb::is_identifier;
+use crate::graph::{MAX_CONTENT_BYTES, MAX_SOURCE_DESCRIPTION_BYTES};
 use crate::lens::Lens;
+use crate::provenance::{self, Writer};
 use crate::runtime::Snapshot;
 use crate::{Error, Result};
 
@@ -36,8 +38,19 @@ fn target(snapshot: &Snapshot, field: &str, name: &str, operator_id: &str) -> Re
 }
 
 /// Checks content against its kind: non-blank text for conversations and documents, a
-/// non-empty JSON object or array for structured records.
+/// non-empty JSON object or array for structured records; no NUL characters; at most
+/// [`MAX_CONTENT_BYTES`] bytes as stored.
 pub fn validate_content(field: &str, content: &Content) -> Result<()> {
+    let encoded = content.encoded();
+    if encoded.contains('\0') {
+        return Err(Error::invalid(field, "must not contain NUL characters"));
+    }
+    if encoded.len() > MAX_CONTENT_BYTES {
+        return Err(Error::invalid(
+            field,
+            format!("must be at most {MAX_CONTENT_BYTES} bytes as stored"),
+        ));
+    }
     match content {
         Content::Conversation(t) | Content::Document(t) if t.trim().is_empty() => Err(
             Error::invalid(field, format!("{} text must not be blank", content.kind())),
@@ -58,6 +71,31 @@ pub fn validate_content(field: &str, content: &Content) -> Result<()> {
     }
 }
 
+/// Checks a caller's source description that will be stored with `writer`'s marker:
+/// no NUL characters, and at most [`MAX_SOURCE_DESCRIPTION_BYTES`] bytes with the
+/// marker.
+pub fn validate_source_description(field: &str, description: &str, writer: &Writer) -> Result<()> {
+    if description.contains('\0') {
+        return Err(Error::invalid(field, "must not contain NUL characters"));
+    }
+    let stored = match writer {
+        Writer::Lens(name) => provenance::lens_description(description, name),
+        Writer::Direct => provenance::direct_description(description),
+        Writer::Reflection(name) => provenance::reflection_description(name),
+    };
+    if stored.len() > MAX_SOURCE_DESCRIPTION_BYTES {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "must be at most {} bytes (the stored description, {writer} marker included, \
+                 is limited to {MAX_SOURCE_DESCRIPTION_BYTES})",
+                MAX_SOURCE_DESCRIPTION_BYTES - (stored.len() - description.len())
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn appending_lens<'s>(snapshot: &'s Snapshot, name: &str) -> Result<&'s Lens> {
     let lens = snapshot.lens("lens", name)?;
     if lens.is_replace_graph() {
@@ -76,7 +114,13 @@ pub fn validate_ingest<'s>(request: &Ingest, snapshot: &'s Snapshot) -> Result<&
     }
     validate_operator_id("operator_id", &request.operator_id)?;
     validate_content("content", &request.content)?;
-    appending_lens(snapshot, &request.lens)
+    let lens = appending_lens(snapshot, &request.lens)?;
+    validate_source_description(
+        "source_description",
+        &request.source_description,
+        &Writer::Lens(lens.name().to_string()),
+    )?;
+    Ok(lens)
 }
 
 /// Checks a replacement (the whole graph included) and resolves its replace-graph
@@ -225,15 +269,21 @@ pub enum MemoryAddPlan {
 pub fn validate_memory_add(request: &MemoryAdd, snapshot: &Snapshot) -> Result<MemoryAddPlan> {
     validate_operator_id("operator_id", &request.operator_id)?;
     validate_content("content", &request.content)?;
-    match &request.route {
-        Route::Direct(name) => Ok(MemoryAddPlan::Direct(target(
+    let plan = match &request.route {
+        Route::Direct(name) => MemoryAddPlan::Direct(target(
             snapshot,
             "route.destination",
             name,
             &request.operator_id,
-        )?)),
-        Route::Lens(name) => Ok(MemoryAddPlan::Lens(appending_lens(snapshot, name)?.clone())),
-    }
+        )?),
+        Route::Lens(name) => MemoryAddPlan::Lens(appending_lens(snapshot, name)?.clone()),
+    };
+    let writer = match &plan {
+        MemoryAddPlan::Direct(_) => Writer::Direct,
+        MemoryAddPlan::Lens(lens) => Writer::Lens(lens.name().to_string()),
+    };
+    validate_source_description("source_description", &request.source_description, &writer)?;
+    Ok(plan)
 }
 
 /// Checks an episode reference and resolves its graph.

@@ -8,7 +8,7 @@ use super::Lens;
 use crate::Result;
 use crate::client::{
     Content, EpisodeRecord, GraphQuery, Hit, IngestedRepresentation, NewEpisode, ResultType,
-    Storage, validate_content,
+    Storage, validate_content, validate_source_description,
 };
 use crate::graph::Timestamp;
 use crate::provenance::{self, Writer};
@@ -89,6 +89,8 @@ impl LensStore {
     /// ```
     pub async fn add(&self, content: Content, source_description: &str) -> Result<Uuid> {
         validate_content("content", &content)?;
+        let writer = Writer::Lens(self.lens.name().to_string());
+        validate_source_description("source_description", source_description, &writer)?;
         let ontology = self
             .lens
             .ontology()
@@ -104,7 +106,7 @@ impl LensStore {
                     source_description,
                     self.lens.name(),
                 ),
-                writer: Writer::Lens(self.lens.name().to_string()),
+                writer,
                 ontology,
                 reference_time: self.reference_time.unwrap_or_else(Timestamp::now),
             })

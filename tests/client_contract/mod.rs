@@ -288,6 +288,23 @@ pub async fn ingest_rejects_invalid_requests_before_writing_anything(make: &impl
     let mut scalar = ok();
     scalar.content = Content::structured(json!("just a string"));
     assert_invalid(client.ingest(&scalar).await, "content");
+    let mut nul = ok();
+    nul.content = Content::document(format!("{w} \0 hidden"));
+    assert_invalid(client.ingest(&nul).await, "content");
+    let mut huge = ok();
+    huge.content = Content::document(format!(
+        "{w} {}",
+        "x".repeat(gralkor::graph::MAX_CONTENT_BYTES)
+    ));
+    assert_invalid(client.ingest(&huge).await, "content");
+    // The description's limit counts the Lens marker gralkor appends.
+    let room = gralkor::graph::MAX_SOURCE_DESCRIPTION_BYTES - " [lens: notes]".len();
+    let long = ok().source_description("d".repeat(room + 1));
+    assert_invalid(client.ingest(&long).await, "source_description");
+    let fits = ok().source_description("d".repeat(room));
+    let mut fits_but_blank = fits.clone();
+    fits_but_blank.content = Content::document(" ");
+    assert_invalid(client.ingest(&fits_but_blank).await, "content");
 
     let found = client
         .search(&Search::new(&op, &w).destinations([&dest, "personal"]))
