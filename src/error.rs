@@ -120,6 +120,19 @@ pub enum Error {
         message: String,
     },
 
+    /// A response budget cannot hold even the shortest complete response (for
+    /// `memory_search`: the omission notice alone).
+    #[error(
+        "response budget too small: {max_bytes} bytes cannot hold the shortest complete response, \
+         which needs {minimum_bytes} bytes"
+    )]
+    BudgetTooSmall {
+        /// The budget given.
+        max_bytes: usize,
+        /// The smallest budget that would do.
+        minimum_bytes: usize,
+    },
+
     /// A requested item does not exist.
     #[error("not found: {0}")]
     NotFound(String),

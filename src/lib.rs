@@ -6,15 +6,20 @@
 //! Destinations, Lenses, Reflections, a capture buffer and agent tools on top.
 //!
 //! The crate is being built bottom-up. What exists today are the two adapters every
-//! layer above stands on, the ontology, and the engine's data model and storage.
+//! layer above stands on, the ontology, the engine's data model and storage, and the
+//! memory API on top: Destinations, Lenses, the runtime configuration, the
+//! [`Client`] trait with its in-memory twin, and the `memory_search` presentation.
 //!
 //! ## Layers
 //!
 //! Arrows point down only; nothing below knows anything above it.
 //!
 //! ```text
-//!  agent glue   capture buffer · recall · tools                       (planned)
-//!  domain       client · destinations · lenses · reflections          (planned)
+//!  agent glue   memory_search presentation
+//!               capture buffer · recall · memory_add tool             (planned)
+//!  domain       client (trait, StorageClient, InMemoryClient) · runtime
+//!               destination · provenance · lens · reflection (shapes)
+//!               native client · Reflection runs                       (planned)
 //!  engine       graph: model · store · extract · dedup · temporal
 //!                      add_episode · search · communities            (planned)
 //!               ontology
@@ -35,6 +40,28 @@
 //!   with a builder and checked when built (reserved names, duplicates, unknown
 //!   endpoints, identifiers), projected to a prompt's type list and to JSON schemas.
 //! * [`graph`] — the temporal graph's data model and storage: episodes, entities, facts, indices.
+//! * [`destination`] — named graphs: `global`, `personal` (→ `personal/<operator id>`)
+//!   and literal application names; reserved and retired names.
+//! * [`provenance`] — the terminal writer marker of every stored source description
+//!   (` [lens: L]`, `reflection:R`, ` [gralkor: direct]`), read back by
+//!   [`provenance::parse`]; caller text cannot forge a writer.
+//! * [`lens`] — appending Lenses (ontology + [ingestion process](lens::Ingestion)
+//!   writing through a [`LensStore`](lens::LensStore)), replace-graph Lenses and their
+//!   validated [`Graph`](lens::Graph), the packaged `personal-chat` Lens.
+//! * [`reflection`] — Reflection declarations (chain-of-thought shape only).
+//! * [`runtime`] — the validated, immutable [`Snapshot`](runtime::Snapshot) of
+//!   Destinations, Lenses and Reflections, held by a [`Runtime`](runtime::Runtime)
+//!   whose replacement is atomic.
+//! * [`client`] — the object-safe [`Client`] trait (ingest, replace, search,
+//!   memory_add, episodes, admin), its request and result values, the validation every
+//!   implementation shares, [`StorageClient`](client::StorageClient) (the client logic
+//!   over any [`Storage`](client::Storage)) and [`InMemoryClient`], the deterministic
+//!   twin for tests.
+//! * [`agent`] — the `memory_search` tool and its budgeted readable presentation.
+//! * [`config`] — backend and models from the environment (`Config::from_env`).
+//!
+//! Behaviour of Destinations, Lenses and provenance is described for users in
+//! `DESTINATIONS.md`.
 //!
 //! Every fallible call returns [`Result`], whose [`Error`] says what went wrong and,
 //! through [`Error::is_retryable`], whether trying again can help.
@@ -56,11 +83,21 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod agent;
+pub mod client;
+pub mod config;
+pub mod destination;
 mod error;
 pub mod falkordb;
 pub mod graph;
+pub mod lens;
 pub mod llm;
 pub mod ontology;
+pub mod provenance;
+pub mod reflection;
+pub mod runtime;
 
+pub use client::{Client, InMemoryClient};
+pub use config::Config;
 pub use error::{Error, Result};
 pub use falkordb::{FalkorConfig, FalkorDb};

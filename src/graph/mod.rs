@@ -101,8 +101,10 @@ pub use ingest::{
 };
 pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
 pub use store::{
-    CandidateQuery, MAX_CANDIDATE_LIMIT, Removal, build_indices, clear, entity_candidates,
-    get_communities, get_community_members, get_entities, get_episode, get_episodes_mentioning,
-    get_facts, get_mentioned_entities, index_specs, link_uuid, remove_episode, save_communities,
-    save_community_members, save_entities, save_episode, save_facts, save_mentions,
+    CandidateQuery, MAX_CANDIDATE_LIMIT, OWNED_ID_KEY, OWNER_KEY, OwnedNode, OwnedRelationship,
+    Removal, ReplaceCounts, build_indices, clear, entity_candidates, get_communities,
+    get_community_members, get_entities, get_episode, get_episodes_mentioning, get_facts,
+    get_mentioned_entities, get_owned, index_specs, link_uuid, remove_episode, replace_owned,
+    save_communities, save_community_members, save_entities, save_episode, save_facts,
+    save_mentions,
 };

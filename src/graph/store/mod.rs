@@ -7,7 +7,7 @@
 //!
 //! Split by concern: this file holds indices, episodes, entities, facts and the shared
 //! helpers; [`entity_candidates`] the candidate lookup of entity resolution; [`links`] the `MENTIONS` and `HAS_MEMBER` relationships; [`communities`] the
-//! `Community` nodes.
+//! `Community` nodes; [`owned`] the nodes and relationships of replace-graph Lenses.
 //!
 //! ## Embedding dimensions
 //!
@@ -36,6 +36,7 @@ mod candidates;
 pub mod communities;
 pub(crate) mod ingest;
 pub mod links;
+pub mod owned;
 mod remove;
 
 pub use candidates::{CandidateQuery, MAX_CANDIDATE_LIMIT, entity_candidates};
@@ -43,6 +44,9 @@ pub use communities::{get_communities, get_community_members, save_communities};
 pub use links::{
     get_episodes_mentioning, get_mentioned_entities, link_uuid, save_community_members,
     save_mentions,
+};
+pub use owned::{
+    OWNED_ID_KEY, OWNER_KEY, OwnedNode, OwnedRelationship, ReplaceCounts, get_owned, replace_owned,
 };
 pub use remove::{Removal, remove_episode};
 

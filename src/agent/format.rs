@@ -1,0 +1,266 @@
+//! Readable presentations of search results: `memory_search`'s budgeted text and
+//! [`format_fact`] lines.
+//!
+//! [`present_facts`] turns fact results into one readable text for a model:
+//!
+//! ```text
+//! Lens: jira
+//! - Payment retries must use an idempotency key.
+//! - The settlement worker retries failed requests three times.
+//!
+//! Reflection: generalisations
+//! - Prefer small, reversible deployments with monitoring.
+//! ```
+//!
+//! * Facts are grouped under one heading per source ([`heading`]): `Lens: <name>`,
+//!   `Reflection: <name>`, `Source: direct conversation` / `document` /
+//!   `structured record`, `Source: direct` (no recorded kind) and `Source: unknown`
+//!   (no attributable writer). A fact with several distinct sources appears under each.
+//!   Groups come in order of first appearance; facts keep retrieval order.
+//! * Bullets are the fact text only: no Destination, ids or times.
+//! * Budget: the whole text is at most [`MAX_TEXT_CHARS`] characters, and the
+//!   serialised tool envelope `{"ok":true,"result":{"result":<text>}}` at most
+//!   `max_bytes` UTF-8 bytes (default [`DEFAULT_MAX_BYTES`]). Whole facts only: when
+//!   not everything fits, facts are kept greedily in retrieval order (a later fact
+//!   that fits is still kept; an oversized one is skipped whole) and the text ends with
+//!   `Omitted facts: N (response limit).`, N counting input facts.
+//! * No facts: `No matching facts.` A budget that cannot hold the shortest complete
+//!   response is [`Error::BudgetTooSmall`] carrying the minimum.
+//!
+//! ```
+//! use gralkor::agent::format::{present_facts, DEFAULT_MAX_BYTES};
+//! use gralkor::client::{FactRecord, FactSource, Hit, SearchResult, SourceKind};
+//!
+//! let fact = |text: &str, description: &str| SearchResult {
+//!     destination: "global".into(),
+//!     hit: Hit::Fact(FactRecord {
+//!         uuid: uuid::Uuid::new_v4(),
+//!         fact: text.into(),
+//!         created_at: None, valid_at: None, invalid_at: None, expired_at: None,
+//!         sources: vec![FactSource::from_stored(uuid::Uuid::new_v4(),
+//!             Some(SourceKind::Document), description)],
+//!     }),
+//! };
+//! let results = [
+//!     fact("Payment retries use an idempotency key.", "PAY-1 [lens: jira]"),
+//!     fact("Ada prefers tea.", "manual [gralkor: direct]"),
+//! ];
+//! let text = present_facts(&results, DEFAULT_MAX_BYTES)?;
+//! assert_eq!(text, "Lens: jira\n- Payment retries use an idempotency key.\n\n\
+//!                   Source: direct document\n- Ada prefers tea.");
+//! assert_eq!(present_facts(&[], DEFAULT_MAX_BYTES)?, "No matching facts.");
+//! # Ok::<(), gralkor::Error>(())
+//! ```
+
+use crate::client::{FactRecord, FactSource, Hit, SearchResult, SourceKind};
+use crate::graph::Timestamp;
+use crate::provenance::Writer;
+use crate::{Error, Result};
+
+/// The default budget of the serialised tool envelope, in UTF-8 bytes.
+pub const DEFAULT_MAX_BYTES: usize = 65_536;
+/// The most characters the text may have, headings and notices included.
+pub const MAX_TEXT_CHARS: usize = 16_384;
+/// The text for a search that found no facts.
+pub const NO_MATCHING_FACTS: &str = "No matching facts.";
+
+/// The heading a source groups its facts under.
+pub fn heading(source: &FactSource) -> String {
+    match &source.writer {
+        Some(Writer::Lens(name)) => format!("Lens: {name}"),
+        Some(Writer::Reflection(name)) => format!("Reflection: {name}"),
+        Some(Writer::Direct) => match source.source_kind {
+            Some(SourceKind::Conversation) => "Source: direct conversation".into(),
+            Some(SourceKind::Document) => "Source: direct document".into(),
+            Some(SourceKind::StructuredRecord) => "Source: direct structured record".into(),
+            None => "Source: direct".into(),
+        },
+        None => "Source: unknown".into(),
+    }
+}
+
+/// The distinct headings of one fact, in source order (`Source: unknown` when it has
+/// no sources).
+fn headings(fact: &FactRecord) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for h in fact.sources.iter().map(heading) {
+        if !out.contains(&h) {
+            out.push(h);
+        }
+    }
+    if out.is_empty() {
+        out.push(heading(&FactSource {
+            episode: uuid::Uuid::nil(),
+            source_kind: None,
+            source_description: String::new(),
+            writer: None,
+        }));
+    }
+    out
+}
+
+/// The serialised size of the tool envelope carrying `text`, in bytes.
+pub fn envelope_bytes(text: &str) -> usize {
+    serde_json::json!({"ok": true, "result": {"result": text}})
+        .to_string()
+        .len()
+}
+
+fn omitted_notice(n: usize) -> String {
+    format!("Omitted facts: {n} (response limit).")
+}
+
+fn render(facts: &[(&FactRecord, Vec<String>)], kept: &[usize], omitted: usize) -> String {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for &i in kept {
+        let (fact, hs) = &facts[i];
+        for h in hs {
+            match groups.iter_mut().find(|(g, _)| g == h) {
+                Some((_, bullets)) => bullets.push(&fact.fact),
+                None => groups.push((h, vec![&fact.fact])),
+            }
+        }
+    }
+    let mut sections: Vec<String> = groups
+        .into_iter()
+        .map(|(h, bullets)| {
+            let mut s = h.to_string();
+            for b in bullets {
+                s.push_str("\n- ");
+                s.push_str(b);
+            }
+            s
+        })
+        .collect();
+    if omitted > 0 {
+        sections.push(omitted_notice(omitted));
+    }
+    sections.join("\n\n")
+}
+
+fn fits(text: &str, max_bytes: usize) -> bool {
+    text.chars().count() <= MAX_TEXT_CHARS && envelope_bytes(text) <= max_bytes
+}
+
+/// Presents the fact results within the budget (see the module docs). Results that
+/// are not facts are ignored. `max_bytes` must be positive.
+pub fn present_facts(results: &[SearchResult], max_bytes: usize) -> Result<String> {
+    if max_bytes == 0 {
+        return Err(Error::invalid(
+            "memory_search_max_bytes",
+            "must be a positive integer",
+        ));
+    }
+    let facts: Vec<(&FactRecord, Vec<String>)> = results
+        .iter()
+        .filter_map(|r| match &r.hit {
+            Hit::Fact(f) => Some((f, headings(f))),
+            _ => None,
+        })
+        .collect();
+    let too_small = |text: &str| Error::BudgetTooSmall {
+        max_bytes,
+        minimum_bytes: envelope_bytes(text),
+    };
+    if facts.is_empty() {
+        return if fits(NO_MATCHING_FACTS, max_bytes) {
+            Ok(NO_MATCHING_FACTS.to_string())
+        } else {
+            Err(too_small(NO_MATCHING_FACTS))
+        };
+    }
+    let n = facts.len();
+    let all: Vec<usize> = (0..n).collect();
+    let everything = render(&facts, &all, 0);
+    if fits(&everything, max_bytes) {
+        return Ok(everything);
+    }
+    let minimal = render(&facts, &[], n);
+    if !fits(&minimal, max_bytes) {
+        return Err(too_small(&minimal));
+    }
+    let mut kept: Vec<usize> = Vec::new();
+    for i in 0..n {
+        kept.push(i);
+        if !fits(&render(&facts, &kept, n - kept.len()), max_bytes) {
+            kept.pop();
+        }
+    }
+    Ok(render(&facts, &kept, n - kept.len()))
+}
+
+/// A timestamp as fact lines show it: seconds precision, UTC written `+0`
+/// (`2024-05-01T12:00:00+0`).
+pub fn format_timestamp(at: Timestamp) -> String {
+    let text = at.to_rfc3339();
+    let without_fraction = match (text.find('.'), text.rfind(['Z', '+', '-'])) {
+        (Some(dot), Some(zone)) if zone > dot => format!("{}{}", &text[..dot], &text[zone..]),
+        _ => text,
+    };
+    match without_fraction.strip_suffix('Z') {
+        Some(base) => format!("{base}+0"),
+        None => without_fraction,
+    }
+}
+
+/// One fact as a readable line: `- <fact>`, then ` (created …)`, ` (valid from …)`,
+/// ` (invalid since …)`, ` (expired …)` for the times it has, then one
+/// ` (source: <kind> — <description>; episode: <uuid>)` per source.
+///
+/// ```
+/// use gralkor::agent::format::format_fact;
+/// use gralkor::client::{FactRecord, FactSource, SourceKind};
+/// use gralkor::graph::Timestamp;
+///
+/// let episode = uuid::Uuid::nil();
+/// let fact = FactRecord {
+///     uuid: uuid::Uuid::nil(),
+///     fact: "Ada prefers tea.".into(),
+///     created_at: Some("2024-05-01T12:00:00.123Z".parse::<Timestamp>().unwrap()),
+///     valid_at: None, invalid_at: None, expired_at: None,
+///     sources: vec![FactSource::from_stored(episode, Some(SourceKind::Conversation), "chat [lens: personal-chat]")],
+/// };
+/// assert_eq!(
+///     format_fact(&fact),
+///     "- Ada prefers tea. (created 2024-05-01T12:00:00+0) \
+///      (source: conversation — chat; episode: 00000000-0000-0000-0000-000000000000)"
+/// );
+/// ```
+pub fn format_fact(fact: &FactRecord) -> String {
+    let mut line = format!("- {}", fact.fact);
+    for (label, at) in [
+        ("created", fact.created_at),
+        ("valid from", fact.valid_at),
+        ("invalid since", fact.invalid_at),
+        ("expired", fact.expired_at),
+    ] {
+        if let Some(at) = at {
+            line.push_str(&format!(" ({label} {})", format_timestamp(at)));
+        }
+    }
+    for s in &fact.sources {
+        let kind = s
+            .source_kind
+            .map(|k| format!("{} — ", k.as_str()))
+            .unwrap_or_default();
+        line.push_str(&format!(
+            " (source: {kind}{}; episode: {})",
+            s.source_description, s.episode
+        ));
+    }
+    line
+}
+
+/// Fact lines joined with newlines; empty for no facts. Results that are not facts
+/// are ignored.
+pub fn format_facts(results: &[SearchResult]) -> String {
+    results
+        .iter()
+        .filter_map(|r| r.hit.as_fact())
+        .map(format_fact)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests;

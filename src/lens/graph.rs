@@ -1,0 +1,367 @@
+//! The whole-graph payload of a replace-graph Lens, validated in full before anything
+//! is removed or inserted.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::falkordb::{Value as FalkorValue, is_identifier};
+use crate::graph::{OWNER_KEY, OwnedNode, OwnedRelationship};
+use crate::ontology::{RESERVED_LABELS, RESERVED_RELATIONSHIP_TYPES};
+use crate::{Error, Result};
+
+/// The property that marks nodes and relationships as owned by a replace-graph Lens.
+/// Any supplied value is overwritten with the Lens's name when the graph is stored.
+pub const OWNER_PROPERTY: &str = OWNER_KEY;
+
+/// The prefix of property names gralkor keeps for itself; only [`OWNER_PROPERTY`] may
+/// be supplied (and it is overwritten).
+pub const RESERVED_PROPERTY_PREFIX: &str = "_gralkor";
+
+/// The complete current graph of one replace-graph Lens: every node and relationship
+/// it owns at its Destination. There are no partial operations: a replacement removes
+/// what the Lens owned before and inserts this; an empty graph clears it.
+///
+/// ```
+/// use gralkor::lens::Graph;
+/// use serde_json::json;
+///
+/// let graph = Graph::new()
+///     .node("payments", ["System"], json!({"name": "Payments"}))
+///     .node("ledger", ["System"], json!({"name": "Ledger"}))
+///     .relationship("payments", "DEPENDS_ON", "ledger", json!({"protocol": "events"}));
+/// graph.validate()?;
+///
+/// let dangling = Graph::new().relationship("a", "USES", "b", json!({}));
+/// assert!(dangling.validate().unwrap_err().to_string().contains("graph.relationships[0].from"));
+/// # Ok::<(), gralkor::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Graph {
+    /// The nodes.
+    #[serde(default)]
+    pub nodes: Vec<GraphNode>,
+    /// The relationships between them.
+    #[serde(default)]
+    pub relationships: Vec<GraphRelationship>,
+}
+
+/// One node of a replacement graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphNode {
+    /// Unique, non-blank id within the graph; relationships name their endpoints by it.
+    pub id: String,
+    /// Labels: identifiers, not gralkor's own (`Entity`, `Episodic`, `Community`).
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// Properties: identifier keys; strings, numbers, booleans or lists of them.
+    #[serde(default)]
+    pub properties: Map<String, Value>,
+}
+
+/// One relationship of a replacement graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphRelationship {
+    /// The id of the source node.
+    pub from: String,
+    /// The relationship type: an identifier, not one of gralkor's own.
+    #[serde(rename = "type")]
+    pub rel_type: String,
+    /// The id of the target node.
+    pub to: String,
+    /// Properties, as for nodes.
+    #[serde(default)]
+    pub properties: Map<String, Value>,
+}
+
+fn properties_of(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        Value::Null => Map::new(),
+        // Kept so validation can name it: a non-map becomes one bad entry.
+        other => Map::from_iter([(String::new(), other)]),
+    }
+}
+
+impl Graph {
+    /// An empty graph (which, as a replacement, clears the Lens's content).
+    pub fn new() -> Graph {
+        Graph::default()
+    }
+
+    /// Adds a node. `properties` is a JSON object (`json!({})` or `Value::Null` for
+    /// none).
+    pub fn node<L: Into<String>>(
+        mut self,
+        id: impl Into<String>,
+        labels: impl IntoIterator<Item = L>,
+        properties: Value,
+    ) -> Graph {
+        self.nodes.push(GraphNode {
+            id: id.into(),
+            labels: labels.into_iter().map(Into::into).collect(),
+            properties: properties_of(properties),
+        });
+        self
+    }
+
+    /// Adds a relationship `from -[rel_type]-> to`.
+    pub fn relationship(
+        mut self,
+        from: impl Into<String>,
+        rel_type: impl Into<String>,
+        to: impl Into<String>,
+        properties: Value,
+    ) -> Graph {
+        self.relationships.push(GraphRelationship {
+            from: from.into(),
+            rel_type: rel_type.into(),
+            to: to.into(),
+            properties: properties_of(properties),
+        });
+        self
+    }
+
+    /// The graph as the storage layer's owned nodes and relationships
+    /// ([`graph::replace_owned`](crate::graph::replace_owned)); JSON property values
+    /// become FalkorDB values, and a supplied ownership property is dropped (storage
+    /// sets it). Validate first.
+    pub fn to_owned_parts(&self) -> (Vec<OwnedNode>, Vec<OwnedRelationship>) {
+        let props = |m: &Map<String, Value>| {
+            m.iter()
+                .filter(|(k, _)| k.as_str() != OWNER_PROPERTY)
+                .map(|(k, v)| (k.clone(), FalkorValue::from(v.clone())))
+                .collect()
+        };
+        (
+            self.nodes
+                .iter()
+                .map(|n| OwnedNode {
+                    id: n.id.clone(),
+                    labels: n.labels.clone(),
+                    properties: props(&n.properties),
+                })
+                .collect(),
+            self.relationships
+                .iter()
+                .map(|r| OwnedRelationship {
+                    from: r.from.clone(),
+                    rel_type: r.rel_type.clone(),
+                    to: r.to.clone(),
+                    properties: props(&r.properties),
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether the graph has no nodes and no relationships.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty() && self.relationships.is_empty()
+    }
+
+    /// Checks the whole graph; the error names the first offending item
+    /// (`graph.nodes[2].labels[0]`) and the rule it broke.
+    pub fn validate(&self) -> Result<()> {
+        let mut ids = HashSet::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let field = format!("graph.nodes[{i}]");
+            if node.id.trim().is_empty() {
+                return Err(Error::invalid(format!("{field}.id"), "must not be blank"));
+            }
+            if !ids.insert(node.id.as_str()) {
+                return Err(Error::invalid(
+                    format!("{field}.id"),
+                    format!("must be unique (`{}` appears more than once)", node.id),
+                ));
+            }
+            for (j, label) in node.labels.iter().enumerate() {
+                check_name(&format!("{field}.labels[{j}]"), label, &RESERVED_LABELS)?;
+            }
+            check_properties(&format!("{field}.properties"), &node.properties)?;
+        }
+        for (i, rel) in self.relationships.iter().enumerate() {
+            let field = format!("graph.relationships[{i}]");
+            for (end, id) in [("from", &rel.from), ("to", &rel.to)] {
+                if !ids.contains(id.as_str()) {
+                    return Err(Error::invalid(
+                        format!("{field}.{end}"),
+                        format!("must name a node of the graph (no node has id `{id}`)"),
+                    ));
+                }
+            }
+            check_name(
+                &format!("{field}.type"),
+                &rel.rel_type,
+                &RESERVED_RELATIONSHIP_TYPES,
+            )?;
+            check_properties(&format!("{field}.properties"), &rel.properties)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_name(field: &str, name: &str, reserved: &[&str]) -> Result<()> {
+    if name.trim().is_empty() {
+        return Err(Error::invalid(field, "must not be blank"));
+    }
+    if !is_identifier(name) {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "must be an identifier (a letter or `_`, then letters, digits or `_`; got `{name}`)"
+            ),
+        ));
+    }
+    if let Some(r) = reserved.iter().find(|r| r.eq_ignore_ascii_case(name)) {
+        return Err(Error::invalid(
+            field,
+            format!("`{name}` is reserved: gralkor uses `{r}` itself"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_properties(field: &str, properties: &Map<String, Value>) -> Result<()> {
+    for (key, value) in properties {
+        let kf = format!("{field}.{key}");
+        if key.is_empty() {
+            return Err(Error::invalid(field, "must be a map of properties"));
+        }
+        if !is_identifier(key) {
+            return Err(Error::invalid(kf, "must be an identifier property name"));
+        }
+        if key.starts_with(RESERVED_PROPERTY_PREFIX) && key != OWNER_PROPERTY {
+            return Err(Error::invalid(
+                kf,
+                format!(
+                    "is reserved: property names beginning `{RESERVED_PROPERTY_PREFIX}` belong to gralkor"
+                ),
+            ));
+        }
+        match value {
+            Value::String(_) | Value::Number(_) | Value::Bool(_) => {}
+            Value::Array(items) => {
+                if let Some(k) = items.iter().position(|v| {
+                    !matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_))
+                }) {
+                    return Err(Error::invalid(
+                        format!("{kf}[{k}]"),
+                        "must be a string, number or boolean (lists hold scalars only)",
+                    ));
+                }
+            }
+            Value::Null => {
+                return Err(Error::invalid(
+                    kf,
+                    "must not be null (omit the property instead)",
+                ));
+            }
+            Value::Object(_) => {
+                return Err(Error::invalid(
+                    kf,
+                    "must be a string, number, boolean or list of them, not a map",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn err(g: Graph) -> String {
+        g.validate().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_valid_graph_and_the_empty_graph_pass() {
+        Graph::new().validate().unwrap();
+        Graph::new()
+            .node(
+                "a",
+                ["System"],
+                json!({"name": "A", "tags": ["x", 1, true], "n": 1.5}),
+            )
+            .node("b", Vec::<String>::new(), Value::Null)
+            .relationship("a", "DEPENDS_ON", "b", json!({OWNER_PROPERTY: "someone"}))
+            .relationship("a", "loops", "a", json!({}))
+            .validate()
+            .unwrap();
+    }
+
+    #[test]
+    fn node_ids_must_be_unique_and_non_blank() {
+        let e = err(Graph::new().node(" ", ["A"], json!({})));
+        assert!(e.contains("graph.nodes[0].id` must not be blank"), "{e}");
+        let e = err(Graph::new()
+            .node("a", ["A"], json!({}))
+            .node("a", ["B"], json!({})));
+        assert!(e.contains("graph.nodes[1].id` must be unique"), "{e}");
+    }
+
+    #[test]
+    fn labels_and_types_must_be_identifiers_and_not_reserved() {
+        let e = err(Graph::new().node("a", [""], json!({})));
+        assert!(
+            e.contains("graph.nodes[0].labels[0]` must not be blank"),
+            "{e}"
+        );
+        let e = err(Graph::new().node("a", ["Ok", "has space"], json!({})));
+        assert!(
+            e.contains("graph.nodes[0].labels[1]` must be an identifier"),
+            "{e}"
+        );
+        let e = err(Graph::new().node("a", ["episodic"], json!({})));
+        assert!(e.contains("is reserved"), "{e}");
+        let g = Graph::new().node("a", ["A"], json!({}));
+        let e = err(g.clone().relationship("a", "DEPENDS ON", "a", json!({})));
+        assert!(
+            e.contains("graph.relationships[0].type` must be an identifier"),
+            "{e}"
+        );
+        let e = err(g.relationship("a", "MENTIONS", "a", json!({})));
+        assert!(e.contains("graph.relationships[0].type"), "{e}");
+    }
+
+    #[test]
+    fn endpoints_must_exist() {
+        let g = Graph::new().node("a", ["A"], json!({}));
+        let e = err(g.clone().relationship("a", "R", "zz", json!({})));
+        assert!(
+            e.contains("graph.relationships[0].to` must name a node"),
+            "{e}"
+        );
+        let e = err(g.relationship("zz", "R", "a", json!({})));
+        assert!(e.contains("graph.relationships[0].from"), "{e}");
+    }
+
+    #[test]
+    fn properties_must_be_flat_maps_with_identifier_keys() {
+        let n = |p| err(Graph::new().node("a", ["A"], p));
+        assert!(n(json!({"bad key": 1})).contains("properties.bad key"));
+        assert!(n(json!({"x": null})).contains("must not be null"));
+        assert!(n(json!({"x": {"y": 1}})).contains("not a map"));
+        assert!(n(json!({"x": [1, [2]]})).contains("properties.x[1]"));
+        assert!(n(json!({"_gralkor_writer": "me"})).contains("reserved"));
+        assert!(n(json!("not a map")).contains("must be a map of properties"));
+    }
+
+    #[test]
+    fn graphs_deserialise_with_type_and_reject_unknown_fields() {
+        let g: Graph = serde_json::from_value(json!({
+            "nodes": [{"id": "a", "labels": ["System"], "properties": {"name": "A"}}],
+            "relationships": [{"from": "a", "to": "a", "type": "USES"}]
+        }))
+        .unwrap();
+        g.validate().unwrap();
+        assert_eq!(g.relationships[0].rel_type, "USES");
+        assert!(serde_json::from_value::<Graph>(json!({"nodes": [], "edges": []})).is_err());
+    }
+}

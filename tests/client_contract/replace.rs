@@ -1,0 +1,141 @@
+//! Contracts of `replace`.
+
+use super::*;
+
+async fn node_names(client: &dyn Client, op: &str, dest: &str, query: &str) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .search(
+            &Search::new(op, query)
+                .destinations([dest])
+                .nodes(Vec::<String>::new()),
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.hit.as_node().expect("a node").name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+pub async fn replace_swaps_only_the_lenses_own_content(make: &impl Factory) {
+    let (dest, op, w) = (fresh("d"), fresh("op"), word());
+    let client = make(
+        RuntimeConfig::new()
+            .destination(dest.clone())
+            .lens(Lens::replace_graph("systems", dest.clone()))
+            .lens(Lens::replace_graph("teams", dest.clone())),
+    )
+    .await;
+    let named = |n: &str| json!({"name": format!("{n} {w}")});
+    let first = Graph::new()
+        .node("payments", ["System"], named("Payments"))
+        .node("ledger", ["System"], named("Ledger"))
+        .relationship(
+            "payments",
+            "DEPENDS_ON",
+            "ledger",
+            json!({"protocol": "events"}),
+        );
+    client
+        .replace(&Replace::new(&op, "systems", first))
+        .await
+        .unwrap();
+    client
+        .replace(&Replace::new(
+            &op,
+            "teams",
+            Graph::new().node("core", ["Team"], named("Core")),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        node_names(client.as_ref(), &op, &dest, &w).await,
+        [
+            format!("Core {w}"),
+            format!("Ledger {w}"),
+            format!("Payments {w}")
+        ]
+    );
+
+    let second = Graph::new().node("billing", ["System"], named("Billing"));
+    client
+        .replace(&Replace::new(&op, "systems", second))
+        .await
+        .unwrap();
+    assert_eq!(
+        node_names(client.as_ref(), &op, &dest, &w).await,
+        [format!("Billing {w}"), format!("Core {w}")]
+    );
+
+    client
+        .replace(&Replace::new(&op, "systems", Graph::new()))
+        .await
+        .unwrap();
+    assert_eq!(
+        node_names(client.as_ref(), &op, &dest, &w).await,
+        [format!("Core {w}")]
+    );
+}
+
+pub async fn replace_rejects_invalid_requests_before_any_mutation(make: &impl Factory) {
+    let (dest, op, w) = (fresh("d"), fresh("op"), word());
+    let client = make(
+        RuntimeConfig::new()
+            .destination(dest.clone())
+            .lens(Lens::replace_graph("systems", dest.clone()))
+            .lens(Lens::appending("notes", dest.clone())),
+    )
+    .await;
+    let kept = Graph::new().node("a", ["System"], json!({"name": format!("Kept {w}")}));
+    client
+        .replace(&Replace::new(&op, "systems", kept))
+        .await
+        .unwrap();
+
+    let err = client
+        .replace(&Replace::new(&op, "notes", Graph::new()))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("accepts only episode ingestion"),
+        "{err}"
+    );
+    assert_invalid(
+        client
+            .replace(&Replace::new(&op, "nope", Graph::new()))
+            .await,
+        "lens",
+    );
+    assert_invalid(
+        client
+            .replace(&Replace::new(" ", "systems", Graph::new()))
+            .await,
+        "operator_id",
+    );
+    let dangling = Graph::new().node("b", ["System"], json!({})).relationship(
+        "b",
+        "USES",
+        "missing",
+        json!({}),
+    );
+    assert_invalid(
+        client
+            .replace(&Replace::new(&op, "systems", dangling))
+            .await,
+        "graph.relationships[0].to",
+    );
+    let duplicate = Graph::new()
+        .node("x", ["A"], json!({}))
+        .node("x", ["A"], json!({}));
+    assert_invalid(
+        client
+            .replace(&Replace::new(&op, "systems", duplicate))
+            .await,
+        "graph.nodes[1].id",
+    );
+    assert_eq!(
+        node_names(client.as_ref(), &op, &dest, &w).await,
+        [format!("Kept {w}")]
+    );
+}

@@ -1,0 +1,313 @@
+//! The `Client` contract run against `InMemoryClient`, plus what only the twin does:
+//! call recording, canned responses, deterministic matching and fact wrapping.
+
+#[macro_use]
+mod client_contract;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use gralkor::client::{
+    BuildCommunities, Call, Canned, Client, CommunityCounts, Content, EpisodeRecord, EpisodeRef,
+    GraphQuery, Hit, InMemoryClient, InMemoryStorage, Ingest, MemoryAdd, NewEpisode, Replace,
+    Search, SourceKind, Storage, StorageClient,
+};
+use gralkor::lens::{Graph, Lens, OWNER_PROPERTY};
+use gralkor::provenance::Writer;
+use gralkor::runtime::{Runtime, RuntimeConfig};
+use gralkor::{Error, Result};
+use serde_json::json;
+use uuid::Uuid;
+
+run_contract!(|config| client_contract::boxed(async move {
+    InMemoryClient::with_config(config).expect("valid contract configuration")
+}));
+
+fn ingest(op: &str, text: &str) -> Ingest {
+    Ingest::new("i-1", op, "personal-chat", Content::conversation(text)).source_description("chat")
+}
+
+#[tokio::test]
+async fn every_valid_call_is_recorded_with_its_arguments() {
+    let client = InMemoryClient::with_config(
+        RuntimeConfig::new().lens(Lens::replace_graph("systems", "global")),
+    )
+    .unwrap();
+    let i = ingest("op", "Ada: tea");
+    let r = Replace::new("op", "systems", Graph::new());
+    let s = Search::new("op", "tea").facts();
+    let m = MemoryAdd::new("op", Content::document("tea"));
+    let e = EpisodeRef::new("op", "personal", Uuid::new_v4());
+    let b = BuildCommunities::new("op");
+    client.ingest(&i).await.unwrap();
+    client.replace(&r).await.unwrap();
+    client.search(&s).await.unwrap();
+    client.memory_add(&m).await.unwrap();
+    client.get_episode(&e).await.unwrap();
+    client.remove_episode(&e).await.unwrap();
+    client.build_indices().await.unwrap();
+    client.build_communities(&b).await.unwrap();
+    client.await_background_writes().await;
+    assert_eq!(
+        client.calls(),
+        [
+            Call::Ingest(i),
+            Call::Replace(r),
+            Call::Search(s),
+            Call::MemoryAdd(m),
+            Call::GetEpisode(e.clone()),
+            Call::RemoveEpisode(e),
+            Call::BuildIndices,
+            Call::BuildCommunities(b),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn invalid_calls_are_rejected_before_recording() {
+    let client = InMemoryClient::new();
+    assert!(client.ingest(&ingest(" ", "x")).await.is_err());
+    assert!(
+        client
+            .search(&Search::new("op", "q").max_results(0))
+            .await
+            .is_err()
+    );
+    assert!(
+        client
+            .memory_add(&MemoryAdd::new("op", Content::document(" ")))
+            .await
+            .is_err()
+    );
+    assert!(
+        client
+            .replace(&Replace::new("op", "personal-chat", Graph::new()))
+            .await
+            .is_err()
+    );
+    assert!(client.calls().is_empty());
+    assert!(client.storage().graphs().is_empty());
+}
+
+#[tokio::test]
+async fn canned_responses_are_used_once_in_order_per_operation() {
+    let client = InMemoryClient::new();
+    client.respond(Canned::Search(Err(Error::NotFound("first".into()))));
+    client.respond(Canned::BuildCommunities(Ok(CommunityCounts {
+        communities: 3,
+        edges: 7,
+    })));
+    client.respond(Canned::Search(Err(Error::NotFound("second".into()))));
+    client.respond(Canned::Ingest(Ok(vec![])));
+
+    let first = client.search(&Search::new("op", "q")).await.unwrap_err();
+    assert!(first.to_string().contains("first"));
+    let second = client.search(&Search::new("op", "q")).await.unwrap_err();
+    assert!(second.to_string().contains("second"));
+    assert!(
+        client
+            .search(&Search::new("op", "q"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let counts = client
+        .build_communities(&BuildCommunities::new("op"))
+        .await
+        .unwrap();
+    assert_eq!((counts.communities, counts.edges), (3, 7));
+    // The canned ingest answers without writing.
+    assert!(
+        client
+            .ingest(&ingest("op", "Ada: tea"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(client.storage().graphs().is_empty());
+    // Validation still comes first: an invalid call does not consume a canned response.
+    client.respond(Canned::GetEpisode(Ok(None)));
+    assert!(
+        client
+            .get_episode(&EpisodeRef::new("", "personal", Uuid::nil()))
+            .await
+            .is_err()
+    );
+    assert_eq!(client.calls().len(), 5);
+}
+
+#[tokio::test]
+async fn reset_clears_calls_canned_responses_and_memory_but_keeps_the_runtime() {
+    let client = InMemoryClient::with_config(RuntimeConfig::new().destination("kb")).unwrap();
+    client.ingest(&ingest("op", "Ada: tea")).await.unwrap();
+    client.respond(Canned::Search(Err(Error::NotFound("x".into()))));
+    client.reset();
+    assert!(client.calls().is_empty());
+    assert!(client.storage().graphs().is_empty());
+    assert!(
+        client
+            .search(&Search::new("op", "tea"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(client.runtime().snapshot().destination("d", "kb").is_ok());
+}
+
+#[tokio::test]
+async fn search_matches_shared_words_in_insertion_order() {
+    let client = InMemoryClient::new();
+    for text in [
+        "Ada: Tea at noon",
+        "Ada: coffee later",
+        "Ada: more TEA, please",
+    ] {
+        client.ingest(&ingest("op", text)).await.unwrap();
+    }
+    let found = client.search(&Search::new("op", "tea?")).await.unwrap();
+    let texts: Vec<_> = found
+        .iter()
+        .map(|r| r.hit.as_episode().unwrap().content.as_str())
+        .collect();
+    assert_eq!(texts, ["Ada: Tea at noon", "Ada: more TEA, please"]);
+    let none = client.search(&Search::new("op", "biscuits")).await.unwrap();
+    assert!(none.is_empty());
+}
+
+#[tokio::test]
+async fn facts_wrap_each_episode_as_one_record_with_its_source() {
+    let client = InMemoryClient::new();
+    let written = client
+        .ingest(&ingest("op", "Ada: tea at noon"))
+        .await
+        .unwrap();
+    let found = client
+        .search(&Search::new("op", "tea").facts())
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    let Hit::Fact(fact) = &found[0].hit else {
+        panic!("{found:?}")
+    };
+    assert_eq!(fact.fact, "Ada: tea at noon");
+    assert!(fact.created_at.is_some() && fact.valid_at.is_some());
+    assert_eq!((fact.invalid_at, fact.expired_at), (None, None));
+    assert_eq!(fact.sources.len(), 1);
+    let source = &fact.sources[0];
+    assert_eq!(source.episode, written[0].episode);
+    assert_eq!(source.source_kind, Some(SourceKind::Conversation));
+    assert_eq!(source.source_description, "chat");
+    assert_eq!(source.writer, Some(Writer::Lens("personal-chat".into())));
+    // Wrapped facts are generic facts.
+    let typed = Search::new("op", "tea").result_type(gralkor::client::ResultType::Facts {
+        edge_types: vec!["PREFERS".into()],
+    });
+    assert!(client.search(&typed).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn stored_descriptions_end_with_the_writer_marker() {
+    let client = InMemoryClient::new();
+    client.ingest(&ingest("op", "Ada: tea")).await.unwrap();
+    client
+        .memory_add(&MemoryAdd::new("op", Content::document("tea")).source_description("note"))
+        .await
+        .unwrap();
+    client.await_background_writes().await;
+    assert_eq!(
+        client.storage().stored_descriptions("personal/op"),
+        ["chat [lens: personal-chat]", "note [gralkor: direct]"]
+    );
+}
+
+#[tokio::test]
+async fn replacement_stamps_the_ownership_property_over_any_supplied_value() {
+    let client = InMemoryClient::with_config(
+        RuntimeConfig::new().lens(Lens::replace_graph("systems", "global")),
+    )
+    .unwrap();
+    let graph = Graph::new()
+        .node(
+            "a",
+            ["System"],
+            json!({"name": "A", OWNER_PROPERTY: "impostor"}),
+        )
+        .relationship("a", "USES", "a", json!({}));
+    client
+        .replace(&Replace::new("op", "systems", graph))
+        .await
+        .unwrap();
+    let stored = client.storage().replaced_graph("global");
+    assert_eq!(stored.nodes[0].properties[OWNER_PROPERTY], "systems");
+    assert_eq!(
+        stored.relationships[0].properties[OWNER_PROPERTY],
+        "systems"
+    );
+    let found = client
+        .search(
+            &Search::new("op", "A")
+                .destinations(["global"])
+                .nodes(["System"]),
+        )
+        .await
+        .unwrap();
+    let node = found[0].hit.as_node().unwrap();
+    assert_eq!(node.attributes, json!({"name": "A"}));
+}
+
+/// Fails every search of one graph.
+#[derive(Debug, Default)]
+struct FailingGraph {
+    inner: InMemoryStorage,
+    failing: String,
+}
+
+#[async_trait]
+impl Storage for FailingGraph {
+    async fn add_episode(&self, episode: NewEpisode) -> Result<Uuid> {
+        self.inner.add_episode(episode).await
+    }
+    async fn search(&self, graph: &str, query: &GraphQuery) -> Result<Vec<Hit>> {
+        if graph == self.failing {
+            return Err(Error::Query {
+                graph: graph.into(),
+                message: "boom".into(),
+            });
+        }
+        self.inner.search(graph, query).await
+    }
+    async fn replace_graph(&self, graph: &str, lens: &str, replacement: &Graph) -> Result<()> {
+        self.inner.replace_graph(graph, lens, replacement).await
+    }
+    async fn get_episode(&self, graph: &str, uuid: Uuid) -> Result<Option<EpisodeRecord>> {
+        self.inner.get_episode(graph, uuid).await
+    }
+    async fn remove_episode(&self, graph: &str, uuid: Uuid) -> Result<bool> {
+        self.inner.remove_episode(graph, uuid).await
+    }
+    async fn build_indices(&self) -> Result<()> {
+        Ok(())
+    }
+    async fn build_communities(&self, graph: &str) -> Result<CommunityCounts> {
+        self.inner.build_communities(graph).await
+    }
+}
+
+#[tokio::test]
+async fn a_failing_destination_fails_the_whole_search() {
+    let storage = Arc::new(FailingGraph {
+        inner: InMemoryStorage::new(),
+        failing: "global".into(),
+    });
+    let client = StorageClient::new(Runtime::packaged(), storage);
+    client.ingest(&ingest("op", "Ada: tea")).await.unwrap();
+    let err = client.search(&Search::new("op", "tea")).await.unwrap_err();
+    assert!(err.to_string().contains("boom"), "{err}");
+    // The healthy Destination alone still answers.
+    let ok = client
+        .search(&Search::new("op", "tea").destinations(["personal"]))
+        .await
+        .unwrap();
+    assert_eq!(ok.len(), 1);
+}
