@@ -161,6 +161,8 @@ impl StorageClient {
                         writer: Writer::Direct,
                         ontology: Ontology::generic(),
                         reference_time: Timestamp::now(),
+                        reference_time_given: false,
+                        replay_key: None,
                     })
                     .await
                     .map(|_| ()),

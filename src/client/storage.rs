@@ -29,6 +29,13 @@ pub struct NewEpisode {
     pub ontology: Ontology,
     /// When it happened in the world.
     pub reference_time: Timestamp,
+    /// Whether the caller gave `reference_time` (`false`: it is the time of writing).
+    pub reference_time_given: bool,
+    /// A key that is the same when the same request is replayed (`<ingest id>#<n>` for
+    /// the n-th episode an ingestion writes); `None` for writes that are never
+    /// replayed. A storage may derive the episode's identity from it so that a replay
+    /// stores nothing twice.
+    pub replay_key: Option<String>,
 }
 
 /// A search of one graph.

@@ -88,6 +88,49 @@ pub struct Path {
 }
 
 impl Value {
+    /// The value as JSON: scalars, lists and maps as themselves (a non-finite float as
+    /// `null`), a vector as an array of numbers, a node or relationship as its property
+    /// map, a point as `{latitude, longitude}`, temporal values as their integer
+    /// encodings, a path as `null`.
+    ///
+    /// ```
+    /// use gralkor::falkordb::Value;
+    /// let v = Value::List(vec![Value::Int(1), Value::String("a".into()), Value::Null]);
+    /// assert_eq!(v.to_json(), serde_json::json!([1, "a", null]));
+    /// ```
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        let map = |m: &BTreeMap<String, Value>| {
+            J::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
+        };
+        match self {
+            Value::Null | Value::Path(_) => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Int(i)
+            | Value::DateTime(i)
+            | Value::Date(i)
+            | Value::Time(i)
+            | Value::Duration(i) => J::from(*i),
+            Value::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
+            Value::String(s) => J::String(s.clone()),
+            Value::List(l) => J::Array(l.iter().map(Value::to_json).collect()),
+            Value::Map(m) => map(m),
+            Value::Vector(v) => J::Array(
+                v.iter()
+                    .map(|f| serde_json::Number::from_f64(f64::from(*f)).map_or(J::Null, J::Number))
+                    .collect(),
+            ),
+            Value::Node(n) => map(&n.properties),
+            Value::Edge(e) => map(&e.properties),
+            Value::Point {
+                latitude,
+                longitude,
+            } => {
+                serde_json::json!({"latitude": latitude, "longitude": longitude})
+            }
+        }
+    }
+
     /// The string, if this is a [`Value::String`].
     pub fn as_str(&self) -> Option<&str> {
         match self {

@@ -39,6 +39,10 @@ impl std::fmt::Debug for LensStore {
 }
 
 impl LensStore {
+    fn written_count(&self) -> usize {
+        self.written.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     /// A store for one ingestion. `lens` must be an appending Lens whose Destination
     /// resolves, for this operator, to the logical `graph`; client implementations
     /// build it after [`validate_ingest`](crate::client::validate_ingest).
@@ -109,6 +113,8 @@ impl LensStore {
                 writer,
                 ontology,
                 reference_time: self.reference_time.unwrap_or_else(Timestamp::now),
+                reference_time_given: self.reference_time.is_some(),
+                replay_key: Some(format!("{}#{}", self.ingest_id, self.written_count())),
             })
             .await?;
         self.written

@@ -277,3 +277,55 @@ pub async fn get_owned(
         .collect();
     Ok((nodes, relationships))
 }
+
+/// Every Lens-owned node of `graph` with its owner, ordered by owner then id: what a
+/// node search looks through besides extracted entities. One read.
+///
+/// ```no_run
+/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// for (lens, node) in gralkor::graph::store::owned::all_owned_nodes(&db, "global").await? {
+///     println!("{lens}: {}", node.id);
+/// }
+/// # Ok(()) }
+/// ```
+pub async fn all_owned_nodes(db: &FalkorDb, graph: &str) -> Result<Vec<(String, OwnedNode)>> {
+    let res = db
+        .ro_query(
+            graph,
+            &format!(
+                "MATCH (n) WHERE n.{OWNER_KEY} IS NOT NULL \
+                 RETURN n.{OWNER_KEY} AS owner, n.{OWNED_ID_KEY} AS id, labels(n) AS labels, \
+                        properties(n) AS props \
+                 ORDER BY owner, id"
+            ),
+            &Params::new(),
+        )
+        .await?;
+    Ok(res
+        .into_maps()
+        .into_iter()
+        .map(|row| {
+            let text = |k: &str| {
+                row.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let node = OwnedNode {
+                id: text("id"),
+                labels: row
+                    .get("labels")
+                    .and_then(Value::as_list)
+                    .map(|l| {
+                        l.iter()
+                            .filter_map(Value::as_str)
+                            .map(String::from)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                properties: owned_props(row.get("props")),
+            };
+            (text("owner"), node)
+        })
+        .collect())
+}
