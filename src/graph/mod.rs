@@ -71,6 +71,7 @@ pub mod dedup;
 pub mod extract;
 pub mod model;
 mod prompts;
+pub mod search;
 pub mod store;
 pub mod temporal;
 
@@ -79,6 +80,9 @@ pub use extract::{
     ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,
 };
 pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
+pub use search::{
+    SearchConfig, SearchFilters, SearchRequest, SearchResults, TimeMode, search, search_facts,
+};
 pub use store::{
     CandidateQuery, MAX_CANDIDATE_LIMIT, build_indices, clear, entity_candidates, get_communities,
     get_community_members, get_entities, get_episode, get_episodes_mentioning, get_facts,
