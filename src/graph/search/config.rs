@@ -139,8 +139,9 @@ pub struct SearchConfig {
     pub communities: Option<ScopeConfig>,
     /// Results per scope, `1..=`[`MAX_SEARCH_LIMIT`].
     pub limit: usize,
-    /// Results whose final score is below this are dropped (0 keeps every result of
-    /// a non-negative reranker).
+    /// Results whose final score is below this are dropped. Every reranker's scores
+    /// are non-negative except MMR's, which is negative for a candidate more redundant
+    /// than relevant: the default 0 drops those (as Graphiti's `reranker_min_score`).
     pub min_score: f64,
 }
 

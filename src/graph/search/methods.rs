@@ -11,9 +11,13 @@
 //! (retired facts, labels, dates…) and `n` still come back. A very selective filter
 //! can still leave fewer: the index knows nothing of filters. Asking the index for
 //! more neighbours also widens its search (HNSW explores at least `k` candidates),
-//! which is what raises recall@10 to ≥ 0.95 in `examples/bench_search.rs`. The fulltext
-//! procedure has no `k`: it yields every match, and the statement filters, sorts by
-//! score and cuts to `n`.
+//! which together with the indices' `efRuntime` (see
+//! [`index_specs`](crate::graph::index_specs)) gives recall@10 ≥ 0.95 in
+//! `examples/bench_search.rs`. The fulltext procedure has no `k`: it yields every
+//! match, so the statement keeps the best `k` by score the same way, then filters,
+//! then cuts to `n`. The best `k` are collected into a list before the filter: left as
+//! a plain `WITH … WHERE`, FalkorDB moves the filter in front of the sort, onto every
+//! match (thousands for common words), which made the filter the costliest step.
 //!
 //! ## Graphs without indices
 //!
@@ -36,10 +40,10 @@ use crate::graph::model::Timestamp;
 use crate::{Error, Result};
 
 /// The vector index is asked for this many times the candidates a method returns.
-pub const OVERFETCH: usize = 4;
+pub const OVERFETCH: usize = 2;
 
 /// The vector index is asked for at least this many neighbours.
-pub const MIN_INDEX_K: usize = 40;
+pub const MIN_INDEX_K: usize = 20;
 
 /// What every method of one search shares.
 #[derive(Clone, Copy)]
@@ -167,52 +171,89 @@ pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec
     let query = format!(
         "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) \
          YIELD relationship, score \
-         WITH relationship AS f, score {} \
+         WITH relationship AS f, score ORDER BY score DESC LIMIT $k \
+         WITH collect([f, score]) AS top UNWIND top AS t \
+         WITH t[0] AS f, t[1] AS score {} \
          WITH f, score ORDER BY score DESC, f.uuid LIMIT $n \
          {FACT_SOURCES} \
          RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid",
         w.where_clause()
     );
-    let params = with(&w).set("q", q).set("n", int(n));
+    let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
     let rows = read(ctx, Index::Fulltext("RELATES_TO", false), &query, &params).await?;
     rows.iter().map(fact_hit).collect()
 }
 
-/// The origins (entities or episodes) bound to `o`.
-const ORIGINS: &str = "UNWIND $origins AS ou \
-     OPTIONAL MATCH (oa:Entity {uuid: ou}) \
-     OPTIONAL MATCH (ob:Episodic {uuid: ou}) \
-     WITH coalesce(oa, ob) AS o WHERE o IS NOT NULL";
-
-/// Facts on the paths of at most `depth` `RELATES_TO`/`MENTIONS` hops from `origins`,
-/// nearest first; score 1 / hops.
+/// Facts found by walking `RELATES_TO`/`MENTIONS` links from `origins` (entities or
+/// episodes), level by level: a fact touching a node first reached at level `l` is
+/// `l + 1` hops away and scores 1 / hops. The walk stops at `depth` hops or as soon as
+/// `n` facts are found (one statement for each level's facts, one for the next
+/// level's nodes), so a dense neighbourhood costs what it returns, not its paths.
 pub(crate) async fn fact_bfs(
     ctx: Ctx<'_>,
     origins: &[Uuid],
     depth: u32,
     n: usize,
 ) -> Result<Vec<FactHit>> {
-    if origins.is_empty() {
-        return Ok(Vec::new());
-    }
     let w = ctx.filters.fact_where(ctx.now);
-    // The depth is a validated integer (1..=MAX_BFS_DEPTH): Cypher does not take
-    // variable-length bounds as parameters.
     let query = format!(
-        "{ORIGINS} \
-         MATCH path = (o)-[:RELATES_TO|MENTIONS*1..{depth}]-(:Entity) \
-         UNWIND range(0, length(path) - 1) AS i \
-         WITH relationships(path)[i] AS f, i + 1 AS hop \
-         WHERE type(f) = 'RELATES_TO' \
-         WITH f, min(hop) AS hop {} \
-         WITH f, 1.0 / hop AS score ORDER BY score DESC, f.uuid LIMIT $n \
+        "UNWIND $frontier AS u \
+         MATCH (x:Entity {{uuid: u}}) \
+         MATCH (x)-[f:RELATES_TO]-() \
+         WITH DISTINCT f WHERE NOT f.uuid IN $seen{} \
+         WITH f, $score AS score ORDER BY f.uuid LIMIT $left \
          {FACT_SOURCES} \
-         RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid",
-        w.where_clause()
+         RETURN {FACT_COLUMNS} ORDER BY uuid",
+        w.and_clause()
     );
-    let params = with(&w).set("origins", uuid_list(origins)).set("n", int(n));
-    let rows = read(ctx, Index::None, &query, &params).await?;
-    rows.iter().map(fact_hit).collect()
+    let mut out: Vec<FactHit> = Vec::new();
+    let mut visited: Vec<Uuid> = origins.to_vec();
+    let mut frontier: Vec<Uuid> = origins.to_vec();
+    for level in 0..depth {
+        if frontier.is_empty() || out.len() >= n {
+            break;
+        }
+        let seen: Vec<Uuid> = out.iter().map(|h| h.fact.uuid).collect();
+        let params = with(&w)
+            .set("frontier", uuid_list(&frontier))
+            .set("seen", uuid_list(&seen))
+            .set("score", 1.0 / f64::from(level + 1))
+            .set("left", int(n - out.len()));
+        for row in read(ctx, Index::None, &query, &params).await? {
+            out.push(fact_hit(&row)?);
+        }
+        if out.len() >= n || level + 1 == depth {
+            break;
+        }
+        frontier = next_level(ctx, &frontier, &visited).await?;
+        visited.extend(frontier.iter().copied());
+    }
+    Ok(out)
+}
+
+/// The nodes (entities or episodes) linked by `RELATES_TO` or `MENTIONS` to any of
+/// `frontier` and not in `visited`.
+async fn next_level(ctx: Ctx<'_>, frontier: &[Uuid], visited: &[Uuid]) -> Result<Vec<Uuid>> {
+    let rows = read(
+        ctx,
+        Index::None,
+        "UNWIND $frontier AS u \
+         OPTIONAL MATCH (a:Entity {uuid: u}) \
+         OPTIONAL MATCH (b:Episodic {uuid: u}) \
+         WITH coalesce(a, b) AS x WHERE x IS NOT NULL \
+         MATCH (x)-[:RELATES_TO|MENTIONS]-(y) \
+         WITH DISTINCT y.uuid AS uuid WHERE NOT uuid IN $visited \
+         RETURN uuid",
+        &Params::new()
+            .set("frontier", uuid_list(frontier))
+            .set("visited", uuid_list(visited)),
+    )
+    .await?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| r.get("uuid").and_then(Value::as_str))
+        .filter_map(|s| Uuid::parse_str(s).ok())
+        .collect())
 }
 
 // ---------------------------------------------------------------- entities
@@ -253,38 +294,55 @@ pub(crate) async fn entity_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<V
     let w = ctx.filters.entity_where();
     let query = format!(
         "CALL db.idx.fulltext.queryNodes('Entity', $q) YIELD node, score \
-         WITH node AS n, score {} \
+         WITH node AS n, score ORDER BY score DESC LIMIT $k \
+         WITH collect([n, score]) AS top UNWIND top AS t \
+         WITH t[0] AS n, t[1] AS score {} \
          RETURN {ENTITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
         w.where_clause()
     );
-    let params = with(&w).set("q", q).set("n", int(n));
+    let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
     let rows = read(ctx, Index::Fulltext("Entity", true), &query, &params).await?;
     rows.iter().map(entity_hit).collect()
 }
 
-/// Entities at most `depth` `RELATES_TO`/`MENTIONS` hops from `origins`, nearest
-/// first; score 1 / hops.
+/// Entities reached by walking `RELATES_TO`/`MENTIONS` links from `origins`, level by
+/// level (the origins themselves excluded): first reached at level `l`, an entity
+/// scores 1 / `l`. Stops at `depth` or once `n` entities are found.
 pub(crate) async fn entity_bfs(
     ctx: Ctx<'_>,
     origins: &[Uuid],
     depth: u32,
     n: usize,
 ) -> Result<Vec<EntityHit>> {
-    if origins.is_empty() {
-        return Ok(Vec::new());
-    }
     let w = ctx.filters.entity_where();
     let query = format!(
-        "{ORIGINS} \
-         MATCH path = (o)-[:RELATES_TO|MENTIONS*1..{depth}]-(n:Entity) \
-         WITH n, min(length(path)) AS hop {} \
-         WITH n, 1.0 / hop AS score \
-         RETURN {ENTITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
+        "UNWIND $level AS u \
+         MATCH (n:Entity {{uuid: u}}) {} \
+         WITH n, $score AS score \
+         RETURN {ENTITY_COLUMNS} ORDER BY uuid LIMIT $left",
         w.where_clause()
     );
-    let params = with(&w).set("origins", uuid_list(origins)).set("n", int(n));
-    let rows = read(ctx, Index::None, &query, &params).await?;
-    rows.iter().map(entity_hit).collect()
+    let mut out: Vec<EntityHit> = Vec::new();
+    let mut visited: Vec<Uuid> = origins.to_vec();
+    let mut frontier: Vec<Uuid> = origins.to_vec();
+    for level in 1..=depth {
+        if frontier.is_empty() || out.len() >= n {
+            break;
+        }
+        frontier = next_level(ctx, &frontier, &visited).await?;
+        visited.extend(frontier.iter().copied());
+        if frontier.is_empty() {
+            break;
+        }
+        let params = with(&w)
+            .set("level", uuid_list(&frontier))
+            .set("score", 1.0 / f64::from(level))
+            .set("left", int(n - out.len()));
+        for row in read(ctx, Index::None, &query, &params).await? {
+            out.push(entity_hit(&row)?);
+        }
+    }
+    Ok(out)
 }
 
 // ---------------------------------------------------------------- episodes
@@ -293,8 +351,8 @@ pub(crate) async fn entity_bfs(
 pub(crate) async fn episode_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<EpisodeHit>> {
     let query = format!(
         "CALL db.idx.fulltext.queryNodes('Episodic', $q) YIELD node, score \
-         WITH node AS e, score \
-         RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n"
+         WITH node AS e, score ORDER BY score DESC LIMIT $n \
+         RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid"
     );
     let params = Params::new().set("q", q).set("n", int(n));
     let rows = read(ctx, Index::Fulltext("Episodic", true), &query, &params).await?;
@@ -339,8 +397,8 @@ pub(crate) async fn community_fulltext(
 ) -> Result<Vec<CommunityHit>> {
     let query = format!(
         "CALL db.idx.fulltext.queryNodes('Community', $q) YIELD node, score \
-         WITH node AS c, score \
-         RETURN {COMMUNITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n"
+         WITH node AS c, score ORDER BY score DESC LIMIT $n \
+         RETURN {COMMUNITY_COLUMNS} ORDER BY score DESC, uuid"
     );
     let params = Params::new().set("q", q).set("n", int(n));
     let rows = read(ctx, Index::Fulltext("Community", true), &query, &params).await?;
@@ -406,39 +464,48 @@ pub(crate) async fn similarities(
 }
 
 /// Hop distances (over `RELATES_TO`, either direction, at most `depth`) from the
-/// entity `center` to each of `uuids` that is reachable; the center itself is 0.
+/// entity `center` to each of `uuids` that is reachable; the center itself is 0. Walks
+/// level by level and stops once every one of `uuids` is placed.
 pub(crate) async fn distances(
     ctx: Ctx<'_>,
     center: Uuid,
     uuids: &[Uuid],
     depth: u32,
 ) -> Result<BTreeMap<Uuid, u32>> {
+    let wanted: std::collections::BTreeSet<Uuid> = uuids.iter().copied().collect();
     let mut out = BTreeMap::new();
-    if uuids.contains(&center) {
+    if wanted.contains(&center) {
         out.insert(center, 0);
     }
-    if uuids.is_empty() {
-        return Ok(out);
-    }
-    // FalkorDB has no undirected shortestPath: take the shortest of the bounded paths.
-    let query = format!(
-        "MATCH (c:Entity {{uuid: $center}}) \
-         MATCH path = (c)-[:RELATES_TO*1..{depth}]-(n:Entity) \
-         WHERE n.uuid IN $uuids AND n <> c \
-         RETURN n.uuid AS uuid, min(length(path)) AS hops"
-    );
-    let params = Params::new()
-        .set("center", center.to_string())
-        .set("uuids", uuid_list(uuids));
-    for row in read(ctx, Index::None, &query, &params).await? {
-        let uuid = row
-            .get("uuid")
-            .and_then(Value::as_str)
-            .and_then(|s| Uuid::parse_str(s).ok());
-        let hops = row.get("hops").and_then(Value::as_int);
-        if let (Some(u), Some(h)) = (uuid, hops) {
-            out.insert(u, u32::try_from(h).unwrap_or(u32::MAX));
+    let mut visited = vec![center];
+    let mut frontier = vec![center];
+    for level in 1..=depth {
+        if frontier.is_empty() || out.len() == wanted.len() {
+            break;
         }
+        let rows = read(
+            ctx,
+            Index::None,
+            "UNWIND $frontier AS u \
+             MATCH (x:Entity {uuid: u})-[:RELATES_TO]-(y:Entity) \
+             WITH DISTINCT y.uuid AS uuid WHERE NOT uuid IN $visited \
+             RETURN uuid",
+            &Params::new()
+                .set("frontier", uuid_list(&frontier))
+                .set("visited", uuid_list(&visited)),
+        )
+        .await?;
+        frontier = rows
+            .iter()
+            .filter_map(|r| r.get("uuid").and_then(Value::as_str))
+            .filter_map(|s| Uuid::parse_str(s).ok())
+            .collect();
+        for u in &frontier {
+            if wanted.contains(u) {
+                out.insert(*u, level);
+            }
+        }
+        visited.extend(frontier.iter().copied());
     }
     Ok(out)
 }

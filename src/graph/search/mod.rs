@@ -498,11 +498,14 @@ impl Scope<'_> {
         ))
     }
 
-    async fn mmr<T: Hit>(&self, fused: Vec<T>, kind: Embedded, lambda: f64) -> Result<Vec<T>> {
+    /// MMR over the best 2 × limit of the RRF order (the similarity matrix grows with
+    /// the square of the candidates).
+    async fn mmr<T: Hit>(&self, mut fused: Vec<T>, kind: Embedded, lambda: f64) -> Result<Vec<T>> {
         let Some(v) = self.vector else {
             // A blank query: nothing to be relevant to; keep the fused order.
             return Ok(fused);
         };
+        fused.truncate(2 * self.limit());
         let uuids: Vec<Uuid> = fused.iter().map(Hit::uuid).collect();
         let sims = methods::similarities(self.ctx, kind, &uuids, v).await?;
         Ok(rerank::mmr(fused, &sims, lambda))

@@ -5,8 +5,11 @@
 //! * **RRF** ([`rrf`]): each candidate scores Σ 1 / (rank + 1) over the lists it is in
 //!   (rank from 0, Graphiti's `rank_const = 1`). Ties keep the order of first
 //!   appearance, reading the lists rank by rank in method order (fulltext, vector,
-//!   breadth-first).
-//! * **MMR** ([`mmr`]): greedy maximal marginal relevance. Repeatedly picks the
+//!   breadth-first). When only one method found anything, there is nothing to fuse:
+//!   its order and its own scores stand (cosine similarity for vector, the fulltext
+//!   score, 1 / hops for breadth-first).
+//! * **MMR** ([`mmr`]): greedy maximal marginal relevance over the best 2 × limit of
+//!   the RRF order. Repeatedly picks the
 //!   candidate maximising λ · sim(query, c) − (1 − λ) · max sim(c, s) over those already
 //!   picked (0 when none is), and scores it with that value. Graphiti's is a single
 //!   non-greedy pass that penalises each candidate by its nearest *other* candidate,
@@ -35,6 +38,11 @@ use super::results::Hit;
 
 /// Reciprocal rank fusion of `lists` (see the module docs).
 pub(crate) fn rrf<T: Hit>(lists: Vec<Vec<T>>) -> Vec<T> {
+    let mut lists: Vec<Vec<T>> = lists.into_iter().filter(|l| !l.is_empty()).collect();
+    if lists.len() <= 1 {
+        // One list: nothing to fuse; its order and the method's own scores stand.
+        return lists.pop().unwrap_or_default();
+    }
     let mut slot: HashMap<Uuid, usize> = HashMap::new();
     let mut fused: Vec<(T, f64)> = Vec::new();
     let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
