@@ -514,8 +514,10 @@ async fn floor(
 ) -> gralkor::Result<usize> {
     let vq = "CALL db.idx.vector.queryRelationships('RELATES_TO', 'fact_embedding', 10, vecf32($v)) \
               YIELD relationship, score RETURN relationship.uuid AS u, score";
+    // Sorted and cut before projecting: projecting first reads a property of every match.
     let fq = "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) YIELD relationship, score \
-              RETURN relationship.uuid AS u, score ORDER BY score DESC LIMIT 10";
+              WITH relationship, score ORDER BY score DESC LIMIT 10 \
+              RETURN relationship.uuid AS u, score";
     let vp = Params::new().set("v", v.to_vec());
     let fp = Params::new().set("q", q);
     let (a, b) = if pipeline {
