@@ -49,6 +49,19 @@ pub enum IndexKind {
     },
 }
 
+/// HNSW parameters of a vector index; `None` keeps FalkorDB's default (M 16,
+/// efConstruction 200, efRuntime 10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HnswOptions {
+    /// Links per node (`M`).
+    pub m: Option<u32>,
+    /// Candidate list size while building (`efConstruction`).
+    pub ef_construction: Option<u32>,
+    /// Candidate list size while querying (`efRuntime`); a query explores at least
+    /// `max(efRuntime, k)` candidates.
+    pub ef_runtime: Option<u32>,
+}
+
 /// An index to create.
 ///
 /// ```
@@ -70,6 +83,9 @@ pub struct IndexSpec {
     pub properties: Vec<String>,
     /// Kind and options.
     pub kind: IndexKind,
+    /// HNSW parameters, for a vector index (ignored otherwise). Set when the index is
+    /// created; an existing index keeps its own.
+    pub hnsw: HnswOptions,
 }
 
 fn strings<I: IntoIterator<Item = S>, S: Into<String>>(i: I) -> Vec<String> {
@@ -86,6 +102,7 @@ impl IndexSpec {
             entity: IndexEntity::Node(label.into()),
             properties: strings(properties),
             kind: IndexKind::Range,
+            hnsw: HnswOptions::default(),
         }
     }
 
@@ -98,6 +115,7 @@ impl IndexSpec {
             entity: IndexEntity::Relationship(rel_type.into()),
             properties: strings(properties),
             kind: IndexKind::Range,
+            hnsw: HnswOptions::default(),
         }
     }
 
@@ -114,6 +132,7 @@ impl IndexSpec {
                 stopwords: strings(stopwords.iter().copied()),
                 language: Some("english".into()),
             },
+            hnsw: HnswOptions::default(),
         }
     }
 
@@ -143,6 +162,7 @@ impl IndexSpec {
                 dimension,
                 similarity,
             },
+            hnsw: HnswOptions::default(),
         }
     }
 
@@ -157,6 +177,12 @@ impl IndexSpec {
             entity: IndexEntity::Relationship(rel_type.into()),
             ..Self::vector_nodes("_", property, dimension, similarity)
         }
+    }
+
+    /// The same spec with HNSW parameters (vector indices only).
+    pub fn with_hnsw(mut self, hnsw: HnswOptions) -> Self {
+        self.hnsw = hnsw;
+        self
     }
 
     fn validate(&self) -> Result<()> {
@@ -238,8 +264,18 @@ impl IndexSpec {
                     Similarity::Cosine => "cosine",
                     Similarity::Euclidean => "euclidean",
                 };
+                let mut hnsw = String::new();
+                for (name, v) in [
+                    ("M", self.hnsw.m),
+                    ("efConstruction", self.hnsw.ef_construction),
+                    ("efRuntime", self.hnsw.ef_runtime),
+                ] {
+                    if let Some(v) = v {
+                        hnsw.push_str(&format!(", {name}:{v}"));
+                    }
+                }
                 format!(
-                    "CREATE VECTOR INDEX {pattern} OPTIONS {{dimension:{dimension}, similarityFunction:'{f}'}}"
+                    "CREATE VECTOR INDEX {pattern} OPTIONS {{dimension:{dimension}, similarityFunction:'{f}'{hnsw}}}"
                 )
             }
         })
@@ -269,6 +305,8 @@ pub struct IndexInfo {
     pub kind: IndexKind,
     /// Whether the index has finished building (`OPERATIONAL`).
     pub operational: bool,
+    /// HNSW parameters, for a vector index (as reported; default otherwise).
+    pub hnsw: HnswOptions,
 }
 
 /// How long index creation may take to become operational.
@@ -456,6 +494,13 @@ impl FalkorDb {
                 continue;
             };
             for (property, kinds) in types {
+                let o = options.get(property).and_then(Value::as_map);
+                let opt = |name: &str| {
+                    o.and_then(|o| o.get(name))
+                        .and_then(Value::as_int)
+                        .and_then(|v| u32::try_from(v).ok())
+                };
+                let mut hnsw = HnswOptions::default();
                 for kind in kinds.as_list().unwrap_or_default() {
                     let kind = match kind.as_str() {
                         Some("RANGE") => IndexKind::Range,
@@ -464,7 +509,11 @@ impl FalkorDb {
                             language: language.clone(),
                         },
                         Some("VECTOR") => {
-                            let o = options.get(property).and_then(Value::as_map);
+                            hnsw = HnswOptions {
+                                m: opt("M"),
+                                ef_construction: opt("efConstruction"),
+                                ef_runtime: opt("efRuntime"),
+                            };
                             let dimension = o
                                 .and_then(|o| o.get("dimension"))
                                 .and_then(Value::as_int)
@@ -488,6 +537,7 @@ impl FalkorDb {
                         property: property.clone(),
                         kind,
                         operational,
+                        hnsw,
                     });
                 }
             }
@@ -545,6 +595,7 @@ impl FalkorDb {
                     entity: index.entity,
                     properties: vec![index.property],
                     kind: index.kind,
+                    hnsw: index.hnsw,
                 };
                 self.drop_index(&graph, &spec).await?;
                 self.create_index(&graph, &spec).await?;

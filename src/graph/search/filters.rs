@@ -1,0 +1,311 @@
+//! Filters and time: what a search may return, turned into a Cypher `WHERE` clause that
+//! runs **after** the index call, on the hits it yields.
+//!
+//! ## Time
+//!
+//! Each fact carries `valid_at` / `invalid_at` (true in the world from / until, a
+//! half-open span) and `expired_at` (when gralkor retired it, e.g. because a
+//! contradicting fact arrived — the engine then also sets `invalid_at`). [`TimeMode`]
+//! picks which facts a search sees:
+//!
+//! * [`TimeMode::Current`] (the default): facts not retired and not ended —
+//!   `expired_at IS NULL AND (invalid_at IS NULL OR invalid_at > now)`. A fact that
+//!   starts in the future (a plan) is current knowledge and is included. Invalidated
+//!   facts never come back as current (Graphiti #1645, #1664 returned them).
+//! * [`TimeMode::History`]: every fact, retired or not.
+//! * [`TimeMode::AsOf`]`(t)`: what was true at `t` — `valid_at` unknown or `<= t`,
+//!   `invalid_at` unknown or `> t`, and `expired_at` unknown or `> t`. This is exactly
+//!   [`temporal::is_current`](crate::graph::temporal::is_current), so search and the
+//!   engine agree. `expired_at` matters only for a fact retired without a world end
+//!   date: it is taken as true until it was retired. A fact retired *because* it was
+//!   contradicted already carries the `invalid_at` the contradiction gave it, so "what
+//!   was true on 2025-01-01" still returns it when it held then, even though it was
+//!   retired later.
+//!
+//! The time mode applies to facts; entities, episodes and communities have no span.
+//!
+//! ## Date filters
+//!
+//! `valid_at`, `invalid_at`, `created_at` and `expired_at` each take OR-of-AND groups:
+//! `[[a, b], [c]]` means `(a AND b) OR c`. Every condition gets its own parameter,
+//! named by field, group and position (`flt_valid_at_1_0`), so two groups never
+//! overwrite each other's values (Graphiti names them by position only, and they do).
+//! In Cypher, a comparison with a missing date is not true: `Ne(t)` does not match a
+//! fact without that date; ask for [`DateFilter::IsNull`] explicitly.
+
+use uuid::Uuid;
+
+use crate::falkordb::{Params, Value};
+use crate::graph::model::Timestamp;
+use crate::{Error, Result};
+
+/// Which facts a search sees in time; see the [module docs](self).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimeMode {
+    /// Facts neither retired nor ended (the default).
+    #[default]
+    Current,
+    /// Every fact, retired or not.
+    History,
+    /// Facts true at this instant.
+    AsOf(Timestamp),
+}
+
+/// One condition on a date property.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DateFilter {
+    /// Equal to.
+    Eq(Timestamp),
+    /// Not equal to (a missing date does not match).
+    Ne(Timestamp),
+    /// Strictly before.
+    Lt(Timestamp),
+    /// At or before.
+    Le(Timestamp),
+    /// Strictly after.
+    Gt(Timestamp),
+    /// At or after.
+    Ge(Timestamp),
+    /// The date is missing.
+    IsNull,
+    /// The date is present.
+    IsNotNull,
+}
+
+/// What a search may return. Empty lists filter nothing. See the [module docs](self)
+/// for time and date filters.
+///
+/// ```
+/// use gralkor::graph::search::{DateFilter, SearchFilters, TimeMode};
+/// use gralkor::graph::Timestamp;
+///
+/// let t = |s: &str| s.parse::<Timestamp>().unwrap();
+/// // Facts of type WORKS_AT that started in 2023 or in 2025, whatever their state.
+/// let filters = SearchFilters {
+///     fact_types: vec!["WORKS_AT".into()],
+///     valid_at: vec![
+///         vec![DateFilter::Ge(t("2023-01-01T00:00:00Z")), DateFilter::Lt(t("2024-01-01T00:00:00Z"))],
+///         vec![DateFilter::Ge(t("2025-01-01T00:00:00Z")), DateFilter::Lt(t("2026-01-01T00:00:00Z"))],
+///     ],
+///     time: TimeMode::History,
+///     ..SearchFilters::default()
+/// };
+/// # let _ = filters;
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SearchFilters {
+    /// Entities must carry one of these labels; for facts, both endpoints must.
+    pub entity_labels: Vec<String>,
+    /// Facts must have one of these relation types (`name`).
+    pub fact_types: Vec<String>,
+    /// Facts must be one of these.
+    pub fact_uuids: Vec<Uuid>,
+    /// Entities must be one of these; facts must have one of them as an endpoint.
+    pub entity_uuids: Vec<Uuid>,
+    /// Conditions on facts' `valid_at` (OR of AND groups).
+    pub valid_at: Vec<Vec<DateFilter>>,
+    /// Conditions on facts' `invalid_at`.
+    pub invalid_at: Vec<Vec<DateFilter>>,
+    /// Conditions on facts' `created_at`.
+    pub created_at: Vec<Vec<DateFilter>>,
+    /// Conditions on facts' `expired_at`.
+    pub expired_at: Vec<Vec<DateFilter>>,
+    /// Which facts are seen in time.
+    pub time: TimeMode,
+}
+
+/// A conjunction of Cypher conditions and their parameters.
+#[derive(Debug, Default)]
+pub(crate) struct Where {
+    conditions: Vec<String>,
+    pub(crate) params: Params,
+}
+
+impl Where {
+    /// ` AND cond AND …` (empty when there is no condition), to follow a `WHERE` that
+    /// already has one condition.
+    pub(crate) fn and_clause(&self) -> String {
+        self.conditions
+            .iter()
+            .map(|c| format!(" AND {c}"))
+            .collect()
+    }
+
+    /// `WHERE cond AND …`, or nothing.
+    pub(crate) fn where_clause(&self) -> String {
+        if self.conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", self.conditions.join(" AND "))
+        }
+    }
+
+    fn push(&mut self, condition: String) {
+        self.conditions.push(condition);
+    }
+
+    fn param(&mut self, name: &str, value: impl Into<Value>) {
+        self.params.insert(name, value);
+    }
+}
+
+fn uuid_list(list: &[Uuid]) -> Value {
+    Value::List(list.iter().map(|u| Value::String(u.to_string())).collect())
+}
+
+impl SearchFilters {
+    /// Checks the filters; errors name the field and the rule.
+    pub(crate) fn check(&self) -> Result<()> {
+        for (name, groups) in self.date_fields() {
+            for (i, group) in groups.iter().enumerate() {
+                if group.is_empty() {
+                    return Err(Error::invalid(
+                        format!("filters.{name}[{i}]"),
+                        "must hold at least one condition (an empty group would match everything)",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn date_fields(&self) -> [(&'static str, &Vec<Vec<DateFilter>>); 4] {
+        [
+            ("valid_at", &self.valid_at),
+            ("invalid_at", &self.invalid_at),
+            ("created_at", &self.created_at),
+            ("expired_at", &self.expired_at),
+        ]
+    }
+
+    /// The conditions on the fact bound to `f`, evaluated at `now` for
+    /// [`TimeMode::Current`].
+    pub(crate) fn fact_where(&self, now: Timestamp) -> Where {
+        let mut w = Where::default();
+        match self.time {
+            TimeMode::Current => {
+                w.push(
+                    "f.expired_at IS NULL AND (f.invalid_at IS NULL OR f.invalid_at > $flt_now)"
+                        .into(),
+                );
+                w.param("flt_now", now.0);
+            }
+            TimeMode::History => {}
+            TimeMode::AsOf(t) => {
+                w.push(
+                    "(f.valid_at IS NULL OR f.valid_at <= $flt_as_of) \
+                     AND (f.invalid_at IS NULL OR f.invalid_at > $flt_as_of) \
+                     AND (f.expired_at IS NULL OR f.expired_at > $flt_as_of)"
+                        .into(),
+                );
+                w.param("flt_as_of", t.0);
+            }
+        }
+        if !self.fact_types.is_empty() {
+            w.push("f.name IN $flt_fact_types".into());
+            w.param("flt_fact_types", self.fact_types.clone());
+        }
+        if !self.fact_uuids.is_empty() {
+            w.push("f.uuid IN $flt_fact_uuids".into());
+            w.param("flt_fact_uuids", uuid_list(&self.fact_uuids));
+        }
+        if !self.entity_uuids.is_empty() {
+            w.push(
+                "(f.source_uuid IN $flt_entity_uuids OR f.target_uuid IN $flt_entity_uuids)".into(),
+            );
+            w.param("flt_entity_uuids", uuid_list(&self.entity_uuids));
+        }
+        if !self.entity_labels.is_empty() {
+            w.push(
+                "any(l IN labels(startNode(f)) WHERE l IN $flt_labels) \
+                 AND any(l IN labels(endNode(f)) WHERE l IN $flt_labels)"
+                    .into(),
+            );
+            w.param("flt_labels", self.entity_labels.clone());
+        }
+        for (name, groups) in self.date_fields() {
+            if groups.is_empty() {
+                continue;
+            }
+            let mut ors = Vec::new();
+            for (g, group) in groups.iter().enumerate() {
+                let mut ands = Vec::new();
+                for (i, cond) in group.iter().enumerate() {
+                    let p = format!("flt_{name}_{g}_{i}");
+                    let prop = format!("f.{name}");
+                    let (op, at) = match cond {
+                        DateFilter::Eq(t) => ("=", Some(t)),
+                        DateFilter::Ne(t) => ("<>", Some(t)),
+                        DateFilter::Lt(t) => ("<", Some(t)),
+                        DateFilter::Le(t) => ("<=", Some(t)),
+                        DateFilter::Gt(t) => (">", Some(t)),
+                        DateFilter::Ge(t) => (">=", Some(t)),
+                        DateFilter::IsNull => ("IS NULL", None),
+                        DateFilter::IsNotNull => ("IS NOT NULL", None),
+                    };
+                    match at {
+                        Some(t) => {
+                            ands.push(format!("{prop} {op} ${p}"));
+                            w.param(&p, t.0);
+                        }
+                        None => ands.push(format!("{prop} {op}")),
+                    }
+                }
+                ors.push(format!("({})", ands.join(" AND ")));
+            }
+            w.push(format!("({})", ors.join(" OR ")));
+        }
+        w
+    }
+
+    /// The conditions on the entity bound to `n`.
+    pub(crate) fn entity_where(&self) -> Where {
+        let mut w = Where::default();
+        if !self.entity_labels.is_empty() {
+            w.push("any(l IN labels(n) WHERE l IN $flt_labels)".into());
+            w.param("flt_labels", self.entity_labels.clone());
+        }
+        if !self.entity_uuids.is_empty() {
+            w.push("n.uuid IN $flt_entity_uuids".into());
+            w.param("flt_entity_uuids", uuid_list(&self.entity_uuids));
+        }
+        w
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn or_groups_get_distinct_parameters() {
+        let f = SearchFilters {
+            valid_at: vec![
+                vec![DateFilter::Ge(Timestamp(1)), DateFilter::Lt(Timestamp(2))],
+                vec![DateFilter::Ge(Timestamp(3)), DateFilter::IsNotNull],
+            ],
+            time: TimeMode::History,
+            ..SearchFilters::default()
+        };
+        let w = f.fact_where(Timestamp(0));
+        assert_eq!(
+            w.where_clause(),
+            "WHERE ((f.valid_at >= $flt_valid_at_0_0 AND f.valid_at < $flt_valid_at_0_1) \
+             OR (f.valid_at >= $flt_valid_at_1_0 AND f.valid_at IS NOT NULL))"
+        );
+        assert_eq!(w.params.get("flt_valid_at_0_0"), Some(&Value::Int(1)));
+        assert_eq!(w.params.get("flt_valid_at_0_1"), Some(&Value::Int(2)));
+        assert_eq!(w.params.get("flt_valid_at_1_0"), Some(&Value::Int(3)));
+        assert_eq!(w.params.len(), 3);
+    }
+
+    #[test]
+    fn an_empty_group_is_rejected() {
+        let f = SearchFilters {
+            expired_at: vec![vec![DateFilter::IsNull], vec![]],
+            ..SearchFilters::default()
+        };
+        let e = f.check().unwrap_err();
+        assert!(e.to_string().contains("filters.expired_at[1]"), "{e}");
+    }
+}

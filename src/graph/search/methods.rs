@@ -1,0 +1,539 @@
+//! The candidate-gathering methods, one Cypher statement each: fulltext (BM25), vector
+//! KNN through the HNSW indices, and a breadth-first walk. Filters run inside the same
+//! statement, right after the index call; facts resolve their source episodes in it
+//! too, so a method is exactly one round trip.
+//!
+//! ## Over-fetch
+//!
+//! A method returns at most `n` candidates (2 × the search's limit, as Graphiti). The
+//! vector index is asked for [`OVERFETCH`] × `n` neighbours (at least
+//! [`MIN_INDEX_K`]), so that up to three quarters of them may be removed by filters
+//! (retired facts, labels, dates…) and `n` still come back. A very selective filter
+//! can still leave fewer: the index knows nothing of filters. Asking the index for
+//! more neighbours also widens its search (HNSW explores at least `k` candidates),
+//! which together with the indices' `efRuntime` (see
+//! [`index_specs`](crate::graph::index_specs)) gives recall@10 ≥ 0.95 in
+//! `examples/bench_search.rs`. The fulltext procedure has no `k`: it yields every
+//! match, so the statement keeps the best `k` by score the same way, then filters,
+//! then cuts to `n`. The best `k` are collected into a list before the filter: left as
+//! a plain `WITH … WHERE`, FalkorDB moves the filter in front of the sort, onto every
+//! match (thousands for common words), which made the filter the costliest step.
+//!
+//! ## Graphs without indices
+//!
+//! FalkorDB answers an index procedure on a missing index with a generic error. When an
+//! index method fails, the index list is read once: if the index really is missing (a
+//! fresh or empty graph, before [`build_indices`](crate::graph::build_indices)), the
+//! method yields nothing; otherwise the server's error is returned.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use super::filters::{SearchFilters, Where};
+use super::results::{
+    COMMUNITY_COLUMNS, CommunityHit, ENTITY_COLUMNS, EPISODE_COLUMNS, EntityHit, EpisodeHit,
+    FACT_COLUMNS, FactHit, community_hit, entity_hit, episode_hit, fact_hit,
+};
+use crate::falkordb::{FalkorDb, IndexEntity, IndexKind, Params, Value};
+use crate::graph::model::Timestamp;
+use crate::{Error, Result};
+
+/// The vector index is asked for this many times the candidates a method returns.
+pub const OVERFETCH: usize = 2;
+
+/// The vector index is asked for at least this many neighbours.
+pub const MIN_INDEX_K: usize = 20;
+
+/// What every method of one search shares.
+#[derive(Clone, Copy)]
+pub(crate) struct Ctx<'a> {
+    pub db: &'a FalkorDb,
+    pub graph: &'a str,
+    pub filters: &'a SearchFilters,
+    pub now: Timestamp,
+}
+
+/// The index a method reads, to tell "index missing" from other failures.
+#[derive(Clone, Copy)]
+enum Index {
+    Fulltext(&'static str, bool),
+    Vector(&'static str, bool, &'static str),
+    None,
+}
+
+fn index_k(n: usize) -> i64 {
+    i64::try_from((n * OVERFETCH).max(MIN_INDEX_K)).unwrap_or(i64::MAX)
+}
+
+fn int(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn uuid_list(list: &[Uuid]) -> Value {
+    Value::List(list.iter().map(|u| Value::String(u.to_string())).collect())
+}
+
+/// The clause that turns a fact `f` (with `score`) into `f, score, sources`, looking
+/// each supporting episode up by its indexed uuid (an `IN` over the list would scan
+/// every episode).
+const FACT_SOURCES: &str = "UNWIND (CASE WHEN size(coalesce(f.episodes, [])) = 0 \
+     THEN [null] ELSE f.episodes END) AS eu \
+     OPTIONAL MATCH (ep:Episodic {uuid: eu}) \
+     WITH f, score, collect(CASE WHEN ep IS NULL THEN NULL \
+          ELSE [ep.uuid, ep.source, ep.source_description] END) AS sources";
+
+/// Runs one read; an index failure on a missing index yields no rows.
+async fn read(
+    ctx: Ctx<'_>,
+    index: Index,
+    query: &str,
+    params: &Params,
+) -> Result<Vec<BTreeMap<String, Value>>> {
+    match ctx.db.ro_query(ctx.graph, query, params).await {
+        Ok(res) => Ok(res.into_maps()),
+        Err(err @ Error::Query { .. }) if !matches!(index, Index::None) => {
+            if index_exists(ctx, index).await? {
+                Err(err)
+            } else {
+                Ok(Vec::new())
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn index_exists(ctx: Ctx<'_>, index: Index) -> Result<bool> {
+    let listed = ctx.db.list_indices(ctx.graph).await?;
+    let entity = |name: &str, node: bool| {
+        if node {
+            IndexEntity::Node(name.into())
+        } else {
+            IndexEntity::Relationship(name.into())
+        }
+    };
+    Ok(match index {
+        Index::Fulltext(name, node) => listed.iter().any(|i| {
+            i.entity == entity(name, node) && matches!(i.kind, IndexKind::Fulltext { .. })
+        }),
+        Index::Vector(name, node, prop) => listed.iter().any(|i| {
+            i.entity == entity(name, node)
+                && i.property == prop
+                && matches!(i.kind, IndexKind::Vector { .. })
+        }),
+        Index::None => true,
+    })
+}
+
+/// The filter's parameters, to which a method adds its own.
+fn with(w: &Where) -> Params {
+    w.params.clone()
+}
+
+// ---------------------------------------------------------------- facts
+
+/// Facts nearest to `v` with cosine similarity ≥ `min_sim`, best first.
+pub(crate) async fn fact_vector(
+    ctx: Ctx<'_>,
+    v: &[f32],
+    n: usize,
+    min_sim: f64,
+) -> Result<Vec<FactHit>> {
+    let w = ctx.filters.fact_where(ctx.now);
+    let query = format!(
+        "CALL db.idx.vector.queryRelationships('RELATES_TO', 'fact_embedding', $k, vecf32($v)) \
+         YIELD relationship, score \
+         WITH relationship AS f, 1.0 - score AS score \
+         WHERE score >= $min_sim{} \
+         WITH f, score ORDER BY score DESC, f.uuid LIMIT $n \
+         {FACT_SOURCES} \
+         RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid",
+        w.and_clause()
+    );
+    let params = with(&w)
+        .set("k", index_k(n))
+        .set("v", v.to_vec())
+        .set("min_sim", min_sim)
+        .set("n", int(n));
+    let rows = read(
+        ctx,
+        Index::Vector("RELATES_TO", false, "fact_embedding"),
+        &query,
+        &params,
+    )
+    .await?;
+    rows.iter().map(fact_hit).collect()
+}
+
+/// Facts matching the fulltext query `q` (already sanitised), best first.
+pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<FactHit>> {
+    let w = ctx.filters.fact_where(ctx.now);
+    let query = format!(
+        "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) \
+         YIELD relationship, score \
+         WITH relationship AS f, score ORDER BY score DESC LIMIT $k \
+         WITH collect([f, score]) AS top UNWIND top AS t \
+         WITH t[0] AS f, t[1] AS score {} \
+         WITH f, score ORDER BY score DESC, f.uuid LIMIT $n \
+         {FACT_SOURCES} \
+         RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid",
+        w.where_clause()
+    );
+    let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
+    let rows = read(ctx, Index::Fulltext("RELATES_TO", false), &query, &params).await?;
+    rows.iter().map(fact_hit).collect()
+}
+
+/// Facts found by walking `RELATES_TO`/`MENTIONS` links from `origins` (entities or
+/// episodes), level by level: a fact touching a node first reached at level `l` is
+/// `l + 1` hops away and scores 1 / hops. The walk stops at `depth` hops or as soon as
+/// `n` facts are found (one statement for each level's facts, one for the next
+/// level's nodes), so a dense neighbourhood costs what it returns, not its paths.
+pub(crate) async fn fact_bfs(
+    ctx: Ctx<'_>,
+    origins: &[Uuid],
+    depth: u32,
+    n: usize,
+) -> Result<Vec<FactHit>> {
+    let w = ctx.filters.fact_where(ctx.now);
+    let query = format!(
+        "UNWIND $frontier AS u \
+         MATCH (x:Entity {{uuid: u}}) \
+         MATCH (x)-[f:RELATES_TO]-() \
+         WITH DISTINCT f WHERE NOT f.uuid IN $seen{} \
+         WITH f, $score AS score ORDER BY f.uuid LIMIT $left \
+         {FACT_SOURCES} \
+         RETURN {FACT_COLUMNS} ORDER BY uuid",
+        w.and_clause()
+    );
+    let mut out: Vec<FactHit> = Vec::new();
+    let mut visited: Vec<Uuid> = origins.to_vec();
+    let mut frontier: Vec<Uuid> = origins.to_vec();
+    for level in 0..depth {
+        if frontier.is_empty() || out.len() >= n {
+            break;
+        }
+        let seen: Vec<Uuid> = out.iter().map(|h| h.fact.uuid).collect();
+        let params = with(&w)
+            .set("frontier", uuid_list(&frontier))
+            .set("seen", uuid_list(&seen))
+            .set("score", 1.0 / f64::from(level + 1))
+            .set("left", int(n - out.len()));
+        for row in read(ctx, Index::None, &query, &params).await? {
+            out.push(fact_hit(&row)?);
+        }
+        if out.len() >= n || level + 1 == depth {
+            break;
+        }
+        frontier = next_level(ctx, &frontier, &visited).await?;
+        visited.extend(frontier.iter().copied());
+    }
+    Ok(out)
+}
+
+/// The nodes (entities or episodes) linked by `RELATES_TO` or `MENTIONS` to any of
+/// `frontier` and not in `visited`.
+async fn next_level(ctx: Ctx<'_>, frontier: &[Uuid], visited: &[Uuid]) -> Result<Vec<Uuid>> {
+    let rows = read(
+        ctx,
+        Index::None,
+        "UNWIND $frontier AS u \
+         OPTIONAL MATCH (a:Entity {uuid: u}) \
+         OPTIONAL MATCH (b:Episodic {uuid: u}) \
+         WITH coalesce(a, b) AS x WHERE x IS NOT NULL \
+         MATCH (x)-[:RELATES_TO|MENTIONS]-(y) \
+         WITH DISTINCT y.uuid AS uuid WHERE NOT uuid IN $visited \
+         RETURN uuid",
+        &Params::new()
+            .set("frontier", uuid_list(frontier))
+            .set("visited", uuid_list(visited)),
+    )
+    .await?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| r.get("uuid").and_then(Value::as_str))
+        .filter_map(|s| Uuid::parse_str(s).ok())
+        .collect())
+}
+
+// ---------------------------------------------------------------- entities
+
+/// Entities nearest to `v` with cosine similarity ≥ `min_sim`, best first.
+pub(crate) async fn entity_vector(
+    ctx: Ctx<'_>,
+    v: &[f32],
+    n: usize,
+    min_sim: f64,
+) -> Result<Vec<EntityHit>> {
+    let w = ctx.filters.entity_where();
+    let query = format!(
+        "CALL db.idx.vector.queryNodes('Entity', 'name_embedding', $k, vecf32($v)) \
+         YIELD node, score \
+         WITH node AS n, 1.0 - score AS score \
+         WHERE score >= $min_sim{} \
+         RETURN {ENTITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
+        w.and_clause()
+    );
+    let params = with(&w)
+        .set("k", index_k(n))
+        .set("v", v.to_vec())
+        .set("min_sim", min_sim)
+        .set("n", int(n));
+    let rows = read(
+        ctx,
+        Index::Vector("Entity", true, "name_embedding"),
+        &query,
+        &params,
+    )
+    .await?;
+    rows.iter().map(entity_hit).collect()
+}
+
+/// Entities matching the fulltext query `q` on name and summary, best first.
+pub(crate) async fn entity_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<EntityHit>> {
+    let w = ctx.filters.entity_where();
+    let query = format!(
+        "CALL db.idx.fulltext.queryNodes('Entity', $q) YIELD node, score \
+         WITH node AS n, score ORDER BY score DESC LIMIT $k \
+         WITH collect([n, score]) AS top UNWIND top AS t \
+         WITH t[0] AS n, t[1] AS score {} \
+         RETURN {ENTITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
+        w.where_clause()
+    );
+    let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
+    let rows = read(ctx, Index::Fulltext("Entity", true), &query, &params).await?;
+    rows.iter().map(entity_hit).collect()
+}
+
+/// Entities reached by walking `RELATES_TO`/`MENTIONS` links from `origins`, level by
+/// level (the origins themselves excluded): first reached at level `l`, an entity
+/// scores 1 / `l`. Stops at `depth` or once `n` entities are found.
+pub(crate) async fn entity_bfs(
+    ctx: Ctx<'_>,
+    origins: &[Uuid],
+    depth: u32,
+    n: usize,
+) -> Result<Vec<EntityHit>> {
+    let w = ctx.filters.entity_where();
+    let query = format!(
+        "UNWIND $level AS u \
+         MATCH (n:Entity {{uuid: u}}) {} \
+         WITH n, $score AS score \
+         RETURN {ENTITY_COLUMNS} ORDER BY uuid LIMIT $left",
+        w.where_clause()
+    );
+    let mut out: Vec<EntityHit> = Vec::new();
+    let mut visited: Vec<Uuid> = origins.to_vec();
+    let mut frontier: Vec<Uuid> = origins.to_vec();
+    for level in 1..=depth {
+        if frontier.is_empty() || out.len() >= n {
+            break;
+        }
+        frontier = next_level(ctx, &frontier, &visited).await?;
+        visited.extend(frontier.iter().copied());
+        if frontier.is_empty() {
+            break;
+        }
+        let params = with(&w)
+            .set("level", uuid_list(&frontier))
+            .set("score", 1.0 / f64::from(level))
+            .set("left", int(n - out.len()));
+        for row in read(ctx, Index::None, &query, &params).await? {
+            out.push(entity_hit(&row)?);
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- episodes
+
+/// Episodes matching the fulltext query `q` on content and source description.
+pub(crate) async fn episode_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<EpisodeHit>> {
+    let query = format!(
+        "CALL db.idx.fulltext.queryNodes('Episodic', $q) YIELD node, score \
+         WITH node AS e, score ORDER BY score DESC LIMIT $n \
+         RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid"
+    );
+    let params = Params::new().set("q", q).set("n", int(n));
+    let rows = read(ctx, Index::Fulltext("Episodic", true), &query, &params).await?;
+    rows.iter().map(episode_hit).collect()
+}
+
+// ---------------------------------------------------------------- communities
+
+/// Communities nearest to `v` with cosine similarity ≥ `min_sim`.
+pub(crate) async fn community_vector(
+    ctx: Ctx<'_>,
+    v: &[f32],
+    n: usize,
+    min_sim: f64,
+) -> Result<Vec<CommunityHit>> {
+    let query = format!(
+        "CALL db.idx.vector.queryNodes('Community', 'name_embedding', $k, vecf32($v)) \
+         YIELD node, score \
+         WITH node AS c, 1.0 - score AS score WHERE score >= $min_sim \
+         RETURN {COMMUNITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n"
+    );
+    let params = Params::new()
+        .set("k", index_k(n))
+        .set("v", v.to_vec())
+        .set("min_sim", min_sim)
+        .set("n", int(n));
+    let rows = read(
+        ctx,
+        Index::Vector("Community", true, "name_embedding"),
+        &query,
+        &params,
+    )
+    .await?;
+    rows.iter().map(community_hit).collect()
+}
+
+/// Communities matching the fulltext query `q` on their name.
+pub(crate) async fn community_fulltext(
+    ctx: Ctx<'_>,
+    q: &str,
+    n: usize,
+) -> Result<Vec<CommunityHit>> {
+    let query = format!(
+        "CALL db.idx.fulltext.queryNodes('Community', $q) YIELD node, score \
+         WITH node AS c, score ORDER BY score DESC LIMIT $n \
+         RETURN {COMMUNITY_COLUMNS} ORDER BY score DESC, uuid"
+    );
+    let params = Params::new().set("q", q).set("n", int(n));
+    let rows = read(ctx, Index::Fulltext("Community", true), &query, &params).await?;
+    rows.iter().map(community_hit).collect()
+}
+
+// ---------------------------------------------------------------- reranker inputs
+
+/// The node a similarity matrix is computed over.
+#[derive(Clone, Copy)]
+pub(crate) enum Embedded {
+    Fact,
+    Entity,
+    Community,
+}
+
+/// For MMR: per candidate (by uuid), its cosine similarity to `v` and to every
+/// candidate, computed on the server so that no embedding is shipped. A candidate
+/// without an embedding has similarity 0 to everything.
+pub(crate) async fn similarities(
+    ctx: Ctx<'_>,
+    kind: Embedded,
+    uuids: &[Uuid],
+    v: &[f32],
+) -> Result<BTreeMap<Uuid, (f64, BTreeMap<Uuid, f64>)>> {
+    if uuids.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let (matcher, prop) = match kind {
+        Embedded::Fact => ("MATCH ()-[x:RELATES_TO {uuid: u}]->()", "fact_embedding"),
+        Embedded::Entity => ("MATCH (x:Entity {uuid: u})", "name_embedding"),
+        Embedded::Community => ("MATCH (x:Community {uuid: u})", "name_embedding"),
+    };
+    let query = format!(
+        "UNWIND $uuids AS u {matcher} \
+         WITH collect(x) AS xs \
+         UNWIND xs AS a \
+         RETURN a.uuid AS uuid, [b IN xs | b.uuid] AS others, \
+                CASE WHEN a.{prop} IS NULL THEN 0.0 \
+                     ELSE 1.0 - vec.cosineDistance(a.{prop}, vecf32($v)) END AS qsim, \
+                [b IN xs | CASE WHEN a.{prop} IS NULL OR b.{prop} IS NULL THEN 0.0 \
+                     ELSE 1.0 - vec.cosineDistance(a.{prop}, b.{prop}) END] AS sims"
+    );
+    let params = Params::new()
+        .set("uuids", uuid_list(uuids))
+        .set("v", v.to_vec());
+    let rows = read(ctx, Index::None, &query, &params).await?;
+    let bad = || Error::Protocol("malformed similarity row".into());
+    let parse_uuid = |v: &Value| v.as_str().and_then(|s| Uuid::parse_str(s).ok());
+    let mut out = BTreeMap::new();
+    for row in rows {
+        let uuid = row.get("uuid").and_then(parse_uuid).ok_or_else(bad)?;
+        let qsim = row.get("qsim").and_then(Value::as_f64).ok_or_else(bad)?;
+        let others = row.get("others").and_then(Value::as_list).ok_or_else(bad)?;
+        let sims = row.get("sims").and_then(Value::as_list).ok_or_else(bad)?;
+        let mut to = BTreeMap::new();
+        for (o, s) in others.iter().zip(sims) {
+            to.insert(parse_uuid(o).ok_or_else(bad)?, s.as_f64().ok_or_else(bad)?);
+        }
+        out.insert(uuid, (qsim, to));
+    }
+    Ok(out)
+}
+
+/// Hop distances (over `RELATES_TO`, either direction, at most `depth`) from the
+/// entity `center` to each of `uuids` that is reachable; the center itself is 0. Walks
+/// level by level and stops once every one of `uuids` is placed.
+pub(crate) async fn distances(
+    ctx: Ctx<'_>,
+    center: Uuid,
+    uuids: &[Uuid],
+    depth: u32,
+) -> Result<BTreeMap<Uuid, u32>> {
+    let wanted: std::collections::BTreeSet<Uuid> = uuids.iter().copied().collect();
+    let mut out = BTreeMap::new();
+    if wanted.contains(&center) {
+        out.insert(center, 0);
+    }
+    let mut visited = vec![center];
+    let mut frontier = vec![center];
+    for level in 1..=depth {
+        if frontier.is_empty() || out.len() == wanted.len() {
+            break;
+        }
+        let rows = read(
+            ctx,
+            Index::None,
+            "UNWIND $frontier AS u \
+             MATCH (x:Entity {uuid: u})-[:RELATES_TO]-(y:Entity) \
+             WITH DISTINCT y.uuid AS uuid WHERE NOT uuid IN $visited \
+             RETURN uuid",
+            &Params::new()
+                .set("frontier", uuid_list(&frontier))
+                .set("visited", uuid_list(&visited)),
+        )
+        .await?;
+        frontier = rows
+            .iter()
+            .filter_map(|r| r.get("uuid").and_then(Value::as_str))
+            .filter_map(|s| Uuid::parse_str(s).ok())
+            .collect();
+        for u in &frontier {
+            if wanted.contains(u) {
+                out.insert(*u, level);
+            }
+        }
+        visited.extend(frontier.iter().copied());
+    }
+    Ok(out)
+}
+
+/// How many `MENTIONS` links point at each of the entities `uuids`.
+pub(crate) async fn mention_counts(ctx: Ctx<'_>, uuids: &[Uuid]) -> Result<BTreeMap<Uuid, u64>> {
+    if uuids.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let rows = read(
+        ctx,
+        Index::None,
+        "UNWIND $uuids AS u MATCH (n:Entity {uuid: u}) \
+         OPTIONAL MATCH (:Episodic)-[m:MENTIONS]->(n) \
+         RETURN u AS uuid, count(m) AS mentions",
+        &Params::new().set("uuids", uuid_list(uuids)),
+    )
+    .await?;
+    let mut out = BTreeMap::new();
+    for row in rows {
+        let uuid = row
+            .get("uuid")
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok());
+        let count = row.get("mentions").and_then(Value::as_int);
+        if let (Some(u), Some(c)) = (uuid, count) {
+            out.insert(u, u64::try_from(c).unwrap_or(0));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,555 @@
+//! Hybrid search on a real FalkorDB: each method and scope, results, isolation, hostile
+//! text, empty graphs and limits. Mirrors `test-trees/graph-search.md`; rerankers are in
+//! `graph_search_rerank.rs`, filters and time in `graph_search_filters.rs`.
+
+mod common;
+mod graph_search_support;
+
+use common::TestGraph;
+use gralkor::Error;
+use gralkor::falkordb::{Params, Value};
+use gralkor::graph::search::{
+    self, COMBINED_HYBRID_SEARCH_RRF, EDGE_HYBRID_SEARCH_RRF, Methods, RerankerKind, ScopeConfig,
+    SearchConfig, SearchRequest, SearchResults,
+};
+use gralkor::graph::{self, SourceKind};
+use gralkor::llm::doubles::HashEmbedder;
+use graph_search_support::{DIM, World, world};
+
+/// A configuration with only facts, `methods` fused by RRF.
+fn facts_only(methods: Methods) -> SearchConfig {
+    SearchConfig {
+        facts: Some(ScopeConfig::new(methods, RerankerKind::Rrf)),
+        ..EDGE_HYBRID_SEARCH_RRF
+    }
+}
+
+fn entities_only(methods: Methods) -> SearchConfig {
+    SearchConfig {
+        facts: None,
+        entities: Some(ScopeConfig::new(methods, RerankerKind::Rrf)),
+        ..EDGE_HYBRID_SEARCH_RRF
+    }
+}
+
+async fn run(w: &World, req: &SearchRequest) -> SearchResults {
+    search::search(&w.g.db, &w.g.name, req, Some(&w.emb), None)
+        .await
+        .unwrap()
+}
+
+fn fact_keys(w: &World, r: &SearchResults) -> Vec<&'static str> {
+    r.facts.iter().map(|h| w.fact_key(h.fact.uuid)).collect()
+}
+
+fn entity_names(w: &World, r: &SearchResults) -> Vec<&'static str> {
+    r.entities
+        .iter()
+        .map(|h| w.entity_name(h.entity.uuid))
+        .collect()
+}
+
+mod methods {
+    use super::*;
+
+    #[tokio::test]
+    async fn fulltext_finds_facts_by_their_words_best_first() {
+        let w = world("gsr-ft").await;
+        let r = run(
+            &w,
+            &SearchRequest::new("Globex manager", facts_only(Methods::FULLTEXT)),
+        )
+        .await;
+        // Both current facts naming Globex and a manager; the retired Acme fact is not current.
+        let keys = fact_keys(&w, &r);
+        assert_eq!(keys.len(), 2, "{keys:?}");
+        assert!(
+            keys.contains(&"globex") && keys.contains(&"plan"),
+            "{keys:?}"
+        );
+        assert!(r.facts.windows(2).all(|p| p[0].score >= p[1].score));
+        // No embedding was needed.
+        assert!(w.emb.embedded_texts().is_empty());
+    }
+
+    #[tokio::test]
+    async fn vector_finds_the_nearest_facts_through_the_index_above_the_cut_off() {
+        let w = world("gsr-vec").await;
+        let q = w.emb.vector("Alice lives in Paris");
+        let cfg = facts_only(Methods::VECTOR);
+        let r = run(
+            &w,
+            &SearchRequest::new("ignored words", cfg).query_vector(q.clone()),
+        )
+        .await;
+        assert_eq!(fact_keys(&w, &r)[0], "paris");
+        assert!(
+            (r.facts[0].score - 1.0).abs() < 1e-5,
+            "{}",
+            r.facts[0].score
+        );
+        assert!(r.facts.windows(2).all(|p| p[0].score >= p[1].score));
+        // Only the identical fact clears a 0.99 cut-off.
+        let strict = SearchConfig {
+            facts: Some(ScopeConfig::new(Methods::VECTOR, RerankerKind::Rrf).min_similarity(0.99)),
+            ..cfg
+        };
+        let r = run(&w, &SearchRequest::new("x", strict).query_vector(q)).await;
+        assert_eq!(fact_keys(&w, &r), ["paris"]);
+        // The query vector was given: the embedder was not called.
+        assert!(w.emb.embedded_texts().is_empty());
+    }
+
+    #[tokio::test]
+    async fn breadth_first_walks_from_origins_nearest_first() {
+        let w = world("gsr-bfs").await;
+        let one = SearchConfig {
+            facts: Some(ScopeConfig::new(Methods::BFS, RerankerKind::Rrf).bfs_max_depth(1)),
+            ..EDGE_HYBRID_SEARCH_RRF
+        };
+        let req = SearchRequest::new("", one).bfs_origins([w.e["Bob"]]);
+        // One hop from Bob: the current fact touching him (the visit has ended).
+        assert_eq!(fact_keys(&w, &run(&w, &req).await), ["knows"]);
+        // Two hops: also Alice's current facts, scored 1/2.
+        let two = SearchConfig {
+            facts: Some(ScopeConfig::new(Methods::BFS, RerankerKind::Rrf).bfs_max_depth(2)),
+            ..one
+        };
+        let r = run(
+            &w,
+            &SearchRequest::new("", two)
+                .bfs_origins([w.e["Bob"]])
+                .history(),
+        )
+        .await;
+        let keys = fact_keys(&w, &r);
+        assert_eq!(keys.len(), 5, "{keys:?}");
+        assert!(
+            !keys.contains(&"plan"),
+            "Carol is three hops away: {keys:?}"
+        );
+        for h in &r.facts {
+            let k = w.fact_key(h.fact.uuid);
+            let direct = matches!(k, "knows" | "visit");
+            // RRF of one list: rank-based, so direct facts (hop 1) come first.
+            let pos = keys.iter().position(|x| *x == k).unwrap();
+            assert_eq!(pos < 2, direct, "{keys:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn breadth_first_from_an_episode_goes_through_its_mentions() {
+        let w = world("gsr-bfs-ep").await;
+        let cfg = SearchConfig {
+            entities: Some(ScopeConfig::new(Methods::BFS, RerankerKind::Rrf).bfs_max_depth(1)),
+            ..entities_only(Methods::BFS)
+        };
+        let r = run(&w, &SearchRequest::new("", cfg).bfs_origins([w.ep["ep3"]])).await;
+        let mut names = entity_names(&w, &r);
+        names.sort();
+        assert_eq!(names, ["Bob", "Paris"]);
+    }
+
+    #[tokio::test]
+    async fn breadth_first_without_origins_starts_from_the_other_methods_hits() {
+        let w = world("gsr-bfs-hits").await;
+        let cfg = SearchConfig {
+            facts: Some(
+                ScopeConfig::new(
+                    Methods {
+                        fulltext: true,
+                        vector: false,
+                        bfs: true,
+                    },
+                    RerankerKind::Rrf,
+                )
+                .bfs_max_depth(1),
+            ),
+            ..EDGE_HYBRID_SEARCH_RRF
+        };
+        // Fulltext finds only the university fact (Bob, Alice); the walk adds Alice's
+        // other current facts.
+        let r = run(&w, &SearchRequest::new("university", cfg)).await;
+        let keys = fact_keys(&w, &r);
+        assert_eq!(keys[0], "knows");
+        for k in ["globex", "paris"] {
+            assert!(keys.contains(&k), "{keys:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn entities_episodes_and_communities_are_found_by_their_methods() {
+        let w = world("gsr-scopes").await;
+        let r = run(
+            &w,
+            &SearchRequest::new("rockets", entities_only(Methods::FULLTEXT)),
+        )
+        .await;
+        assert_eq!(entity_names(&w, &r), ["Acme"]);
+        let r = run(
+            &w,
+            &SearchRequest::new("x", entities_only(Methods::VECTOR))
+                .query_vector(w.emb.vector("Globex")),
+        )
+        .await;
+        assert_eq!(entity_names(&w, &r)[0], "Globex");
+        assert_eq!(r.entities[0].entity.labels, ["Organization"]);
+        assert_eq!(r.entities[0].entity.summary, "Globex sells software");
+
+        let eps = SearchConfig {
+            facts: None,
+            episodes: Some(ScopeConfig::new(Methods::FULLTEXT, RerankerKind::Rrf)),
+            ..EDGE_HYBRID_SEARCH_RRF
+        };
+        let r = run(&w, &SearchRequest::new("slack", eps)).await;
+        assert_eq!(r.episodes.len(), 1);
+        assert_eq!(r.episodes[0].episode.uuid, w.ep["ep2"]);
+        assert_eq!(
+            r.episodes[0].episode.content,
+            "Alice: I left Acme and now work at Globex."
+        );
+
+        let r = run(
+            &w,
+            &SearchRequest::new("employers", search::COMMUNITY_HYBRID_SEARCH_RRF),
+        )
+        .await;
+        assert_eq!(r.communities[0].community.uuid, w.c["Employers"]);
+        assert_eq!(r.communities[0].community.summary, "Acme and Globex");
+        assert_eq!(r.communities[0].community.name_embedding, None);
+    }
+}
+
+mod results {
+    use super::*;
+
+    #[tokio::test]
+    async fn facts_carry_their_source_episodes_and_no_embedding() {
+        let w = world("gsr-sources").await;
+        let r = run(
+            &w,
+            &SearchRequest::new("Paris university", facts_only(Methods::FULLTEXT)),
+        )
+        .await;
+        let paris = r
+            .facts
+            .iter()
+            .find(|h| h.fact.uuid == w.f["paris"])
+            .unwrap();
+        let got: Vec<_> = paris
+            .sources
+            .iter()
+            .map(|s| (s.uuid, s.source, s.source_description.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (w.ep["ep1"], SourceKind::Text, "onboarding notes"),
+                (w.ep["ep2"], SourceKind::Message, "slack #general"),
+            ]
+        );
+        assert_eq!(paris.fact.fact, "Alice lives in Paris");
+        assert_eq!(paris.fact.source_uuid, w.e["Alice"]);
+        assert_eq!(paris.fact.target_uuid, w.e["Paris"]);
+        assert_eq!(
+            paris.fact.valid_at,
+            Some(common::graph::t("2020-06-01T00:00:00Z"))
+        );
+        // An episode uuid that is not stored is kept in `episodes` but has no source.
+        let knows = r
+            .facts
+            .iter()
+            .find(|h| h.fact.uuid == w.f["knows"])
+            .unwrap();
+        assert_eq!(knows.fact.episodes, [w.ep["ep3"], w.ep["ep-missing"]]);
+        assert_eq!(knows.sources.len(), 1);
+        assert_eq!(knows.sources[0].source, SourceKind::Json);
+        assert!(r.facts.iter().all(|h| h.fact.fact_embedding.is_none()));
+    }
+
+    #[tokio::test]
+    async fn a_combined_search_embeds_once_and_fills_every_scope() {
+        let w = world("gsr-combined").await;
+        let r = run(
+            &w,
+            &SearchRequest::new("Alice Paris", COMBINED_HYBRID_SEARCH_RRF),
+        )
+        .await;
+        assert_eq!(w.emb.embedded_texts(), ["Alice Paris"]);
+        assert!(!r.facts.is_empty());
+        assert_eq!(
+            entity_names(&w, &r)[..2]
+                .iter()
+                .filter(|n| ["Alice", "Paris"].contains(n))
+                .count(),
+            2
+        );
+        assert!(!r.episodes.is_empty());
+        assert_eq!(r.communities[0].community.uuid, w.c["Paris friends"]);
+        assert!(r.entities.iter().all(|h| h.entity.name_embedding.is_none()));
+    }
+
+    #[tokio::test]
+    async fn the_limit_caps_every_scope() {
+        let w = world("gsr-limit").await;
+        let r = run(
+            &w,
+            &SearchRequest::new(
+                "Alice Bob Paris Globex Acme",
+                COMBINED_HYBRID_SEARCH_RRF.limit(2),
+            )
+            .history(),
+        )
+        .await;
+        assert_eq!(r.facts.len(), 2);
+        assert_eq!(r.entities.len(), 2);
+        assert_eq!(r.episodes.len(), 2);
+        assert!(r.communities.len() <= 2);
+    }
+}
+
+mod isolation {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_search_of_one_graph_never_returns_another_graphs_data() {
+        let a = world("gsr-iso-a").await;
+        let b = world("gsr-iso-b").await;
+        let r = run(
+            &a,
+            &SearchRequest::new("Alice Paris Globex", COMBINED_HYBRID_SEARCH_RRF).history(),
+        )
+        .await;
+        let b_uuids: std::collections::BTreeSet<uuid::Uuid> =
+            b.e.values()
+                .chain(b.f.values())
+                .chain(b.ep.values())
+                .chain(b.c.values())
+                .copied()
+                .collect();
+        assert!(!r.facts.is_empty() && !r.entities.is_empty());
+        assert!(
+            r.facts
+                .iter()
+                .all(|h| a.f.values().any(|u| *u == h.fact.uuid))
+        );
+        assert!(r.facts.iter().all(|h| !b_uuids.contains(&h.fact.uuid)));
+        assert!(r.entities.iter().all(|h| !b_uuids.contains(&h.entity.uuid)));
+        assert!(
+            r.episodes
+                .iter()
+                .all(|h| !b_uuids.contains(&h.episode.uuid))
+        );
+        assert!(
+            r.communities
+                .iter()
+                .all(|h| !b_uuids.contains(&h.community.uuid))
+        );
+        // The same search on B sees only B.
+        let r = run(
+            &b,
+            &SearchRequest::new("Alice Paris Globex", COMBINED_HYBRID_SEARCH_RRF),
+        )
+        .await;
+        assert!(r.facts.iter().all(|h| b_uuids.contains(&h.fact.uuid)));
+    }
+}
+
+mod input {
+    use super::*;
+
+    #[tokio::test]
+    async fn hostile_query_text_is_searched_as_words() {
+        let w = world("gsr-hostile").await;
+        for q in [
+            "') RETURN 1 //",
+            "Alice' OR 1=1 --",
+            "@name:{Alice} | -Paris* ~%fuzzy% \"quoted\"",
+            "MATCH (n) DETACH DELETE n",
+            "\\ \\\\ ' \" ` $v {} [] () ; :",
+            "user_id 5f3e-a1b2 ünïcødé 😀",
+            "-",
+            &"Alice ".repeat(500),
+        ] {
+            let r = search::search(
+                &w.g.db,
+                &w.g.name,
+                &SearchRequest::new(q, COMBINED_HYBRID_SEARCH_RRF),
+                Some(&w.emb),
+                None,
+            )
+            .await;
+            assert!(r.is_ok(), "{q:?}: {r:?}");
+        }
+        // Nothing was deleted.
+        let res =
+            w.g.db
+                .ro_query(
+                    &w.g.name,
+                    "MATCH (n:Entity) RETURN count(n) AS c",
+                    &Params::new(),
+                )
+                .await
+                .unwrap();
+        assert_eq!(res.get(0, "c"), Some(&Value::Int(6)));
+        // A NUL character is refused by name.
+        let e = search::search(
+            &w.g.db,
+            &w.g.name,
+            &SearchRequest::new("a\0b", COMBINED_HYBRID_SEARCH_RRF),
+            Some(&w.emb),
+            None,
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidInput { ref field, .. } if field == "query"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_empty_or_unindexed_graph_gives_empty_results() {
+        let emb = HashEmbedder::new(DIM);
+        let fresh = TestGraph::new("gsr-fresh").await;
+        let indexed = TestGraph::new("gsr-indexed").await;
+        graph::build_indices(&indexed.db, &indexed.name, DIM as u32)
+            .await
+            .unwrap();
+        for g in [&fresh, &indexed] {
+            let r = search::search(
+                &g.db,
+                &g.name,
+                &SearchRequest::new("Alice", COMBINED_HYBRID_SEARCH_RRF),
+                Some(&emb),
+                None,
+            )
+            .await
+            .unwrap();
+            assert_eq!(r, SearchResults::default(), "{}", g.name);
+        }
+        // Searching created no graph.
+        assert!(!fresh.db.list_graphs().await.unwrap().contains(&fresh.name));
+    }
+
+    #[tokio::test]
+    async fn a_blank_query_returns_nothing_without_calls() {
+        let w = world("gsr-blank").await;
+        let r = run(&w, &SearchRequest::new("  ", COMBINED_HYBRID_SEARCH_RRF)).await;
+        assert_eq!(r, SearchResults::default());
+        assert!(w.emb.embedded_texts().is_empty());
+    }
+
+    #[tokio::test]
+    async fn invalid_requests_are_rejected_naming_the_field() {
+        let w = world("gsr-invalid").await;
+        let cases: Vec<(SearchRequest, &str)> = vec![
+            (
+                SearchRequest::new("a", EDGE_HYBRID_SEARCH_RRF.limit(0)),
+                "config.limit",
+            ),
+            (
+                SearchRequest::new("a", EDGE_HYBRID_SEARCH_RRF.limit(201)),
+                "config.limit",
+            ),
+            (
+                SearchRequest::new(
+                    "a",
+                    SearchConfig {
+                        facts: Some(ScopeConfig::new(Methods::default(), RerankerKind::Rrf)),
+                        ..EDGE_HYBRID_SEARCH_RRF
+                    },
+                ),
+                "config.facts.methods",
+            ),
+            (
+                SearchRequest::new(
+                    "a",
+                    SearchConfig {
+                        episodes: Some(ScopeConfig::new(Methods::HYBRID, RerankerKind::Rrf)),
+                        ..EDGE_HYBRID_SEARCH_RRF
+                    },
+                ),
+                "config.episodes.methods",
+            ),
+            (
+                SearchRequest::new(
+                    "a",
+                    SearchConfig {
+                        facts: Some(ScopeConfig::new(
+                            Methods::HYBRID,
+                            RerankerKind::Mmr { lambda: 1.5 },
+                        )),
+                        ..EDGE_HYBRID_SEARCH_RRF
+                    },
+                ),
+                "config.facts.reranker",
+            ),
+            (
+                SearchRequest::new(
+                    "a",
+                    SearchConfig {
+                        communities: Some(ScopeConfig::new(
+                            Methods::HYBRID,
+                            RerankerKind::NodeDistance,
+                        )),
+                        ..EDGE_HYBRID_SEARCH_RRF
+                    },
+                ),
+                "config.communities.reranker",
+            ),
+            (
+                SearchRequest::new(
+                    "a",
+                    SearchConfig {
+                        facts: Some(
+                            ScopeConfig::new(Methods::BFS, RerankerKind::Rrf).bfs_max_depth(9),
+                        ),
+                        ..EDGE_HYBRID_SEARCH_RRF
+                    },
+                ),
+                "config.facts.bfs_max_depth",
+            ),
+            (
+                SearchRequest::new("a", search::EDGE_HYBRID_SEARCH_NODE_DISTANCE),
+                "center",
+            ),
+            (
+                SearchRequest::new("a", search::EDGE_HYBRID_SEARCH_CROSS_ENCODER),
+                "reranker",
+            ),
+            (
+                SearchRequest::new("a", EDGE_HYBRID_SEARCH_RRF).query_vector(vec![]),
+                "query_vector",
+            ),
+            (
+                SearchRequest::new("a", EDGE_HYBRID_SEARCH_RRF).query_vector(vec![f32::NAN]),
+                "query_vector",
+            ),
+        ];
+        for (req, field) in cases {
+            let e = search::search(&w.g.db, &w.g.name, &req, Some(&w.emb), None)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidInput { field: ref f, .. } if f == field),
+                "{field}: {e}"
+            );
+        }
+        // Vector search without an embedder or a query vector.
+        let e = search::search(
+            &w.g.db,
+            &w.g.name,
+            &SearchRequest::new("a", EDGE_HYBRID_SEARCH_RRF),
+            None,
+            None,
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidInput { ref field, .. } if field == "embedder"),
+            "{e}"
+        );
+        assert!(w.emb.embedded_texts().is_empty());
+    }
+}

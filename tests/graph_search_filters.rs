@@ -1,0 +1,363 @@
+//! Filters and time on a real FalkorDB: current facts by default, history, as-of
+//! queries across an invalidation, OR-of-AND date groups, types, uuids and labels.
+//! Mirrors `test-trees/graph-search.md` (filters and time).
+
+mod common;
+mod graph_search_support;
+
+use std::collections::BTreeSet;
+
+use common::graph::t;
+use gralkor::graph::search::{
+    self, DateFilter, EDGE_HYBRID_SEARCH_RRF, Methods, RerankerKind, ScopeConfig, SearchConfig,
+    SearchFilters, SearchRequest, TimeMode,
+};
+use gralkor::graph::{self, EntityEdge};
+use graph_search_support::{World, world};
+
+/// Every fact names Alice, Bob or Carol.
+const ALL: &str = "Alice Bob Carol";
+
+fn cfg(methods: Methods) -> SearchConfig {
+    SearchConfig {
+        facts: Some(ScopeConfig::new(methods, RerankerKind::Rrf).min_similarity(-1.0)),
+        ..EDGE_HYBRID_SEARCH_RRF
+    }
+}
+
+async fn keys_with(
+    w: &World,
+    query: &str,
+    methods: Methods,
+    filters: SearchFilters,
+) -> BTreeSet<&'static str> {
+    let req = SearchRequest::new(query, cfg(methods)).filters(filters);
+    let r = search::search(&w.g.db, &w.g.name, &req, Some(&w.emb), None)
+        .await
+        .unwrap();
+    r.facts.iter().map(|h| w.fact_key(h.fact.uuid)).collect()
+}
+
+async fn keys(w: &World, filters: SearchFilters) -> BTreeSet<&'static str> {
+    keys_with(w, ALL, Methods::FULLTEXT, filters).await
+}
+
+fn set<const N: usize>(k: [&'static str; N]) -> BTreeSet<&'static str> {
+    k.into_iter().collect()
+}
+
+fn at(time: &str) -> SearchFilters {
+    SearchFilters {
+        time: TimeMode::AsOf(t(time)),
+        ..SearchFilters::default()
+    }
+}
+
+fn history() -> SearchFilters {
+    SearchFilters {
+        time: TimeMode::History,
+        ..SearchFilters::default()
+    }
+}
+
+mod time {
+    use super::*;
+
+    #[tokio::test]
+    async fn current_facts_exclude_retired_and_ended_ones_but_include_plans() {
+        let w = world("gsf-current").await;
+        assert_eq!(
+            keys(&w, SearchFilters::default()).await,
+            set(["globex", "paris", "knows", "plan"])
+        );
+        // The same through the vector index and through the hybrid recipe.
+        let v = keys_with(
+            &w,
+            "Alice works at Acme as an engineer",
+            Methods::VECTOR,
+            SearchFilters::default(),
+        )
+        .await;
+        assert!(!v.contains("acme") && !v.contains("visit"), "{v:?}");
+        let h = keys_with(
+            &w,
+            "Alice works at Acme",
+            Methods::HYBRID,
+            SearchFilters::default(),
+        )
+        .await;
+        assert!(!h.contains("acme"), "{h:?}");
+    }
+
+    #[tokio::test]
+    async fn history_returns_every_fact() {
+        let w = world("gsf-history").await;
+        assert_eq!(
+            keys(&w, history()).await,
+            set(["acme", "globex", "paris", "visit", "knows", "plan"])
+        );
+    }
+
+    #[tokio::test]
+    async fn as_of_returns_what_was_true_then_across_an_invalidation() {
+        let w = world("gsf-asof").await;
+        // Before the move to Globex: Acme (retired later, but true then).
+        assert_eq!(
+            keys(&w, at("2024-06-01T00:00:00Z")).await,
+            set(["acme", "paris", "knows"])
+        );
+        // During Bob's visit.
+        assert_eq!(
+            keys(&w, at("2024-04-05T00:00:00Z")).await,
+            set(["acme", "paris", "visit", "knows"])
+        );
+        // The day of the move: spans are half-open, so Globex and not Acme.
+        assert_eq!(
+            keys(&w, at("2025-03-01T00:00:00Z")).await,
+            set(["globex", "paris", "knows"])
+        );
+        assert_eq!(
+            keys(&w, at("2025-06-01T00:00:00Z")).await,
+            set(["globex", "paris", "knows"])
+        );
+        // Before anything with a date: only the undated fact.
+        assert_eq!(keys(&w, at("2019-01-01T00:00:00Z")).await, set(["knows"]));
+        // After the plan starts.
+        assert!(keys(&w, at("2030-06-01T00:00:00Z")).await.contains("plan"));
+        // Through the vector index too.
+        let v = keys_with(
+            &w,
+            "Alice works at Globex as a manager",
+            Methods::VECTOR,
+            at("2024-06-01T00:00:00Z"),
+        )
+        .await;
+        assert!(v.contains("acme") && !v.contains("globex"), "{v:?}");
+        // The request helper sets the same mode.
+        let req = SearchRequest::new(ALL, cfg(Methods::FULLTEXT)).as_of(t("2024-06-01T00:00:00Z"));
+        assert_eq!(req.filters.time, TimeMode::AsOf(t("2024-06-01T00:00:00Z")));
+    }
+
+    #[tokio::test]
+    async fn a_fact_retired_without_an_end_date_is_true_until_it_was_retired() {
+        let w = world("gsf-expired").await;
+        let mut f = EntityEdge::new(w.e["Bob"], w.e["Paris"], "OWNS", "Bob owns a flat in Paris");
+        f.expired_at = Some(t("2025-01-01T00:00:00Z"));
+        f.created_at = t("2024-01-01T00:00:00Z");
+        graph::save_facts(&w.g.db, &w.g.name, &[f.clone()])
+            .await
+            .unwrap();
+        let found = |filters: SearchFilters| {
+            let req = SearchRequest::new("flat", cfg(Methods::FULLTEXT)).filters(filters);
+            let w = &w;
+            async move {
+                let r = search::search(&w.g.db, &w.g.name, &req, None, None)
+                    .await
+                    .unwrap();
+                r.facts.iter().map(|h| h.fact.uuid).collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(found(at("2024-12-31T00:00:00Z")).await, [f.uuid]);
+        assert!(found(at("2025-01-02T00:00:00Z")).await.is_empty());
+        assert!(found(SearchFilters::default()).await.is_empty());
+        assert_eq!(found(history()).await, [f.uuid]);
+    }
+}
+
+mod dates {
+    use super::*;
+
+    fn valid_at(groups: Vec<Vec<DateFilter>>) -> SearchFilters {
+        SearchFilters {
+            valid_at: groups,
+            ..history()
+        }
+    }
+
+    #[tokio::test]
+    async fn or_groups_do_not_overwrite_each_other() {
+        let w = world("gsf-or").await;
+        let y2020 = vec![
+            DateFilter::Ge(t("2020-01-01T00:00:00Z")),
+            DateFilter::Lt(t("2021-01-01T00:00:00Z")),
+        ];
+        let y2025 = vec![
+            DateFilter::Ge(t("2025-01-01T00:00:00Z")),
+            DateFilter::Lt(t("2026-01-01T00:00:00Z")),
+        ];
+        assert_eq!(
+            keys(&w, valid_at(vec![y2020.clone()])).await,
+            set(["paris"])
+        );
+        assert_eq!(
+            keys(&w, valid_at(vec![y2025.clone()])).await,
+            set(["globex"])
+        );
+        // With parameters named by position only, the second group's dates would
+        // replace the first's and this would be {globex}.
+        assert_eq!(
+            keys(&w, valid_at(vec![y2020, y2025])).await,
+            set(["paris", "globex"])
+        );
+    }
+
+    #[tokio::test]
+    async fn null_checks_inequalities_and_several_fields_combine() {
+        let w = world("gsf-dates").await;
+        let f = SearchFilters {
+            invalid_at: vec![vec![DateFilter::IsNotNull]],
+            ..history()
+        };
+        assert_eq!(keys(&w, f).await, set(["acme", "visit"]));
+        let f = SearchFilters {
+            invalid_at: vec![vec![DateFilter::IsNull]],
+            expired_at: vec![vec![DateFilter::IsNull]],
+            ..history()
+        };
+        assert_eq!(keys(&w, f).await, set(["globex", "paris", "knows", "plan"]));
+        // A missing date does not match an inequality.
+        let f = valid_at(vec![vec![DateFilter::Ne(t("2020-06-01T00:00:00Z"))]]);
+        assert_eq!(keys(&w, f).await, set(["acme", "globex", "visit", "plan"]));
+        let f = valid_at(vec![
+            vec![DateFilter::Le(t("2024-01-15T00:00:00Z"))],
+            vec![DateFilter::IsNull],
+        ]);
+        assert_eq!(keys(&w, f).await, set(["acme", "paris", "knows"]));
+        let f = SearchFilters {
+            created_at: vec![vec![DateFilter::Gt(t("2025-06-01T00:00:00Z"))]],
+            ..history()
+        };
+        assert!(keys(&w, f).await.is_empty());
+        let f = SearchFilters {
+            created_at: vec![vec![DateFilter::Eq(t("2025-06-01T00:00:00Z"))]],
+            expired_at: vec![vec![DateFilter::Ge(t("2025-03-02T00:00:00Z"))]],
+            ..history()
+        };
+        assert_eq!(keys(&w, f).await, set(["acme"]));
+        // Date filters combine with the time mode: current facts that started by 2021.
+        let f = SearchFilters {
+            valid_at: vec![vec![DateFilter::Lt(t("2021-01-01T00:00:00Z"))]],
+            ..SearchFilters::default()
+        };
+        assert_eq!(keys(&w, f).await, set(["paris"]));
+    }
+
+    #[tokio::test]
+    async fn an_empty_and_group_is_rejected_naming_it() {
+        let w = world("gsf-empty-group").await;
+        let req = SearchRequest::new(ALL, cfg(Methods::FULLTEXT)).filters(SearchFilters {
+            created_at: vec![vec![DateFilter::IsNotNull], vec![]],
+            ..SearchFilters::default()
+        });
+        let e = search::search(&w.g.db, &w.g.name, &req, None, None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, gralkor::Error::InvalidInput { ref field, .. } if field == "filters.created_at[1]"),
+            "{e}"
+        );
+    }
+}
+
+mod filters {
+    use super::*;
+
+    #[tokio::test]
+    async fn fact_types_uuids_and_endpoint_labels_restrict_facts() {
+        let w = world("gsf-facts").await;
+        let f = SearchFilters {
+            fact_types: vec!["WORKS_AT".into()],
+            ..history()
+        };
+        assert_eq!(keys(&w, f).await, set(["acme", "globex"]));
+        let f = SearchFilters {
+            fact_uuids: vec![w.f["paris"], w.f["knows"], w.f["acme"]],
+            ..SearchFilters::default()
+        };
+        assert_eq!(keys(&w, f).await, set(["paris", "knows"]));
+        let f = SearchFilters {
+            entity_uuids: vec![w.e["Bob"]],
+            ..history()
+        };
+        assert_eq!(keys(&w, f).await, set(["visit", "knows"]));
+        let f = SearchFilters {
+            entity_labels: vec!["Person".into()],
+            ..SearchFilters::default()
+        };
+        assert_eq!(keys(&w, f).await, set(["knows"]));
+        let f = SearchFilters {
+            entity_labels: vec!["Person".into(), "Organization".into()],
+            ..SearchFilters::default()
+        };
+        // Both endpoints need one of the labels, not the same one.
+        assert_eq!(keys(&w, f).await, set(["globex", "plan", "knows"]));
+        // A label that no entity has, and one that is not an identifier, match nothing.
+        for label in ["Robot", "x') OR 1=1 //"] {
+            let f = SearchFilters {
+                entity_labels: vec![label.into()],
+                ..history()
+            };
+            assert!(keys(&w, f).await.is_empty(), "{label}");
+        }
+    }
+
+    #[tokio::test]
+    async fn labels_and_uuids_restrict_entities() {
+        let w = world("gsf-entities").await;
+        let run = |f: SearchFilters| {
+            let req = SearchRequest::new(
+                "Alice Bob Carol Acme Globex Paris",
+                SearchConfig {
+                    facts: None,
+                    entities: Some(ScopeConfig::new(Methods::HYBRID, RerankerKind::Rrf)),
+                    ..EDGE_HYBRID_SEARCH_RRF
+                },
+            )
+            .filters(f);
+            let w = &w;
+            async move {
+                let r = search::search(&w.g.db, &w.g.name, &req, Some(&w.emb), None)
+                    .await
+                    .unwrap();
+                r.entities
+                    .iter()
+                    .map(|h| w.entity_name(h.entity.uuid))
+                    .collect::<BTreeSet<_>>()
+            }
+        };
+        let got = run(SearchFilters {
+            entity_labels: vec!["Organization".into()],
+            ..SearchFilters::default()
+        })
+        .await;
+        assert_eq!(got, set(["Acme", "Globex"]));
+        let got = run(SearchFilters {
+            entity_uuids: vec![w.e["Paris"], w.e["Bob"]],
+            ..SearchFilters::default()
+        })
+        .await;
+        assert_eq!(got, set(["Paris", "Bob"]));
+    }
+
+    #[tokio::test]
+    async fn filters_apply_to_the_breadth_first_walk() {
+        let w = world("gsf-bfs").await;
+        let req = SearchRequest::new(
+            "",
+            SearchConfig {
+                facts: Some(ScopeConfig::new(Methods::BFS, RerankerKind::Rrf).bfs_max_depth(1)),
+                ..EDGE_HYBRID_SEARCH_RRF
+            },
+        )
+        .bfs_origins([w.e["Bob"]])
+        .filters(SearchFilters {
+            fact_types: vec!["VISITED".into()],
+            ..history()
+        });
+        let r = search::search(&w.g.db, &w.g.name, &req, None, None)
+            .await
+            .unwrap();
+        let got: Vec<&str> = r.facts.iter().map(|h| w.fact_key(h.fact.uuid)).collect();
+        assert_eq!(got, ["visit"]);
+    }
+}
