@@ -40,6 +40,7 @@
 
 mod core;
 mod in_memory;
+mod native;
 mod request;
 mod response;
 mod storage;
@@ -49,6 +50,7 @@ use async_trait::async_trait;
 
 pub use core::StorageClient;
 pub use in_memory::{Call, Canned, InMemoryClient, InMemoryStorage};
+pub use native::{NativeClient, NativeStorage};
 pub use request::{
     BuildCommunities, Content, DEFAULT_MAX_RESULTS, DEFAULT_MEMORY_ADD_DESCRIPTION, EpisodeRef,
     Ingest, MAX_RESULTS_LIMIT, MemoryAdd, Replace, ResultType, Route, Search, SourceKind,

@@ -51,6 +51,9 @@ impl Embedder for CountingEmbedder {
 
 type Rule = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
+/// An extraction answer computed from an episode's text.
+pub type Extractor = Arc<dyn Fn(&str) -> Value + Send + Sync>;
+
 /// The rules the scripted model answers by.
 #[derive(Clone, Default)]
 pub struct Rules {
@@ -64,6 +67,8 @@ pub struct Rules {
     pub contradicts: Option<Rule>,
     /// Per entity type label: the attributes to answer.
     pub attributes: Arc<Mutex<Vec<(String, Value)>>>,
+    /// The extraction of an episode no needle matches (default: nothing).
+    pub fallback: Option<Extractor>,
 }
 
 impl std::fmt::Debug for Rules {
@@ -122,7 +127,10 @@ pub fn answer(rules: &Rules, req: &GenerateRequest) -> Result<Value> {
                 .iter()
                 .find(|(needle, _)| episode.contains(needle.as_str()))
                 .map(|(_, v)| v.clone());
-            Ok(found.unwrap_or_else(|| json!({"entities": [], "facts": []})))
+            Ok(found.unwrap_or_else(|| match &rules.fallback {
+                Some(f) => f(episode.trim()),
+                None => json!({"entities": [], "facts": []}),
+            }))
         }
         "entity_resolution" => {
             let mut out = Vec::new();
