@@ -1,182 +1,198 @@
 //! The main job, end to end on a fresh machine: start an embedded FalkorDB (provisioning
-//! its binaries on first use), write a small graph, read it back through each index
-//! kind, and shut down cleanly.
+//! its binaries on first use), remember a conversation through the packaged
+//! `personal-chat` Lens, write shared knowledge, replace a Lens-owned graph, search it
+//! all, and shut down cleanly.
 //!
 //! ```text
-//! cargo run --example quickstart              # a temporary data directory
-//! cargo run --example quickstart -- ./memory  # a named one, kept afterwards
+//! cargo run --example quickstart              # embedded FalkorDB in a temporary directory
+//! cargo run --example quickstart -- ./memory  # in a named one, kept afterwards
 //! ```
+//!
+//! The backend and the models come from the environment (`GRALKOR_DATA_DIR` or
+//! `FALKORDB_HOST`/`FALKORDB_PORT`; `GRALKOR_LLM_MODEL`, `GRALKOR_EMBEDDER_MODEL` and a
+//! provider key). With no backend configured it uses the directory given, or a
+//! temporary one. With no provider key it runs **episodes only**: every episode is
+//! stored and searchable by its text, and an engine with models can extract the
+//! pending episodes later (`Engine::resume_pending`).
 
 use std::time::Instant;
 
-use gralkor::falkordb::{
-    DEFAULT_STOPWORDS, EmbeddedConfig, FalkorConfig, FalkorDb, IndexKind, IndexSpec, Params,
-    Similarity, Value, fulltext_query,
-};
-
-const GRAPH: &str = "quickstart";
-
-/// A toy 4-dimensional "embedding": enough to show nearest-neighbour search.
-fn embed(animal: bool, tool: bool, food: bool, place: bool) -> Vec<f32> {
-    [animal, tool, food, place]
-        .iter()
-        .map(|&b| if b { 1.0 } else { 0.05 })
-        .collect()
-}
+use gralkor::agent::{MemorySearch, memory_search};
+use gralkor::client::{Client, Content, Hit, Ingest, MemoryAdd, NativeClient, Replace, Search};
+use gralkor::config::Config;
+use gralkor::graph::Timestamp;
+use gralkor::lens::{Graph, Lens};
+use gralkor::runtime::RuntimeConfig;
+use serde_json::json;
 
 #[tokio::main]
 async fn main() -> gralkor::Result<()> {
     let named = std::env::args().nth(1);
-    let temp = tempfile::tempdir().map_err(|e| gralkor::Error::Io {
-        context: "temp dir".into(),
-        source: e,
-    })?;
-    let data_dir = named
+    let temp = tempfile::Builder::new()
+        .prefix("gralkor-quickstart-")
+        .tempdir()
+        .map_err(|e| gralkor::Error::Io {
+            context: "creating a temporary data directory".into(),
+            source: e,
+        })?;
+    let fallback_dir = named
         .clone()
-        .map(Into::into)
-        .unwrap_or_else(|| temp.path().to_path_buf());
+        .unwrap_or_else(|| temp.path().display().to_string());
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let backend_set = env("GRALKOR_DATA_DIR").is_some() || env("FALKORDB_HOST").is_some();
+    let config = Config::from_lookup(|k| match k {
+        "GRALKOR_DATA_DIR" if !backend_set => Some(fallback_dir.clone()),
+        _ => env(k),
+    })?;
 
     let started = Instant::now();
-    println!("starting embedded FalkorDB in {}", data_dir.display());
-    let db = FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(&data_dir))).await?;
-    let server = db.embedded_server().expect("embedded backend");
-    println!(
-        "  ready in {:?}: pid {:?}, socket {}, redis-server {}",
-        started.elapsed(),
-        server.pid(),
-        server.socket_path().display(),
-        server.binaries().redis_server.display()
-    );
-
-    // Indices of every kind.
-    for spec in [
-        IndexSpec::range_nodes("Entity", ["name"]),
-        IndexSpec::fulltext_nodes("Entity", ["name", "summary"], DEFAULT_STOPWORDS),
-        IndexSpec::vector_nodes("Entity", "embedding", 4, Similarity::Cosine),
-        IndexSpec::fulltext_relationships("RELATES_TO", ["fact"], DEFAULT_STOPWORDS),
-    ] {
-        let created = db.create_index(GRAPH, &spec).await?;
-        let kind = match spec.kind {
-            IndexKind::Range => "range",
-            IndexKind::Fulltext { .. } => "fulltext",
-            IndexKind::Vector { .. } => "vector",
-        };
+    let client = NativeClient::connect(
+        config.clone(),
+        RuntimeConfig::new()
+            .destination("household")
+            .lens(Lens::appending("notes", "household"))
+            .lens(Lens::replace_graph("appliances", "household")),
+    )
+    .await?;
+    match client.storage().db().embedded_server() {
+        Some(server) => println!(
+            "embedded FalkorDB ready in {:?} (data in {})",
+            started.elapsed(),
+            server
+                .socket_path()
+                .parent()
+                .map_or_else(String::new, |p| p.display().to_string())
+        ),
+        None => println!(
+            "connected to the remote FalkorDB in {:?}",
+            started.elapsed()
+        ),
+    }
+    if config.extracts() {
+        println!("models configured: episodes are extracted into entities and facts");
+    } else {
         println!(
-            "{kind} index on {:?} {:?}: {}",
-            spec.entity,
-            spec.properties,
-            if created { "created" } else { "already there" }
+            "no provider key set: episodes only (stored and searchable by text; set \
+             GOOGLE_API_KEY or OPENAI_API_KEY to extract facts)"
         );
     }
 
-    // A small graph, written in one round trip; MERGE keeps re-runs idempotent.
-    let entities = [
-        (
-            "Ada",
-            "a border collie who herds sheep",
-            embed(true, false, false, false),
-        ),
-        (
-            "Hammer",
-            "a claw hammer in the shed",
-            embed(false, true, false, false),
-        ),
-        (
-            "Sourdough",
-            "bread baked every Sunday",
-            embed(false, false, true, false),
-        ),
-        (
-            "Shed",
-            "the garden shed behind the house",
-            embed(false, false, false, true),
-        ),
-    ];
-    let mut stmts: Vec<(String, Params)> = entities
-        .iter()
-        .map(|(name, summary, emb)| {
-            (
-                "MERGE (e:Entity {name: $name}) SET e.summary = $summary, e.embedding = vecf32($emb)".to_string(),
-                Params::new().set("name", *name).set("summary", *summary).set("emb", emb.clone()),
-            )
-        })
-        .collect();
-    stmts.push((
-        "MATCH (a:Entity {name: 'Hammer'}), (b:Entity {name: 'Shed'})
-         MERGE (a)-[r:RELATES_TO {fact: 'The hammer is kept in the shed'}]->(b)"
-            .to_string(),
-        Params::new(),
-    ));
-    db.pipeline(GRAPH, &stmts).await?;
-    println!("wrote {} entities and 1 fact", entities.len());
+    let op = "ada";
+    let day = |d: &str| -> gralkor::Result<Timestamp> { format!("{d}T09:00:00Z").parse() };
 
-    // Range index: exact lookup.
-    let res = db
-        .ro_query(
-            GRAPH,
-            "MATCH (e:Entity {name: $n}) RETURN e.summary AS s",
-            &Params::new().set("n", "Ada"),
+    // A conversation, remembered in Ada's own personal graph.
+    for (id, when, text) in [
+        (
+            "turn-1",
+            "2025-01-10",
+            "Ada: I work at Acme as a data engineer.",
+        ),
+        (
+            "turn-2",
+            "2025-02-03",
+            "Ada: my sister Bea is visiting from Porto next week.",
+        ),
+        (
+            "turn-3",
+            "2025-03-15",
+            "Ada: I left Acme and joined Globex this month.",
+        ),
+    ] {
+        let written = client
+            .ingest(
+                &Ingest::new(id, op, "personal-chat", Content::conversation(text))
+                    .source_description("chat")
+                    .reference_time(day(when)?),
+            )
+            .await?;
+        println!("remembered {id} as episode {}", written[0].episode);
+    }
+    // Replaying a turn (same id) stores nothing twice.
+    client
+        .ingest(
+            &Ingest::new(
+                "turn-1",
+                op,
+                "personal-chat",
+                Content::conversation("Ada: I work at Acme as a data engineer."),
+            )
+            .source_description("chat")
+            .reference_time(day("2025-01-10")?),
         )
         .await?;
+
+    // Shared household knowledge, through an application Lens and a direct write.
+    client
+        .ingest(
+            &Ingest::new(
+                "note-1",
+                op,
+                "notes",
+                Content::document("The boiler is serviced every October by Heatwise."),
+            )
+            .source_description("house notebook"),
+        )
+        .await?;
+    client
+        .memory_add(
+            &MemoryAdd::new(
+                op,
+                Content::document("The spare key is with the neighbour Carl."),
+            )
+            .to_destination("household"),
+        )
+        .await?;
+    client.await_background_writes().await;
+
+    // A Lens-owned graph, replaced whole.
+    client
+        .replace(&Replace::new(
+            op,
+            "appliances",
+            Graph::new()
+                .node(
+                    "boiler",
+                    ["Appliance"],
+                    json!({"name": "Boiler", "model": "Vaillant ecoTEC"}),
+                )
+                .node("heatwise", ["Company"], json!({"name": "Heatwise"}))
+                .relationship("heatwise", "SERVICES", "boiler", json!({})),
+        ))
+        .await?;
+
+    println!("\nepisodes about Acme (every Destination Ada can read):");
+    for r in client.search(&Search::new(op, "Acme")).await? {
+        if let Hit::Episode(e) = &r.hit {
+            println!("  [{}] {}  ({})", r.destination, e.content, e.valid_at);
+        }
+    }
+    println!("\nnodes about the boiler in household:");
+    for r in client
+        .search(
+            &Search::new(op, "boiler")
+                .destinations(["household"])
+                .nodes(Vec::<String>::new()),
+        )
+        .await?
+    {
+        if let Hit::Node(n) = &r.hit {
+            println!("  {} {:?} {}", n.name, n.labels, n.attributes);
+        }
+    }
+    println!("\nmemory_search \"where does Ada work\", as an agent sees it:\n");
     println!(
-        "range    name = 'Ada'            -> {:?}",
-        res.get(0, "s").and_then(Value::as_str)
+        "{}",
+        memory_search(
+            &client,
+            &MemorySearch::new(op, "where does Ada work Acme Globex")
+        )
+        .await?
     );
 
-    // Fulltext index, through the sanitiser (the hyphen and '?' would break RediSearch).
-    let text = "who bakes sour-dough bread?";
-    let q = fulltext_query(text, DEFAULT_STOPWORDS).unwrap_or_default();
-    let res = db
-        .ro_query(
-            GRAPH,
-            "CALL db.idx.fulltext.queryNodes('Entity', $q) YIELD node, score RETURN node.name AS n, score",
-            &Params::new().set("q", q.clone()),
-        )
-        .await?;
-    let hits: Vec<&str> = res.column_values("n").filter_map(Value::as_str).collect();
-    println!("fulltext {text:?} as {q:?} -> {hits:?}");
-
-    let res = db
-        .ro_query(
-            GRAPH,
-            "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) YIELD relationship RETURN relationship.fact AS f",
-            &Params::new().set("q", fulltext_query("where's the hammer?", DEFAULT_STOPWORDS).unwrap_or_default()),
-        )
-        .await?;
-    println!(
-        "fulltext facts 'where's the hammer?' -> {:?}",
-        res.get(0, "f").and_then(Value::as_str)
-    );
-
-    // Vector index: nearest neighbours of "a dog-like thing".
-    let res = db
-        .ro_query(
-            GRAPH,
-            "CALL db.idx.vector.queryNodes('Entity', 'embedding', 2, vecf32($q)) YIELD node, score
-             RETURN node.name AS n, score ORDER BY score",
-            &Params::new().set("q", embed(true, false, false, false)),
-        )
-        .await?;
-    let knn: Vec<(String, f64)> = res
-        .rows
-        .iter()
-        .map(|r| {
-            (
-                r[0].as_str().unwrap_or_default().to_owned(),
-                r[1].as_f64().unwrap_or(f64::NAN),
-            )
-        })
-        .collect();
-    println!("vector   nearest to [animal]      -> {knn:?}");
-
-    println!("graphs on the server: {:?}", db.list_graphs().await?);
-    db.shutdown().await?;
-    println!("shut down cleanly after {:?}", started.elapsed());
-    if named.is_some() {
-        println!(
-            "data kept in {}; run again to see MERGE keep it idempotent",
-            data_dir.display()
-        );
+    client.shutdown().await?;
+    println!("\nshut down cleanly after {:?}", started.elapsed());
+    if let Some(dir) = named {
+        println!("data kept in {dir}; run again to see replays store nothing twice");
     }
     Ok(())
 }
