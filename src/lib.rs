@@ -5,10 +5,10 @@
 //! when they were true and when the system learned them — stored in FalkorDB, with
 //! Destinations, Lenses, Reflections, a capture buffer and agent tools on top.
 //!
-//! The crate is being built bottom-up. What exists today are the two adapters every
-//! layer above stands on, the ontology, the engine's data model and storage, and the
-//! memory API on top: Destinations, Lenses, the runtime configuration, the
-//! [`Client`] trait with its in-memory twin, and the `memory_search` presentation.
+//! Start with [`NativeClient`] (the memory API over FalkorDB and the models, built
+//! from [`Config::from_env`]) or [`InMemoryClient`] (its deterministic twin for your
+//! tests); both implement the [`Client`] trait. Reflections, the capture buffer and
+//! recall are still to come.
 //!
 //! ## Layers
 //!
@@ -17,11 +17,11 @@
 //! ```text
 //!  agent glue   memory_search presentation
 //!               capture buffer · recall · memory_add tool             (planned)
-//!  domain       client (trait, StorageClient, InMemoryClient) · runtime
-//!               destination · provenance · lens · reflection (shapes)
-//!               native client · Reflection runs                       (planned)
-//!  engine       graph: model · store · extract · dedup · temporal
-//!                      add_episode · search · communities            (planned)
+//!  domain       client (trait, StorageClient, NativeClient, InMemoryClient)
+//!               runtime · destination · provenance · lens · reflection (shapes)
+//!               Reflection runs                                       (planned)
+//!  engine       graph: Engine (ingest) · search · communities
+//!                      model · store · extract · dedup · temporal · prompts
 //!               ontology
 //!  adapters     falkordb (storage, embedded server)    llm (providers, limiter)
 //! ```
@@ -39,7 +39,11 @@
 //! * [`ontology`] — the entity and relationship types an extraction may use, declared
 //!   with a builder and checked when built (reserved names, duplicates, unknown
 //!   endpoints, identifiers), projected to a prompt's type list and to JSON schemas.
-//! * [`graph`] — the temporal graph's data model and storage: episodes, entities, facts, indices.
+//! * [`graph`] — the temporal graph engine: [`graph::Engine`] ingests episodes into
+//!   entities and facts (durable first, at most four model calls per episode, one
+//!   atomic commit, replay-safe, claimed across processes), [`graph::search`] finds
+//!   facts, entities, episodes and communities through FalkorDB's own indices, and
+//!   [`graph::build_communities`] clusters entities; plus the data model and storage.
 //! * [`destination`] — named graphs: `global`, `personal` (→ `personal/<operator id>`)
 //!   and literal application names; reserved and retired names.
 //! * [`provenance`] — the terminal writer marker of every stored source description
@@ -55,8 +59,8 @@
 //! * [`client`] — the object-safe [`Client`] trait (ingest, replace, search,
 //!   memory_add, episodes, admin), its request and result values, the validation every
 //!   implementation shares, [`StorageClient`](client::StorageClient) (the client logic
-//!   over any [`Storage`](client::Storage)) and [`InMemoryClient`], the deterministic
-//!   twin for tests.
+//!   over any [`Storage`](client::Storage)), [`NativeClient`] over FalkorDB and the
+//!   engine, and [`InMemoryClient`], the deterministic twin for tests.
 //! * [`agent`] — the `memory_search` tool and its budgeted readable presentation.
 //! * [`config`] — backend and models from the environment (`Config::from_env`).
 //!
@@ -97,7 +101,7 @@ pub mod provenance;
 pub mod reflection;
 pub mod runtime;
 
-pub use client::{Client, InMemoryClient};
+pub use client::{Client, InMemoryClient, NativeClient};
 pub use config::Config;
 pub use error::{Error, Result};
 pub use falkordb::{FalkorConfig, FalkorDb};
