@@ -190,17 +190,7 @@ impl Storage for NativeStorage {
                     .episodes
                     .into_iter()
                     .filter(|h| selected(&h.episode.source_description))
-                    .map(|h| {
-                        let e = h.episode;
-                        Hit::Episode(EpisodeRecord::from_stored(
-                            e.uuid,
-                            e.content,
-                            SourceKind::from_episode_kind(e.source),
-                            &e.source_description,
-                            e.valid_at,
-                            e.created_at,
-                        ))
-                    })
+                    .map(|h| Hit::Episode(episode_record(h.episode)))
                     .collect()
             }
             ResultType::Facts { edge_types } => {
@@ -326,16 +316,7 @@ impl Storage for NativeStorage {
             .engine
             .get_episode(&self.db, graph, uuid)
             .await?
-            .map(|e| {
-                EpisodeRecord::from_stored(
-                    e.uuid,
-                    e.content,
-                    SourceKind::from_episode_kind(e.source),
-                    &e.source_description,
-                    e.valid_at,
-                    e.created_at,
-                )
-            }))
+            .map(episode_record))
     }
 
     async fn remove_episode(&self, graph: &str, uuid: Uuid) -> Result<bool> {
@@ -363,6 +344,18 @@ impl Storage for NativeStorage {
             edges: report.members,
         })
     }
+}
+
+/// An engine episode as the client returns it (writer read from the description).
+fn episode_record(e: graph::Episode) -> EpisodeRecord {
+    EpisodeRecord::from_stored(
+        e.uuid,
+        e.content,
+        SourceKind::from_episode_kind(e.source),
+        &e.source_description,
+        e.valid_at,
+        e.created_at,
+    )
 }
 
 /// A stable uuid for a Lens-owned node, from its graph and id.

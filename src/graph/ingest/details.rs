@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use super::{IngestUsage, Work};
+use crate::Result;
 use crate::graph::model::{EntityEdge, EntityNode};
 use crate::graph::prompts::resolve as p;
-use crate::llm::{GenerateRequest, ModelSize, OutputSchema};
-use crate::{Error, Result};
+use crate::llm::OutputSchema;
 
 /// The schema name of the details call.
 pub(crate) const ENTITY_DETAILS_SCHEMA: &str = "entity_details";
@@ -151,20 +151,15 @@ pub(super) async fn fill(
             &asks,
         );
     }
-    let request = GenerateRequest::new(schema(work, &labels))
-        .system(p::DETAILS_SYSTEM)
-        .user(user)
-        .size(ModelSize::Small)
-        .label("entity_details");
-    let generation = work.llm.generate(&request).await?;
-    usage.llm_calls += 1;
-    usage.tokens += generation.usage;
-    let Value::Object(answer) = generation.value else {
-        return Err(Error::ModelOutput {
-            provider: work.llm.provider().to_owned(),
-            message: format!("`{ENTITY_DETAILS_SCHEMA}` answer is not an object"),
-        });
-    };
+    let answer: serde_json::Map<String, Value> = work
+        .ask(
+            schema(work, &labels),
+            p::DETAILS_SYSTEM,
+            user,
+            "entity_details",
+            usage,
+        )
+        .await?;
     let asked = |id: &Value, pred: &dyn Fn(&Need) -> bool| -> Option<usize> {
         let id = usize::try_from(id.as_i64()?).ok()?;
         needs

@@ -4,14 +4,14 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::{IngestUsage, Work};
+use crate::Result;
 use crate::graph::dedup::{self, Candidate, Match, normalize_name};
 use crate::graph::extract::ExtractedEntity;
 use crate::graph::model::EntityNode;
 use crate::graph::prompts::resolve as p;
 use crate::graph::store::{self, CandidateQuery};
-use crate::llm::{GenerateRequest, ModelSize, OutputSchema};
+use crate::llm::OutputSchema;
 use crate::ontology::GENERIC_ENTITY_LABEL;
-use crate::{Error, Result};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -223,19 +223,15 @@ async fn ask_model(
             &options,
         );
     }
-    let request = GenerateRequest::new(schema())
-        .system(p::ENTITIES_SYSTEM)
-        .user(user)
-        .size(ModelSize::Small)
-        .label("resolve_entities");
-    let generation = work.llm.generate(&request).await?;
-    usage.llm_calls += 1;
-    usage.tokens += generation.usage;
-    let answer: Answer =
-        serde_json::from_value(generation.value).map_err(|e| Error::ModelOutput {
-            provider: work.llm.provider().to_owned(),
-            message: format!("`{ENTITY_RESOLUTION_SCHEMA}` answer: {e}"),
-        })?;
+    let answer: Answer = work
+        .ask(
+            schema(),
+            p::ENTITIES_SYSTEM,
+            user,
+            "resolve_entities",
+            usage,
+        )
+        .await?;
     for item in answer.resolutions {
         let Some((i, ks)) = ambiguous
             .iter()

@@ -9,14 +9,14 @@ use uuid::Uuid;
 
 use super::entities::Resolved;
 use super::{IngestUsage, Work};
+use crate::Result;
 use crate::graph::dedup::normalize_name;
 use crate::graph::extract::{ExtractedFact, GENERIC_RELATION_TYPE};
 use crate::graph::model::{EntityEdge, Episode, Timestamp};
 use crate::graph::prompts::resolve as p;
 use crate::graph::store::ingest::{self as st, FactQuery, FactUpdate};
 use crate::graph::temporal;
-use crate::llm::{GenerateRequest, ModelSize, OutputSchema};
-use crate::{Error, Result};
+use crate::llm::OutputSchema;
 
 /// The schema name of the fact-resolution call.
 pub(crate) const FACT_RESOLUTION_SCHEMA: &str = "fact_resolution";
@@ -280,19 +280,9 @@ async fn ask_model(
             &options,
         );
     }
-    let request = GenerateRequest::new(schema())
-        .system(p::FACTS_SYSTEM)
-        .user(user)
-        .size(ModelSize::Small)
-        .label("resolve_facts");
-    let generation = work.llm.generate(&request).await?;
-    usage.llm_calls += 1;
-    usage.tokens += generation.usage;
-    let answer: Answer =
-        serde_json::from_value(generation.value).map_err(|e| Error::ModelOutput {
-            provider: work.llm.provider().to_owned(),
-            message: format!("`{FACT_RESOLUTION_SCHEMA}` answer: {e}"),
-        })?;
+    let answer: Answer = work
+        .ask(schema(), p::FACTS_SYSTEM, user, "resolve_facts", usage)
+        .await?;
     let mut out = HashMap::new();
     for item in answer.facts {
         let Ok(i) = usize::try_from(item.id) else {

@@ -766,6 +766,31 @@ struct Done {
 }
 
 impl Work<'_> {
+    /// One small-model call of a follow-up step: sends `system` and `user` against
+    /// `schema`, counts the call and its tokens, and reads the answer as `T`.
+    async fn ask<T: serde::de::DeserializeOwned>(
+        &self,
+        schema: crate::llm::OutputSchema,
+        system: &str,
+        user: String,
+        label: &str,
+        usage: &mut IngestUsage,
+    ) -> Result<T> {
+        let name = schema.name.clone();
+        let request = crate::llm::GenerateRequest::new(schema)
+            .system(system)
+            .user(user)
+            .size(crate::llm::ModelSize::Small)
+            .label(label);
+        let generation = self.llm.generate(&request).await?;
+        usage.llm_calls += 1;
+        usage.tokens += generation.usage;
+        serde_json::from_value(generation.value).map_err(|e| Error::ModelOutput {
+            provider: self.llm.provider().to_owned(),
+            message: format!("`{name}` answer: {e}"),
+        })
+    }
+
     fn check_lease(&self, uuid: Uuid) -> Result<()> {
         if self.lease.lost() {
             Err(Error::ClaimLost { uuid })

@@ -188,6 +188,28 @@ pub async fn replace_owned(
     Ok(counts)
 }
 
+/// A node from a row with `id`, `labels` and `props` columns.
+fn owned_node(row: &BTreeMap<String, Value>) -> OwnedNode {
+    OwnedNode {
+        id: row
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        labels: row
+            .get("labels")
+            .and_then(Value::as_list)
+            .map(|l| {
+                l.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        properties: owned_props(row.get("props")),
+    }
+}
+
 fn owned_props(v: Option<&Value>) -> BTreeMap<String, Value> {
     let mut m = v.and_then(Value::as_map).cloned().unwrap_or_default();
     m.remove(OWNER_KEY);
@@ -220,28 +242,7 @@ pub async fn get_owned(
             &by_owner,
         )
         .await?;
-    let nodes = res
-        .into_maps()
-        .into_iter()
-        .map(|row| OwnedNode {
-            id: row
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            labels: row
-                .get("labels")
-                .and_then(Value::as_list)
-                .map(|l| {
-                    l.iter()
-                        .filter_map(Value::as_str)
-                        .map(String::from)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            properties: owned_props(row.get("props")),
-        })
-        .collect();
+    let nodes = res.into_maps().iter().map(owned_node).collect();
     let res = db
         .ro_query(
             graph,
@@ -305,27 +306,12 @@ pub async fn all_owned_nodes(db: &FalkorDb, graph: &str) -> Result<Vec<(String, 
         .into_maps()
         .into_iter()
         .map(|row| {
-            let text = |k: &str| {
-                row.get(k)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string()
-            };
-            let node = OwnedNode {
-                id: text("id"),
-                labels: row
-                    .get("labels")
-                    .and_then(Value::as_list)
-                    .map(|l| {
-                        l.iter()
-                            .filter_map(Value::as_str)
-                            .map(String::from)
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                properties: owned_props(row.get("props")),
-            };
-            (text("owner"), node)
+            let owner = row
+                .get("owner")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            (owner, owned_node(&row))
         })
         .collect())
 }
