@@ -17,12 +17,15 @@
 //! 2. The query is embedded **once**, if any scope needs it and no
 //!    [`SearchRequest::query_vector`] is given.
 //! 3. The scopes run **concurrently**. Inside a scope, the fulltext and vector
-//!    statements are issued together (two concurrent reads on the multiplexed
-//!    connection; see `examples/bench_search.rs` for why not one pipeline), then the
-//!    breadth-first walk if configured (it starts from their hits unless origins are
-//!    given), then the reranker, then [`SearchConfig::min_score`] and the limit.
+//!    statements are issued together as two concurrent read-only queries on the
+//!    handle's multiplexed connection — as fast as one pipeline in
+//!    `examples/bench_search.rs` (its two floor rows), and unlike a pipeline
+//!    (`GRAPH.QUERY`) read-only, retried on a lost connection, and answered by an
+//!    empty graph when the graph does not exist (a search never creates one). Then
+//!    the breadth-first walk if configured (it starts from their hits unless origins
+//!    are given), then the reranker, then [`SearchConfig::min_score`] and the limit.
 //! 4. Each method is one statement: index call, filters, cut, and — for facts — the
-//!    lookup of their source episodes, all in Cypher ([`methods`](self::methods) documents
+//!    lookup of their source episodes, all in Cypher ([`methods`] documents
 //!    the over-fetch). Rerankers that need the graph (MMR similarities, node
 //!    distances, mention counts) add one statement for the whole candidate list.
 //!
@@ -56,7 +59,7 @@
 
 pub mod config;
 pub mod filters;
-mod methods;
+pub mod methods;
 pub mod rerank;
 pub mod results;
 

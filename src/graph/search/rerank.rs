@@ -2,33 +2,33 @@
 //! they need — similarities, distances, mention counts — is done beforehand, in one
 //! statement each, by [`methods`](super::methods)).
 //!
-//! * **RRF** ([`rrf`]): each candidate scores Σ 1 / (rank + 1) over the lists it is in
+//! * **RRF**: each candidate scores Σ 1 / (rank + 1) over the lists it is in
 //!   (rank from 0, Graphiti's `rank_const = 1`). Ties keep the order of first
 //!   appearance, reading the lists rank by rank in method order (fulltext, vector,
 //!   breadth-first). When only one method found anything, there is nothing to fuse:
 //!   its order and its own scores stand (cosine similarity for vector, the fulltext
 //!   score, 1 / hops for breadth-first).
-//! * **MMR** ([`mmr`]): greedy maximal marginal relevance over the best 2 × limit of
+//! * **MMR**: greedy maximal marginal relevance over the best 2 × limit of
 //!   the RRF order. Repeatedly picks the
 //!   candidate maximising λ · sim(query, c) − (1 − λ) · max sim(c, s) over those already
 //!   picked (0 when none is), and scores it with that value. Graphiti's is a single
 //!   non-greedy pass that penalises each candidate by its nearest *other* candidate,
 //!   so two near-duplicates both sink; greedy MMR keeps the better one.
-//! * **Node distance** ([`by_distance`]): RRF order, then by hop distance from the
+//! * **Node distance**: RRF order, then by hop distance from the
 //!   center entity, over `RELATES_TO` in either direction up to the scope's
 //!   `bfs_max_depth`: score 1 / (1 + hops), 0 when farther or unreachable. An entity's
 //!   distance is its own (the center itself is 0); a fact's is the nearer of its two
 //!   endpoints (a fact touching the center is 0). Graphiti's version only ever tells
 //!   "adjacent" from "not", and on FalkorDB it reads its rows wrongly and returns plain
 //!   RRF order.
-//! * **Episode mentions** ([`by_count`]): RRF order, then by a count, most first:
+//! * **Episode mentions**: RRF order, then by a count, most first:
 //!   `MENTIONS` links of an entity, supporting episodes of a fact. The score is the
 //!   count.
-//! * **Cross-encoder** ([`by_scores`]): RRF order, cut to 2 × limit, then by the
+//! * **Cross-encoder**: RRF order, cut to 2 × limit, then by the
 //!   [`Reranker`](crate::llm::Reranker)'s score of each candidate's text.
 //!
 //! Every ordering is stable: equal scores keep the order they came in. The minimum
-//! score and the limit are applied last ([`finish`]).
+//! score and the limit are applied last.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -52,21 +52,22 @@ pub use remove::{Removal, remove_episode};
 
 const RESERVED_LABELS: [&str; 3] = ["Entity", "Episodic", "Community"];
 
-/// HNSW parameters of the vector indices: efRuntime 100 instead of FalkorDB's 10,
-/// which gave recall@10 0.80 against an exact scan on 10,000 facts
-/// (`examples/bench_search.rs`); 100 gave 0.98. A query explores `max(efRuntime, k)`
-/// candidates, so searches over-fetching up to 100 neighbours cost the same.
+/// HNSW parameters of the vector indices: efRuntime 300 instead of FalkorDB's 10.
+/// Measured by `examples/bench_search.rs` (1024-d, recall@10 against an exact scan):
+/// efRuntime 10 gave 0.80 on 10,000 facts, 100 gave 0.98 on 10,000 but 0.92 on
+/// 100,000. A query explores `max(efRuntime, k)` candidates, so searches that
+/// over-fetch up to 300 neighbours cost the same as a top 10.
 const HNSW: HnswOptions = HnswOptions {
     m: None,
     ef_construction: None,
-    ef_runtime: Some(100),
+    ef_runtime: Some(300),
 };
 
 /// The indices [`build_indices`] creates for an embedder of `embedding_dim` dimensions:
 /// range indices on `uuid` of every kind (plus names and times that searches filter
 /// on), fulltext indices with [`DEFAULT_STOPWORDS`], and cosine vector indices on
 /// `Entity.name_embedding`, `RELATES_TO.fact_embedding` and `Community.name_embedding`
-/// (efRuntime 100).
+/// (efRuntime 300).
 pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
     let sw = DEFAULT_STOPWORDS;
     vec![
