@@ -41,7 +41,7 @@
 //!   endpoints, identifiers), projected to a prompt's type list and to JSON schemas.
 //! * [`graph`] — the temporal graph engine: [`graph::Engine`] ingests episodes into
 //!   entities and facts (durable first, at most four model calls per episode, one
-//!   atomic commit, replay-safe, claimed across processes), [`graph::search`] finds
+//!   atomic commit, replay-safe, claimed across processes), [`graph::search`](mod@graph::search) finds
 //!   facts, entities, episodes and communities through FalkorDB's own indices, and
 //!   [`graph::build_communities`] clusters entities; plus the data model and storage.
 //! * [`destination`] — named graphs: `global`, `personal` (→ `personal/<operator id>`)
