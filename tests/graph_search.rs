@@ -220,6 +220,42 @@ mod methods {
     }
 }
 
+mod overfetch {
+    use super::*;
+    use gralkor::graph::{EntityEdge, EntityNode};
+
+    #[tokio::test]
+    async fn filtered_out_nearest_hits_leave_room_for_the_rest() {
+        let g = TestGraph::new("gsr-overfetch").await;
+        graph::build_indices(&g.db, &g.name, 3).await.unwrap();
+        let (a, b) = (EntityNode::new("A"), EntityNode::new("B"));
+        graph::save_entities(&g.db, &g.name, &[a.clone(), b.clone()])
+            .await
+            .unwrap();
+        // Ten retired facts nearest to the query, then four current ones further away.
+        let fact = |i: usize, retired: bool| {
+            let mut f = EntityEdge::new(a.uuid, b.uuid, "R", format!("fact {i}"));
+            let angle = i as f32 * 0.05;
+            f.fact_embedding = Some(vec![angle.cos(), angle.sin(), 0.0]);
+            if retired {
+                f.invalid_at = Some(common::graph::t("2024-01-01T00:00:00Z"));
+                f.expired_at = Some(common::graph::t("2024-01-02T00:00:00Z"));
+            }
+            f
+        };
+        let facts: Vec<EntityEdge> = (0..14).map(|i| fact(i, i < 10)).collect();
+        graph::save_facts(&g.db, &g.name, &facts).await.unwrap();
+        // limit 2 → 4 candidates per method; the index is asked for max(8, MIN_INDEX_K).
+        let req = SearchRequest::new("q", facts_only(Methods::VECTOR).limit(2))
+            .query_vector(vec![1.0, 0.0, 0.0]);
+        let r = search::search(&g.db, &g.name, &req, None, None)
+            .await
+            .unwrap();
+        let got: Vec<uuid::Uuid> = r.facts.iter().map(|h| h.fact.uuid).collect();
+        assert_eq!(got, [facts[10].uuid, facts[11].uuid]);
+    }
+}
+
 mod results {
     use super::*;
 
