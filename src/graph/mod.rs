@@ -7,6 +7,9 @@
 //! pipeline is described in [`ingest`]) —
 //! [`Engine::resume_pending`] finishes pending episodes, and [`Engine::remove_episode`],
 //! [`Engine::add_triplet`] and [`Engine::build_communities`] complete it.
+//! [`search`](mod@search) finds facts, entities, episodes and communities through
+//! FalkorDB's own indices (fulltext, HNSW vectors, breadth-first walks), reranked, with
+//! current / history / as-of time modes.
 //!
 //! The steps are public for reuse and testing: [`extract`](mod@extract) makes the one
 //! structured model call that yields an episode's entities and facts (our own prompts
