@@ -26,14 +26,14 @@
 //! fresh or empty graph, before [`build_indices`](crate::graph::build_indices)), the
 //! method yields nothing; otherwise the server's error is returned.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use uuid::Uuid;
 
 use super::filters::{SearchFilters, Where};
 use super::results::{
     COMMUNITY_COLUMNS, CommunityHit, ENTITY_COLUMNS, EPISODE_COLUMNS, EntityHit, EpisodeHit,
-    FACT_COLUMNS, FactHit, community_hit, entity_hit, episode_hit, fact_hit,
+    FACT_COLUMNS, FactHit, Scored, community_hit, entity_hit, episode_hit, fact_hit,
 };
 use crate::falkordb::{FalkorDb, IndexEntity, IndexKind, Params, Value};
 use crate::graph::model::Timestamp;
@@ -132,13 +132,46 @@ fn with(w: &Where) -> Params {
 
 // ---------------------------------------------------------------- facts
 
-/// Facts nearest to `v` with cosine similarity ≥ `min_sim`, best first.
-pub(crate) async fn fact_vector(
+/// What a fact method returns for each candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FactProjection {
+    /// The fact's columns and its source episodes.
+    Full,
+    /// Only its uuid and score, for fusion before [`fact_hydrate`] loads the winners.
+    Ids,
+}
+
+impl FactProjection {
+    /// The clauses that end a fact method's statement, with `f` and `score` bound.
+    fn tail(self) -> String {
+        match self {
+            FactProjection::Full => {
+                format!("{FACT_SOURCES} RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid")
+            }
+            FactProjection::Ids => {
+                "RETURN f.uuid AS uuid, score ORDER BY score DESC, uuid".to_owned()
+            }
+        }
+    }
+}
+
+fn scored(row: &BTreeMap<String, Value>) -> Result<Scored> {
+    let uuid = row
+        .get("uuid")
+        .and_then(Value::as_str)
+        .and_then(|u| Uuid::parse_str(u).ok())
+        .ok_or_else(|| Error::Protocol("search hit without a uuid".into()))?;
+    let score = row.get("score").and_then(Value::as_f64).unwrap_or(0.0);
+    Ok(Scored { uuid, score })
+}
+
+async fn fact_vector_rows(
     ctx: Ctx<'_>,
     v: &[f32],
     n: usize,
     min_sim: f64,
-) -> Result<Vec<FactHit>> {
+    projection: FactProjection,
+) -> Result<Vec<BTreeMap<String, Value>>> {
     let w = ctx.filters.fact_where(ctx.now);
     let query = format!(
         "CALL db.idx.vector.queryRelationships('RELATES_TO', 'fact_embedding', $k, vecf32($v)) \
@@ -146,27 +179,30 @@ pub(crate) async fn fact_vector(
          WITH relationship AS f, 1.0 - score AS score \
          WHERE score >= $min_sim{} \
          WITH f, score ORDER BY score DESC, f.uuid LIMIT $n \
-         {FACT_SOURCES} \
-         RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid",
-        w.and_clause()
+         {}",
+        w.and_clause(),
+        projection.tail()
     );
     let params = with(&w)
         .set("k", index_k(n))
         .set("v", v.to_vec())
         .set("min_sim", min_sim)
         .set("n", int(n));
-    let rows = read(
+    read(
         ctx,
         Index::Vector("RELATES_TO", false, "fact_embedding"),
         &query,
         &params,
     )
-    .await?;
-    rows.iter().map(fact_hit).collect()
+    .await
 }
 
-/// Facts matching the fulltext query `q` (already sanitised), best first.
-pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<FactHit>> {
+async fn fact_fulltext_rows(
+    ctx: Ctx<'_>,
+    q: &str,
+    n: usize,
+    projection: FactProjection,
+) -> Result<Vec<BTreeMap<String, Value>>> {
     let w = ctx.filters.fact_where(ctx.now);
     let query = format!(
         "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) \
@@ -175,13 +211,87 @@ pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec
          WITH collect([f, score]) AS top UNWIND top AS t \
          WITH t[0] AS f, t[1] AS score {} \
          WITH f, score ORDER BY score DESC, f.uuid LIMIT $n \
-         {FACT_SOURCES} \
-         RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid",
-        w.where_clause()
+         {}",
+        w.where_clause(),
+        projection.tail()
     );
     let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
-    let rows = read(ctx, Index::Fulltext("RELATES_TO", false), &query, &params).await?;
+    read(ctx, Index::Fulltext("RELATES_TO", false), &query, &params).await
+}
+
+/// Facts nearest to `v` with cosine similarity ≥ `min_sim`, best first.
+pub(crate) async fn fact_vector(
+    ctx: Ctx<'_>,
+    v: &[f32],
+    n: usize,
+    min_sim: f64,
+) -> Result<Vec<FactHit>> {
+    let rows = fact_vector_rows(ctx, v, n, min_sim, FactProjection::Full).await?;
     rows.iter().map(fact_hit).collect()
+}
+
+/// [`fact_vector`]'s candidates as uuids and scores only.
+pub(crate) async fn fact_vector_ids(
+    ctx: Ctx<'_>,
+    v: &[f32],
+    n: usize,
+    min_sim: f64,
+) -> Result<Vec<Scored>> {
+    let rows = fact_vector_rows(ctx, v, n, min_sim, FactProjection::Ids).await?;
+    rows.iter().map(scored).collect()
+}
+
+/// Facts matching the fulltext query `q` (already sanitised), best first.
+pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<FactHit>> {
+    let rows = fact_fulltext_rows(ctx, q, n, FactProjection::Full).await?;
+    rows.iter().map(fact_hit).collect()
+}
+
+/// [`fact_fulltext`]'s candidates as uuids and scores only.
+pub(crate) async fn fact_fulltext_ids(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<Scored>> {
+    let rows = fact_fulltext_rows(ctx, q, n, FactProjection::Ids).await?;
+    rows.iter().map(scored).collect()
+}
+
+/// The facts of `hits` with their columns and sources, in the order of `hits` and with
+/// their scores: one statement, an index lookup per fact. A fact deleted in between
+/// is left out.
+pub(crate) async fn fact_hydrate(ctx: Ctx<'_>, hits: &[Scored]) -> Result<Vec<FactHit>> {
+    if hits.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = Value::List(
+        hits.iter()
+            .map(|h| {
+                Value::Map(BTreeMap::from([
+                    ("u".to_owned(), Value::String(h.uuid.to_string())),
+                    ("s".to_owned(), Value::Float(h.score)),
+                ]))
+            })
+            .collect(),
+    );
+    let query = format!(
+        "UNWIND $rows AS r \
+         MATCH ()-[f:RELATES_TO {{uuid: r.u}}]->() \
+         WITH f, r.s AS score \
+         {FACT_SOURCES} \
+         RETURN {FACT_COLUMNS}"
+    );
+    let found = read(ctx, Index::None, &query, &Params::new().set("rows", rows)).await?;
+    let mut by_uuid: HashMap<Uuid, FactHit> = HashMap::new();
+    for row in &found {
+        let hit = fact_hit(row)?;
+        by_uuid.insert(hit.fact.uuid, hit);
+    }
+    Ok(hits
+        .iter()
+        .filter_map(|h| {
+            by_uuid.remove(&h.uuid).map(|mut f| {
+                f.score = h.score;
+                f
+            })
+        })
+        .collect())
 }
 
 /// Facts found by walking `RELATES_TO`/`MENTIONS` links from `origins` (entities or

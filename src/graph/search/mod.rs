@@ -353,6 +353,32 @@ impl Scope<'_> {
 
     async fn facts(&self, cfg: ScopeConfig) -> Result<Vec<FactHit>> {
         let (ctx, n, m) = (self.ctx, self.n(), cfg.methods);
+        if cfg.reranker == RerankerKind::Rrf && !m.bfs {
+            // Fusion needs only uuids and scores: fuse those, then load the winners
+            // (columns and sources) in one more statement, instead of loading every
+            // candidate of both methods.
+            let (ft, vec) = tokio::try_join!(
+                maybe(
+                    m.fulltext && self.text.is_some(),
+                    methods::fact_fulltext_ids(ctx, self.text.unwrap_or_default(), n)
+                ),
+                maybe(
+                    m.vector && self.vector.is_some(),
+                    methods::fact_vector_ids(
+                        ctx,
+                        self.vector.unwrap_or_default(),
+                        n,
+                        cfg.min_similarity
+                    )
+                ),
+            )?;
+            let winners = rerank::finish(
+                rerank::rrf(vec![ft, vec]),
+                self.request.config.min_score,
+                self.limit(),
+            );
+            return methods::fact_hydrate(ctx, &winners).await;
+        }
         let (ft, vec) = tokio::try_join!(
             maybe(
                 m.fulltext && self.text.is_some(),
