@@ -48,22 +48,36 @@ impl FalkorDb {
             }
         }
         let name = physical_graph_name(graph)?;
-        let mut conn = self.inner.conn.clone();
-        let res: redis::RedisResult<redis::Value> = redis::cmd("GRAPH.CONSTRAINT")
-            .arg("CREATE")
-            .arg(&name)
-            .arg("UNIQUE")
-            .arg(kind)
-            .arg(label)
-            .arg("PROPERTIES")
-            .arg(1)
-            .arg(property)
-            .query_async(&mut conn)
-            .await;
-        let created = match res.map_err(|e| self.map_err(graph, e)) {
-            Ok(_) => true,
-            Err(Error::Query { message, .. }) if message.contains("already exists") => false,
-            Err(e) => return Err(e),
+        let mut attempt = 0;
+        let created = loop {
+            let mut conn = self.inner.conn.clone();
+            let res: redis::RedisResult<redis::Value> = redis::cmd("GRAPH.CONSTRAINT")
+                .arg("CREATE")
+                .arg(&name)
+                .arg("UNIQUE")
+                .arg(kind)
+                .arg(label)
+                .arg("PROPERTIES")
+                .arg(1)
+                .arg(property)
+                .query_async(&mut conn)
+                .await;
+            match res.map_err(|e| self.map_err(graph, e)) {
+                Ok(_) => break true,
+                Err(Error::Query { message, .. }) if message.contains("already exists") => {
+                    break false;
+                }
+                // The supporting index is being rebuilt (another writer just added a
+                // field to the label's index): wait until it is operational, retry.
+                Err(Error::Query { message, .. })
+                    if message.contains("missing supporting exact-match index") && attempt < 5 =>
+                {
+                    attempt += 1;
+                    self.wait_operational(graph, entity).await?;
+                    tokio::time::sleep(Duration::from_millis(10 * attempt)).await;
+                }
+                Err(e) => return Err(e),
+            }
         };
         self.wait_constraint(graph, kind, label, property).await?;
         if created && let Some(server) = self.embedded_server() {

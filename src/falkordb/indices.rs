@@ -545,7 +545,7 @@ impl FalkorDb {
         Ok(out)
     }
 
-    async fn wait_operational(&self, graph: &str, entity: &IndexEntity) -> Result<()> {
+    pub(super) async fn wait_operational(&self, graph: &str, entity: &IndexEntity) -> Result<()> {
         let start = Instant::now();
         let mut delay = Duration::from_millis(5);
         loop {
