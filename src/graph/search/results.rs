@@ -6,11 +6,10 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
+use crate::Result;
 use crate::falkordb::Value;
-use crate::graph::model::{
-    Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp,
-};
-use crate::{Error, Result};
+use crate::graph::model::{Community, EntityEdge, EntityNode, Episode, SourceKind};
+use crate::graph::store::{Row, entity_from_row, episode_from_row, fact_from_row};
 
 /// An episode a fact came from: enough to cite it without loading it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,85 +195,14 @@ pub(crate) const EPISODE_COLUMNS: &str = "e.uuid AS uuid, e.content AS content, 
 pub(crate) const COMMUNITY_COLUMNS: &str = "c.uuid AS uuid, c.name AS name, \
      c.summary AS summary, c.created_at AS created_at, score";
 
-/// One reply row, read with errors that name the record and field.
-struct Row<'a> {
-    kind: &'static str,
-    row: &'a BTreeMap<String, Value>,
-}
-
-impl<'a> Row<'a> {
-    fn bad(&self, field: &str) -> Error {
-        Error::Protocol(format!(
-            "stored {} has a missing or malformed `{field}`",
-            self.kind
-        ))
-    }
-    fn get(&self, field: &str) -> &'a Value {
-        self.row.get(field).unwrap_or(&Value::Null)
-    }
-    fn str(&self, field: &str) -> Result<&'a str> {
-        self.get(field).as_str().ok_or_else(|| self.bad(field))
-    }
-    fn uuid(&self, field: &str) -> Result<Uuid> {
-        Uuid::parse_str(self.str(field)?).map_err(|_| self.bad(field))
-    }
-    fn opt_ts(&self, field: &str) -> Result<Option<Timestamp>> {
-        match self.get(field) {
-            Value::Null => Ok(None),
-            Value::Int(i) => Ok(Some(Timestamp(*i))),
-            _ => Err(self.bad(field)),
-        }
-    }
-    fn ts(&self, field: &str) -> Result<Timestamp> {
-        self.opt_ts(field)?.ok_or_else(|| self.bad(field))
-    }
-    fn list(&self, field: &str) -> Result<&'a [Value]> {
-        match self.get(field) {
-            Value::Null => Ok(&[]),
-            v => v.as_list().ok_or_else(|| self.bad(field)),
-        }
-    }
-    fn uuid_list(&self, field: &str) -> Result<Vec<Uuid>> {
-        self.list(field)?
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .and_then(|s| Uuid::parse_str(s).ok())
-                    .ok_or_else(|| self.bad(field))
-            })
-            .collect()
-    }
-    fn json(&self, field: &str) -> Result<serde_json::Map<String, serde_json::Value>> {
-        match self.get(field) {
-            Value::Null => Ok(serde_json::Map::new()),
-            Value::String(s) => match serde_json::from_str(s) {
-                Ok(serde_json::Value::Object(m)) => Ok(m),
-                _ => Err(self.bad(field)),
-            },
-            _ => Err(self.bad(field)),
-        }
-    }
-    fn score(&self) -> Result<f64> {
-        self.get("score").as_f64().ok_or_else(|| self.bad("score"))
-    }
+/// A hit's `score` column.
+fn score(r: &Row<'_>) -> Result<f64> {
+    r.get("score").as_f64().ok_or_else(|| r.bad("score"))
 }
 
 pub(crate) fn fact_hit(row: &BTreeMap<String, Value>) -> Result<FactHit> {
-    let r = Row { kind: "fact", row };
-    let fact = EntityEdge {
-        uuid: r.uuid("uuid")?,
-        source_uuid: r.uuid("source")?,
-        target_uuid: r.uuid("target")?,
-        name: r.str("name")?.to_owned(),
-        fact: r.str("fact")?.to_owned(),
-        fact_embedding: None,
-        episodes: r.uuid_list("episodes")?,
-        valid_at: r.opt_ts("valid_at")?,
-        invalid_at: r.opt_ts("invalid_at")?,
-        expired_at: r.opt_ts("expired_at")?,
-        created_at: r.ts("created_at")?,
-        attributes: r.json("attributes")?,
-    };
+    let r = Row::new("fact", row);
+    let fact = fact_from_row(row)?;
     // `sources` holds [uuid, source, description] triples (nulls skipped by collect),
     // in no particular order: put them in the fact's episode order.
     let mut found: BTreeMap<Uuid, EpisodeSource> = BTreeMap::new();
@@ -307,63 +235,28 @@ pub(crate) fn fact_hit(row: &BTreeMap<String, Value>) -> Result<FactHit> {
         .filter_map(|u| found.remove(u))
         .collect();
     Ok(FactHit {
-        score: r.score()?,
+        score: score(&r)?,
         fact,
         sources,
     })
 }
 
 pub(crate) fn entity_hit(row: &BTreeMap<String, Value>) -> Result<EntityHit> {
-    let r = Row {
-        kind: "entity",
-        row,
-    };
-    let mut labels: Vec<String> = r
-        .list("labels")?
-        .iter()
-        .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| r.bad("labels")))
-        .collect::<Result<_>>()?;
-    labels.retain(|l| l != "Entity");
-    labels.sort();
     Ok(EntityHit {
-        entity: EntityNode {
-            uuid: r.uuid("uuid")?,
-            name: r.str("name")?.to_owned(),
-            labels,
-            summary: r.str("summary")?.to_owned(),
-            attributes: r.json("attributes")?,
-            name_embedding: None,
-            created_at: r.ts("created_at")?,
-        },
-        score: r.score()?,
+        entity: entity_from_row(row)?,
+        score: score(&Row::new("entity", row))?,
     })
 }
 
 pub(crate) fn episode_hit(row: &BTreeMap<String, Value>) -> Result<EpisodeHit> {
-    let r = Row {
-        kind: "episode",
-        row,
-    };
     Ok(EpisodeHit {
-        episode: Episode {
-            uuid: r.uuid("uuid")?,
-            content: r.str("content")?.to_owned(),
-            source: SourceKind::parse(r.str("source")?).ok_or_else(|| r.bad("source"))?,
-            source_description: r.str("source_description")?.to_owned(),
-            valid_at: r.ts("valid_at")?,
-            created_at: r.ts("created_at")?,
-            entity_edges: r.uuid_list("entity_edges")?,
-            state: EpisodeState::parse(r.str("state")?).ok_or_else(|| r.bad("state"))?,
-        },
-        score: r.score()?,
+        episode: episode_from_row(row)?,
+        score: score(&Row::new("episode", row))?,
     })
 }
 
 pub(crate) fn community_hit(row: &BTreeMap<String, Value>) -> Result<CommunityHit> {
-    let r = Row {
-        kind: "community",
-        row,
-    };
+    let r = Row::new("community", row);
     Ok(CommunityHit {
         community: Community {
             uuid: r.uuid("uuid")?,
@@ -372,6 +265,6 @@ pub(crate) fn community_hit(row: &BTreeMap<String, Value>) -> Result<CommunityHi
             name_embedding: None,
             created_at: r.ts("created_at")?,
         },
-        score: r.score()?,
+        score: score(&r)?,
     })
 }

@@ -260,7 +260,7 @@ pub async fn get_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Optio
 }
 
 /// An episode from a row of [`EPISODE_COLUMNS`].
-fn episode_from_row(row: &BTreeMap<String, Value>) -> Result<Episode> {
+pub(crate) fn episode_from_row(row: &BTreeMap<String, Value>) -> Result<Episode> {
     let r = Row::new("episode", row);
     let source = r.str("source")?;
     let state = r.str("state")?;
@@ -439,7 +439,7 @@ pub async fn get_entities(db: &FalkorDb, graph: &str, uuids_: &[Uuid]) -> Result
 }
 
 /// An entity from a row of [`ENTITY_COLUMNS`]; labels sorted, without `Entity`.
-fn entity_from_row(row: &BTreeMap<String, Value>) -> Result<EntityNode> {
+pub(crate) fn entity_from_row(row: &BTreeMap<String, Value>) -> Result<EntityNode> {
     let r = Row::new("entity", row);
     let mut labels: Vec<String> = r
         .list("labels")?
@@ -606,7 +606,7 @@ const FACT_COLUMNS: &str = "f.uuid AS uuid, startNode(f).uuid AS source, \
      f.attributes AS attributes";
 
 /// A fact from a row of [`FACT_COLUMNS`] (a missing embedding column reads as none).
-fn fact_from_row(row: &BTreeMap<String, Value>) -> Result<EntityEdge> {
+pub(crate) fn fact_from_row(row: &BTreeMap<String, Value>) -> Result<EntityEdge> {
     let r = Row::new("fact", row);
     Ok(EntityEdge {
         uuid: r.uuid("uuid")?,
@@ -629,40 +629,40 @@ fn rows(res: QueryResult) -> Vec<BTreeMap<String, Value>> {
 }
 
 /// One reply row of a stored record, read with errors that name the record and field.
-struct Row<'a> {
+pub(crate) struct Row<'a> {
     kind: &'static str,
     row: &'a BTreeMap<String, Value>,
 }
 
 impl<'a> Row<'a> {
-    fn new(kind: &'static str, row: &'a BTreeMap<String, Value>) -> Self {
+    pub(crate) fn new(kind: &'static str, row: &'a BTreeMap<String, Value>) -> Self {
         Row { kind, row }
     }
 
-    fn bad(&self, field: &str) -> Error {
+    pub(crate) fn bad(&self, field: &str) -> Error {
         Error::Protocol(format!(
             "stored {} has a missing or malformed `{field}`",
             self.kind
         ))
     }
 
-    fn get(&self, field: &str) -> &'a Value {
+    pub(crate) fn get(&self, field: &str) -> &'a Value {
         self.row.get(field).unwrap_or(&Value::Null)
     }
 
-    fn str(&self, field: &str) -> Result<&'a str> {
+    pub(crate) fn str(&self, field: &str) -> Result<&'a str> {
         self.get(field).as_str().ok_or_else(|| self.bad(field))
     }
 
-    fn uuid(&self, field: &str) -> Result<Uuid> {
+    pub(crate) fn uuid(&self, field: &str) -> Result<Uuid> {
         Uuid::parse_str(self.str(field)?).map_err(|_| self.bad(field))
     }
 
-    fn ts(&self, field: &str) -> Result<Timestamp> {
+    pub(crate) fn ts(&self, field: &str) -> Result<Timestamp> {
         self.opt_ts(field)?.ok_or_else(|| self.bad(field))
     }
 
-    fn opt_ts(&self, field: &str) -> Result<Option<Timestamp>> {
+    pub(crate) fn opt_ts(&self, field: &str) -> Result<Option<Timestamp>> {
         match self.get(field) {
             Value::Null => Ok(None),
             Value::Int(i) => Ok(Some(Timestamp(*i))),
@@ -670,11 +670,15 @@ impl<'a> Row<'a> {
         }
     }
 
-    fn list(&self, field: &str) -> Result<&'a [Value]> {
-        self.get(field).as_list().ok_or_else(|| self.bad(field))
+    /// A list; a missing (null) one reads as empty.
+    pub(crate) fn list(&self, field: &str) -> Result<&'a [Value]> {
+        match self.get(field) {
+            Value::Null => Ok(&[]),
+            v => v.as_list().ok_or_else(|| self.bad(field)),
+        }
     }
 
-    fn uuid_list(&self, field: &str) -> Result<Vec<Uuid>> {
+    pub(crate) fn uuid_list(&self, field: &str) -> Result<Vec<Uuid>> {
         self.list(field)?
             .iter()
             .map(|v| {
@@ -685,7 +689,7 @@ impl<'a> Row<'a> {
             .collect()
     }
 
-    fn embedding(&self, field: &str) -> Result<Option<Vec<f32>>> {
+    pub(crate) fn embedding(&self, field: &str) -> Result<Option<Vec<f32>>> {
         match self.get(field) {
             Value::Null => Ok(None),
             Value::Vector(v) => Ok(Some(v.clone())),
@@ -693,7 +697,7 @@ impl<'a> Row<'a> {
         }
     }
 
-    fn json(&self, field: &str) -> Result<serde_json::Map<String, serde_json::Value>> {
+    pub(crate) fn json(&self, field: &str) -> Result<serde_json::Map<String, serde_json::Value>> {
         match self.get(field) {
             Value::Null => Ok(serde_json::Map::new()),
             Value::String(s) => match serde_json::from_str(s) {
