@@ -17,7 +17,6 @@ use super::response::{
     NodeRecord, SearchResult,
 };
 use super::storage::{GraphQuery, NewEpisode, Storage};
-use crate::Result;
 use crate::config::Config;
 use crate::falkordb::FalkorDb;
 use crate::graph::search::{
@@ -29,6 +28,7 @@ use crate::lens::Graph;
 use crate::llm::{Embedder, Reranker};
 use crate::provenance::{self, Writer};
 use crate::runtime::{Runtime, RuntimeConfig};
+use crate::{Error, Result};
 
 /// Candidates fetched per result wanted when a Lens selector filters them afterwards.
 const LENS_OVERFETCH: usize = 5;
@@ -136,29 +136,38 @@ impl Storage for NativeStorage {
             .map_or_else(Uuid::new_v4, |k| {
                 replay_uuid(&episode.graph, &episode.writer, k)
             });
-        let mut reference_time = episode.reference_time;
-        if episode.replay_key.is_some() && !episode.reference_time_given {
-            // A replay without a reference time keeps the time the first write chose.
-            if let Some(stored) = self
-                .engine
-                .get_episode(&self.db, &episode.graph, uuid)
-                .await?
-            {
-                reference_time = stored.valid_at;
-            }
-        }
-        let request = AddEpisode::new(
+        let defaulted_time = !episode.reference_time_given;
+        let mut request = AddEpisode::new(
             episode.content.encoded(),
             episode.content.kind().episode_kind(),
-            reference_time,
+            episode.reference_time,
         )
         .uuid(uuid)
         .source_description(episode.stored_description)
         .ontology(episode.ontology);
-        let out = self
+        let out = match self
             .engine
-            .add_episode(&self.db, &episode.graph, request)
-            .await?;
+            .add_episode(&self.db, &episode.graph, request.clone())
+            .await
+        {
+            // A replay without a reference time keeps the time the first write chose;
+            // only a replay pays for the extra read.
+            Err(Error::EpisodeConflict {
+                field: "reference_time",
+                ..
+            }) if defaulted_time => {
+                let stored = self
+                    .engine
+                    .get_episode(&self.db, &episode.graph, uuid)
+                    .await?
+                    .ok_or_else(|| Error::NotFound(format!("episode {uuid}")))?;
+                request.reference_time = stored.valid_at;
+                self.engine
+                    .add_episode(&self.db, &episode.graph, request)
+                    .await?
+            }
+            other => other?,
+        };
         Ok(out.episode.uuid)
     }
 
