@@ -1,7 +1,7 @@
 //! Step 6: fact resolution — candidates for every new fact in one round trip, at most
 //! one model call marking duplicates and contradictions, then the temporal rules.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde::Deserialize;
 use serde_json::json;
@@ -170,8 +170,8 @@ pub(super) async fn resolve(
     }
     let answers = ask_model(work, &new_facts, &candidates, &offered, usage).await?;
 
-    let mut confirmed: BTreeMap<usize, ()> = BTreeMap::new();
-    let mut invalidated: BTreeMap<usize, ()> = BTreeMap::new();
+    let mut confirmed: BTreeSet<usize> = BTreeSet::new();
+    let mut invalidated: BTreeSet<usize> = BTreeSet::new();
     let mut kept = Vec::with_capacity(new_facts.len());
     for (i, mut fact) in new_facts.into_iter().enumerate() {
         let (dup, contradicts) = answers.get(&i).cloned().unwrap_or((None, Vec::new()));
@@ -180,7 +180,7 @@ pub(super) async fn resolve(
             if !existing.episodes.contains(&episode.uuid) {
                 existing.episodes.push(episode.uuid);
             }
-            confirmed.insert(k, ());
+            confirmed.insert(k);
             continue;
         }
         let ks: Vec<usize> = contradicts
@@ -196,23 +196,17 @@ pub(super) async fn resolve(
                     || edge.invalid_at != candidates[*k].invalid_at
                 {
                     candidates[*k] = edge;
-                    invalidated.insert(*k, ());
+                    invalidated.insert(*k);
                 }
             }
         }
         kept.push(fact);
     }
-    let touched: Vec<usize> = confirmed
-        .keys()
-        .chain(invalidated.keys())
-        .copied()
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let touched: BTreeSet<usize> = confirmed.union(&invalidated).copied().collect();
     Ok(ResolvedFacts {
         new_facts: kept,
-        confirmed: confirmed.keys().map(|&k| candidates[k].clone()).collect(),
-        invalidated: invalidated.keys().map(|&k| candidates[k].clone()).collect(),
+        confirmed: confirmed.iter().map(|&k| candidates[k].clone()).collect(),
+        invalidated: invalidated.iter().map(|&k| candidates[k].clone()).collect(),
         updates: touched
             .into_iter()
             .map(|k| {
