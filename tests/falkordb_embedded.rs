@@ -408,9 +408,17 @@ mod embedded_server {
         first.shutdown().await.unwrap();
         drop(first);
         let mut orphan = start_orphan(dir.path(), &binaries);
+        // The server writes its pid file before it opens its socket: wait for both,
+        // then take the socket away.
         let pid_file = dir.path().join("falkordb.pid");
-        assert!(eventually(Duration::from_secs(30), || async { pid_file.exists() }).await);
-        std::fs::remove_file(dir.path().join("falkordb.sock")).unwrap();
+        let socket = dir.path().join("falkordb.sock");
+        assert!(
+            eventually(Duration::from_secs(30), || async {
+                pid_file.exists() && socket.exists()
+            })
+            .await
+        );
+        std::fs::remove_file(&socket).unwrap();
 
         let db = connect(dir.path()).await;
         assert!(
