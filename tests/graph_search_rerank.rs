@@ -102,51 +102,131 @@ fn key_of(ids: &HashMap<&'static str, Uuid>, u: Uuid) -> &'static str {
 mod rrf {
     use super::*;
 
-    #[tokio::test]
-    async fn hybrid_order_is_the_reciprocal_rank_fusion_of_the_method_lists() {
-        let w = world("gsrr-rrf").await;
-        let q = "Alice works in Paris";
-        let ft = run(
-            &w,
-            &SearchRequest::new(q, facts_with(Methods::FULLTEXT, RerankerKind::Rrf)).history(),
-        )
-        .await;
-        let vec = run(
-            &w,
-            &SearchRequest::new(q, facts_with(Methods::VECTOR, RerankerKind::Rrf)).history(),
-        )
-        .await;
-        let both = run(
-            &w,
-            &SearchRequest::new(q, facts_with(Methods::HYBRID, RerankerKind::Rrf)).history(),
-        )
-        .await;
-        assert!(ft.facts.len() >= 2 && vec.facts.len() >= 2);
-        // Expected: Σ 1/(rank+1); ties by first appearance, rank by rank, fulltext first.
+    /// Runs `req` with fulltext only, vector only and both (the hybrid path fuses and
+    /// loads in one statement), and checks the hybrid result against the fusion of
+    /// the two single-method lists computed here: Σ 1/(rank+1), ties by first
+    /// appearance rank by rank with fulltext first; when only one method found
+    /// anything, its own order and scores; then the minimum score and the limit.
+    /// Returns the hybrid's fact uuids and the lengths of the two method lists.
+    async fn assert_hybrid_is_the_fusion(
+        w: &World,
+        req: SearchRequest,
+    ) -> (Vec<Uuid>, usize, usize) {
+        let with = |m: Methods| {
+            let mut r = req.clone();
+            r.config.facts = Some(
+                ScopeConfig::new(m, RerankerKind::Rrf)
+                    .min_similarity(req.config.facts.unwrap().min_similarity),
+            );
+            r
+        };
+        let wide = |m: Methods| {
+            // The single-method lists before the minimum score and the limit cut
+            // them: the same candidates (2 × limit) the hybrid fuses.
+            let mut r = with(m);
+            r.config.min_score = f64::MIN;
+            r.config.limit *= 2;
+            r
+        };
+        let ft = run(w, &wide(Methods::FULLTEXT)).await.facts;
+        let vec = run(w, &wide(Methods::VECTOR)).await.facts;
+        let both = run(w, &with(Methods::HYBRID)).await.facts;
         let mut expected: Vec<(Uuid, f64, usize)> = Vec::new();
-        let longest = ft.facts.len().max(vec.facts.len());
-        for rank in 0..longest {
-            for list in [&ft.facts, &vec.facts] {
-                if let Some(h) = list.get(rank) {
-                    let add = 1.0 / (rank as f64 + 1.0);
-                    match expected.iter_mut().find(|e| e.0 == h.fact.uuid) {
-                        Some(e) => e.1 += add,
-                        None => {
-                            let order = expected.len();
-                            expected.push((h.fact.uuid, add, order))
+        if ft.is_empty() || vec.is_empty() {
+            for (i, h) in ft.iter().chain(&vec).enumerate() {
+                expected.push((h.fact.uuid, h.score, i));
+            }
+        } else {
+            for rank in 0..ft.len().max(vec.len()) {
+                for list in [&ft, &vec] {
+                    if let Some(h) = list.get(rank) {
+                        let add = 1.0 / (rank as f64 + 1.0);
+                        match expected.iter_mut().find(|e| e.0 == h.fact.uuid) {
+                            Some(e) => e.1 += add,
+                            None => {
+                                let order = expected.len();
+                                expected.push((h.fact.uuid, add, order))
+                            }
                         }
                     }
                 }
             }
         }
         expected.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
-        expected.truncate(10);
-        let got: Vec<(Uuid, f64)> = both.facts.iter().map(|h| (h.fact.uuid, h.score)).collect();
-        assert_eq!(got.len(), expected.len());
+        expected.retain(|e| e.1 >= req.config.min_score);
+        expected.truncate(req.config.limit);
+        let got: Vec<(Uuid, f64)> = both.iter().map(|h| (h.fact.uuid, h.score)).collect();
+        assert_eq!(got.len(), expected.len(), "{got:?} vs {expected:?}");
         for (g, e) in got.iter().zip(&expected) {
             assert_eq!(g.0, e.0, "{got:?} vs {expected:?}");
-            assert!(close(g.1, e.1));
+            assert!(close(g.1, e.1), "{got:?} vs {expected:?}");
         }
+        // Whole facts with their sources, as the single-method paths return them.
+        for h in &both {
+            let same = ft
+                .iter()
+                .chain(&vec)
+                .find(|x| x.fact.uuid == h.fact.uuid)
+                .unwrap();
+            assert_eq!(h.fact, same.fact);
+            assert_eq!(h.sources, same.sources);
+        }
+        (got.into_iter().map(|g| g.0).collect(), ft.len(), vec.len())
+    }
+
+    #[tokio::test]
+    async fn hybrid_order_is_the_reciprocal_rank_fusion_of_the_method_lists() {
+        let w = world("gsrr-rrf").await;
+        let cfg = facts_with(Methods::HYBRID, RerankerKind::Rrf);
+        let (got, ft, vec) = assert_hybrid_is_the_fusion(
+            &w,
+            SearchRequest::new("Alice works in Paris", cfg).history(),
+        )
+        .await;
+        assert!(got.len() >= 3 && ft >= 2 && vec >= 2, "{got:?}");
+    }
+
+    #[tokio::test]
+    async fn the_fusion_holds_under_filters_cut_offs_and_a_missing_method() {
+        let w = world("gsrr-rrf2").await;
+        let cfg = facts_with(Methods::HYBRID, RerankerKind::Rrf);
+        let q = "Alice works in Paris";
+        // Current facts only (the default), and as of a date.
+        assert_hybrid_is_the_fusion(&w, SearchRequest::new(q, cfg)).await;
+        assert_hybrid_is_the_fusion(
+            &w,
+            SearchRequest::new(q, cfg).as_of(t("2024-06-01T00:00:00Z")),
+        )
+        .await;
+        // A small limit and a minimum score cut the fused list.
+        let small = SearchConfig { limit: 2, ..cfg };
+        let (got, ..) =
+            assert_hybrid_is_the_fusion(&w, SearchRequest::new(q, small).history()).await;
+        assert_eq!(got.len(), 2);
+        let strict = SearchConfig {
+            min_score: 0.6,
+            ..cfg
+        };
+        let (got, ft, _) =
+            assert_hybrid_is_the_fusion(&w, SearchRequest::new(q, strict).history()).await;
+        assert!(!got.is_empty() && got.len() < ft, "{got:?}");
+        // Words found nowhere: the vector list alone, with its cosine scores.
+        let (got, ft, vec) = assert_hybrid_is_the_fusion(
+            &w,
+            SearchRequest::new("zyxwv qwerty", cfg)
+                .query_vector(w.emb.vector("Alice works in Paris"))
+                .history(),
+        )
+        .await;
+        assert!(!got.is_empty() && ft == 0 && vec > 0);
+        // A cut-off no vector passes: the fulltext list alone, with its scores.
+        let only_text = SearchConfig {
+            facts: Some(ScopeConfig::new(Methods::HYBRID, RerankerKind::Rrf).min_similarity(1.0)),
+            ..cfg
+        };
+        let (got, ft, vec) =
+            assert_hybrid_is_the_fusion(&w, SearchRequest::new(q, only_text).history()).await;
+        assert!(!got.is_empty() && ft > 0 && vec == 0);
     }
 }
 

@@ -74,14 +74,18 @@ fn uuid_list(list: &[Uuid]) -> Value {
     Value::List(list.iter().map(|u| Value::String(u.to_string())).collect())
 }
 
-/// The clause that turns a fact `f` (with `score`) into `f, score, sources`, looking
-/// each supporting episode up by its indexed uuid (an `IN` over the list would scan
-/// every episode).
-const FACT_SOURCES: &str = "UNWIND (CASE WHEN size(coalesce(f.episodes, [])) = 0 \
-     THEN [null] ELSE f.episodes END) AS eu \
-     OPTIONAL MATCH (ep:Episodic {uuid: eu}) \
-     WITH f, score, collect(CASE WHEN ep IS NULL THEN NULL \
-          ELSE [ep.uuid, ep.source, ep.source_description] END) AS sources";
+/// The clauses that turn a fact `f` (with `score` and the `carry` variables, written
+/// `", x, y"`) into `f, score, …carry, sources`, looking each supporting episode up by
+/// its indexed uuid (an `IN` over the list would scan every episode).
+fn fact_sources(carry: &str) -> String {
+    format!(
+        "UNWIND (CASE WHEN size(coalesce(f.episodes, [])) = 0 \
+         THEN [null] ELSE f.episodes END) AS eu \
+         OPTIONAL MATCH (ep:Episodic {{uuid: eu}}) \
+         WITH f, score{carry}, collect(CASE WHEN ep IS NULL THEN NULL \
+              ELSE [ep.uuid, ep.source, ep.source_description] END) AS sources"
+    )
+}
 
 /// Runs one read; an index failure on a missing index yields no rows.
 async fn read(
@@ -146,7 +150,10 @@ impl FactProjection {
     fn tail(self) -> String {
         match self {
             FactProjection::Full => {
-                format!("{FACT_SOURCES} RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid")
+                format!(
+                    "{} RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid",
+                    fact_sources("")
+                )
             }
             FactProjection::Ids => {
                 "RETURN f.uuid AS uuid, score ORDER BY score DESC, uuid".to_owned()
@@ -253,6 +260,91 @@ pub(crate) async fn fact_fulltext_ids(ctx: Ctx<'_>, q: &str, n: usize) -> Result
     rows.iter().map(scored).collect()
 }
 
+/// Hybrid fact search with RRF in one statement: the fulltext and the vector method
+/// (each as [`fact_fulltext_ids`] and [`fact_vector_ids`] would run it, filters
+/// included) in two subqueries, their fusion, the minimum score, the limit, and the
+/// winners' columns and sources — one round trip where fusing in the client needs a
+/// third statement to load the winners.
+///
+/// The fusion is [`rerank::rrf`](super::rerank) exactly: each candidate carries its
+/// position of first appearance (`2 × rank + method`, fulltext first), so equal fused
+/// scores keep the client's order; when only one method found anything, its own
+/// scores and order stand. `None` when an index is missing: the per-method path
+/// tolerates that.
+pub(crate) async fn fact_hybrid_rrf(
+    ctx: Ctx<'_>,
+    q: &str,
+    v: &[f32],
+    n: usize,
+    min_sim: f64,
+    min_score: f64,
+    limit: usize,
+) -> Result<Option<Vec<FactHit>>> {
+    let w = ctx.filters.fact_where(ctx.now);
+    let query = format!(
+        "CALL {{ \
+           CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) \
+           YIELD relationship, score \
+           WITH relationship AS f, score ORDER BY score DESC LIMIT $k \
+           WITH collect([f, score]) AS top UNWIND top AS t \
+           WITH t[0] AS f, t[1] AS score {where_} \
+           WITH f, score ORDER BY score DESC, f.uuid LIMIT $n \
+           RETURN collect([f, score]) AS ft \
+         }} \
+         CALL {{ \
+           CALL db.idx.vector.queryRelationships('RELATES_TO', 'fact_embedding', $k, vecf32($v)) \
+           YIELD relationship, score \
+           WITH relationship AS f, 1.0 - score AS score \
+           WHERE score >= $min_sim{and_} \
+           WITH f, score ORDER BY score DESC, f.uuid LIMIT $n \
+           RETURN collect([f, score]) AS vec \
+         }} \
+         WITH ft, vec, size(ft) > 0 AND size(vec) > 0 AS fuse \
+         UNWIND [i IN range(0, size(ft) - 1) | \
+                   [ft[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE ft[i][1] END, 2 * i]] \
+              + [i IN range(0, size(vec) - 1) | \
+                   [vec[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE vec[i][1] END, 2 * i + 1]] \
+              AS c \
+         WITH c[0] AS f, sum(c[1]) AS score, min(c[2]) AS pos \
+         WHERE score >= $min_score \
+         WITH f, score, pos ORDER BY score DESC, pos LIMIT $limit \
+         {sources} \
+         RETURN {FACT_COLUMNS}, pos ORDER BY score DESC, pos",
+        where_ = w.where_clause(),
+        and_ = w.and_clause(),
+        sources = fact_sources(", pos"),
+    );
+    let params = with(&w)
+        .set("q", q)
+        .set("v", v.to_vec())
+        .set("k", index_k(n))
+        .set("n", int(n))
+        .set("min_sim", min_sim)
+        .set("min_score", min_score)
+        .set("limit", int(limit));
+    match ctx.db.ro_query(ctx.graph, &query, &params).await {
+        Ok(res) => {
+            let hits = res
+                .into_maps()
+                .iter()
+                .map(fact_hit)
+                .collect::<Result<_>>()?;
+            Ok(Some(hits))
+        }
+        Err(err @ Error::Query { .. }) => {
+            let fulltext = index_exists(ctx, Index::Fulltext("RELATES_TO", false)).await?;
+            let vector =
+                index_exists(ctx, Index::Vector("RELATES_TO", false, "fact_embedding")).await?;
+            if fulltext && vector {
+                Err(err)
+            } else {
+                Ok(None)
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The facts of `hits` with their columns and sources, in the order of `hits` and with
 /// their scores: one statement, an index lookup per fact. A fact deleted in between
 /// is left out.
@@ -274,8 +366,9 @@ pub(crate) async fn fact_hydrate(ctx: Ctx<'_>, hits: &[Scored]) -> Result<Vec<Fa
         "UNWIND $rows AS r \
          MATCH ()-[f:RELATES_TO {{uuid: r.u}}]->() \
          WITH f, r.s AS score \
-         {FACT_SOURCES} \
-         RETURN {FACT_COLUMNS}"
+         {sources} \
+         RETURN {FACT_COLUMNS}",
+        sources = fact_sources("")
     );
     let found = read(ctx, Index::None, &query, &Params::new().set("rows", rows)).await?;
     let mut by_uuid: HashMap<Uuid, FactHit> = HashMap::new();
@@ -312,9 +405,10 @@ pub(crate) async fn fact_bfs(
          MATCH (x)-[f:RELATES_TO]-() \
          WITH DISTINCT f WHERE NOT f.uuid IN $seen{} \
          WITH f, $score AS score ORDER BY f.uuid LIMIT $left \
-         {FACT_SOURCES} \
+         {sources} \
          RETURN {FACT_COLUMNS} ORDER BY uuid",
-        w.and_clause()
+        w.and_clause(),
+        sources = fact_sources("")
     );
     let mut out: Vec<FactHit> = Vec::new();
     let mut visited: Vec<Uuid> = origins.to_vec();
