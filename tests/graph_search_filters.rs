@@ -361,3 +361,173 @@ mod filters {
         assert_eq!(got, ["visit"]);
     }
 }
+
+mod named {
+    use super::*;
+    use common::TestGraph;
+    use gralkor::graph::EntityNode;
+    use uuid::Uuid;
+
+    /// 60 decoy facts nearer to the query (vector [1, 0, 0], fulltext "link") than the
+    /// two targets, between decoy entities also nearer than the target entity: more
+    /// than the index over-fetch (k = 40 for a limit of 10) can see past.
+    struct Crowd {
+        g: TestGraph,
+        targets: [Uuid; 2],
+        target_entity: Uuid,
+        other_target_end: Uuid,
+    }
+
+    async fn crowd(tag: &str) -> Crowd {
+        let g = TestGraph::new(tag).await;
+        graph::build_indices(&g.db, &g.name, 3).await.unwrap();
+        let entity = |name: String, v: [f32; 3]| {
+            let mut e = EntityNode::new(name);
+            e.summary = "a link in the chain".into();
+            e.name_embedding = Some(v.to_vec());
+            e.created_at = t("2024-01-01T00:00:00Z");
+            e
+        };
+        let mut nodes: Vec<EntityNode> = (0..61)
+            .map(|i| entity(format!("Decoy {i}"), [1.0, 0.001 * i as f32, 0.0]))
+            .collect();
+        let target_entity = entity("Target".into(), [0.2, 0.0, 1.0]);
+        let other = entity("Other end".into(), [0.2, 0.0, 1.0]);
+        nodes.push(target_entity.clone());
+        nodes.push(other.clone());
+        graph::save_entities(&g.db, &g.name, &nodes).await.unwrap();
+        let fact = |s: Uuid, o: Uuid, text: &str, v: [f32; 3]| {
+            let mut f = EntityEdge::new(s, o, "LINKS", text);
+            f.fact_embedding = Some(v.to_vec());
+            f.created_at = t("2024-01-01T00:00:00Z");
+            f
+        };
+        let mut facts: Vec<EntityEdge> = (0..60)
+            .map(|i| {
+                fact(
+                    nodes[i].uuid,
+                    nodes[i + 1].uuid,
+                    "link link link link",
+                    [1.0, 0.001 * i as f32, 0.0],
+                )
+            })
+            .collect();
+        let t1 = fact(
+            target_entity.uuid,
+            other.uuid,
+            "a long sentence that mentions a link only once among many other words",
+            [0.3, 1.0, 0.0],
+        );
+        let t2 = fact(
+            other.uuid,
+            nodes[0].uuid,
+            "another long sentence with a single link and plenty of other words",
+            [0.2, 0.0, 1.0],
+        );
+        let targets = [t1.uuid, t2.uuid];
+        facts.push(t1);
+        facts.push(t2);
+        graph::save_facts(&g.db, &g.name, &facts).await.unwrap();
+        Crowd {
+            g,
+            targets,
+            target_entity: target_entity.uuid,
+            other_target_end: other.uuid,
+        }
+    }
+
+    async fn facts(c: &Crowd, methods: Methods, filters: SearchFilters) -> Vec<(Uuid, f64)> {
+        let req = SearchRequest::new("link", cfg(methods))
+            .filters(filters)
+            .query_vector(vec![1.0, 0.0, 0.0]);
+        let r = search::search(&c.g.db, &c.g.name, &req, None, None)
+            .await
+            .unwrap();
+        r.facts.iter().map(|h| (h.fact.uuid, h.score)).collect()
+    }
+
+    #[tokio::test]
+    async fn named_facts_are_found_among_many_nearer_ones() {
+        let c = crowd("gsf-named-facts").await;
+        // Unfiltered, the decoys fill every method's list.
+        let plain = facts(&c, Methods::HYBRID, SearchFilters::default()).await;
+        assert!(plain.iter().all(|(u, _)| !c.targets.contains(u)));
+        let named = SearchFilters {
+            fact_uuids: c.targets.to_vec(),
+            ..SearchFilters::default()
+        };
+        // Vector: exact cosine over the named facts, best first.
+        let got = facts(&c, Methods::VECTOR, named.clone()).await;
+        let cos = |v: [f64; 3]| v[0] / (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, c.targets[0]);
+        assert!((got[0].1 - cos([0.3, 1.0, 0.0])).abs() < 1e-4, "{got:?}");
+        assert_eq!(got[1].0, c.targets[1]);
+        assert!((got[1].1 - cos([0.2, 0.0, 1.0])).abs() < 1e-4, "{got:?}");
+        // Fulltext, and the hybrid of both.
+        let got = facts(&c, Methods::FULLTEXT, named.clone()).await;
+        let found: BTreeSet<Uuid> = got.iter().map(|g| g.0).collect();
+        assert_eq!(found, c.targets.iter().copied().collect());
+        let got = facts(&c, Methods::HYBRID, named).await;
+        let found: BTreeSet<Uuid> = got.iter().map(|g| g.0).collect();
+        assert_eq!(found, c.targets.iter().copied().collect());
+    }
+
+    #[tokio::test]
+    async fn facts_touching_named_entities_are_found_among_many_nearer_ones() {
+        let c = crowd("gsf-named-ends").await;
+        let touching = |u: Uuid| SearchFilters {
+            entity_uuids: vec![u],
+            ..SearchFilters::default()
+        };
+        for methods in [Methods::VECTOR, Methods::FULLTEXT, Methods::HYBRID] {
+            let got = facts(&c, methods, touching(c.target_entity)).await;
+            assert_eq!(got.len(), 1, "{methods:?}: {got:?}");
+            assert_eq!(got[0].0, c.targets[0], "{methods:?}");
+            // Both targets touch the other end, in either direction.
+            let got = facts(&c, methods, touching(c.other_target_end)).await;
+            let found: BTreeSet<Uuid> = got.iter().map(|g| g.0).collect();
+            assert_eq!(found, c.targets.iter().copied().collect(), "{methods:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn named_entities_are_found_among_many_nearer_ones() {
+        let c = crowd("gsf-named-entities").await;
+        let config = SearchConfig {
+            facts: None,
+            entities: Some(
+                ScopeConfig::new(Methods::HYBRID, RerankerKind::Rrf).min_similarity(-1.0),
+            ),
+            ..EDGE_HYBRID_SEARCH_RRF
+        };
+        let search_entities = |filters: SearchFilters, methods: Methods| {
+            let mut config = config;
+            config.entities =
+                Some(ScopeConfig::new(methods, RerankerKind::Rrf).min_similarity(-1.0));
+            let req = SearchRequest::new("link chain", config)
+                .filters(filters)
+                .query_vector(vec![1.0, 0.0, 0.0]);
+            let g = &c.g;
+            async move {
+                search::search(&g.db, &g.name, &req, None, None)
+                    .await
+                    .unwrap()
+                    .entities
+                    .iter()
+                    .map(|h| h.entity.uuid)
+                    .collect::<Vec<_>>()
+            }
+        };
+        let plain = search_entities(SearchFilters::default(), Methods::HYBRID).await;
+        assert!(!plain.contains(&c.target_entity));
+        let named = SearchFilters {
+            entity_uuids: vec![c.target_entity],
+            ..SearchFilters::default()
+        };
+        for methods in [Methods::VECTOR, Methods::FULLTEXT, Methods::HYBRID] {
+            let got = search_entities(named.clone(), methods).await;
+            assert_eq!(got, vec![c.target_entity], "{methods:?}");
+        }
+    }
+}

@@ -19,6 +19,15 @@
 //! a plain `WITH … WHERE`, FalkorDB moves the filter in front of the sort, onto every
 //! match (thousands for common words), which made the filter the costliest step.
 //!
+//! ## Filters that name their results
+//!
+//! Over-fetch cannot help a filter that names a few facts or entities among many: the
+//! index's nearest neighbours would rarely include them. When the filters name fact
+//! uuids, or entity uuids (facts: those touching them), the vector method instead
+//! ranks exactly that set — looked up by its indexed uuids — by exact cosine
+//! similarity, and the fulltext method filters every match before it keeps the best.
+//! The result is exact, and its cost follows the size of the set, not of the graph.
+//!
 //! ## Graphs without indices
 //!
 //! FalkorDB answers an index procedure on a missing index with a generic error. When an
@@ -172,6 +181,79 @@ fn scored(row: &BTreeMap<String, Value>) -> Result<Scored> {
     Ok(Scored { uuid, score })
 }
 
+/// The facts the filters name, if they name any — fact uuids, else entity uuids (the
+/// facts touching them) —: a clause binding each to `f` once, through the uuid
+/// indices. The filters' parameters carry the lists.
+fn named_facts(filters: &SearchFilters) -> Option<&'static str> {
+    if !filters.fact_uuids.is_empty() {
+        Some(
+            "UNWIND $flt_fact_uuids AS fu \
+             MATCH ()-[f:RELATES_TO {uuid: fu}]->() WITH DISTINCT f",
+        )
+    } else if !filters.entity_uuids.is_empty() {
+        Some(
+            "UNWIND $flt_entity_uuids AS eu \
+             MATCH (:Entity {uuid: eu})-[f:RELATES_TO]-() WITH DISTINCT f",
+        )
+    } else {
+        None
+    }
+}
+
+/// The entities the filters name, if they name any: a clause binding each to `n`
+/// once.
+fn named_entities(filters: &SearchFilters) -> Option<&'static str> {
+    (!filters.entity_uuids.is_empty())
+        .then_some("UNWIND $flt_entity_uuids AS eu MATCH (n:Entity {uuid: eu}) WITH DISTINCT n")
+}
+
+/// The clauses that rank facts by their embedding's similarity to `$v` (at least
+/// `$min_sim`), filter them and keep the best `$n`, binding `f` and `score`: the
+/// HNSW index asked for `$k`, or an exact scan of the facts the filters name.
+fn fact_vector_clauses(ctx: Ctx<'_>, w: &Where) -> String {
+    let source = match named_facts(ctx.filters) {
+        None => "CALL db.idx.vector.queryRelationships('RELATES_TO', 'fact_embedding', $k, \
+                 vecf32($v)) YIELD relationship, score \
+                 WITH relationship AS f, 1.0 - score AS score"
+            .to_owned(),
+        Some(named) => format!(
+            "{named} WITH f, 1.0 - vec.cosineDistance(f.fact_embedding, vecf32($v)) AS score"
+        ),
+    };
+    format!(
+        "{source} WHERE score >= $min_sim{} \
+         WITH f, score ORDER BY score DESC, f.uuid LIMIT $n",
+        w.and_clause()
+    )
+}
+
+/// The clauses that find facts matching `$q`, filter them and keep the best `$n`,
+/// binding `f` and `score`. The best `$k` matches are kept before the filters (see
+/// the module docs), unless the filters name the facts.
+fn fact_fulltext_clauses(ctx: Ctx<'_>, w: &Where) -> String {
+    let call = "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) \
+                YIELD relationship, score";
+    let matches = if named_facts(ctx.filters).is_some() {
+        format!("{call} WITH relationship AS f, score {}", w.where_clause())
+    } else {
+        format!(
+            "{call} WITH relationship AS f, score ORDER BY score DESC LIMIT $k \
+             WITH collect([f, score]) AS top UNWIND top AS t \
+             WITH t[0] AS f, t[1] AS score {}",
+            w.where_clause()
+        )
+    };
+    format!("{matches} WITH f, score ORDER BY score DESC, f.uuid LIMIT $n")
+}
+
+/// The index the vector method reads, if it reads one.
+fn fact_vector_index(ctx: Ctx<'_>) -> Index {
+    match named_facts(ctx.filters) {
+        None => Index::Vector("RELATES_TO", false, "fact_embedding"),
+        Some(_) => Index::None,
+    }
+}
+
 async fn fact_vector_rows(
     ctx: Ctx<'_>,
     v: &[f32],
@@ -180,28 +262,13 @@ async fn fact_vector_rows(
     projection: FactProjection,
 ) -> Result<Vec<BTreeMap<String, Value>>> {
     let w = ctx.filters.fact_where(ctx.now);
-    let query = format!(
-        "CALL db.idx.vector.queryRelationships('RELATES_TO', 'fact_embedding', $k, vecf32($v)) \
-         YIELD relationship, score \
-         WITH relationship AS f, 1.0 - score AS score \
-         WHERE score >= $min_sim{} \
-         WITH f, score ORDER BY score DESC, f.uuid LIMIT $n \
-         {}",
-        w.and_clause(),
-        projection.tail()
-    );
+    let query = format!("{} {}", fact_vector_clauses(ctx, &w), projection.tail());
     let params = with(&w)
         .set("k", index_k(n))
         .set("v", v.to_vec())
         .set("min_sim", min_sim)
         .set("n", int(n));
-    read(
-        ctx,
-        Index::Vector("RELATES_TO", false, "fact_embedding"),
-        &query,
-        &params,
-    )
-    .await
+    read(ctx, fact_vector_index(ctx), &query, &params).await
 }
 
 async fn fact_fulltext_rows(
@@ -211,17 +278,7 @@ async fn fact_fulltext_rows(
     projection: FactProjection,
 ) -> Result<Vec<BTreeMap<String, Value>>> {
     let w = ctx.filters.fact_where(ctx.now);
-    let query = format!(
-        "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) \
-         YIELD relationship, score \
-         WITH relationship AS f, score ORDER BY score DESC LIMIT $k \
-         WITH collect([f, score]) AS top UNWIND top AS t \
-         WITH t[0] AS f, t[1] AS score {} \
-         WITH f, score ORDER BY score DESC, f.uuid LIMIT $n \
-         {}",
-        w.where_clause(),
-        projection.tail()
-    );
+    let query = format!("{} {}", fact_fulltext_clauses(ctx, &w), projection.tail());
     let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
     read(ctx, Index::Fulltext("RELATES_TO", false), &query, &params).await
 }
@@ -282,23 +339,8 @@ pub(crate) async fn fact_hybrid_rrf(
 ) -> Result<Option<Vec<FactHit>>> {
     let w = ctx.filters.fact_where(ctx.now);
     let query = format!(
-        "CALL {{ \
-           CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) \
-           YIELD relationship, score \
-           WITH relationship AS f, score ORDER BY score DESC LIMIT $k \
-           WITH collect([f, score]) AS top UNWIND top AS t \
-           WITH t[0] AS f, t[1] AS score {where_} \
-           WITH f, score ORDER BY score DESC, f.uuid LIMIT $n \
-           RETURN collect([f, score]) AS ft \
-         }} \
-         CALL {{ \
-           CALL db.idx.vector.queryRelationships('RELATES_TO', 'fact_embedding', $k, vecf32($v)) \
-           YIELD relationship, score \
-           WITH relationship AS f, 1.0 - score AS score \
-           WHERE score >= $min_sim{and_} \
-           WITH f, score ORDER BY score DESC, f.uuid LIMIT $n \
-           RETURN collect([f, score]) AS vec \
-         }} \
+        "CALL {{ {ft} RETURN collect([f, score]) AS ft }} \
+         CALL {{ {vec} RETURN collect([f, score]) AS vec }} \
          WITH ft, vec, size(ft) > 0 AND size(vec) > 0 AS fuse \
          UNWIND [i IN range(0, size(ft) - 1) | \
                    [ft[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE ft[i][1] END, 2 * i]] \
@@ -310,8 +352,8 @@ pub(crate) async fn fact_hybrid_rrf(
          WITH f, score, pos ORDER BY score DESC, pos LIMIT $limit \
          {sources} \
          RETURN {FACT_COLUMNS}, pos ORDER BY score DESC, pos",
-        where_ = w.where_clause(),
-        and_ = w.and_clause(),
+        ft = fact_fulltext_clauses(ctx, &w),
+        vec = fact_vector_clauses(ctx, &w),
         sources = fact_sources(", pos"),
     );
     let params = with(&w)
@@ -333,8 +375,7 @@ pub(crate) async fn fact_hybrid_rrf(
         }
         Err(err @ Error::Query { .. }) => {
             let fulltext = index_exists(ctx, Index::Fulltext("RELATES_TO", false)).await?;
-            let vector =
-                index_exists(ctx, Index::Vector("RELATES_TO", false, "fact_embedding")).await?;
+            let vector = index_exists(ctx, fact_vector_index(ctx)).await?;
             if fulltext && vector {
                 Err(err)
             } else {
@@ -470,11 +511,22 @@ pub(crate) async fn entity_vector(
     min_sim: f64,
 ) -> Result<Vec<EntityHit>> {
     let w = ctx.filters.entity_where();
+    let (source, index) = match named_entities(ctx.filters) {
+        None => (
+            "CALL db.idx.vector.queryNodes('Entity', 'name_embedding', $k, vecf32($v)) \
+             YIELD node, score WITH node AS n, 1.0 - score AS score"
+                .to_owned(),
+            Index::Vector("Entity", true, "name_embedding"),
+        ),
+        Some(named) => (
+            format!(
+                "{named} WITH n, 1.0 - vec.cosineDistance(n.name_embedding, vecf32($v)) AS score"
+            ),
+            Index::None,
+        ),
+    };
     let query = format!(
-        "CALL db.idx.vector.queryNodes('Entity', 'name_embedding', $k, vecf32($v)) \
-         YIELD node, score \
-         WITH node AS n, 1.0 - score AS score \
-         WHERE score >= $min_sim{} \
+        "{source} WHERE score >= $min_sim{} \
          RETURN {ENTITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
         w.and_clause()
     );
@@ -483,27 +535,25 @@ pub(crate) async fn entity_vector(
         .set("v", v.to_vec())
         .set("min_sim", min_sim)
         .set("n", int(n));
-    let rows = read(
-        ctx,
-        Index::Vector("Entity", true, "name_embedding"),
-        &query,
-        &params,
-    )
-    .await?;
+    let rows = read(ctx, index, &query, &params).await?;
     rows.iter().map(entity_hit).collect()
 }
 
 /// Entities matching the fulltext query `q` on name and summary, best first.
 pub(crate) async fn entity_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<EntityHit>> {
     let w = ctx.filters.entity_where();
-    let query = format!(
-        "CALL db.idx.fulltext.queryNodes('Entity', $q) YIELD node, score \
-         WITH node AS n, score ORDER BY score DESC LIMIT $k \
-         WITH collect([n, score]) AS top UNWIND top AS t \
-         WITH t[0] AS n, t[1] AS score {} \
-         RETURN {ENTITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
-        w.where_clause()
-    );
+    let call = "CALL db.idx.fulltext.queryNodes('Entity', $q) YIELD node, score";
+    let matches = if named_entities(ctx.filters).is_some() {
+        format!("{call} WITH node AS n, score {}", w.where_clause())
+    } else {
+        format!(
+            "{call} WITH node AS n, score ORDER BY score DESC LIMIT $k \
+             WITH collect([n, score]) AS top UNWIND top AS t \
+             WITH t[0] AS n, t[1] AS score {}",
+            w.where_clause()
+        )
+    };
+    let query = format!("{matches} RETURN {ENTITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n");
     let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
     let rows = read(ctx, Index::Fulltext("Entity", true), &query, &params).await?;
     rows.iter().map(entity_hit).collect()
