@@ -231,19 +231,30 @@ fn fact_vector_clauses(ctx: Ctx<'_>, w: &Where) -> String {
 /// binding `f` and `score`. The best `$k` matches are kept before the filters (see
 /// the module docs), unless the filters name the facts.
 fn fact_fulltext_clauses(ctx: Ctx<'_>, w: &Where) -> String {
-    let call = "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) \
-                YIELD relationship, score";
-    let matches = if named_facts(ctx.filters).is_some() {
-        format!("{call} WITH relationship AS f, score {}", w.where_clause())
+    let matches = fulltext_matches(
+        "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) YIELD relationship, score",
+        "relationship",
+        "f",
+        w,
+        named_facts(ctx.filters).is_some(),
+    );
+    format!("{matches} WITH f, score ORDER BY score DESC, f.uuid LIMIT $n")
+}
+
+/// The matches of the fulltext procedure `call` (yielding `item` and `score`), bound
+/// to `var` and `score` and filtered by `w`: the best `$k` by score first, then the
+/// filters — or the filters on every match when they `named` the results.
+fn fulltext_matches(call: &str, item: &str, var: &str, w: &Where, named: bool) -> String {
+    if named {
+        format!("{call} WITH {item} AS {var}, score {}", w.where_clause())
     } else {
         format!(
-            "{call} WITH relationship AS f, score ORDER BY score DESC LIMIT $k \
-             WITH collect([f, score]) AS top UNWIND top AS t \
-             WITH t[0] AS f, t[1] AS score {}",
+            "{call} WITH {item} AS {var}, score ORDER BY score DESC LIMIT $k \
+             WITH collect([{var}, score]) AS top UNWIND top AS t \
+             WITH t[0] AS {var}, t[1] AS score {}",
             w.where_clause()
         )
-    };
-    format!("{matches} WITH f, score ORDER BY score DESC, f.uuid LIMIT $n")
+    }
 }
 
 /// The index the vector method reads, if it reads one.
@@ -542,17 +553,13 @@ pub(crate) async fn entity_vector(
 /// Entities matching the fulltext query `q` on name and summary, best first.
 pub(crate) async fn entity_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<EntityHit>> {
     let w = ctx.filters.entity_where();
-    let call = "CALL db.idx.fulltext.queryNodes('Entity', $q) YIELD node, score";
-    let matches = if named_entities(ctx.filters).is_some() {
-        format!("{call} WITH node AS n, score {}", w.where_clause())
-    } else {
-        format!(
-            "{call} WITH node AS n, score ORDER BY score DESC LIMIT $k \
-             WITH collect([n, score]) AS top UNWIND top AS t \
-             WITH t[0] AS n, t[1] AS score {}",
-            w.where_clause()
-        )
-    };
+    let matches = fulltext_matches(
+        "CALL db.idx.fulltext.queryNodes('Entity', $q) YIELD node, score",
+        "node",
+        "n",
+        &w,
+        named_entities(ctx.filters).is_some(),
+    );
     let query = format!("{matches} RETURN {ENTITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n");
     let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
     let rows = read(ctx, Index::Fulltext("Entity", true), &query, &params).await?;
