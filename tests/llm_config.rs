@@ -87,8 +87,29 @@ fn missing_key_names_the_variable_and_the_llm_role() {
     assert_eq!(
         text,
         "invalid configuration: `OPENAI_API_KEY` must be set and not blank: the llm role selects openai \
-         (GRALKOR_LLM_MODEL=`openai:gpt-4.1-mini`, GRALKOR_EMBEDDER_MODEL=`google:gemini-embedding-2-preview`)"
+         (GRALKOR_LLM_MODEL=`openai:gpt-4.1-mini`, GRALKOR_EMBEDDER_MODEL=`google:gemini-embedding-2-preview`); \
+         a compatible server named by OPENAI_BASE_URL may need none"
     );
+}
+
+#[test]
+fn a_compatible_server_at_its_own_base_url_needs_no_key() {
+    let vars = [
+        ("GRALKOR_LLM_MODEL", "openai:llama3.1"),
+        ("GRALKOR_EMBEDDER_MODEL", "openai:nomic-embed-text"),
+        ("GRALKOR_EMBEDDER_DIMENSION", "768"),
+        ("OPENAI_BASE_URL", "http://localhost:11434/v1"),
+    ];
+    let config = from(&vars).unwrap();
+    assert!(config.openai.api_key.is_none());
+    config.build().unwrap();
+    // OpenAI itself still needs one, whether its URL is given or not.
+    let (field, ..) = config_error(&[
+        ("GRALKOR_LLM_MODEL", "openai:gpt-4.1-mini"),
+        ("GRALKOR_EMBEDDER_MODEL", "openai:text-embedding-3-small"),
+        ("OPENAI_BASE_URL", "https://api.openai.com/v1/"),
+    ]);
+    assert_eq!(field, "OPENAI_API_KEY");
 }
 
 #[test]

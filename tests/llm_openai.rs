@@ -101,6 +101,34 @@ async fn chat_sends_model_messages_strict_schema_and_bearer_key() {
 }
 
 #[tokio::test]
+async fn a_keyless_compatible_server_gets_no_authorization_header() {
+    let server = fake_provider().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(json_response(200, chat_reply(GOOD, 10, 5)))
+        .mount(&server)
+        .await;
+    let llm = OpenAi::builder("")
+        .base_url(format!("{}/v1", server.uri()))
+        .http_client(test_http())
+        .retry(paused_policy())
+        .limiter(Limiter::new("openai", LimiterSettings::default()))
+        .build()
+        .unwrap()
+        .chat("llama3.1");
+    llm.generate(&request()).await.unwrap();
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(received.len(), 1);
+    assert!(received[0].headers.get("authorization").is_none());
+    // OpenAI itself refuses to start without a key.
+    let err = OpenAi::builder("  ").build().unwrap_err();
+    assert!(
+        matches!(&err, Error::Config { field, .. } if field == "OPENAI_API_KEY"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
 async fn chat_uses_the_small_model_for_small_requests_and_non_strict_for_optional_fields() {
     let server = fake_provider().await;
     mount_chat(

@@ -406,20 +406,31 @@ impl ModelConfig {
             if roles.is_empty() {
                 continue;
             }
-            let blank = self
-                .access(provider)
+            let access = self.access(provider);
+            let blank = access
                 .api_key
                 .as_deref()
                 .is_none_or(|k| k.trim().is_empty());
-            if blank {
+            // A compatible server at its own base URL (Ollama, vLLM, llama.cpp) may
+            // need no key.
+            let keyless_server = provider == Provider::OpenAi
+                && access.base_url.as_deref().is_some_and(|u| {
+                    u.trim().trim_end_matches('/') != crate::llm::openai::DEFAULT_BASE_URL
+                });
+            if blank && !keyless_server {
                 let who = match roles.as_slice() {
                     [one] => format!("the {one} role selects {provider}"),
                     _ => format!("the {} roles select {provider}", roles.join(" and ")),
                 };
+                let hint = if provider == Provider::OpenAi {
+                    "; a compatible server named by OPENAI_BASE_URL may need none"
+                } else {
+                    ""
+                };
                 return Err(Error::config(
                     provider.key_var(),
                     format!(
-                        "must be set and not blank: {who} ({LLM_MODEL_VAR}=`{}`, {EMBEDDER_MODEL_VAR}=`{}`)",
+                        "must be set and not blank: {who} ({LLM_MODEL_VAR}=`{}`, {EMBEDDER_MODEL_VAR}=`{}`){hint}",
                         self.llm, self.embedder
                     ),
                 ));

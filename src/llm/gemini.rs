@@ -89,9 +89,9 @@ impl GeminiBuilder {
 
     /// Checks the settings and builds the connection.
     pub fn build(self) -> Result<Gemini> {
-        let endpoint = self
-            .settings
-            .connect(PROVIDER, "GOOGLE_API_KEY", "google base URL")?;
+        let endpoint =
+            self.settings
+                .connect(PROVIDER, "GOOGLE_API_KEY", "google base URL", |_| false)?;
         Ok(Gemini {
             inner: Arc::new(endpoint),
         })

@@ -68,19 +68,21 @@ impl ClientSettings {
             .finish_non_exhaustive()
     }
 
-    /// Checks the key (`key_field` names it in the error) and the base URL
-    /// (`url_field`), then takes the given limiter or the process-wide one for this
+    /// Checks the base URL (`url_field` names it in the error) and the key
+    /// (`key_field`), which may be blank only where `key_optional` says so for the
+    /// checked URL, then takes the given limiter or the process-wide one for this
     /// endpoint and key.
     pub fn connect(
         self,
         provider: &'static str,
         key_field: &str,
         url_field: &str,
+        key_optional: impl Fn(&str) -> bool,
     ) -> Result<Endpoint> {
-        if self.api_key.trim().is_empty() {
+        let base_url = check_base_url(url_field, &self.base_url)?;
+        if self.api_key.trim().is_empty() && !key_optional(&base_url) {
             return Err(Error::config(key_field, "must not be blank"));
         }
-        let base_url = check_base_url(url_field, &self.base_url)?;
         let limiter = self
             .limiter
             .unwrap_or_else(|| Limiter::shared(provider, &base_url, &self.api_key, self.limits));

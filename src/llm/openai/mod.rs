@@ -129,8 +129,10 @@ impl OpenAiBuilder {
         self
     }
 
-    /// Checks the settings and builds the connection. A blank key or a base URL that
-    /// is not `http(s)://…` is a [`Error::Config`].
+    /// Checks the settings and builds the connection. A base URL that is not
+    /// `http(s)://…` is a [`Error::Config`], and so is a blank key for OpenAI itself;
+    /// a compatible server at another base URL (Ollama, vLLM, llama.cpp) may take no
+    /// key, and then no `Authorization` header is sent.
     pub fn build(self) -> Result<OpenAi> {
         let Endpoint {
             api_key,
@@ -138,7 +140,9 @@ impl OpenAiBuilder {
             transport,
         } = self
             .settings
-            .connect(PROVIDER, "OPENAI_API_KEY", "OPENAI_BASE_URL")?;
+            .connect(PROVIDER, "OPENAI_API_KEY", "OPENAI_BASE_URL", |url| {
+                url != DEFAULT_BASE_URL
+            })?;
         let official = base_url == DEFAULT_BASE_URL;
         let cap_field = self.cap_field.unwrap_or(if official {
             TokenCapField::MaxCompletionTokens
@@ -226,8 +230,14 @@ impl OpenAi {
         format!("{}/{path}", self.inner.base_url)
     }
 
-    fn auth(&self) -> [(&'static str, String); 1] {
-        [("authorization", format!("Bearer {}", self.inner.api_key))]
+    /// The bearer key, or no header for a keyless compatible server.
+    fn auth(&self) -> Vec<(&'static str, String)> {
+        let key = self.inner.api_key.trim();
+        if key.is_empty() {
+            Vec::new()
+        } else {
+            vec![("authorization", format!("Bearer {key}"))]
+        }
     }
 
     async fn post(
