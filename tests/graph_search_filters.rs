@@ -381,9 +381,17 @@ mod named {
     async fn crowd(tag: &str) -> Crowd {
         let g = TestGraph::new(tag).await;
         graph::build_indices(&g.db, &g.name, 3).await.unwrap();
+        // Decoys say the query words more often than the targets, so that no tie
+        // decides which of them a method's cut keeps.
         let entity = |name: String, v: [f32; 3]| {
-            let mut e = EntityNode::new(name);
-            e.summary = "a link in the chain".into();
+            let mut e = EntityNode::new(name.clone());
+            e.summary = if name.starts_with("Decoy") {
+                "link chain link chain link chain".into()
+            } else {
+                "a long summary in which the words link and chain appear once among \
+                 many other words"
+                    .into()
+            };
             e.name_embedding = Some(v.to_vec());
             e.created_at = t("2024-01-01T00:00:00Z");
             e
