@@ -393,3 +393,140 @@ async fn a_falkordb_crash_and_restart_mid_episode_loses_nothing() {
     assert_eq!(facts.get(0, "n").and_then(Value::as_int), Some(1));
     db.shutdown().await.unwrap();
 }
+
+/// A model that answers by `rules` but holds every call of schema `held` until the
+/// test gives a permit, counting the callers that reached it.
+#[derive(Debug, Clone)]
+struct HeldModel {
+    rules: Arc<Rules>,
+    held: &'static str,
+    reached: Arc<Semaphore>,
+    gate: Arc<Semaphore>,
+}
+
+#[async_trait]
+impl LanguageModel for HeldModel {
+    async fn generate(&self, request: &GenerateRequest) -> Result<Generation> {
+        if request.schema.name == self.held {
+            self.reached.add_permits(1);
+            self.gate.acquire().await.expect("gate open").forget();
+        }
+        Ok(Generation {
+            value: answer(&self.rules, request)?,
+            usage: TokenUsage::default(),
+            repaired: false,
+        })
+    }
+    fn provider(&self) -> &str {
+        "held"
+    }
+    fn model(&self, _: ModelSize) -> &str {
+        "held"
+    }
+}
+
+#[tokio::test]
+async fn two_processes_creating_the_same_new_entity_at_once_make_one_node() {
+    let g = TestGraph::new("claim-name-race").await;
+    let rules = Rules::default();
+    rules.extraction(
+        "live",
+        extraction(
+            &[("Kim", 1), ("Oslo", 0)],
+            &[("Kim", "lives in", "Oslo", "Kim lives in Oslo.", None, None)],
+        ),
+    );
+    rules.extraction(
+        "work",
+        extraction(
+            &[("Kim", 1), ("Oslo", 0)],
+            &[("Kim", "works in", "Oslo", "Kim works in Oslo.", None, None)],
+        ),
+    );
+    rules
+        .attributes
+        .lock()
+        .unwrap()
+        .push(("Person".into(), serde_json::json!({"age": 30})));
+    let ontology = Ontology::builder(EntityMode::Open, RelationshipMode::Open)
+        .entity(EntityType::new("Person").field(Field::integer("age")))
+        .build()
+        .unwrap();
+    // Two engines are two processes: their own queues and writer ids. Both stop at
+    // the details call (Kim is a Person who learned something), after reading the
+    // candidates and before committing.
+    let reached = Arc::new(Semaphore::new(0));
+    let gate = Arc::new(Semaphore::new(0));
+    let engine = || {
+        Engine::new(
+            Arc::new(HeldModel {
+                rules: Arc::new(rules.clone()),
+                held: "entity_details",
+                reached: reached.clone(),
+                gate: gate.clone(),
+            }),
+            Arc::new(CountingEmbedder::new()),
+        )
+    };
+    let (a, b) = (engine(), engine());
+    let ingest = |engine: Engine, text: &'static str| {
+        let (db, name, ontology) = (g.db.clone(), g.name.clone(), ontology.clone());
+        tokio::spawn(async move {
+            engine
+                .add_episode(
+                    &db,
+                    &name,
+                    AddEpisode::new(text, SourceKind::Message, t("2024-01-01T00:00:00Z"))
+                        .ontology(ontology),
+                )
+                .await
+        })
+    };
+    let first = ingest(a, "Kim: I live in Oslo");
+    let second = ingest(b, "Kim: I work in Oslo");
+    // Both have resolved Kim and Oslo as new.
+    reached.acquire_many(2).await.unwrap().forget();
+    gate.add_permits(1);
+    let first = first.await.unwrap().unwrap();
+    // The second's commit finds the names taken, writes nothing, resolves again
+    // (details asked again) and commits onto the first's entities.
+    gate.add_permits(2);
+    let second = second.await.unwrap().unwrap();
+    assert_eq!(first.status, OutcomeStatus::Completed);
+    assert_eq!(second.status, OutcomeStatus::Completed);
+    for name in ["kim", "oslo"] {
+        assert_eq!(
+            count(
+                &g,
+                &format!("MATCH (n:Entity {{name_key: '{name}'}}) RETURN count(n) AS n")
+            )
+            .await,
+            1,
+            "{name}"
+        );
+    }
+    let uuids = |o: &gralkor::graph::EpisodeOutcome| {
+        let mut u: Vec<Uuid> = o.entities.iter().map(|e| e.uuid).collect();
+        u.sort();
+        u
+    };
+    assert_eq!(uuids(&first), uuids(&second));
+    // Both facts hang between the one Kim and the one Oslo; both episodes mention them.
+    assert_eq!(
+        count(
+            &g,
+            "MATCH (:Entity {name_key: 'kim'})-[f:RELATES_TO]->(:Entity {name_key: 'oslo'}) \
+             RETURN count(f) AS n"
+        )
+        .await,
+        2
+    );
+    assert_eq!(
+        count(
+            &g,
+            "MATCH (:Episodic)-[m:MENTIONS]->(:Entity) RETURN count(m) AS n"
+        )
+        .await,
+        4
+    );
+}

@@ -338,7 +338,17 @@ impl Storage for NativeStorage {
 
     async fn build_indices(&self) -> Result<()> {
         for graph in self.db.list_graphs().await? {
-            self.engine.build_indices(&self.db, &graph).await?;
+            if let Err(first) = self.engine.build_indices(&self.db, &graph).await {
+                // A graph deleted while its indices were being built is recreated,
+                // half indexed, by the remaining index statements (any graph command
+                // creates its key): build it once more — creating indices is
+                // idempotent — unless it is gone for good.
+                if !self.db.list_graphs().await?.contains(&graph) {
+                    continue;
+                }
+                tracing::warn!(graph, error = %first, "building indices failed; trying once more");
+                self.engine.build_indices(&self.db, &graph).await?;
+            }
         }
         Ok(())
     }

@@ -30,6 +30,10 @@ pub(super) struct Resolved {
     pub by_name: HashMap<String, usize>,
     /// `label[i]`: the extracted type of `nodes[i]` (`Entity` when generic).
     pub label: Vec<String>,
+    /// The normalised names of the new nodes no stored entity had when the candidates
+    /// were read. The commit refuses to create them if one has appeared since (another
+    /// process created it concurrently), and the episode is resolved again.
+    pub fresh_keys: Vec<String>,
 }
 
 impl Resolved {
@@ -188,6 +192,16 @@ pub(super) async fn resolve(
         }
         out.by_name.insert(normalize_name(&entity.name), index);
     }
+    let stored_keys: BTreeSet<String> = existing.iter().map(|n| normalize_name(&n.name)).collect();
+    let fresh: BTreeSet<String> = out
+        .nodes
+        .iter()
+        .zip(&out.is_new)
+        .filter(|(_, new)| **new)
+        .map(|(n, _)| normalize_name(&n.name))
+        .filter(|k| !stored_keys.contains(k))
+        .collect();
+    out.fresh_keys = fresh.into_iter().collect();
     Ok(out)
 }
 

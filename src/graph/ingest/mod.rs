@@ -75,9 +75,14 @@
 //! Episodes to one graph are processed one at a time within a process (every clone of
 //! an [`Engine`] shares the queue), so two concurrent episodes naming a new "Alice"
 //! create one node; episodes to different graphs run in parallel. Across processes the
-//! claim keeps one episode from being processed twice, but two processes ingesting
-//! *different* episodes into one graph at the same moment may each create an entity
-//! the other is creating.
+//! claim keeps one episode from being processed twice, and the commit keeps two
+//! processes ingesting *different* episodes at once from creating the same entity
+//! twice: it also checks that none of the names the episode creates anew (names no
+//! stored entity had when its candidates were read) has appeared since. If one has —
+//! another process created it — the statement writes nothing, and the episode is
+//! resolved again (extraction and embeddings are kept; resolution may ask its
+//! follow-up calls again, which `usage` counts) and now merges into that entity. After
+//! three such races in a row the commit goes ahead without the check.
 
 mod details;
 mod entities;
@@ -701,15 +706,60 @@ impl Engine {
             ontology: &ontology,
             lease: &lease,
         };
-        let result = work.run(&episode, request, &mut usage).await;
-        let result = match result {
-            Ok(_) if lease.lost() => Err(Error::ClaimLost { uuid: episode.uuid }),
-            other => other,
-        };
-        let done = match result {
+        // Extraction and embeddings once; resolution again (at most
+        // `MAX_NAME_RACES` times) when another process created one of the episode's
+        // new entities while this one was resolving — the commit's name check finds
+        // that and writes nothing.
+        let outcome: Result<Done> = async {
+            let extracted = work.extract(&episode, request, &mut usage).await?;
+            let mut attempt = 0;
+            loop {
+                let mut done = work.resolve(&episode, &extracted, &mut usage).await?;
+                work.check_lease(episode.uuid)?;
+                if attempt == MAX_NAME_RACES {
+                    // Progress over purity: a writer that keeps losing the race commits.
+                    done.set.fresh_keys.clear();
+                }
+                let committed = retry("commit", || async {
+                    if st::commit_episode(db, graph, episode.uuid, generation, &done.set).await?
+                    {
+                        return Ok(st::Committed::Done);
+                    }
+                    // A retried commit whose first attempt was applied (its reply lost)
+                    // finds the episode complete at this writer's generation; still
+                    // pending at it, a fresh name was taken.
+                    Ok(match st::claim_state(db, graph, episode.uuid).await? {
+                        Some((s, g)) if g == generation && s == "complete" => {
+                            st::Committed::Done
+                        }
+                        Some((s, g)) if g == generation && s == "pending" => {
+                            st::Committed::NameTaken
+                        }
+                        _ => st::Committed::Fenced,
+                    })
+                })
+                .instrument(tracing::info_span!("commit", attempt))
+                .await?;
+                usage.db_round_trips += 1;
+                match committed {
+                    st::Committed::Done => return Ok(done),
+                    st::Committed::Fenced => return Err(Error::ClaimLost { uuid: episode.uuid }),
+                    st::Committed::NameTaken => {
+                        tracing::info!(
+                            episode = %episode.uuid,
+                            names = ?done.set.fresh_keys,
+                            "another writer created one of this episode's new entities; resolving again"
+                        );
+                        attempt += 1;
+                    }
+                }
+            }
+        }
+        .await;
+        drop(lease);
+        let done = match outcome {
             Ok(done) => done,
             Err(e) => {
-                drop(lease);
                 if !matches!(e, Error::ClaimLost { .. }) {
                     // Best effort: let a retry take the episode at once.
                     let _ = st::release(db, graph, episode.uuid, generation).await;
@@ -717,22 +767,6 @@ impl Engine {
                 return Err(e);
             }
         };
-        let committed = retry("commit", || async {
-            if st::commit_episode(db, graph, episode.uuid, generation, &done.set).await? {
-                return Ok(true);
-            }
-            // A retried commit whose first attempt was applied (its reply lost) finds
-            // the episode complete at this writer's generation.
-            Ok(st::claim_state(db, graph, episode.uuid).await?
-                == Some(("complete".to_owned(), generation)))
-        })
-        .instrument(tracing::info_span!("commit"))
-        .await;
-        drop(lease);
-        usage.db_round_trips += 1;
-        if !committed? {
-            return Err(Error::ClaimLost { uuid: episode.uuid });
-        }
         let mut stored = episode;
         stored.state = EpisodeState::Complete;
         stored.entity_edges = done.set.entity_edges.clone();
@@ -756,6 +790,17 @@ struct Work<'a> {
     opts: &'a EngineOptions,
     ontology: &'a Ontology,
     lease: &'a lease::Lease,
+}
+
+/// Times an episode is resolved again because another writer created one of its new
+/// entities meanwhile; the next commit skips the name check.
+const MAX_NAME_RACES: u32 = 3;
+
+/// What extraction produced: the entities and facts, and their embeddings.
+struct Extracted {
+    extraction: crate::graph::extract::Extraction,
+    name_vectors: Vec<Vec<f32>>,
+    fact_vectors: Vec<Vec<f32>>,
 }
 
 /// What the model steps produced: the commit, and the outcome's fact lists.
@@ -799,12 +844,14 @@ impl Work<'_> {
         }
     }
 
-    async fn run(
+    /// Extraction (call 1) with the previous episodes as context, and one embedding
+    /// request for every name and fact text.
+    async fn extract(
         &self,
         episode: &Episode,
         request: &AddEpisode,
         usage: &mut IngestUsage,
-    ) -> Result<Done> {
+    ) -> Result<Extracted> {
         let previous = st::previous_contents(
             self.db,
             self.graph,
@@ -855,9 +902,26 @@ impl Work<'_> {
             )));
         }
         let fact_vectors = vectors.split_off(extraction.entities.len());
-        let name_vectors = vectors;
+        Ok(Extracted {
+            extraction,
+            name_vectors: vectors,
+            fact_vectors,
+        })
+    }
 
-        let resolved = entities::resolve(self, &extraction.entities, name_vectors, usage)
+    /// Entity and fact resolution, details, and the commit set.
+    async fn resolve(
+        &self,
+        episode: &Episode,
+        extracted: &Extracted,
+        usage: &mut IngestUsage,
+    ) -> Result<Done> {
+        let Extracted {
+            extraction,
+            name_vectors,
+            fact_vectors,
+        } = extracted;
+        let resolved = entities::resolve(self, &extraction.entities, name_vectors.clone(), usage)
             .instrument(tracing::info_span!("resolve_entities"))
             .await?;
         self.check_lease(episode.uuid)?;
@@ -865,7 +929,7 @@ impl Work<'_> {
             self,
             episode,
             &extraction.facts,
-            fact_vectors,
+            fact_vectors.clone(),
             &resolved,
             usage,
         )
@@ -889,6 +953,7 @@ impl Work<'_> {
                 new_facts: facts.new_facts,
                 updated_facts: facts.updates,
                 entity_edges,
+                fresh_keys: resolved.fresh_keys,
             },
             facts: outcome_facts,
             invalidated: facts.invalidated,

@@ -335,11 +335,29 @@ pub(crate) struct CommitSet {
     pub mentions: Vec<Uuid>,
     /// The facts the episode produced or touched (its `entity_edges`).
     pub entity_edges: Vec<Uuid>,
+    /// Normalised names that no entity may have when the episode commits: the new
+    /// entities' names that no stored entity had at resolution (see [`Committed`]).
+    pub fresh_keys: Vec<String>,
+}
+
+/// How a fenced commit ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Committed {
+    /// Written, the episode complete.
+    Done,
+    /// Nothing written: an entity with one of the set's `fresh_keys` exists now —
+    /// another process created it after this episode read its candidates. Resolving
+    /// again finds it.
+    NameTaken,
+    /// Nothing written: the episode is no longer pending at this generation.
+    Fenced,
 }
 
 /// Writes `set` and marks episode `uuid` complete in **one** statement fenced by
-/// `generation` (see the module docs for why this is atomic). Returns `false`, having
-/// written nothing, when the episode is no longer pending at that generation.
+/// `generation` and by `set.fresh_keys` (see the module docs for why this is
+/// atomic). Returns `false`, having written nothing, when the episode is no longer
+/// pending at that generation or an entity has one of the fresh names; tell which
+/// with [`claim_state`].
 pub(crate) async fn commit_episode(
     db: &FalkorDb,
     graph: &str,
@@ -374,6 +392,23 @@ async fn commit(
     } else {
         "UNWIND [1] AS one "
     });
+    if fence.is_some() && !set.fresh_keys.is_empty() {
+        // Under the graph's write lock, so no entity can appear between this check
+        // and the writes below.
+        query.push_str(
+            "OPTIONAL MATCH (taken:Entity) WHERE taken.name_key IN $fresh_keys \
+             WITH ep, count(taken) AS taken WHERE taken = 0 ",
+        );
+        params = params.set(
+            "fresh_keys",
+            Value::List(
+                set.fresh_keys
+                    .iter()
+                    .map(|k| Value::String(k.clone()))
+                    .collect(),
+            ),
+        );
+    }
     // Labels cannot be parameters: one FOREACH per distinct label set.
     let mut groups: BTreeMap<Vec<String>, Vec<Value>> = BTreeMap::new();
     for (i, e) in set.entities.iter().enumerate() {
