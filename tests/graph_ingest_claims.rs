@@ -456,8 +456,8 @@ async fn two_processes_creating_the_same_new_entity_at_once_make_one_node() {
     // the details call (Kim is a Person who learned something), after reading the
     // candidates and before committing.
     let reached = Arc::new(Semaphore::new(0));
-    let gate = Arc::new(Semaphore::new(0));
-    let engine = || {
+    let (gate_a, gate_b) = (Arc::new(Semaphore::new(0)), Arc::new(Semaphore::new(0)));
+    let engine = |gate: &Arc<Semaphore>| {
         Engine::new(
             Arc::new(HeldModel {
                 rules: Arc::new(rules.clone()),
@@ -468,7 +468,7 @@ async fn two_processes_creating_the_same_new_entity_at_once_make_one_node() {
             Arc::new(CountingEmbedder::new()),
         )
     };
-    let (a, b) = (engine(), engine());
+    let (a, b) = (engine(&gate_a), engine(&gate_b));
     let ingest = |engine: Engine, text: &'static str| {
         let (db, name, ontology) = (g.db.clone(), g.name.clone(), ontology.clone());
         tokio::spawn(async move {
@@ -486,11 +486,11 @@ async fn two_processes_creating_the_same_new_entity_at_once_make_one_node() {
     let second = ingest(b, "Kim: I work in Oslo");
     // Both have resolved Kim and Oslo as new.
     reached.acquire_many(2).await.unwrap().forget();
-    gate.add_permits(1);
+    gate_a.add_permits(1);
     let first = first.await.unwrap().unwrap();
     // The second's commit finds the names taken, writes nothing, resolves again
     // (details asked again) and commits onto the first's entities.
-    gate.add_permits(2);
+    gate_b.add_permits(2);
     let second = second.await.unwrap().unwrap();
     assert_eq!(first.status, OutcomeStatus::Completed);
     assert_eq!(second.status, OutcomeStatus::Completed);
