@@ -18,11 +18,12 @@ use gralkor::{Error, Result};
 use tokio::sync::{Notify, Semaphore};
 use uuid::Uuid;
 
-/// A model that answers by `rules` but holds every extraction call until the test
-/// opens the gate, announcing that it is waiting.
+/// A model that answers by `rules` but holds every call of schema `held` until the
+/// test opens the gate, announcing that it is waiting.
 #[derive(Debug, Clone)]
 struct GatedModel {
     rules: Arc<Rules>,
+    held: &'static str,
     entered: Arc<Notify>,
     gate: Arc<Semaphore>,
 }
@@ -30,7 +31,7 @@ struct GatedModel {
 #[async_trait]
 impl LanguageModel for GatedModel {
     async fn generate(&self, request: &GenerateRequest) -> Result<Generation> {
-        if request.schema.name == "extraction" {
+        if request.schema.name == self.held {
             self.entered.notify_one();
             let _permit = self.gate.acquire().await.expect("gate open");
         }
@@ -48,11 +49,22 @@ impl LanguageModel for GatedModel {
     }
 }
 
+/// An engine whose extraction calls wait at the gate.
 fn gated(rules: Rules, lease: Duration) -> (Engine, Arc<Notify>, Arc<Semaphore>) {
+    gated_at("extraction", rules, lease)
+}
+
+/// An engine whose `held` calls wait at the gate.
+fn gated_at(
+    held: &'static str,
+    rules: Rules,
+    lease: Duration,
+) -> (Engine, Arc<Notify>, Arc<Semaphore>) {
     let entered = Arc::new(Notify::new());
     let gate = Arc::new(Semaphore::new(0));
     let model = GatedModel {
         rules: Arc::new(rules),
+        held,
         entered: entered.clone(),
         gate: gate.clone(),
     };
@@ -394,37 +406,6 @@ async fn a_falkordb_crash_and_restart_mid_episode_loses_nothing() {
     db.shutdown().await.unwrap();
 }
 
-/// A model that answers by `rules` but holds every call of schema `held` until the
-/// test gives a permit, counting the callers that reached it.
-#[derive(Debug, Clone)]
-struct HeldModel {
-    rules: Arc<Rules>,
-    held: &'static str,
-    reached: Arc<Semaphore>,
-    gate: Arc<Semaphore>,
-}
-
-#[async_trait]
-impl LanguageModel for HeldModel {
-    async fn generate(&self, request: &GenerateRequest) -> Result<Generation> {
-        if request.schema.name == self.held {
-            self.reached.add_permits(1);
-            self.gate.acquire().await.expect("gate open").forget();
-        }
-        Ok(Generation {
-            value: answer(&self.rules, request)?,
-            usage: TokenUsage::default(),
-            repaired: false,
-        })
-    }
-    fn provider(&self) -> &str {
-        "held"
-    }
-    fn model(&self, _: ModelSize) -> &str {
-        "held"
-    }
-}
-
 #[tokio::test]
 async fn two_processes_creating_the_same_new_entity_at_once_make_one_node() {
     let g = TestGraph::new("claim-name-race").await;
@@ -455,20 +436,8 @@ async fn two_processes_creating_the_same_new_entity_at_once_make_one_node() {
     // Two engines are two processes: their own queues and writer ids. Both stop at
     // the details call (Kim is a Person who learned something), after reading the
     // candidates and before committing.
-    let reached = Arc::new(Semaphore::new(0));
-    let (gate_a, gate_b) = (Arc::new(Semaphore::new(0)), Arc::new(Semaphore::new(0)));
-    let engine = |gate: &Arc<Semaphore>| {
-        Engine::new(
-            Arc::new(HeldModel {
-                rules: Arc::new(rules.clone()),
-                held: "entity_details",
-                reached: reached.clone(),
-                gate: gate.clone(),
-            }),
-            Arc::new(CountingEmbedder::new()),
-        )
-    };
-    let (a, b) = (engine(&gate_a), engine(&gate_b));
+    let held = || gated_at("entity_details", rules.clone(), Duration::from_secs(60));
+    let ((a, reached_a, gate_a), (b, reached_b, gate_b)) = (held(), held());
     let ingest = |engine: Engine, text: &'static str| {
         let (db, name, ontology) = (g.db.clone(), g.name.clone(), ontology.clone());
         tokio::spawn(async move {
@@ -485,12 +454,13 @@ async fn two_processes_creating_the_same_new_entity_at_once_make_one_node() {
     let first = ingest(a, "Kim: I live in Oslo");
     let second = ingest(b, "Kim: I work in Oslo");
     // Both have resolved Kim and Oslo as new.
-    reached.acquire_many(2).await.unwrap().forget();
+    reached_a.notified().await;
+    reached_b.notified().await;
     gate_a.add_permits(1);
     let first = first.await.unwrap().unwrap();
     // The second's commit finds the names taken, writes nothing, resolves again
     // (details asked again) and commits onto the first's entities.
-    gate_b.add_permits(2);
+    gate_b.add_permits(1);
     let second = second.await.unwrap().unwrap();
     assert_eq!(first.status, OutcomeStatus::Completed);
     assert_eq!(second.status, OutcomeStatus::Completed);
