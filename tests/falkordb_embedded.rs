@@ -252,6 +252,17 @@ mod persistence {
         db.shutdown().await.unwrap();
     }
 
+    /// Point `i` of `n` spread evenly over the unit sphere (a Fibonacci lattice): no
+    /// two nearly parallel, so an HNSW index can reach every one of them (hundreds of
+    /// nearly parallel vectors can leave a node unreachable by any query).
+    fn spread(i: i64, n: i64) -> Vec<f32> {
+        let golden = std::f64::consts::PI * (3.0 - 5f64.sqrt());
+        let z = 1.0 - 2.0 * (i as f64 - 0.5) / n as f64;
+        let r = (1.0 - z * z).sqrt();
+        let a = golden * i as f64;
+        vec![(r * a.cos()) as f32, (r * a.sin()) as f32, z as f32]
+    }
+
     #[tokio::test]
     async fn vector_indices_created_in_the_aof_tail_are_rebuilt_after_kill_9() {
         // FalkorDB 4.16 replays such an index incompletely in some crashes (measured by
@@ -277,7 +288,7 @@ mod persistence {
                 .map(|i| {
                     (
                         "CREATE (:V {i: $i, emb: vecf32($v)})".to_string(),
-                        Params::new().set("i", i).set("v", vec![i as f32, 1.0, 0.5]),
+                        Params::new().set("i", i).set("v", spread(i, N)),
                     )
                 })
                 .collect();
@@ -297,17 +308,26 @@ mod persistence {
             server.vector_index_rebuilds(),
             graphs.len()
         );
-        // ...and then each answers for every node.
+        // ...and then each answers for every node. Polled (bounded): once, under load
+        // in CI, a rebuilt index answered for 497 of 500 just after the rebuild; an
+        // index left incomplete for good still fails here.
         for graph in graphs {
-            let res = db
-                .ro_query(
-                    graph,
-                    "CALL db.idx.vector.queryNodes('V', 'emb', $k, vecf32([1.0, 1.0, 0.5])) YIELD node RETURN count(node) AS n",
-                    &Params::new().set("k", N),
-                )
-                .await
-                .unwrap();
-            assert_eq!(res.get(0, "n"), Some(&Value::Int(N)), "{graph}");
+            let answered = || async {
+                let res = db
+                    .ro_query(
+                        graph,
+                        "CALL db.idx.vector.queryNodes('V', 'emb', $k, vecf32([1.0, 1.0, 0.5])) YIELD node RETURN count(node) AS n",
+                        &Params::new().set("k", N),
+                    )
+                    .await
+                    .unwrap();
+                res.get(0, "n").and_then(Value::as_int)
+            };
+            let complete = eventually(Duration::from_secs(30), || async {
+                answered().await == Some(N)
+            })
+            .await;
+            assert!(complete, "{graph}: {:?} of {N}", answered().await);
         }
         assert!(
             !aof_tail_changes_indices(dir.path()),
