@@ -744,6 +744,14 @@ impl Engine {
                 match committed {
                     st::Committed::Done => return Ok(done),
                     st::Committed::Fenced => return Err(Error::ClaimLost { uuid: episode.uuid }),
+                    // Without the name check nothing can stop the statement: never loop.
+                    st::Committed::NameTaken if done.set.fresh_keys.is_empty() => {
+                        return Err(Error::Protocol(format!(
+                            "the commit of episode {} wrote nothing, yet the episode is \
+                             still claimed by this writer",
+                            episode.uuid
+                        )));
+                    }
                     st::Committed::NameTaken => {
                         tracing::info!(
                             episode = %episode.uuid,
