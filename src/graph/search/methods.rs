@@ -35,14 +35,14 @@
 //! fresh or empty graph, before [`build_indices`](crate::graph::build_indices)), the
 //! method yields nothing; otherwise the server's error is returned.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
 use super::filters::{SearchFilters, Where};
 use super::results::{
     COMMUNITY_COLUMNS, CommunityHit, ENTITY_COLUMNS, EPISODE_COLUMNS, EntityHit, EpisodeHit,
-    FACT_COLUMNS, FactHit, Scored, community_hit, entity_hit, episode_hit, fact_hit,
+    FACT_COLUMNS, FactHit, community_hit, entity_hit, episode_hit, fact_hit,
 };
 use crate::falkordb::{FalkorDb, IndexEntity, IndexKind, Params, Value};
 use crate::graph::model::Timestamp;
@@ -145,42 +145,6 @@ fn with(w: &Where) -> Params {
 
 // ---------------------------------------------------------------- facts
 
-/// What a fact method returns for each candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FactProjection {
-    /// The fact's columns and its source episodes.
-    Full,
-    /// Only its uuid and score, for fusion before [`fact_hydrate`] loads the winners.
-    Ids,
-}
-
-impl FactProjection {
-    /// The clauses that end a fact method's statement, with `f` and `score` bound.
-    fn tail(self) -> String {
-        match self {
-            FactProjection::Full => {
-                format!(
-                    "{} RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid",
-                    fact_sources("")
-                )
-            }
-            FactProjection::Ids => {
-                "RETURN f.uuid AS uuid, score ORDER BY score DESC, uuid".to_owned()
-            }
-        }
-    }
-}
-
-fn scored(row: &BTreeMap<String, Value>) -> Result<Scored> {
-    let uuid = row
-        .get("uuid")
-        .and_then(Value::as_str)
-        .and_then(|u| Uuid::parse_str(u).ok())
-        .ok_or_else(|| Error::Protocol("search hit without a uuid".into()))?;
-    let score = row.get("score").and_then(Value::as_f64).unwrap_or(0.0);
-    Ok(Scored { uuid, score })
-}
-
 /// The facts the filters name, if they name any — fact uuids, else entity uuids (the
 /// facts touching them) —: a clause binding each to `f` once, through the uuid
 /// indices. The filters' parameters carry the lists.
@@ -265,35 +229,6 @@ fn fact_vector_index(ctx: Ctx<'_>) -> Index {
     }
 }
 
-async fn fact_vector_rows(
-    ctx: Ctx<'_>,
-    v: &[f32],
-    n: usize,
-    min_sim: f64,
-    projection: FactProjection,
-) -> Result<Vec<BTreeMap<String, Value>>> {
-    let w = ctx.filters.fact_where(ctx.now);
-    let query = format!("{} {}", fact_vector_clauses(ctx, &w), projection.tail());
-    let params = with(&w)
-        .set("k", index_k(n))
-        .set("v", v.to_vec())
-        .set("min_sim", min_sim)
-        .set("n", int(n));
-    read(ctx, fact_vector_index(ctx), &query, &params).await
-}
-
-async fn fact_fulltext_rows(
-    ctx: Ctx<'_>,
-    q: &str,
-    n: usize,
-    projection: FactProjection,
-) -> Result<Vec<BTreeMap<String, Value>>> {
-    let w = ctx.filters.fact_where(ctx.now);
-    let query = format!("{} {}", fact_fulltext_clauses(ctx, &w), projection.tail());
-    let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
-    read(ctx, Index::Fulltext("RELATES_TO", false), &query, &params).await
-}
-
 /// Facts nearest to `v` with cosine similarity ≥ `min_sim`, best first.
 pub(crate) async fn fact_vector(
     ctx: Ctx<'_>,
@@ -301,57 +236,72 @@ pub(crate) async fn fact_vector(
     n: usize,
     min_sim: f64,
 ) -> Result<Vec<FactHit>> {
-    let rows = fact_vector_rows(ctx, v, n, min_sim, FactProjection::Full).await?;
+    let w = ctx.filters.fact_where(ctx.now);
+    let query = format!("{} {}", fact_vector_clauses(ctx, &w), fact_tail());
+    let params = with(&w)
+        .set("k", index_k(n))
+        .set("v", v.to_vec())
+        .set("min_sim", min_sim)
+        .set("n", int(n));
+    let rows = read(ctx, fact_vector_index(ctx), &query, &params).await?;
     rows.iter().map(fact_hit).collect()
-}
-
-/// [`fact_vector`]'s candidates as uuids and scores only.
-pub(crate) async fn fact_vector_ids(
-    ctx: Ctx<'_>,
-    v: &[f32],
-    n: usize,
-    min_sim: f64,
-) -> Result<Vec<Scored>> {
-    let rows = fact_vector_rows(ctx, v, n, min_sim, FactProjection::Ids).await?;
-    rows.iter().map(scored).collect()
 }
 
 /// Facts matching the fulltext query `q` (already sanitised), best first.
 pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<FactHit>> {
-    let rows = fact_fulltext_rows(ctx, q, n, FactProjection::Full).await?;
+    let w = ctx.filters.fact_where(ctx.now);
+    let query = format!("{} {}", fact_fulltext_clauses(ctx, &w), fact_tail());
+    let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
+    let rows = read(ctx, Index::Fulltext("RELATES_TO", false), &query, &params).await?;
     rows.iter().map(fact_hit).collect()
 }
 
-/// [`fact_fulltext`]'s candidates as uuids and scores only.
-pub(crate) async fn fact_fulltext_ids(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<Scored>> {
-    let rows = fact_fulltext_rows(ctx, q, n, FactProjection::Ids).await?;
-    rows.iter().map(scored).collect()
+/// The clauses that end a fact method's statement, with `f` and `score` bound: the
+/// fact's columns and its sources.
+fn fact_tail() -> String {
+    format!(
+        "{} RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid",
+        fact_sources("")
+    )
 }
 
-/// Hybrid fact search with RRF in one statement: the fulltext and the vector method
-/// (each as [`fact_fulltext_ids`] and [`fact_vector_ids`] would run it, filters
-/// included) in two subqueries, their fusion, the minimum score, the limit, and the
-/// winners' columns and sources — one round trip where fusing in the client needs a
-/// third statement to load the winners.
+/// Fact search with RRF in one statement: the fulltext method on `q` and the vector
+/// method on `v` (whichever are given; each as [`fact_fulltext`] and [`fact_vector`]
+/// run it, filters included) in subqueries, their fusion, the minimum score, the
+/// limit, and the winners' columns and sources — so only the winners are loaded, in
+/// one round trip.
 ///
 /// The fusion is [`rerank::rrf`](super::rerank) exactly: each candidate carries its
 /// position of first appearance (`2 × rank + method`, fulltext first), so equal fused
 /// scores keep the client's order; when only one method found anything, its own
-/// scores and order stand. `None` when an index is missing: the per-method path
-/// tolerates that.
+/// scores and order stand. `None` when an index it needs is missing: the per-method
+/// path tolerates that.
 pub(crate) async fn fact_hybrid_rrf(
     ctx: Ctx<'_>,
-    q: &str,
-    v: &[f32],
+    q: Option<&str>,
+    v: Option<&[f32]>,
     n: usize,
     min_sim: f64,
     min_score: f64,
     limit: usize,
 ) -> Result<Option<Vec<FactHit>>> {
     let w = ctx.filters.fact_where(ctx.now);
+    let ft = match q {
+        Some(_) => format!(
+            "CALL {{ {} RETURN collect([f, score]) AS ft }}",
+            fact_fulltext_clauses(ctx, &w)
+        ),
+        None => "WITH [] AS ft".to_owned(),
+    };
+    let vec = match v {
+        Some(_) => format!(
+            "CALL {{ {} RETURN collect([f, score]) AS vec }}",
+            fact_vector_clauses(ctx, &w)
+        ),
+        None => "WITH ft, [] AS vec".to_owned(),
+    };
     let query = format!(
-        "CALL {{ {ft} RETURN collect([f, score]) AS ft }} \
-         CALL {{ {vec} RETURN collect([f, score]) AS vec }} \
+        "{ft} {vec} \
          WITH ft, vec, size(ft) > 0 AND size(vec) > 0 AS fuse \
          UNWIND [i IN range(0, size(ft) - 1) | \
                    [ft[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE ft[i][1] END, 2 * i]] \
@@ -363,18 +313,20 @@ pub(crate) async fn fact_hybrid_rrf(
          WITH f, score, pos ORDER BY score DESC, pos LIMIT $limit \
          {sources} \
          RETURN {FACT_COLUMNS}, pos ORDER BY score DESC, pos",
-        ft = fact_fulltext_clauses(ctx, &w),
-        vec = fact_vector_clauses(ctx, &w),
         sources = fact_sources(", pos"),
     );
-    let params = with(&w)
-        .set("q", q)
-        .set("v", v.to_vec())
+    let mut params = with(&w)
         .set("k", index_k(n))
         .set("n", int(n))
         .set("min_sim", min_sim)
         .set("min_score", min_score)
         .set("limit", int(limit));
+    if let Some(q) = q {
+        params = params.set("q", q);
+    }
+    if let Some(v) = v {
+        params = params.set("v", v.to_vec());
+    }
     match ctx.db.ro_query(ctx.graph, &query, &params).await {
         Ok(res) => {
             let hits = res
@@ -385,58 +337,17 @@ pub(crate) async fn fact_hybrid_rrf(
             Ok(Some(hits))
         }
         Err(err @ Error::Query { .. }) => {
-            let fulltext = index_exists(ctx, Index::Fulltext("RELATES_TO", false)).await?;
-            let vector = index_exists(ctx, fact_vector_index(ctx)).await?;
-            if fulltext && vector {
-                Err(err)
-            } else {
+            let fulltext_missing =
+                q.is_some() && !index_exists(ctx, Index::Fulltext("RELATES_TO", false)).await?;
+            let vector_missing = v.is_some() && !index_exists(ctx, fact_vector_index(ctx)).await?;
+            if fulltext_missing || vector_missing {
                 Ok(None)
+            } else {
+                Err(err)
             }
         }
         Err(e) => Err(e),
     }
-}
-
-/// The facts of `hits` with their columns and sources, in the order of `hits` and with
-/// their scores: one statement, an index lookup per fact. A fact deleted in between
-/// is left out.
-pub(crate) async fn fact_hydrate(ctx: Ctx<'_>, hits: &[Scored]) -> Result<Vec<FactHit>> {
-    if hits.is_empty() {
-        return Ok(Vec::new());
-    }
-    let rows = Value::List(
-        hits.iter()
-            .map(|h| {
-                Value::Map(BTreeMap::from([
-                    ("u".to_owned(), Value::String(h.uuid.to_string())),
-                    ("s".to_owned(), Value::Float(h.score)),
-                ]))
-            })
-            .collect(),
-    );
-    let query = format!(
-        "UNWIND $rows AS r \
-         MATCH ()-[f:RELATES_TO {{uuid: r.u}}]->() \
-         WITH f, r.s AS score \
-         {sources} \
-         RETURN {FACT_COLUMNS}",
-        sources = fact_sources("")
-    );
-    let found = read(ctx, Index::None, &query, &Params::new().set("rows", rows)).await?;
-    let mut by_uuid: HashMap<Uuid, FactHit> = HashMap::new();
-    for row in &found {
-        let hit = fact_hit(row)?;
-        by_uuid.insert(hit.fact.uuid, hit);
-    }
-    Ok(hits
-        .iter()
-        .filter_map(|h| {
-            by_uuid.remove(&h.uuid).map(|mut f| {
-                f.score = h.score;
-                f
-            })
-        })
-        .collect())
 }
 
 /// Facts found by walking `RELATES_TO`/`MENTIONS` links from `origins` (entities or

@@ -28,11 +28,11 @@
 //!    lookup of their source episodes, all in Cypher ([`methods`] documents
 //!    the over-fetch). Rerankers that need the graph (MMR similarities, node
 //!    distances, mention counts) add one statement for the whole candidate list.
-//! 5. The commonest search, hybrid facts with RRF (`EDGE_HYBRID_SEARCH_RRF`, the fact
-//!    scope of `COMBINED_HYBRID_SEARCH_RRF`), is **one statement**: both index calls
-//!    in subqueries, the fusion, the minimum score, the limit and the winners'
-//!    sources, so only the winners are loaded and nothing waits on a second round
-//!    trip. Measured against two concurrent reads and a third statement loading the
+//! 5. The commonest search, facts with RRF and no breadth-first walk
+//!    (`EDGE_HYBRID_SEARCH_RRF`, the fact scope of `COMBINED_HYBRID_SEARCH_RRF`), is
+//!    **one statement**: the index calls in subqueries, the fusion, the minimum
+//!    score, the limit and the winners' sources, so only the winners are loaded and
+//!    nothing waits on a second round trip. Measured against two concurrent reads and a third statement loading the
 //!    fused winners, it is the faster of the two (`examples/bench_search.rs`), even
 //!    though the server then runs the two index calls one after the other.
 //!
@@ -361,48 +361,26 @@ impl Scope<'_> {
     async fn facts(&self, cfg: ScopeConfig) -> Result<Vec<FactHit>> {
         let (ctx, n, m) = (self.ctx, self.n(), cfg.methods);
         if cfg.reranker == RerankerKind::Rrf && !m.bfs {
-            if let (true, true, Some(text), Some(vector)) =
-                (m.fulltext, m.vector, self.text, self.vector)
-            {
-                // Both methods, fusion and loading in one statement.
-                if let Some(hits) = methods::fact_hybrid_rrf(
-                    ctx,
-                    text,
-                    vector,
-                    n,
-                    cfg.min_similarity,
-                    self.request.config.min_score,
-                    self.limit(),
-                )
-                .await?
-                {
-                    return Ok(hits);
-                }
+            let text = self.text.filter(|_| m.fulltext);
+            let vector = self.vector.filter(|_| m.vector);
+            if text.is_none() && vector.is_none() {
+                return Ok(Vec::new());
             }
-            // Fusion needs only uuids and scores: fuse those, then load the winners
-            // (columns and sources) in one more statement, instead of loading every
-            // candidate of both methods.
-            let (ft, vec) = tokio::try_join!(
-                maybe(
-                    m.fulltext && self.text.is_some(),
-                    methods::fact_fulltext_ids(ctx, self.text.unwrap_or_default(), n)
-                ),
-                maybe(
-                    m.vector && self.vector.is_some(),
-                    methods::fact_vector_ids(
-                        ctx,
-                        self.vector.unwrap_or_default(),
-                        n,
-                        cfg.min_similarity
-                    )
-                ),
-            )?;
-            let winners = rerank::finish(
-                rerank::rrf(vec![ft, vec]),
+            // The methods, fusion and loading in one statement; `None` when an index
+            // is missing, which the per-method path below tolerates.
+            if let Some(hits) = methods::fact_hybrid_rrf(
+                ctx,
+                text,
+                vector,
+                n,
+                cfg.min_similarity,
                 self.request.config.min_score,
                 self.limit(),
-            );
-            return methods::fact_hydrate(ctx, &winners).await;
+            )
+            .await?
+            {
+                return Ok(hits);
+            }
         }
         let (ft, vec) = tokio::try_join!(
             maybe(

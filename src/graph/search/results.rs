@@ -83,28 +83,6 @@ pub(crate) trait Hit: Clone + Send {
     fn set_score(&mut self, score: f64);
 }
 
-/// A candidate known only by its uuid and score (fused before it is loaded).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Scored {
-    pub uuid: Uuid,
-    pub score: f64,
-}
-
-impl Hit for Scored {
-    fn uuid(&self) -> Uuid {
-        self.uuid
-    }
-    fn passage(&self) -> String {
-        String::new()
-    }
-    fn score(&self) -> f64 {
-        self.score
-    }
-    fn set_score(&mut self, score: f64) {
-        self.score = score;
-    }
-}
-
 impl Hit for FactHit {
     fn uuid(&self) -> Uuid {
         self.fact.uuid
