@@ -284,13 +284,13 @@ async fn ambiguous_names_are_decided_by_one_model_call() {
     assert_eq!(count(&g, "MATCH (n:Entity) RETURN count(n) AS n").await, 3);
 }
 
-#[tokio::test]
-async fn a_later_contradicting_fact_invalidates_the_old_one() {
-    let g = TestGraph::new("ingest-invalidate").await;
+/// Alice works at Acme from 2024-01-01, then at Globex from 2025-03-01; the two
+/// contradict each other.
+fn acme_then_globex() -> World {
     let mut rules = Rules::default();
     works_at(&mut rules);
     let w = World::new(rules);
-    // Rules match in order: the second episode's text also names Acme.
+    // Rules match in order: the Globex episode's text may also name Acme.
     w.rules.extraction(
         "Globex",
         extraction(
@@ -319,6 +319,13 @@ async fn a_later_contradicting_fact_invalidates_the_old_one() {
             )],
         ),
     );
+    w
+}
+
+#[tokio::test]
+async fn a_later_contradicting_fact_invalidates_the_old_one() {
+    let g = TestGraph::new("ingest-invalidate").await;
+    let w = acme_then_globex();
     let first = w
         .engine
         .add_episode(
@@ -363,37 +370,7 @@ async fn a_later_contradicting_fact_invalidates_the_old_one() {
 #[tokio::test]
 async fn the_same_story_ingested_out_of_order_ends_the_older_fact() {
     let g = TestGraph::new("ingest-out-of-order").await;
-    let mut rules = Rules::default();
-    works_at(&mut rules);
-    let w = World::new(rules);
-    w.rules.extraction(
-        "Globex",
-        extraction(
-            &[("Alice", 0), ("Globex", 0)],
-            &[(
-                "Alice",
-                "works at",
-                "Globex",
-                "Alice works at Globex.",
-                Some("2025-03-01T00:00:00Z"),
-                None,
-            )],
-        ),
-    );
-    w.rules.extraction(
-        "Acme",
-        extraction(
-            &[("Alice", 0), ("Acme", 0)],
-            &[(
-                "Alice",
-                "works at",
-                "Acme",
-                "Alice works at Acme.",
-                Some("2024-01-01T00:00:00Z"),
-                None,
-            )],
-        ),
-    );
+    let w = acme_then_globex();
     w.engine
         .add_episode(
             &g.db,
