@@ -26,6 +26,7 @@ mod indices;
 mod params;
 mod provision;
 mod reply;
+mod statement;
 mod value;
 
 use std::collections::HashMap;
@@ -271,6 +272,7 @@ impl FalkorDb {
     /// ```
     pub async fn query(&self, graph: &str, query: &str, params: &Params) -> Result<QueryResult> {
         let name = physical_graph_name(graph)?;
+        statement::check(query, "query")?;
         let text = params::build_query(query, params)?;
         let span = tracing::debug_span!("falkordb.query", graph, ro = false);
         self.run(graph, &name, "GRAPH.QUERY", &text)
@@ -292,6 +294,7 @@ impl FalkorDb {
     /// ```
     pub async fn ro_query(&self, graph: &str, query: &str, params: &Params) -> Result<QueryResult> {
         let name = physical_graph_name(graph)?;
+        statement::check(query, "query")?;
         let text = params::build_query(query, params)?;
         let span = tracing::debug_span!("falkordb.ro_query", graph);
         async {
@@ -339,6 +342,7 @@ impl FalkorDb {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for (i, (q, p)) in statements.iter().enumerate() {
+            statement::check(q, &format!("statements[{i}].query"))?;
             let text = params::build_query(q, p).map_err(|e| match e {
                 Error::InvalidInput { field, rule } => Error::InvalidInput {
                     field: format!("statements[{i}].{field}"),

@@ -180,6 +180,10 @@ impl SearchFilters {
 
     /// The conditions on the fact bound to `f`, evaluated at `now` for
     /// [`TimeMode::Current`].
+    ///
+    /// A membership test is written `toString(f.k) IN $list`: a bare `f.k IN $list`
+    /// can crash FalkorDB 4.16 (see `falkordb::statement`), and
+    /// `any(x IN $list WHERE x = f.k)` after a `WITH` is wrongly false there.
     pub(crate) fn fact_where(&self, now: Timestamp) -> Where {
         let mut w = Where::default();
         match self.time {
@@ -202,16 +206,18 @@ impl SearchFilters {
             }
         }
         if !self.fact_types.is_empty() {
-            w.push("f.name IN $flt_fact_types".into());
+            w.push("toString(f.name) IN $flt_fact_types".into());
             w.param("flt_fact_types", self.fact_types.clone());
         }
         if !self.fact_uuids.is_empty() {
-            w.push("f.uuid IN $flt_fact_uuids".into());
+            w.push("toString(f.uuid) IN $flt_fact_uuids".into());
             w.param("flt_fact_uuids", uuid_list(&self.fact_uuids));
         }
         if !self.entity_uuids.is_empty() {
             w.push(
-                "(f.source_uuid IN $flt_entity_uuids OR f.target_uuid IN $flt_entity_uuids)".into(),
+                "(toString(f.source_uuid) IN $flt_entity_uuids \
+                 OR toString(f.target_uuid) IN $flt_entity_uuids)"
+                    .into(),
             );
             w.param("flt_entity_uuids", uuid_list(&self.entity_uuids));
         }
@@ -244,6 +250,13 @@ impl SearchFilters {
                         DateFilter::IsNotNull => ("IS NOT NULL", None),
                     };
                     match at {
+                        // An equality is written as a closed range: `OR` between two
+                        // equalities of one property becomes an `IN` lookup in
+                        // FalkorDB 4.16, a shape `falkordb::statement` refuses.
+                        Some(t) if op == "=" => {
+                            ands.push(format!("{prop} >= ${p} AND {prop} <= ${p}"));
+                            w.param(&p, t.0);
+                        }
                         Some(t) => {
                             ands.push(format!("{prop} {op} ${p}"));
                             w.param(&p, t.0);
@@ -266,7 +279,7 @@ impl SearchFilters {
             w.param("flt_labels", self.entity_labels.clone());
         }
         if !self.entity_uuids.is_empty() {
-            w.push("n.uuid IN $flt_entity_uuids".into());
+            w.push("toString(n.uuid) IN $flt_entity_uuids".into());
             w.param("flt_entity_uuids", uuid_list(&self.entity_uuids));
         }
         w

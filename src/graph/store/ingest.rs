@@ -279,8 +279,9 @@ pub(crate) async fn fact_candidates(
         ));
         statements.push((
             format!(
-                "MATCH (n:Entity)-[f:RELATES_TO]-(m:Entity) \
-                 WHERE n.uuid IN $ends AND NOT (n.uuid IN $ends AND m.uuid IN $ends) \
+                "UNWIND $ends AS end \
+                 MATCH (n:Entity {{uuid: end}})-[f:RELATES_TO]-(m:Entity) \
+                 WHERE NOT m.uuid IN $ends \
                    AND f.expired_at IS NULL AND f.fact_embedding IS NOT NULL \
                  WITH DISTINCT f \
                  WITH f, vec.cosineDistance(f.fact_embedding, vecf32($v)) AS d \
@@ -396,7 +397,10 @@ async fn commit(
         // Under the graph's write lock, so no entity can appear between this check
         // and the writes below.
         query.push_str(
-            "OPTIONAL MATCH (taken:Entity) WHERE taken.name_key IN $fresh_keys \
+            // One equality lookup per key: `name_key IN $fresh_keys` crashes
+            // FalkorDB 4.16 for stopword keys (see `falkordb::statement`).
+            "WITH ep UNWIND $fresh_keys AS fresh \
+             OPTIONAL MATCH (taken:Entity {name_key: fresh}) \
              WITH ep, count(taken) AS taken WHERE taken = 0 ",
         );
         params = params.set(

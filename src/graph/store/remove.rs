@@ -103,14 +103,19 @@ pub async fn remove_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Re
     };
     db.query(
         graph,
+        // One equality lookup per uuid (never `uuid IN $list`: see
+        // `falkordb::statement`); `[null]` keeps each UNWIND from emptying the row set.
         "MATCH (ep:Episodic {uuid: $uuid}) \
-         OPTIONAL MATCH ()-[f:RELATES_TO]->() WHERE f.uuid IN $delete_facts \
+         UNWIND CASE WHEN $delete_facts = [] THEN [null] ELSE $delete_facts END AS du \
+         OPTIONAL MATCH ()-[f:RELATES_TO {uuid: du}]->() \
          DELETE f \
          WITH DISTINCT ep \
-         OPTIONAL MATCH ()-[g:RELATES_TO]->() WHERE g.uuid IN $update_facts \
+         UNWIND CASE WHEN $update_facts = [] THEN [null] ELSE $update_facts END AS uu \
+         OPTIONAL MATCH ()-[g:RELATES_TO {uuid: uu}]->() \
          SET g.episodes = [e IN g.episodes WHERE e <> $uuid] \
          WITH DISTINCT ep \
-         OPTIONAL MATCH (n:Entity) WHERE n.uuid IN $delete_entities \
+         UNWIND CASE WHEN $delete_entities = [] THEN [null] ELSE $delete_entities END AS eu \
+         OPTIONAL MATCH (n:Entity {uuid: eu}) \
          DETACH DELETE n \
          WITH DISTINCT ep \
          DETACH DELETE ep",
