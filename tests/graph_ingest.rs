@@ -1101,3 +1101,112 @@ async fn an_unmatched_name_close_to_an_existing_one_is_decided_by_the_model() {
         1
     );
 }
+
+/// Ingests 100 episodes that all mention Ada (re-summarising her each time) and a new
+/// place each; returns the world and Ada's uuid.
+async fn ada_mentioned_a_hundred_times(g: &TestGraph, options: EngineOptions) -> (World, Uuid) {
+    let rules = Rules {
+        fallback: Some(Arc::new(|text: &str| {
+            let place = text.rsplit(' ').next().unwrap_or_default().to_owned();
+            extraction(
+                &[("Ada", 0), (place.as_str(), 0)],
+                &[(
+                    "Ada",
+                    "visited",
+                    place.as_str(),
+                    &format!("Ada visited {place}."),
+                    None,
+                    None,
+                )],
+            )
+        })),
+        ..Rules::default()
+    };
+    let w = World::with_options(rules, options);
+    let mut ada = None;
+    for i in 0..100 {
+        let out = w
+            .engine
+            .add_episode(
+                &g.db,
+                &g.name,
+                msg(
+                    &format!("Ada: today I visited Town{i}"),
+                    "2024-03-01T00:00:00Z",
+                ),
+            )
+            .await
+            .unwrap();
+        let id = out.entities.iter().find(|e| e.name == "Ada").unwrap().uuid;
+        assert_eq!(*ada.get_or_insert(id), id, "Ada stays one entity");
+    }
+    (w, ada.unwrap())
+}
+
+/// The entities a limit-5 vector search for "Ada" finds.
+async fn nearest_five(g: &TestGraph, w: &World) -> Vec<Uuid> {
+    use gralkor::graph::search::{
+        self, Methods, NODE_HYBRID_SEARCH_RRF, RerankerKind, ScopeConfig, SearchConfig,
+        SearchRequest,
+    };
+    let config = SearchConfig {
+        entities: Some(ScopeConfig::new(Methods::VECTOR, RerankerKind::Rrf)),
+        ..NODE_HYBRID_SEARCH_RRF
+    }
+    .limit(5);
+    let req = SearchRequest::new("Ada", config);
+    search::search(&g.db, &g.name, &req, Some(&w.embedder), None)
+        .await
+        .unwrap()
+        .entities
+        .iter()
+        .map(|h| h.entity.uuid)
+        .collect()
+}
+
+#[tokio::test]
+async fn an_entity_mentioned_a_hundred_times_is_found_by_meaning_with_limit_5() {
+    let g = TestGraph::new("ingest-hundred-mentions").await;
+    let (w, ada) = ada_mentioned_a_hundred_times(&g, EngineOptions::default()).await;
+    let found = nearest_five(&g, &w).await;
+    assert!(found.contains(&ada), "{found:?}");
+    // 99 commits updated Ada: below the default threshold, the searches looked past
+    // every stale entry.
+    let debt = graph::store::vector_debt(&g.db, &g.name).await.unwrap();
+    assert!(
+        debt.contains(&(graph::store::VectorIndex::Entity, 99)),
+        "{debt:?}"
+    );
+    // Without the count (as on a graph written before counting began) the index's
+    // stale entries hide her; a rebuild purges them.
+    g.db.query(
+        &g.name,
+        "MATCH (d:GralkorIndexDebt) SET d.stale = 0",
+        &Params::new(),
+    )
+    .await
+    .unwrap();
+    let found = nearest_five(&g, &w).await;
+    assert!(!found.contains(&ada), "{found:?}");
+    graph::store::rebuild_vector_index(&g.db, &g.name, graph::store::VectorIndex::Entity)
+        .await
+        .unwrap();
+    let found = nearest_five(&g, &w).await;
+    assert!(found.contains(&ada), "{found:?}");
+}
+
+#[tokio::test]
+async fn stale_vector_entries_past_the_threshold_rebuild_the_index() {
+    let g = TestGraph::new("ingest-vector-rebuild").await;
+    let mut options = EngineOptions::default();
+    options.vector_rebuild_threshold = 32;
+    let (w, ada) = ada_mentioned_a_hundred_times(&g, options).await;
+    // Rebuilt after the 32nd, 64th and 96th update of Ada: 99 - 96 remain.
+    let debt = graph::store::vector_debt(&g.db, &g.name).await.unwrap();
+    assert!(
+        debt.contains(&(graph::store::VectorIndex::Entity, 3)),
+        "{debt:?}"
+    );
+    let found = nearest_five(&g, &w).await;
+    assert!(found.contains(&ada), "{found:?}");
+}

@@ -493,7 +493,14 @@ mod mentions {
             "{err}"
         );
         assert_eq!(count(&g, "MATCH ()-[r]->() RETURN count(r) AS c").await, 0);
-        assert_eq!(count(&g, "MATCH (n) RETURN count(n) AS c").await, 2);
+        assert_eq!(
+            count(
+                &g,
+                "MATCH (n) WHERE NOT n:GralkorIndexDebt RETURN count(n) AS c"
+            )
+            .await,
+            2
+        );
     }
 }
 
@@ -595,7 +602,14 @@ mod dimensions {
             matches!(&err, Error::InvalidInput { field, .. } if field == "entities[2].name_embedding"),
             "{err}"
         );
-        assert_eq!(count(&g, "MATCH (n) RETURN count(n) AS c").await, 0);
+        assert_eq!(
+            count(
+                &g,
+                "MATCH (n) WHERE NOT n:GralkorIndexDebt RETURN count(n) AS c"
+            )
+            .await,
+            0
+        );
 
         let (a, b) = (entity("A", &[], ok.clone()), entity("B", &[], None));
         graph::save_entities(&g.db, &g.name, &[a.clone(), b.clone()])
@@ -621,7 +635,14 @@ mod dimensions {
             matches!(&err, Error::InvalidInput { field, .. } if field == "communities[0].name_embedding"),
             "{err}"
         );
-        assert_eq!(count(&g, "MATCH (n) RETURN count(n) AS c").await, 2);
+        assert_eq!(
+            count(
+                &g,
+                "MATCH (n) WHERE NOT n:GralkorIndexDebt RETURN count(n) AS c"
+            )
+            .await,
+            2
+        );
     }
 
     #[tokio::test]

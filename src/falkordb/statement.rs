@@ -128,7 +128,9 @@ fn tokens(text: &str) -> Vec<Token> {
                 while i < chars.len() && chars[i] != '`' {
                     i += 1;
                 }
-                out.push(Token::Word(chars[start..i.min(chars.len())].iter().collect()));
+                out.push(Token::Word(
+                    chars[start..i.min(chars.len())].iter().collect(),
+                ));
                 i += 1;
             }
             '$' => {
@@ -248,10 +250,12 @@ fn equality_before(tokens: &[Token], or: usize) -> Option<String> {
         end -= 1;
     }
     // `n.k = operand`
-    if end >= 2 && is_operand(&tokens[end - 1]) && tokens[end - 2].is('=') {
-        if let Some(start) = property_before(tokens, end - 2) {
-            return property_at(tokens, start).map(|(p, _)| p);
-        }
+    if end >= 2
+        && is_operand(&tokens[end - 1])
+        && tokens[end - 2].is('=')
+        && let Some(start) = property_before(tokens, end - 2)
+    {
+        return property_at(tokens, start).map(|(p, _)| p);
     }
     // `operand = n.k`
     let start = property_before(tokens, end)?;
@@ -276,7 +280,8 @@ fn equality_after(tokens: &[Token], or: usize) -> Option<String> {
         return Some(p);
     }
     // `operand = n.k`
-    if tokens.get(start).is_some_and(is_operand) && tokens.get(start + 1).is_some_and(|t| t.is('=')) {
+    if tokens.get(start).is_some_and(is_operand) && tokens.get(start + 1).is_some_and(|t| t.is('='))
+    {
         return property_at(tokens, start + 2).map(|(p, _)| p);
     }
     None

@@ -134,6 +134,13 @@ pub struct EngineOptions {
     /// deterministic pass did not match is still offered to the model as a possible
     /// duplicate ("Bob Smith" / "Robert Smith"). Default 0.8; above 1 disables it.
     pub entity_similarity: f32,
+    /// Stale entries a vector index may gather before the engine rebuilds it (see
+    /// [`store::debt`](crate::graph::store::VectorIndex)): FalkorDB 4.16 leaves one each
+    /// time a statement updates a stored entity or fact, and searches ask the index
+    /// for that many extra neighbours until the rebuild. Default 256 (about the HNSW
+    /// `efRuntime` of 300, so the extra neighbours cost little); 0 rebuilds after
+    /// every commit that leaves one.
+    pub vector_rebuild_threshold: i64,
 }
 
 impl Default for EngineOptions {
@@ -145,6 +152,7 @@ impl Default for EngineOptions {
             fact_candidates: 10,
             summary_budget: 1000,
             entity_similarity: 0.8,
+            vector_rebuild_threshold: 256,
         }
     }
 }
@@ -425,6 +433,9 @@ impl Engine {
         db.create_indices(graph, &specs).await?;
         db.create_unique_constraint(graph, &IndexEntity::Node("Episodic".into()), "uuid")
             .await?;
+        if dimension.is_some() {
+            store::debt::prepare(db, graph).await?;
+        }
         if let Some(want) = dimension {
             for index in db.list_indices(graph).await? {
                 if let IndexKind::Vector {
@@ -569,6 +580,25 @@ impl Engine {
             }
         }
         Ok(report)
+    }
+
+    /// Rebuilds the entity or fact vector index of `graph` once a commit leaves it
+    /// with [`EngineOptions::vector_rebuild_threshold`] stale entries or more. The
+    /// episode is committed either way: a failed rebuild is logged, and the next
+    /// commit tries again.
+    async fn purge_stale_vectors(&self, db: &FalkorDb, graph: &str, stale: st::Stale) {
+        let threshold = self.inner.options.vector_rebuild_threshold;
+        for (index, count) in [
+            (store::VectorIndex::Entity, stale.entity),
+            (store::VectorIndex::Fact, stale.fact),
+        ] {
+            if count > 0
+                && count >= threshold
+                && let Err(e) = store::rebuild_vector_index(db, graph, index).await
+            {
+                tracing::warn!(graph, ?index, error = %e, "rebuilding a vector index failed");
+            }
+        }
     }
 
     /// Removes an episode and what only it supported; see [`store::remove_episode`].
@@ -721,16 +751,17 @@ impl Engine {
                     done.set.fresh_keys.clear();
                 }
                 let committed = retry("commit", || async {
-                    if st::commit_episode(db, graph, episode.uuid, generation, &done.set).await?
+                    if let Some(stale) =
+                        st::commit_episode(db, graph, episode.uuid, generation, &done.set).await?
                     {
-                        return Ok(st::Committed::Done);
+                        return Ok(st::Committed::Done(stale));
                     }
                     // A retried commit whose first attempt was applied (its reply lost)
                     // finds the episode complete at this writer's generation; still
                     // pending at it, a fresh name was taken.
                     Ok(match st::claim_state(db, graph, episode.uuid).await? {
                         Some((s, g)) if g == generation && s == "complete" => {
-                            st::Committed::Done
+                            st::Committed::Done(st::Stale::default())
                         }
                         Some((s, g)) if g == generation && s == "pending" => {
                             st::Committed::NameTaken
@@ -742,7 +773,10 @@ impl Engine {
                 .await?;
                 usage.db_round_trips += 1;
                 match committed {
-                    st::Committed::Done => return Ok(done),
+                    st::Committed::Done(stale) => {
+                        self.purge_stale_vectors(db, graph, stale).await;
+                        return Ok(done);
+                    }
                     st::Committed::Fenced => return Err(Error::ClaimLost { uuid: episode.uuid }),
                     // Without the name check nothing can stop the statement: never loop.
                     st::Committed::NameTaken if done.set.fresh_keys.is_empty() => {

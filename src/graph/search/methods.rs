@@ -46,6 +46,7 @@ use super::results::{
 };
 use crate::falkordb::{FalkorDb, IndexEntity, IndexKind, Params, Value};
 use crate::graph::model::Timestamp;
+use crate::graph::store::debt::{VectorIndex, stale_clause};
 use crate::{Error, Result};
 
 /// The vector index is asked for this many times the candidates a method returns.
@@ -176,10 +177,12 @@ fn named_entities(filters: &SearchFilters) -> Option<&'static str> {
 /// HNSW index asked for `$k`, or an exact scan of the facts the filters name.
 fn fact_vector_clauses(ctx: Ctx<'_>, w: &Where) -> String {
     let source = match named_facts(ctx.filters) {
-        None => "CALL db.idx.vector.queryRelationships('RELATES_TO', 'fact_embedding', $k, \
-                 vecf32($v)) YIELD relationship, score \
-                 WITH relationship AS f, 1.0 - score AS score"
-            .to_owned(),
+        None => format!(
+            "{}CALL db.idx.vector.queryRelationships('RELATES_TO', 'fact_embedding', \
+             $k + stale, vecf32($v)) YIELD relationship, score \
+             WITH relationship AS f, 1.0 - score AS score",
+            stale_clause(VectorIndex::Fact)
+        ),
         Some(named) => format!(
             "{named} WITH f, 1.0 - vec.cosineDistance(f.fact_embedding, vecf32($v)) AS score"
         ),
@@ -435,9 +438,11 @@ pub(crate) async fn entity_vector(
     let w = ctx.filters.entity_where();
     let (source, index) = match named_entities(ctx.filters) {
         None => (
-            "CALL db.idx.vector.queryNodes('Entity', 'name_embedding', $k, vecf32($v)) \
-             YIELD node, score WITH node AS n, 1.0 - score AS score"
-                .to_owned(),
+            format!(
+                "{}CALL db.idx.vector.queryNodes('Entity', 'name_embedding', $k + stale, \
+                 vecf32($v)) YIELD node, score WITH node AS n, 1.0 - score AS score",
+                stale_clause(VectorIndex::Entity)
+            ),
             Index::Vector("Entity", true, "name_embedding"),
         ),
         Some(named) => (
@@ -541,10 +546,11 @@ pub(crate) async fn community_vector(
     min_sim: f64,
 ) -> Result<Vec<CommunityHit>> {
     let query = format!(
-        "CALL db.idx.vector.queryNodes('Community', 'name_embedding', $k, vecf32($v)) \
-         YIELD node, score \
+        "{}CALL db.idx.vector.queryNodes('Community', 'name_embedding', $k + stale, \
+         vecf32($v)) YIELD node, score \
          WITH node AS c, 1.0 - score AS score WHERE score >= $min_sim \
-         RETURN {COMMUNITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n"
+         RETURN {COMMUNITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
+        stale_clause(VectorIndex::Community)
     );
     let params = Params::new()
         .set("k", index_k(n))

@@ -158,10 +158,11 @@ fn plan(
             plan.push(i);
             statements.push((
                 format!(
-                    "CALL db.idx.vector.queryNodes('Entity', 'name_embedding', $k, vecf32($v)) \
-                     YIELD node, score \
+                    "{}CALL db.idx.vector.queryNodes('Entity', 'name_embedding', $k + stale, \
+                     vecf32($v)) YIELD node, score \
                      WITH node AS n, score \
-                     RETURN {ENTITY_COLUMNS} ORDER BY score ASC"
+                     RETURN {ENTITY_COLUMNS} ORDER BY score ASC LIMIT $k",
+                    super::debt::stale_clause(super::VectorIndex::Entity)
                 ),
                 Params::new().set("k", k).set("v", v.clone()),
             ));

@@ -56,11 +56,18 @@ pub async fn save_communities(
     let res = db
         .query(
             graph,
-            "UNWIND $rows AS r \
-             MERGE (c:Community {uuid: r.uuid}) \
-             SET c.name = r.name, c.summary = r.summary, c.created_at = r.created_at, \
-                 c.name_embedding = CASE WHEN r.name_embedding IS NULL THEN NULL \
-                                    ELSE vecf32(r.name_embedding) END",
+            &format!(
+                "UNWIND $rows AS r \
+                 MERGE (c:Community {{uuid: r.uuid}}) \
+                 SET c.name = r.name, c.summary = r.summary, c.created_at = r.created_at, \
+                     c.name_embedding = CASE WHEN r.name_embedding IS NULL THEN NULL \
+                                        ELSE vecf32(r.name_embedding) END {}",
+                super::debt::add_clause(
+                    super::VectorIndex::Community,
+                    "size($rows)",
+                    "count(*) AS written"
+                )
+            ),
             &Params::new().set("rows", Value::List(rows)),
         )
         .await?;

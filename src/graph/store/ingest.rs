@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
+use super::debt::{self, VectorIndex};
 use super::{
     EPISODE_COLUMNS, FACT_COLUMNS, SET_ENTITY, SET_FACT, checked_labels, entity_row,
     episode_from_row, fact_from_row, fact_row, link_uuid, rows, uuids,
@@ -344,8 +345,9 @@ pub(crate) struct CommitSet {
 /// How a fenced commit ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Committed {
-    /// Written, the episode complete.
-    Done,
+    /// Written, the episode complete; the vector indices' stale counts after it
+    /// (zero when a retried commit found its first attempt applied).
+    Done(Stale),
     /// Nothing written: an entity with one of the set's `fresh_keys` exists now —
     /// another process created it after this episode read its candidates. Resolving
     /// again finds it.
@@ -356,7 +358,7 @@ pub(crate) enum Committed {
 
 /// Writes `set` and marks episode `uuid` complete in **one** statement fenced by
 /// `generation` and by `set.fresh_keys` (see the module docs for why this is
-/// atomic). Returns `false`, having written nothing, when the episode is no longer
+/// atomic). Returns `None`, having written nothing, when the episode is no longer
 /// pending at that generation or an entity has one of the fresh names; tell which
 /// with [`claim_state`].
 pub(crate) async fn commit_episode(
@@ -365,7 +367,7 @@ pub(crate) async fn commit_episode(
     uuid: Uuid,
     generation: i64,
     set: &CommitSet,
-) -> Result<bool> {
+) -> Result<Option<Stale>> {
     commit(db, graph, Some((uuid, generation)), set).await
 }
 
@@ -380,7 +382,7 @@ async fn commit(
     graph: &str,
     fence: Option<(Uuid, i64)>,
     set: &CommitSet,
-) -> Result<bool> {
+) -> Result<Option<Stale>> {
     let uuid = fence.map_or_else(Uuid::nil, |(u, _)| u);
     let mut params = Params::new()
         .set("uuid", uuid.to_string())
@@ -443,6 +445,29 @@ async fn commit(
                f.expired_at = r.expired_at) \
          "
     ));
+    // Each stored entity or fact this statement updates leaves one stale vector
+    // entry (see `debt`); fresh names are new entities, which leave none.
+    let carry = if fence.is_some() { "ep" } else { "one" };
+    query.push_str(&debt::add_clause(
+        VectorIndex::Entity,
+        "$entity_debt",
+        carry,
+    ));
+    query.push_str(&debt::add_clause(
+        VectorIndex::Fact,
+        "$fact_debt",
+        &format!("{carry}, debt_entity"),
+    ));
+    params = params
+        .set(
+            "entity_debt",
+            i64::try_from(set.entities.len().saturating_sub(set.fresh_keys.len()))
+                .unwrap_or(i64::MAX),
+        )
+        .set(
+            "fact_debt",
+            i64::try_from(set.updated_facts.len()).unwrap_or(i64::MAX),
+        );
     if fence.is_some() {
         query.push_str(
             "FOREACH (r IN $mentions | \
@@ -451,10 +476,13 @@ async fn commit(
                SET m.created_at = coalesce(m.created_at, $now)) \
              SET ep.state = 'complete', ep.entity_edges = $entity_edges, \
                  ep.lease_until = NULL, ep.lease_owner = NULL \
-             RETURN ep.uuid AS uuid",
+             RETURN ep.uuid AS uuid, debt_entity.stale AS entity_stale, \
+                    debt_fact.stale AS fact_stale",
         );
     } else {
-        query.push_str("RETURN one");
+        query.push_str(
+            "RETURN one, debt_entity.stale AS entity_stale, debt_fact.stale AS fact_stale",
+        );
     }
     let facts: Vec<Value> = set.new_facts.iter().map(fact_row).collect();
     let updates: Vec<Value> = set
@@ -489,5 +517,19 @@ async fn commit(
         .set("updates", Value::List(updates))
         .set("mentions", Value::List(mentions));
     let res = db.query(graph, &query, &params).await?;
-    Ok(!res.rows.is_empty())
+    if res.rows.is_empty() {
+        return Ok(None);
+    }
+    let stale = |c: &str| res.get(0, c).and_then(Value::as_int).unwrap_or(0);
+    Ok(Some(Stale {
+        entity: stale("entity_stale"),
+        fact: stale("fact_stale"),
+    }))
+}
+
+/// The stale entries of the entity and fact vector indices after a commit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Stale {
+    pub entity: i64,
+    pub fact: i64,
 }

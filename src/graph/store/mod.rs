@@ -34,6 +34,7 @@ use crate::{Error, Result};
 
 mod candidates;
 pub mod communities;
+pub(crate) mod debt;
 pub(crate) mod ingest;
 pub mod links;
 pub mod owned;
@@ -41,6 +42,7 @@ mod remove;
 
 pub use candidates::{CandidateQuery, MAX_CANDIDATE_LIMIT, entity_candidates};
 pub use communities::{get_communities, get_community_members, save_communities};
+pub use debt::{VectorIndex, rebuild_vector_index, vector_debt};
 pub use links::{
     get_episodes_mentioning, get_mentioned_entities, link_uuid, save_community_members,
     save_mentions,
@@ -126,7 +128,11 @@ pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
 /// # let _ = created; Ok(()) }
 /// ```
 pub async fn build_indices(db: &FalkorDb, graph: &str, embedding_dim: u32) -> Result<usize> {
-    db.create_indices(graph, &index_specs(embedding_dim)).await
+    let created = db
+        .create_indices(graph, &index_specs(embedding_dim))
+        .await?;
+    debt::prepare(db, graph).await?;
+    Ok(created)
 }
 
 /// Deletes `graph` with everything in it, indices included. Returns `false` if it did
@@ -388,10 +394,12 @@ pub async fn save_entities(
             } else {
                 format!("SET n:{} ", labels.join(":"))
             };
+            // Every row may update a stored entity: each adds a stale vector entry.
             let query = format!(
                 "UNWIND $rows AS r \
                  MERGE (n:Entity {{uuid: r.uuid}}) \
-                 {set_labels}{SET_ENTITY}"
+                 {set_labels}{SET_ENTITY} {}",
+                debt::add_clause(VectorIndex::Entity, "size($rows)", "count(*) AS written")
             );
             (query, Params::new().set("rows", Value::List(rows)))
         })
@@ -568,7 +576,8 @@ pub async fn save_facts(db: &FalkorDb, graph: &str, facts: &[EntityEdge]) -> Res
                  MATCH (s:Entity {{uuid: r.source}}) \
                  MATCH (t:Entity {{uuid: r.target}}) \
                  MERGE (s)-[f:RELATES_TO {{uuid: r.uuid}}]->(t) \
-                 {SET_FACT}"
+                 {SET_FACT} {}",
+                debt::add_clause(VectorIndex::Fact, "size($rows)", "count(*) AS written")
             ),
             &Params::new().set("rows", Value::List(rows)),
         )

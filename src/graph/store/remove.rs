@@ -114,6 +114,10 @@ pub async fn remove_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Re
          OPTIONAL MATCH ()-[g:RELATES_TO {uuid: uu}]->() \
          SET g.episodes = [e IN g.episodes WHERE e <> $uuid] \
          WITH DISTINCT ep \
+         OPTIONAL MATCH (debt:GralkorIndexDebt {index: 'fact'}) \
+         FOREACH (_ IN CASE WHEN debt IS NULL OR size($update_facts) = 0 THEN [] ELSE [1] END | \
+           SET debt.stale = coalesce(debt.stale, 0) + size($update_facts)) \
+         WITH DISTINCT ep \
          UNWIND CASE WHEN $delete_entities = [] THEN [null] ELSE $delete_entities END AS eu \
          OPTIONAL MATCH (n:Entity {uuid: eu}) \
          DETACH DELETE n \
