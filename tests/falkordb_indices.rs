@@ -304,6 +304,254 @@ mod fulltext_sanitiser {
         })
     }
 
+    /// A graph with the engine's kind of fulltext index on `Entity(name, summary)`, one
+    /// entity whose name is `text` and one unrelated entity; the names of the entities
+    /// that the query built from `text` finds, queried the way the engine queries.
+    async fn found_by_its_own_text(text: &str) -> (Option<String>, Vec<String>) {
+        let g = TestGraph::new("ft-self").await;
+        g.db.create_index(
+            &g.name,
+            &IndexSpec::fulltext_nodes("Entity", ["name", "summary"], DEFAULT_STOPWORDS),
+        )
+        .await
+        .unwrap();
+        g.db.query(
+            &g.name,
+            "CREATE (:Entity {name: $text, summary: ''}), (:Entity {name: 'unrelated', summary: 'other words'})",
+            &Params::new().set("text", text),
+        )
+        .await
+        .unwrap();
+        let q = fulltext_query(text, DEFAULT_STOPWORDS);
+        let Some(query) = q.clone() else {
+            return (None, Vec::new());
+        };
+        let found =
+            g.db.ro_query(
+                &g.name,
+                "CALL db.idx.fulltext.queryNodes('Entity', $q) YIELD node RETURN node.name AS n",
+                &Params::new().set("q", query),
+            )
+            .await
+            .unwrap()
+            .column_values("n")
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        (q, found)
+    }
+
+    async fn assert_finds_itself(text: &str) {
+        let (q, found) = found_by_its_own_text(text).await;
+        assert_eq!(found, [text], "{text:?} searched as {q:?}");
+    }
+
+    /// Issue 10 item 9: the backslash escapes the next character and is dropped, so the
+    /// index stores one term `backslash`.
+    #[tokio::test]
+    async fn a_backslash_inside_a_word_finds_itself() {
+        assert_finds_itself("back\\slash").await;
+    }
+
+    /// Issue 10 item 9: a newline is a control character, not a separator; the index
+    /// drops it and stores `line1line2`.
+    #[tokio::test]
+    async fn a_newline_inside_a_word_finds_itself() {
+        assert_finds_itself("line1\nline2").await;
+    }
+
+    /// Issue 10 item 9: only ASCII letters are lowercased; the index stores `Ελληνικά`
+    /// with its capital.
+    #[tokio::test]
+    async fn greek_with_a_capital_finds_itself() {
+        assert_finds_itself("Ελληνικά").await;
+    }
+
+    /// Issue 10 item 9: U+202E (RIGHT-TO-LEFT OVERRIDE) is not a separator; the index
+    /// stores it as part of the word.
+    #[tokio::test]
+    async fn text_starting_with_a_bidi_override_finds_itself() {
+        assert_finds_itself("\u{202E}evil").await;
+    }
+
+    /// Every RediSearch special character, the backtick and the underscore.
+    const SPECIALS: &str = ",.<>{}[]\"':;!@#$%^&*()-+=~|/\\`?_";
+    /// Whitespace of every kind: only space and tab separate words in the index.
+    const WHITESPACE: &[&str] = &[
+        " ", "\t", "\n", "\r", "\u{b}", "\u{c}", "\u{a0}", "\u{2028}", "\u{3000}",
+    ];
+    const CONTROLS: &[&str] = &["\u{1}", "\u{1b}", "\u{7f}"];
+    /// Pieces with no ASCII separator, control character or backslash in them: Greek,
+    /// Cyrillic, CJK, emoji, combining marks, bidi and zero-width controls, digits.
+    #[rustfmt::skip]
+    const WORDISH: &[&str] = &[
+        "Ελληνικά", "ΣΟΦΟΣ", "σοφός", "ς", "Москва", "ЁЖ", "東京", "大阪", "、", "😀", "🎉",
+        "👩\u{200d}💻", "🇬🇷", "e\u{301}", "\u{308}", "\u{202e}", "\u{200f}", "\u{200e}",
+        "\u{200b}", "\u{200d}", "\u{feff}", "Café", "ÆRØ", "straße", "İ", "ǅ", "007", "1e5",
+        "inf", "user_id", "RUNNING", "runs", "_",
+    ];
+    /// Words with separators or escapes in them (a stored backslash before punctuation
+    /// or a space, which no query can name, included), and stopwords.
+    #[rustfmt::skip]
+    const WORDS: &[&str] = &[
+        "3.14", "O'Brien", "x-ray", "the", "THE", "and", "a", "it", "Alice", "back\\slash",
+        "line1\nline2", "a\\-b", "\\\\", "\\ ", "\\\\\\-", "\\\\\\ ", "-inf",
+    ];
+    /// Repeated to make words around the index's 128-byte term limit.
+    const LONG: &[&str] = &["x", "Q", "é", "東", "😀", "\\y", "\\-", "e\u{301}"];
+
+    fn pick(set: &'static [&'static str]) -> impl Strategy<Value = String> {
+        prop::sample::select(set).prop_map(str::to_owned)
+    }
+
+    fn hostile_text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            4 => prop::sample::select(SPECIALS.chars().collect::<Vec<_>>()).prop_map(String::from),
+            2 => pick(WHITESPACE),
+            1 => pick(CONTROLS),
+            4 => pick(WORDISH),
+            2 => pick(WORDS),
+            3 => "[a-zA-Z0-9]{1,8}",
+            1 => (pick(LONG), 20..90usize).prop_map(|(p, n)| p.repeat(n)),
+            1 => any::<char>().prop_filter("NUL is refused upstream", |c| *c != '\0').prop_map(String::from),
+        ];
+        prop::collection::vec(piece, 0..10).prop_map(|v| v.concat())
+    }
+
+    /// A word the index certainly stores: no separator, control character or backslash,
+    /// at most 128 bytes, not a stopword.
+    fn indexable_word() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop_oneof![pick(WORDISH), "[a-zA-Z0-9_]{1,6}"], 1..4)
+            .prop_map(|v| v.concat())
+            .prop_filter("not a stopword", |w| {
+                !DEFAULT_STOPWORDS.contains(&w.to_ascii_lowercase().as_str())
+            })
+    }
+
+    /// A document, and whether it certainly holds an indexable word: hostile text, or
+    /// hostile text around a planted word (two spaces before it: a backslash ending the
+    /// text before escapes only the first).
+    fn document() -> impl Strategy<Value = (String, bool)> {
+        prop_oneof![
+            hostile_text().prop_map(|t| (t, false)),
+            (hostile_text(), indexable_word(), hostile_text())
+                .prop_map(|(a, w, b)| (format!("{a}  {w} {b}"), true)),
+        ]
+    }
+
+    /// One graph for every case: a fulltext index on `Doc(text)` made the engine's way
+    /// and a sentinel document that no generated query may find.
+    fn shared_self_search_graph() -> &'static str {
+        static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        NAME.get_or_init(|| {
+            rt().block_on(async {
+                let g = TestGraph::new("ft-self-prop").await;
+                g.db.create_index(
+                    &g.name,
+                    &IndexSpec::fulltext_nodes("Doc", ["text"], DEFAULT_STOPWORDS),
+                )
+                .await
+                .unwrap();
+                g.db.query(
+                    &g.name,
+                    "CREATE (:Doc {case: 'sentinel', i: -1, text: 'ʬsentinelʬ'})",
+                    &Params::new(),
+                )
+                .await
+                .unwrap();
+                let name = g.name.clone();
+                std::mem::forget(g); // keep the graph: the cases use it
+                name
+            })
+        })
+    }
+
+    /// Stores the batch, then runs, in one statement, the query built from each
+    /// document's text and each of its terms alone; every one must find its document
+    /// and never the sentinel.
+    async fn check_self_search(graph: &str, batch: &[(String, bool)]) -> Result<(), TestCaseError> {
+        let db = common::db().await;
+        let case = uuid::Uuid::new_v4().to_string();
+        let docs: Vec<serde_json::Value> = batch
+            .iter()
+            .enumerate()
+            .map(|(i, (text, _))| serde_json::json!({"i": i, "text": text}))
+            .collect();
+        db.query(
+            graph,
+            "UNWIND $docs AS d CREATE (:Doc {case: $case, i: d.i, text: d.text})",
+            &Params::new()
+                .set("docs", Value::from(serde_json::Value::from(docs)))
+                .set("case", case.as_str()),
+        )
+        .await
+        .map_err(|e| TestCaseError::fail(format!("storing {batch:?}: {e}")))?;
+        let mut probes: Vec<(usize, String)> = Vec::new();
+        for (i, (text, planted)) in batch.iter().enumerate() {
+            match fulltext_query(text, DEFAULT_STOPWORDS) {
+                None => prop_assert!(!planted, "{text:?} holds a word but gets no query"),
+                Some(q) => {
+                    probes.extend(q.split(" | ").map(|t| (i, t.to_owned())));
+                    probes.push((i, q));
+                }
+            }
+        }
+        if probes.is_empty() {
+            return Ok(());
+        }
+        let qs: Vec<serde_json::Value> = probes
+            .iter()
+            .enumerate()
+            .map(|(k, (_, q))| serde_json::json!({"k": k, "q": q}))
+            .collect();
+        let res = db
+            .ro_query(
+                graph,
+                "UNWIND $qs AS e
+                 CALL db.idx.fulltext.queryNodes('Doc', e.q) YIELD node
+                 WITH e, node WHERE node.case IN [$case, 'sentinel']
+                 RETURN e.k AS k, collect(node.i) AS found",
+                &Params::new()
+                    .set("qs", Value::from(serde_json::Value::from(qs)))
+                    .set("case", case.as_str()),
+            )
+            .await
+            .map_err(|e| TestCaseError::fail(format!("{probes:?}: {e}")))?;
+        let mut found = vec![Vec::new(); probes.len()];
+        for row in &res.rows {
+            let k = row[0].as_int().unwrap() as usize;
+            found[k] = row[1]
+                .as_list()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_int)
+                .collect();
+        }
+        for ((i, q), found) in probes.iter().zip(&found) {
+            prop_assert!(
+                found.contains(&(*i as i64)),
+                "{:?} is not found by {q:?} (found {found:?})",
+                batch[*i].0
+            );
+            prop_assert!(!found.contains(&-1), "{q:?} finds the sentinel");
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+
+        /// Issue 10 item 9: the query built from a document's text finds it, through a
+        /// real index; each of its terms alone finds it too (the terms are ones the
+        /// index stored); no query errors or matches everything.
+        #[test]
+        fn every_document_is_found_by_its_own_text(
+            batch in prop::collection::vec(document(), 1..6)
+        ) {
+            let graph = shared_self_search_graph();
+            rt().block_on(check_self_search(graph, &batch))?;
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
