@@ -159,6 +159,24 @@ pub enum Error {
         uuid: uuid::Uuid,
     },
 
+    /// The episode is quarantined: the database server was lost while `unanswered`
+    /// commits of its extraction were in flight (FalkorDB crashing on something in
+    /// it, most likely), so the engine no longer sends it. It stays stored and
+    /// searchable by its text; `Engine::quarantined` lists such episodes and
+    /// `Engine::release_quarantined` makes one pending again (after a server upgrade,
+    /// say).
+    #[error(
+        "episode {uuid} is quarantined: the database server was lost during {unanswered} \
+         commits of its extraction, so it is not sent again; it stays stored and searchable \
+         by its text (see Engine::quarantined and Engine::release_quarantined)"
+    )]
+    EpisodeQuarantined {
+        /// The episode's uuid.
+        uuid: uuid::Uuid,
+        /// Commits that were sent and never answered.
+        unanswered: i64,
+    },
+
     /// This writer's claim on an episode was taken over after its lease lapsed; the
     /// generation fence stopped its commit, so nothing it computed was written.
     #[error("the claim on episode {uuid} was taken over by another writer; nothing was committed")]

@@ -226,19 +226,25 @@ impl SourceKind {
 
 /// Whether an episode's extraction has been committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum EpisodeState {
     /// Stored and searchable by its text; extraction not (yet) committed.
     Pending,
     /// Extraction committed together with this marker.
     Complete,
+    /// Stored and searchable by its text, but not processed again: the database
+    /// server was lost while its commits were in flight (see
+    /// [`Error::EpisodeQuarantined`](crate::Error::EpisodeQuarantined)).
+    Quarantined,
 }
 
 impl EpisodeState {
-    /// The name stored in the graph: `pending` or `complete`.
+    /// The name stored in the graph: `pending`, `complete` or `quarantined`.
     pub fn as_str(self) -> &'static str {
         match self {
             EpisodeState::Pending => "pending",
             EpisodeState::Complete => "complete",
+            EpisodeState::Quarantined => "quarantined",
         }
     }
 
@@ -247,6 +253,7 @@ impl EpisodeState {
         match s {
             "pending" => Some(EpisodeState::Pending),
             "complete" => Some(EpisodeState::Complete),
+            "quarantined" => Some(EpisodeState::Quarantined),
             _ => None,
         }
     }

@@ -318,8 +318,12 @@ pub struct ResumeReport {
     pub completed: Vec<EpisodeOutcome>,
     /// Episodes another live writer holds.
     pub busy: Vec<Uuid>,
-    /// Episodes that failed again, with the error; they stay pending.
+    /// Episodes that failed again, with the error; they stay pending — unless the
+    /// error is [`Error::EpisodeQuarantined`].
     pub failed: Vec<(Uuid, Error)>,
+    /// Episodes quarantined (before this call or by it), which it did not process:
+    /// see [`Engine::quarantined`].
+    pub quarantined: Vec<Uuid>,
 }
 
 /// The graph engine. Cheap to clone (clones share the per-graph queues); the graph
@@ -511,8 +515,15 @@ impl Engine {
             usage.db_round_trips += 1;
             if !created {
                 same_episode(&stored, &episode)?;
-                if stored.state == EpisodeState::Complete {
-                    return replayed(db, graph, stored, usage).await;
+                match stored.state {
+                    EpisodeState::Complete => return replayed(db, graph, stored, usage).await,
+                    EpisodeState::Quarantined => {
+                        return Err(Error::EpisodeQuarantined {
+                            uuid: stored.uuid,
+                            unanswered: st::MAX_UNANSWERED_COMMITS,
+                        });
+                    }
+                    _ => {}
                 }
             }
             if !self.extracts() {
@@ -579,7 +590,48 @@ impl Engine {
                 Err(e) => report.failed.push((uuid, e)),
             }
         }
+        report.quarantined = st::quarantined_episodes(db, graph).await?;
         Ok(report)
+    }
+
+    /// The quarantined episodes of `graph`, oldest reference time first: episodes
+    /// whose commits the database server never answered
+    /// ([`Error::EpisodeQuarantined`]). They stay stored and searchable by their
+    /// text; [`resume_pending`](Engine::resume_pending) skips them.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::FalkorDb, engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// for uuid in engine.quarantined(&db, "notes").await? {
+    ///     println!("quarantined: {uuid}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn quarantined(&self, db: &FalkorDb, graph: &str) -> Result<Vec<Uuid>> {
+        physical_graph_name(graph)?;
+        st::quarantined_episodes(db, graph).await
+    }
+
+    /// Makes a quarantined episode pending again, for [`resume_pending`](Engine::resume_pending)
+    /// or a replay to process (after upgrading the server that crashed on it, say);
+    /// `false` when it is not quarantined.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::FalkorDb, engine: gralkor::graph::Engine, id: uuid::Uuid) -> gralkor::Result<()> {
+    /// if engine.release_quarantined(&db, "notes", id).await? {
+    ///     engine.resume_pending(&db, "notes", None).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn release_quarantined(
+        &self,
+        db: &FalkorDb,
+        graph: &str,
+        uuid: Uuid,
+    ) -> Result<bool> {
+        physical_graph_name(graph)?;
+        let queue = self.queue(graph);
+        let _turn = queue.lock().await;
+        st::release_quarantined(db, graph, uuid).await
     }
 
     /// Rebuilds the entity or fact vector index of `graph` once a commit leaves it
@@ -721,6 +773,12 @@ impl Engine {
                 return replayed(db, graph, stored, usage).await;
             }
             st::Claim::Busy => return Err(Error::EpisodeBusy { uuid: episode.uuid }),
+            st::Claim::Quarantined => {
+                return Err(Error::EpisodeQuarantined {
+                    uuid: episode.uuid,
+                    unanswered: st::MAX_UNANSWERED_COMMITS,
+                });
+            }
             st::Claim::Missing => {
                 return Err(Error::NotFound(format!("episode {}", episode.uuid)));
             }
@@ -751,10 +809,43 @@ impl Engine {
                     done.set.fresh_keys.clear();
                 }
                 let committed = retry("commit", || async {
-                    if let Some(stale) =
-                        st::commit_episode(db, graph, episode.uuid, generation, &done.set).await?
-                    {
-                        return Ok(st::Committed::Done(stale));
+                    let uuid = episode.uuid;
+                    match st::begin_commit(db, graph, uuid, generation).await? {
+                        st::BeginCommit::Go => {}
+                        st::BeginCommit::Quarantined(unanswered) => {
+                            tracing::error!(
+                                episode = %uuid,
+                                unanswered,
+                                "the server was lost during every commit of this episode; \
+                                 quarantined"
+                            );
+                            return Err(Error::EpisodeQuarantined { uuid, unanswered });
+                        }
+                        // Complete (a lost reply of an applied commit) or taken over:
+                        // told apart below.
+                        st::BeginCommit::NotHeld => {
+                            return Ok(
+                                match st::claim_state(db, graph, uuid).await? {
+                                    Some((s, g)) if g == generation && s == "complete" => {
+                                        st::Committed::Done(st::Stale::default())
+                                    }
+                                    _ => st::Committed::Fenced,
+                                },
+                            );
+                        }
+                    }
+                    let sent = st::commit_episode(db, graph, uuid, generation, &done.set)
+                        .instrument(tracing::info_span!("commit_statement"))
+                        .await;
+                    match sent {
+                        Ok(Some(stale)) => return Ok(st::Committed::Done(stale)),
+                        // Unanswered: it stays counted (the next `begin_commit` sees it).
+                        Err(e @ Error::Connection { .. }) => return Err(e),
+                        Err(e) => {
+                            let _ = st::commit_answered(db, graph, uuid, generation).await;
+                            return Err(e);
+                        }
+                        Ok(None) => st::commit_answered(db, graph, uuid, generation).await?,
                     }
                     // A retried commit whose first attempt was applied (its reply lost)
                     // finds the episode complete at this writer's generation; still

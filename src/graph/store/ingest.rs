@@ -66,6 +66,8 @@ pub(crate) enum Claim {
     Busy,
     /// The episode does not exist.
     Missing,
+    /// The episode is quarantined (see [`begin_commit`]).
+    Quarantined,
 }
 
 /// Claims the pending episode `uuid` for `owner` for `lease_ms` milliseconds of server
@@ -107,8 +109,115 @@ pub(crate) async fn claim(
     Ok(match state.get(0, "state").and_then(Value::as_str) {
         None => Claim::Missing,
         Some("complete") => Claim::Complete,
+        Some("quarantined") => Claim::Quarantined,
         Some(_) => Claim::Busy,
     })
+}
+
+/// Commits of one episode that may be sent without an answer (the server lost while
+/// they were in flight) before the episode is quarantined.
+pub(crate) const MAX_UNANSWERED_COMMITS: i64 = 2;
+
+/// What [`begin_commit`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BeginCommit {
+    /// Counted as in flight: send the commit.
+    Go,
+    /// [`MAX_UNANSWERED_COMMITS`] commits were never answered: the episode is now
+    /// quarantined (this many), and the commit must not be sent.
+    Quarantined(i64),
+    /// The episode is not pending at this generation (complete, or claimed anew).
+    NotHeld,
+}
+
+/// Counts a commit of episode `uuid` (held at `generation`) as in flight, durably,
+/// before it is sent — or, when [`MAX_UNANSWERED_COMMITS`] earlier ones never got an
+/// answer, marks the episode quarantined instead. A commit that crashes the server
+/// thus stays counted, in this process and in the next one that resumes the episode.
+pub(crate) async fn begin_commit(
+    db: &FalkorDb,
+    graph: &str,
+    uuid: Uuid,
+    generation: i64,
+) -> Result<BeginCommit> {
+    let res = db
+        .query(
+            graph,
+            "MATCH (e:Episodic {uuid: $uuid}) \
+             WHERE e.state = 'pending' AND e.generation = $generation \
+             WITH e, coalesce(e.unanswered_commits, 0) AS unanswered \
+             FOREACH (_ IN CASE WHEN unanswered >= $max THEN [1] ELSE [] END | \
+               SET e.state = 'quarantined', e.quarantined_at = timestamp(), \
+                   e.lease_until = NULL, e.lease_owner = NULL) \
+             FOREACH (_ IN CASE WHEN unanswered < $max THEN [1] ELSE [] END | \
+               SET e.unanswered_commits = unanswered + 1) \
+             RETURN unanswered",
+            &Params::new()
+                .set("uuid", uuid.to_string())
+                .set("generation", generation)
+                .set("max", MAX_UNANSWERED_COMMITS),
+        )
+        .await?;
+    Ok(match res.get(0, "unanswered").and_then(Value::as_int) {
+        None => BeginCommit::NotHeld,
+        Some(n) if n >= MAX_UNANSWERED_COMMITS => BeginCommit::Quarantined(n),
+        Some(_) => BeginCommit::Go,
+    })
+}
+
+/// Takes back the count of [`begin_commit`] for a commit the server answered without
+/// completing the episode (an error, or a fresh name taken).
+pub(crate) async fn commit_answered(
+    db: &FalkorDb,
+    graph: &str,
+    uuid: Uuid,
+    generation: i64,
+) -> Result<()> {
+    db.query(
+        graph,
+        "MATCH (e:Episodic {uuid: $uuid}) \
+         WHERE e.generation = $generation AND e.unanswered_commits > 0 \
+         SET e.unanswered_commits = e.unanswered_commits - 1",
+        &Params::new()
+            .set("uuid", uuid.to_string())
+            .set("generation", generation),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The uuids of the quarantined episodes of `graph`, oldest reference time first.
+pub(crate) async fn quarantined_episodes(db: &FalkorDb, graph: &str) -> Result<Vec<Uuid>> {
+    let res = db
+        .ro_query(
+            graph,
+            "MATCH (e:Episodic) WHERE e.state = 'quarantined' \
+             RETURN e.uuid AS uuid ORDER BY e.valid_at, e.uuid",
+            &Params::new(),
+        )
+        .await?;
+    res.column_values("uuid")
+        .map(|v| {
+            v.as_str()
+                .and_then(|s| Uuid::parse_str(s).ok())
+                .ok_or_else(|| Error::Protocol(format!("episode uuid {v:?}")))
+        })
+        .collect()
+}
+
+/// Makes quarantined episode `uuid` pending again with no commit counted; `false`
+/// when it is not quarantined.
+pub(crate) async fn release_quarantined(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<bool> {
+    let res = db
+        .query(
+            graph,
+            "MATCH (e:Episodic {uuid: $uuid}) WHERE e.state = 'quarantined' \
+             SET e.state = 'pending', e.unanswered_commits = NULL, e.quarantined_at = NULL \
+             RETURN e.uuid AS uuid",
+            &Params::new().set("uuid", uuid.to_string()),
+        )
+        .await?;
+    Ok(!res.rows.is_empty())
 }
 
 /// Extends the lease of a claim still held at `generation`; `false` when the claim was
@@ -475,7 +584,7 @@ async fn commit(
                MERGE (ep)-[m:MENTIONS {uuid: r.uuid}]->(n) \
                SET m.created_at = coalesce(m.created_at, $now)) \
              SET ep.state = 'complete', ep.entity_edges = $entity_edges, \
-                 ep.lease_until = NULL, ep.lease_owner = NULL \
+                 ep.lease_until = NULL, ep.lease_owner = NULL, ep.unanswered_commits = NULL \
              RETURN ep.uuid AS uuid, debt_entity.stale AS entity_stale, \
                     debt_fact.stale AS fact_stale",
         );
