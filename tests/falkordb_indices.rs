@@ -508,7 +508,7 @@ mod fulltext_sanitiser {
                 graph,
                 "UNWIND $qs AS e
                  CALL db.idx.fulltext.queryNodes('Doc', e.q) YIELD node
-                 WITH e, node WHERE node.case IN [$case, 'sentinel']
+                 WITH e, node WHERE toString(node.case) IN [$case, 'sentinel']
                  RETURN e.k AS k, collect(node.i) AS found",
                 &Params::new()
                     .set("qs", Value::from(serde_json::Value::from(qs)))
