@@ -83,17 +83,26 @@ pub fn validate_source_description(field: &str, description: &str, writer: &Writ
         Writer::Direct => provenance::direct_description(description),
         Writer::Reflection(name) => provenance::reflection_description(name),
     };
-    if stored.len() > MAX_SOURCE_DESCRIPTION_BYTES {
-        return Err(Error::invalid(
-            field,
-            format!(
-                "must be at most {} bytes (the stored description, {writer} marker included, \
-                 is limited to {MAX_SOURCE_DESCRIPTION_BYTES})",
-                MAX_SOURCE_DESCRIPTION_BYTES - (stored.len() - description.len())
-            ),
-        ));
+    if stored.len() <= MAX_SOURCE_DESCRIPTION_BYTES {
+        return Ok(());
     }
-    Ok(())
+    // What gralkor adds (a Reflection's description is its marker alone); no length
+    // arithmetic here may wrap, whatever the writer's name.
+    let fixed = match writer {
+        Writer::Reflection(_) => stored.len(),
+        Writer::Lens(_) | Writer::Direct => stored.len().saturating_sub(description.len()),
+    };
+    let rule = match MAX_SOURCE_DESCRIPTION_BYTES.checked_sub(fixed) {
+        Some(room) => format!(
+            "must be at most {room} bytes (the stored description, {writer} marker included, \
+             is limited to {MAX_SOURCE_DESCRIPTION_BYTES})"
+        ),
+        None => format!(
+            "cannot be stored: the {writer} marker alone is {fixed} bytes, over the \
+             {MAX_SOURCE_DESCRIPTION_BYTES}-byte limit of a stored description"
+        ),
+    };
+    Err(Error::invalid(field, rule))
 }
 
 fn appending_lens<'s>(snapshot: &'s Snapshot, name: &str) -> Result<&'s Lens> {
@@ -309,4 +318,36 @@ pub fn validate_build_communities(
         &request.destination,
         &request.operator_id,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_marker_longer_than_the_description_limit_is_an_error_not_an_overflow() {
+        // Writers built outside a runtime configuration can carry any name: the limit
+        // arithmetic must not wrap (a debug build used to panic here).
+        for writer in [
+            Writer::Lens("l".repeat(5000)),
+            Writer::Reflection("r".repeat(5000)),
+        ] {
+            let err = validate_source_description("source_description", "notes", &writer)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("`source_description`"), "{err}");
+            assert!(!err.contains("18446744073709"), "{err}");
+        }
+        // At the edge: exactly the room left beside the marker fits, one byte more not.
+        let writer = Writer::Lens("notes".into());
+        let room = MAX_SOURCE_DESCRIPTION_BYTES - " [lens: notes]".len();
+        validate_source_description("d", &"x".repeat(room), &writer).unwrap();
+        let err = validate_source_description("d", &"x".repeat(room + 1), &writer)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("must be at most {room} bytes")),
+            "{err}"
+        );
+    }
 }
