@@ -44,7 +44,7 @@ mod native;
 mod request;
 mod response;
 mod storage;
-mod validate;
+pub(crate) mod validate;
 
 use async_trait::async_trait;
 

@@ -105,6 +105,29 @@ pub fn validate_source_description(field: &str, description: &str, writer: &Writ
     Err(Error::invalid(field, rule))
 }
 
+/// Checks a query text: non-blank, no NUL characters (the engine's search refuses
+/// them).
+pub(crate) fn validate_query(field: &str, query: &str) -> Result<()> {
+    if query.trim().is_empty() {
+        return Err(Error::invalid(field, "must not be blank"));
+    }
+    if query.contains('\0') {
+        return Err(Error::invalid(field, "must not contain NUL characters"));
+    }
+    Ok(())
+}
+
+/// Checks a per-graph result count: 1 to [`MAX_RESULTS_LIMIT`].
+pub(crate) fn validate_max_results(field: &str, n: usize) -> Result<()> {
+    if n == 0 || n > MAX_RESULTS_LIMIT {
+        return Err(Error::invalid(
+            field,
+            format!("must be between 1 and {MAX_RESULTS_LIMIT} (got {n})"),
+        ));
+    }
+    Ok(())
+}
+
 fn appending_lens<'s>(snapshot: &'s Snapshot, name: &str) -> Result<&'s Lens> {
     let lens = snapshot.lens("lens", name)?;
     if lens.is_replace_graph() {
@@ -120,6 +143,9 @@ fn appending_lens<'s>(snapshot: &'s Snapshot, name: &str) -> Result<&'s Lens> {
 pub fn validate_ingest<'s>(request: &Ingest, snapshot: &'s Snapshot) -> Result<&'s Lens> {
     if request.id.trim().is_empty() {
         return Err(Error::invalid("id", "must not be blank"));
+    }
+    if request.id.contains('\0') {
+        return Err(Error::invalid("id", "must not contain NUL characters"));
     }
     validate_operator_id("operator_id", &request.operator_id)?;
     validate_content("content", &request.content)?;
@@ -168,18 +194,10 @@ pub fn validate_search(request: &Search, snapshot: &Snapshot) -> Result<SearchPl
             artefact_id: Some(_)
         }
     );
-    if request.query.trim().is_empty() && !lookup_by_id {
-        return Err(Error::invalid("query", "must not be blank"));
+    if !(lookup_by_id && request.query.trim().is_empty()) {
+        validate_query("query", &request.query)?;
     }
-    if request.max_results == 0 || request.max_results > MAX_RESULTS_LIMIT {
-        return Err(Error::invalid(
-            "max_results",
-            format!(
-                "must be between 1 and {MAX_RESULTS_LIMIT} (got {})",
-                request.max_results
-            ),
-        ));
-    }
+    validate_max_results("max_results", request.max_results)?;
     match &request.result_type {
         ResultType::Episodes => {}
         ResultType::Facts { edge_types } => check_types("result_type.edge_types", edge_types)?,
@@ -191,6 +209,12 @@ pub fn validate_search(request: &Search, snapshot: &Snapshot) -> Result<SearchPl
                 return Err(Error::invalid(
                     "result_type.artefact_id",
                     "must not be blank when set",
+                ));
+            }
+            if matches!(artefact_id, Some(id) if id.contains('\0')) {
+                return Err(Error::invalid(
+                    "result_type.artefact_id",
+                    "must not contain NUL characters",
                 ));
             }
         }

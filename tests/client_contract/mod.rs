@@ -35,11 +35,13 @@ use tokio::sync::Notify;
 mod ingest;
 mod replace;
 mod search;
+mod validation;
 mod writes;
 
 pub use ingest::*;
 pub use replace::*;
 pub use search::*;
+pub use validation::*;
 pub use writes::*;
 
 /// A client under test.
@@ -78,7 +80,8 @@ macro_rules! run_contract {
             episodes_are_fetched_and_removed_by_destination_and_uuid,
             admin_operations_succeed_and_validate,
             an_operation_keeps_the_snapshot_it_started_with,
-            later_operations_use_the_replaced_configuration
+            later_operations_use_the_replaced_configuration,
+            every_client_refuses_the_same_hostile_fields
         );
     };
     (@tests $factory:expr; $($name:ident),* $(,)?) => {
