@@ -67,7 +67,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use graph::{Graph, GraphNode, GraphRelationship, OWNER_PROPERTY, RESERVED_PROPERTY_PREFIX};
+pub use graph::{
+    Graph, GraphNode, GraphRelationship, MAX_REPLACEMENT_BYTES, OWNER_PROPERTY,
+    RESERVED_PROPERTY_PREFIX,
+};
 pub use store::LensStore;
 
 use crate::Result;

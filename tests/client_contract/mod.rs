@@ -70,6 +70,7 @@ macro_rules! run_contract {
             caller_text_cannot_forge_a_writer,
             replace_swaps_only_the_lenses_own_content,
             replace_rejects_invalid_requests_before_any_mutation,
+            a_rejected_replace_leaves_the_previous_graph_intact,
             replaced_values_read_back_as_they_were_sent,
             selector_free_search_covers_every_accessible_destination_in_order,
             destination_selector_narrows_keeps_requested_order_and_dedups,

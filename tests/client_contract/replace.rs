@@ -140,6 +140,76 @@ pub async fn replace_rejects_invalid_requests_before_any_mutation(make: &impl Fa
     );
 }
 
+pub async fn a_rejected_replace_leaves_the_previous_graph_intact(make: &impl Factory) {
+    let (dest, op, w) = (fresh("d"), fresh("op"), word());
+    let client = make(
+        RuntimeConfig::new()
+            .destination(dest.clone())
+            .lens(Lens::replace_graph("systems", dest.clone())),
+    )
+    .await;
+    let named = |n: &str| json!({"name": format!("{n} {w}")});
+    let previous = Graph::new()
+        .node("payments", ["System"], named("Payments"))
+        .node("ledger", ["System"], named("Ledger"))
+        .relationship("payments", "DEPENDS_ON", "ledger", json!({}));
+    client
+        .replace(&Replace::new(&op, "systems", previous))
+        .await
+        .unwrap();
+    let before = node_names(client.as_ref(), &op, &dest, &w).await;
+    assert_eq!(before, [format!("Ledger {w}"), format!("Payments {w}")]);
+
+    // Each payload is valid except for one value the storage could not take; every
+    // error names the request's own field, and nothing is replaced.
+    let base = || Graph::new().node("billing", ["System"], named("Billing"));
+    let hostile: Vec<(Graph, &str)> = vec![
+        (
+            Graph::new().node("bill\0ing", ["System"], named("Billing")),
+            "graph.nodes[0].id",
+        ),
+        (
+            base().node("core", ["Team"], json!({"name": format!("Core\0 {w}")})),
+            "graph.nodes[1].properties.name",
+        ),
+        (
+            base().node("core", ["Team"], json!({"tags": ["ok", "n\0"]})),
+            "graph.nodes[1].properties.tags[1]",
+        ),
+        (
+            base().relationship("billing", "USES", "billing", json!({"via": "\0"})),
+            "graph.relationships[0].properties.via",
+        ),
+        (
+            base().node("core", ["Team"], json!({"big": u64::MAX})),
+            "graph.nodes[1].properties.big",
+        ),
+        (
+            base().node("core", ["Team"], json!({"tiny": 5e-324})),
+            "graph.nodes[1].properties.tiny",
+        ),
+        (
+            base().node("core", ["Team"], json!({"sizes": [1, 5e-324]})),
+            "graph.nodes[1].properties.sizes[1]",
+        ),
+        (
+            base().node("core", ["Team", "Team"], json!({})),
+            "graph.nodes[1].labels[1]",
+        ),
+    ];
+    for (graph, field) in hostile {
+        assert_invalid(
+            client.replace(&Replace::new(&op, "systems", graph)).await,
+            field,
+        );
+        assert_eq!(
+            node_names(client.as_ref(), &op, &dest, &w).await,
+            before,
+            "after the refusal naming `{field}`"
+        );
+    }
+}
+
 pub async fn replaced_values_read_back_as_they_were_sent(make: &impl Factory) {
     let (dest, op, w) = (fresh("d"), fresh("op"), word());
     let client = make(
