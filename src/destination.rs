@@ -52,6 +52,39 @@ pub const RETIRED_OPERATOR: &str = "operator";
 /// Name prefixes no application Destination may use.
 pub const RESERVED_PREFIXES: [&str; 2] = ["personal/", "operator/"];
 
+/// The most UTF-8 bytes any name may have: a Destination, Lens or Reflection name, or
+/// an operator id. Writer names end up in every stored source description (whose limit
+/// is 4,096 bytes with the marker), so a name must leave room for the caller's text.
+pub const MAX_NAME_BYTES: usize = 256;
+
+/// What every name must satisfy, wherever it is given (configuration, request,
+/// selector): no NUL characters and at most [`MAX_NAME_BYTES`] bytes. `field` names the
+/// setting or argument in the error.
+///
+/// ```
+/// use gralkor::destination::{check_name_text, MAX_NAME_BYTES};
+///
+/// assert!(check_name_text("lenses[0].name", &"n".repeat(MAX_NAME_BYTES)).is_ok());
+/// let err = check_name_text("lenses[0].name", &"n".repeat(5000)).unwrap_err();
+/// assert!(err.to_string().contains("`lenses[0].name` must be at most 256 bytes (got 5000)"));
+/// assert!(check_name_text("operator_id", "a\0b").is_err());
+/// ```
+pub fn check_name_text(field: &str, name: &str) -> Result<()> {
+    if name.contains('\0') {
+        return Err(Error::invalid(field, "must not contain NUL characters"));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "must be at most {MAX_NAME_BYTES} bytes (got {})",
+                name.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// What to tell someone who still names the retired `operator` Destination.
 pub const OPERATOR_MIGRATION: &str = "is retired: use the `personal` Destination (logical graph \
      `personal/<operator id>`) and the `personal-chat` Lens; graphs stored under \
@@ -130,12 +163,14 @@ impl fmt::Display for Destination {
 }
 
 /// Checks a Destination name as given anywhere (registration, selection): non-blank,
-/// no surrounding whitespace, not a reserved prefix, not the retired `operator`.
-/// `field` names the setting or argument in the error.
+/// no NUL, at most [`MAX_NAME_BYTES`] bytes, no surrounding whitespace, not a reserved
+/// prefix, not the retired `operator`. `field` names the setting or argument in the
+/// error.
 pub fn check_name(field: &str, name: &str) -> Result<()> {
     if name.trim().is_empty() {
         return Err(Error::invalid(field, "must not be blank"));
     }
+    check_name_text(field, name)?;
     if name.trim() != name {
         return Err(Error::invalid(
             field,
@@ -159,9 +194,10 @@ pub fn check_name(field: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks an operator id: non-blank, and not itself a resolved private graph name
-/// (`personal/…`, `operator/…`), so a caller cannot reach another graph by passing
-/// one. Otherwise the id is used byte for byte (case, punctuation and colons kept).
+/// Checks an operator id: non-blank, no NUL, at most [`MAX_NAME_BYTES`] bytes, and not
+/// itself a resolved private graph name (`personal/…`, `operator/…`), so a caller
+/// cannot reach another graph by passing one. Otherwise the id is used byte for byte
+/// (case, punctuation and colons kept).
 ///
 /// ```
 /// use gralkor::destination::validate_operator_id;
@@ -174,6 +210,7 @@ pub fn validate_operator_id(field: &str, operator_id: &str) -> Result<()> {
     if operator_id.trim().is_empty() {
         return Err(Error::invalid(field, "must not be blank"));
     }
+    check_name_text(field, operator_id)?;
     if let Some(prefix) = RESERVED_PREFIXES
         .iter()
         .find(|p| operator_id.starts_with(**p))
@@ -260,5 +297,8 @@ mod tests {
         assert!(p.graph_id("personal/bob").is_err());
         assert!(p.graph_id("operator/bob").is_err());
         assert!(Destination::global().graph_id(" ").is_err());
+        assert!(p.graph_id("a\0b").is_err());
+        assert!(p.graph_id(&"o".repeat(MAX_NAME_BYTES + 1)).is_err());
+        assert!(p.graph_id(&"o".repeat(MAX_NAME_BYTES)).is_ok());
     }
 }

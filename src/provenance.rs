@@ -135,13 +135,16 @@ pub fn parse(stored: &str) -> Provenance {
     }
 }
 
-/// Checks a Lens or Reflection name: non-blank, no surrounding whitespace, and free of
-/// the writer delimiters ([`LENS_DELIMITER`], [`DIRECT_MARKER`]) and of brackets, so
+/// Checks a Lens or Reflection name: non-blank, no NUL, at most
+/// [`MAX_NAME_BYTES`](crate::destination::MAX_NAME_BYTES) bytes (so its marker always
+/// leaves room in a stored description), no surrounding whitespace, and free of the
+/// writer delimiters ([`LENS_DELIMITER`], [`DIRECT_MARKER`]) and of brackets, so
 /// attribution stays unambiguous. `field` names the setting in the error.
 pub fn check_writer_name(field: &str, name: &str) -> Result<()> {
     if name.trim().is_empty() {
         return Err(Error::invalid(field, "must not be blank"));
     }
+    crate::destination::check_name_text(field, name)?;
     if name.trim() != name {
         return Err(Error::invalid(
             field,
@@ -244,6 +247,8 @@ mod tests {
             "x [gralkor: direct",
             "a]",
             " pad",
+            "a\0b",
+            &"n".repeat(257),
         ] {
             let err = check_writer_name("lenses[0].name", bad).unwrap_err();
             assert!(err.to_string().contains("lenses[0].name"), "{err}");

@@ -9,6 +9,8 @@
 //! `rule` what):
 //!
 //! * blank names, names with surrounding whitespace, duplicates;
+//! * names that no operation could use: NUL characters, more than
+//!   [`MAX_NAME_BYTES`](crate::destination::MAX_NAME_BYTES) (256) bytes;
 //! * reserved names: packaged names, Destinations beginning `personal/` or
 //!   `operator/`, Lens and Reflection names containing a provenance delimiter;
 //! * retired names: the `operator` Destination and the `operator` and `default`
@@ -51,7 +53,9 @@
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
 
-use crate::destination::{self, Destination, GLOBAL, PERSONAL, RETIRED_OPERATOR};
+use crate::destination::{
+    self, Destination, GLOBAL, MAX_NAME_BYTES, PERSONAL, RETIRED_OPERATOR, check_name_text,
+};
 use crate::lens::{Lens, PERSONAL_CHAT, RETIRED_LENS_NAMES};
 use crate::provenance::check_writer_name;
 use crate::reflection::{PACKAGED_REFLECTIONS, Reflection};
@@ -183,8 +187,14 @@ impl RuntimeConfig {
     }
 }
 
+/// How an entry is named in a field: by its name when that is printable and short, by
+/// its index otherwise (blank, bracketed, control characters, over-long).
 fn display_name(name: &str, index: usize) -> String {
-    if name.trim().is_empty() || name.contains(['[', ']']) {
+    if name.trim().is_empty()
+        || name.contains(['[', ']'])
+        || name.chars().any(char::is_control)
+        || name.len() > MAX_NAME_BYTES
+    {
         index.to_string()
     } else {
         name.to_string()
@@ -208,6 +218,7 @@ fn as_config(e: Error, field: &str) -> Error {
 }
 
 fn check_reference(destinations: &[Destination], field: &str, name: &str) -> Result<()> {
+    check_name_text(field, name).map_err(|e| as_config(e, ""))?;
     if name == RETIRED_OPERATOR {
         return Err(Error::config(
             field,
@@ -290,6 +301,7 @@ impl Snapshot {
         if name.trim().is_empty() {
             return Err(Error::invalid(field, "must not be blank"));
         }
+        check_name_text(field, name)?;
         if let Some((_, guidance)) = RETIRED_LENS_NAMES.iter().find(|(n, _)| *n == name) {
             return Err(Error::invalid(field, format!("`{name}` {guidance}")));
         }
@@ -303,6 +315,7 @@ impl Snapshot {
 
     /// The declared Reflection `name`; `field` names the argument in the error.
     pub fn reflection(&self, field: &str, name: &str) -> Result<&Reflection> {
+        check_name_text(field, name)?;
         self.reflections
             .iter()
             .find(|r| r.name() == name)

@@ -169,3 +169,120 @@ async fn connect_from_config_without_models_stores_searchable_episodes_and_shuts
     client.shutdown().await.unwrap();
     assert!(server.pid().is_none(), "the embedded server stopped");
 }
+
+/// The Lens's whole graph as stored: nodes sorted by id (labels sorted), relationships
+/// sorted by endpoints and type.
+async fn owned(
+    client: &NativeClient,
+    graph: &str,
+    lens: &str,
+) -> (
+    Vec<gralkor::graph::OwnedNode>,
+    Vec<gralkor::graph::OwnedRelationship>,
+) {
+    let (mut nodes, rels) = gralkor::graph::get_owned(client.storage().db(), graph, lens)
+        .await
+        .unwrap();
+    for n in &mut nodes {
+        n.labels.sort();
+    }
+    (nodes, rels)
+}
+
+#[tokio::test]
+async fn a_replacement_that_fails_at_the_server_leaves_the_old_graph_whole() {
+    use gralkor::client::Replace;
+    use gralkor::falkordb::{IndexEntity, IndexSpec};
+    use gralkor::lens::{Graph, Lens};
+
+    let dest = format!("d-{}", uuid::Uuid::new_v4());
+    let client = native(
+        RuntimeConfig::new()
+            .destination(dest.clone())
+            .lens(Lens::replace_graph("systems", dest.clone())),
+    )
+    .await;
+    let op = op();
+    let replace = |graph: Graph| {
+        let client = client.clone();
+        let op = op.clone();
+        async move {
+            client
+                .replace(&Replace::new(op.as_str(), "systems", graph))
+                .await
+        }
+    };
+    let old = Graph::new()
+        .node("payments", ["System"], json!({"name": "Payments"}))
+        .node("ledger", ["System"], json!({"name": "Ledger"}))
+        .node("core", ["Team"], json!({"name": "Core"}))
+        .relationship("payments", "DEPENDS_ON", "ledger", json!({"via": "events"}))
+        .relationship("core", "OWNS", "payments", json!({"ticket": "PAY-1"}));
+    replace(old).await.unwrap();
+    let before = owned(&client, &dest, "systems").await;
+    assert_eq!((before.0.len(), before.1.len()), (3, 2));
+
+    // Someone made team names and ownership tickets unique in this graph: the server
+    // refuses these graphs part way, after other nodes (and relationships) of them
+    // were created.
+    let db = client.storage().db();
+    db.create_index(&dest, &IndexSpec::range_nodes("Team", ["name"]))
+        .await
+        .unwrap();
+    db.create_unique_constraint(&dest, &IndexEntity::Node("Team".into()), "name")
+        .await
+        .unwrap();
+    db.create_index(&dest, &IndexSpec::range_relationships("OWNS", ["ticket"]))
+        .await
+        .unwrap();
+    db.create_unique_constraint(&dest, &IndexEntity::Relationship("OWNS".into()), "ticket")
+        .await
+        .unwrap();
+    let two_teams_alike = Graph::new()
+        .node("audit", ["Audit"], json!({"name": "Audit"}))
+        .node("edge", ["Team"], json!({"name": "Edge"}))
+        .node("edge-2", ["Team"], json!({"name": "Edge"}))
+        .relationship("audit", "WATCHES", "edge", json!({}));
+    let two_tickets_alike = Graph::new()
+        .node("a", ["System"], json!({"name": "A"}))
+        .node("b", ["System"], json!({"name": "B"}))
+        .node("edge", ["Team"], json!({"name": "Edge"}))
+        .relationship("a", "DEPENDS_ON", "b", json!({}))
+        .relationship("edge", "OWNS", "a", json!({"ticket": "T-1"}))
+        .relationship("edge", "OWNS", "b", json!({"ticket": "T-1"}));
+    // The old and the new generation meet in one statement, so keeping a value that
+    // a unique constraint covers is refused too (and changes nothing).
+    let keeps_core = Graph::new().node("core", ["Team"], json!({"name": "Core"}));
+    for refused in [two_teams_alike, two_tickets_alike, keeps_core] {
+        let err = replace(refused.clone()).await.unwrap_err();
+        assert!(
+            matches!(&err, gralkor::Error::Query { message, .. } if message.contains("unique constraint")),
+            "the server's refusal: {err:?}"
+        );
+        assert_eq!(
+            owned(&client, &dest, "systems").await,
+            before,
+            "the old graph is whole, relationships on their own endpoints, and nothing \
+             of {refused:?} is there"
+        );
+    }
+
+    // A replacement the server accepts replaces everything at once.
+    let fine = Graph::new()
+        .node("edge", ["Team"], json!({"name": "Edge"}))
+        .node("ops", ["Team"], json!({"name": "Ops"}))
+        .relationship("ops", "OWNS", "edge", json!({"ticket": "OPS-1"}));
+    replace(fine).await.unwrap();
+    let after = owned(&client, &dest, "systems").await;
+    let ids: Vec<_> = after.0.iter().map(|n| n.id.as_str()).collect();
+    assert_eq!(ids, ["edge", "ops"]);
+    assert_eq!(
+        (
+            after.1.len(),
+            after.1[0].from.as_str(),
+            after.1[0].to.as_str()
+        ),
+        (1, "ops", "edge")
+    );
+    db.delete_graph(&dest).await.unwrap();
+}

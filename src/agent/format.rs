@@ -25,7 +25,9 @@
 //!   that fits is still kept; an oversized one is skipped whole) and the text ends with
 //!   `Omitted facts: N (response limit).`, N counting input facts.
 //! * No facts: `No matching facts.` A budget that cannot hold the shortest complete
-//!   response is [`Error::BudgetTooSmall`] carrying the minimum.
+//!   response (everything, when that is shorter than the omission notice alone) is
+//!   [`Error::BudgetTooSmall`] carrying that minimum; zero is simply the smallest such
+//!   budget.
 //!
 //! ```
 //! use gralkor::agent::format::{present_facts, DEFAULT_MAX_BYTES};
@@ -142,15 +144,32 @@ fn fits(text: &str, max_bytes: usize) -> bool {
     text.chars().count() <= MAX_TEXT_CHARS && envelope_bytes(text) <= max_bytes
 }
 
-/// Presents the fact results within the budget (see the module docs). Results that
-/// are not facts are ignored. `max_bytes` must be positive.
-pub fn present_facts(results: &[SearchResult], max_bytes: usize) -> Result<String> {
-    if max_bytes == 0 {
-        return Err(Error::invalid(
-            "memory_search_max_bytes",
-            "must be a positive integer",
-        ));
+/// `text` when its envelope fits `max_bytes` (and it is within [`MAX_TEXT_CHARS`]),
+/// else [`Error::BudgetTooSmall`] with the envelope's size as the minimum.
+///
+/// ```
+/// use gralkor::agent::format::{envelope_bytes, within_budget, NO_MATCHING_FACTS};
+///
+/// let needed = envelope_bytes(NO_MATCHING_FACTS);
+/// assert_eq!(within_budget(NO_MATCHING_FACTS, needed)?, NO_MATCHING_FACTS);
+/// assert!(matches!(within_budget(NO_MATCHING_FACTS, needed - 1),
+///     Err(gralkor::Error::BudgetTooSmall { minimum_bytes, .. }) if minimum_bytes == needed));
+/// # Ok::<(), gralkor::Error>(())
+/// ```
+pub fn within_budget(text: &str, max_bytes: usize) -> Result<String> {
+    if fits(text, max_bytes) {
+        Ok(text.to_string())
+    } else {
+        Err(Error::BudgetTooSmall {
+            max_bytes,
+            minimum_bytes: envelope_bytes(text),
+        })
     }
+}
+
+/// Presents the fact results within the budget (see the module docs). Results that
+/// are not facts are ignored.
+pub fn present_facts(results: &[SearchResult], max_bytes: usize) -> Result<String> {
     let facts: Vec<(&FactRecord, Vec<String>)> = results
         .iter()
         .filter_map(|r| match &r.hit {
@@ -158,16 +177,8 @@ pub fn present_facts(results: &[SearchResult], max_bytes: usize) -> Result<Strin
             _ => None,
         })
         .collect();
-    let too_small = |text: &str| Error::BudgetTooSmall {
-        max_bytes,
-        minimum_bytes: envelope_bytes(text),
-    };
     if facts.is_empty() {
-        return if fits(NO_MATCHING_FACTS, max_bytes) {
-            Ok(NO_MATCHING_FACTS.to_string())
-        } else {
-            Err(too_small(NO_MATCHING_FACTS))
-        };
+        return within_budget(NO_MATCHING_FACTS, max_bytes);
     }
     let n = facts.len();
     let all: Vec<usize> = (0..n).collect();
@@ -177,7 +188,16 @@ pub fn present_facts(results: &[SearchResult], max_bytes: usize) -> Result<Strin
     }
     let minimal = render(&facts, &[], n);
     if !fits(&minimal, max_bytes) {
-        return Err(too_small(&minimal));
+        // The least budget that could do: the notice alone, or everything when that
+        // is shorter (and within the character limit).
+        let mut minimum_bytes = envelope_bytes(&minimal);
+        if everything.chars().count() <= MAX_TEXT_CHARS {
+            minimum_bytes = minimum_bytes.min(envelope_bytes(&everything));
+        }
+        return Err(Error::BudgetTooSmall {
+            max_bytes,
+            minimum_bytes,
+        });
     }
     let mut kept: Vec<usize> = Vec::new();
     for i in 0..n {

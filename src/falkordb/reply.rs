@@ -181,7 +181,15 @@ fn parse_double(t: &str) -> Option<f64> {
         "inf" | "+inf" => Some(f64::INFINITY),
         "-inf" => Some(f64::NEG_INFINITY),
         "nan" | "-nan" => Some(f64::NAN),
-        t => t.parse().ok(),
+        // The server writes doubles with 15 significant digits, so the largest finite
+        // ones come back rounded past f64::MAX: they are finite, the largest there is.
+        t => t.parse::<f64>().ok().map(|d| {
+            if d.is_infinite() {
+                f64::MAX.copysign(d)
+            } else {
+                d
+            }
+        }),
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::falkordb::{Value as FalkorValue, is_identifier};
+use crate::falkordb::{Value as FalkorValue, encode_value, is_identifier};
 use crate::graph::{OWNER_KEY, OwnedNode, OwnedRelationship};
 use crate::ontology::{RESERVED_LABELS, RESERVED_RELATIONSHIP_TYPES};
 use crate::{Error, Result};
@@ -18,6 +18,19 @@ pub const OWNER_PROPERTY: &str = OWNER_KEY;
 /// The prefix of property names gralkor keeps for itself; only [`OWNER_PROPERTY`] may
 /// be supplied (and it is overwritten).
 pub const RESERVED_PROPERTY_PREFIX: &str = "_gralkor";
+
+/// The most bytes a replacement's ids and property values may take as sent to the
+/// database (64 MiB): the whole graph is replaced in one statement.
+pub const MAX_REPLACEMENT_BYTES: usize = 64 << 20;
+
+/// Checks that `value` can be sent to the database as it is, by encoding it exactly as
+/// the replacement statement will (NUL characters, subnormal numbers, … are refused
+/// under `field`, the request's own name for it); returns its encoded size.
+fn sendable(field: &str, value: &FalkorValue) -> Result<usize> {
+    let mut out = String::new();
+    encode_value(&mut out, value, field)?;
+    Ok(out.len())
+}
 
 /// The complete current graph of one replace-graph Lens: every node and relationship
 /// it owns at its Destination. There are no partial operations: a replacement removes
@@ -164,14 +177,24 @@ impl Graph {
     }
 
     /// Checks the whole graph; the error names the first offending item
-    /// (`graph.nodes[2].labels[0]`) and the rule it broke.
+    /// (`graph.nodes[2].labels[0]`) and the rule it broke. Everything the database
+    /// could not take is refused here, before anything is removed: ids and property
+    /// values are encoded exactly as the replacement statement will send them, so the
+    /// encoder's rules (no NUL characters, no subnormal numbers, …) hold under the
+    /// request's field names; integers must fit in 64 bits; the whole graph must fit
+    /// in [`MAX_REPLACEMENT_BYTES`].
     pub fn validate(&self) -> Result<()> {
         let mut ids = HashSet::new();
+        let mut size: usize = 0;
         for (i, node) in self.nodes.iter().enumerate() {
             let field = format!("graph.nodes[{i}]");
             if node.id.trim().is_empty() {
                 return Err(Error::invalid(format!("{field}.id"), "must not be blank"));
             }
+            size = size.saturating_add(sendable(
+                &format!("{field}.id"),
+                &FalkorValue::from(node.id.as_str()),
+            )?);
             if !ids.insert(node.id.as_str()) {
                 return Err(Error::invalid(
                     format!("{field}.id"),
@@ -179,9 +202,19 @@ impl Graph {
                 ));
             }
             for (j, label) in node.labels.iter().enumerate() {
-                check_name(&format!("{field}.labels[{j}]"), label, &RESERVED_LABELS)?;
+                let lf = format!("{field}.labels[{j}]");
+                check_name(&lf, label, &RESERVED_LABELS)?;
+                if node.labels[..j].contains(label) {
+                    return Err(Error::invalid(
+                        lf,
+                        format!("must not repeat a label (`{label}` is given twice)"),
+                    ));
+                }
             }
-            check_properties(&format!("{field}.properties"), &node.properties)?;
+            size = size.saturating_add(check_properties(
+                &format!("{field}.properties"),
+                &node.properties,
+            )?);
         }
         for (i, rel) in self.relationships.iter().enumerate() {
             let field = format!("graph.relationships[{i}]");
@@ -192,13 +225,26 @@ impl Graph {
                         format!("must name a node of the graph (no node has id `{id}`)"),
                     ));
                 }
+                size = size.saturating_add(id.len());
             }
             check_name(
                 &format!("{field}.type"),
                 &rel.rel_type,
                 &RESERVED_RELATIONSHIP_TYPES,
             )?;
-            check_properties(&format!("{field}.properties"), &rel.properties)?;
+            size = size.saturating_add(check_properties(
+                &format!("{field}.properties"),
+                &rel.properties,
+            )?);
+        }
+        if size > MAX_REPLACEMENT_BYTES {
+            return Err(Error::invalid(
+                "graph",
+                format!(
+                    "must be at most {MAX_REPLACEMENT_BYTES} bytes as sent to the database \
+                     (ids and property values come to {size})"
+                ),
+            ));
         }
         Ok(())
     }
@@ -225,7 +271,18 @@ fn check_name(field: &str, name: &str, reserved: &[&str]) -> Result<()> {
     Ok(())
 }
 
-fn check_properties(field: &str, properties: &Map<String, Value>) -> Result<()> {
+/// Whether a JSON number can be stored as it is: any double, or an integer that fits
+/// in 64 signed bits (a larger one would silently become a double).
+fn storable_number(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => n.is_i64() || n.is_f64(),
+        _ => true,
+    }
+}
+
+/// Checks a property map; returns the encoded size of its values.
+fn check_properties(field: &str, properties: &Map<String, Value>) -> Result<usize> {
+    let mut size: usize = 0;
     for (key, value) in properties {
         let kf = format!("{field}.{key}");
         if key.is_empty() {
@@ -242,8 +299,23 @@ fn check_properties(field: &str, properties: &Map<String, Value>) -> Result<()> 
                 ),
             ));
         }
+        let out_of_range = || {
+            Error::invalid(
+                kf.clone(),
+                format!(
+                    "must be an integer between {} and {} or a floating-point number",
+                    i64::MIN,
+                    i64::MAX
+                ),
+            )
+        };
         match value {
-            Value::String(_) | Value::Number(_) | Value::Bool(_) => {}
+            Value::String(_) | Value::Bool(_) => {}
+            Value::Number(_) => {
+                if !storable_number(value) {
+                    return Err(out_of_range());
+                }
+            }
             Value::Array(items) => {
                 if let Some(k) = items.iter().position(|v| {
                     !matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_))
@@ -251,6 +323,16 @@ fn check_properties(field: &str, properties: &Map<String, Value>) -> Result<()> 
                     return Err(Error::invalid(
                         format!("{kf}[{k}]"),
                         "must be a string, number or boolean (lists hold scalars only)",
+                    ));
+                }
+                if let Some(k) = items.iter().position(|v| !storable_number(v)) {
+                    return Err(Error::invalid(
+                        format!("{kf}[{k}]"),
+                        format!(
+                            "must be an integer between {} and {} or a floating-point number",
+                            i64::MIN,
+                            i64::MAX
+                        ),
                     ));
                 }
             }
@@ -267,8 +349,11 @@ fn check_properties(field: &str, properties: &Map<String, Value>) -> Result<()> 
                 ));
             }
         }
+        if key != OWNER_PROPERTY {
+            size = size.saturating_add(sendable(&kf, &FalkorValue::from(value.clone()))?);
+        }
     }
-    Ok(())
+    Ok(size)
 }
 
 #[cfg(test)]
@@ -363,5 +448,71 @@ mod tests {
         g.validate().unwrap();
         assert_eq!(g.relationships[0].rel_type, "USES");
         assert!(serde_json::from_value::<Graph>(json!({"nodes": [], "edges": []})).is_err());
+    }
+
+    #[test]
+    fn values_the_storage_could_not_take_are_refused_naming_the_request_field() {
+        let n = |p| err(Graph::new().node("a", ["A"], json!({})).node("b", ["A"], p));
+        let e = err(Graph::new().node("a\0", ["A"], json!({})));
+        assert!(e.contains("`graph.nodes[0].id` must not contain"), "{e}");
+        let e = n(json!({"name": "x\0y"}));
+        assert!(
+            e.contains("`graph.nodes[1].properties.name` must not contain"),
+            "{e}"
+        );
+        let e = n(json!({"tags": ["ok", "\0"]}));
+        assert!(
+            e.contains("`graph.nodes[1].properties.tags[1]` must not contain"),
+            "{e}"
+        );
+        let e = n(json!({"big": u64::MAX}));
+        assert!(
+            e.contains("`graph.nodes[1].properties.big` must be an integer between"),
+            "{e}"
+        );
+        let e = n(json!({"sizes": [1, 9223372036854775808u64]}));
+        assert!(e.contains("`graph.nodes[1].properties.sizes[1]`"), "{e}");
+        let e = n(json!({"tiny": 5e-324}));
+        assert!(
+            e.contains("`graph.nodes[1].properties.tiny` must not be a subnormal"),
+            "{e}"
+        );
+        let e = err(Graph::new().node("a", ["A"], json!({})).relationship(
+            "a",
+            "R",
+            "a",
+            json!({"via": "\0"}),
+        ));
+        assert!(
+            e.contains("`graph.relationships[0].properties.via` must not contain"),
+            "{e}"
+        );
+        let e = err(Graph::new().node("a", ["A", "B", "A"], json!({})));
+        assert!(
+            e.contains("`graph.nodes[0].labels[2]` must not repeat a label (`A` is given twice)"),
+            "{e}"
+        );
+        // The extremes that can be stored are fine.
+        Graph::new()
+            .node(
+                "a",
+                ["A"],
+                json!({"min": i64::MIN, "max": i64::MAX, "f": f64::MAX, "g": f64::MIN_POSITIVE,
+                       "z": -0.0, "s": "it's \\ \"quoted\" 😀\n", "l": []}),
+            )
+            .validate()
+            .unwrap();
+    }
+
+    #[test]
+    fn a_replacement_over_the_size_limit_is_refused() {
+        let half = "x".repeat(MAX_REPLACEMENT_BYTES / 2);
+        let fits = Graph::new().node("a", ["A"], json!({"text": half}));
+        fits.validate().unwrap();
+        let e = err(fits.node("b", ["A"], json!({"text": half})));
+        assert!(
+            e.contains("`graph` must be at most 67108864 bytes as sent to the database"),
+            "{e}"
+        );
     }
 }

@@ -17,9 +17,10 @@
 //!   full, then removes every node and relationship this Lens owned at its Destination
 //!   (marked with [`OWNER_PROPERTY`] = the Lens name) and inserts the new graph with
 //!   the same mark. Content of other Lenses, Reflections and unowned content is never
-//!   touched; an empty graph clears the Lens's content. **Delete-then-insert is not
-//!   transactional**: if the insert fails, the removed content is not restored and the
-//!   error is returned.
+//!   touched; an empty graph clears the Lens's content. **The replacement is
+//!   atomic**: the Lens's graph is the old one or the new one, never a mix — a refused
+//!   request changes nothing, and on FalkorDB the swap is one statement
+//!   ([`graph::replace_owned`](crate::graph::replace_owned)).
 //!
 //! The packaged [`personal-chat`](PERSONAL_CHAT) Lens ([`Lens::personal_chat`]) appends
 //! to the `personal` Destination with the generic ontology and the built-in process.
@@ -67,7 +68,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use graph::{Graph, GraphNode, GraphRelationship, OWNER_PROPERTY, RESERVED_PROPERTY_PREFIX};
+pub use graph::{
+    Graph, GraphNode, GraphRelationship, MAX_REPLACEMENT_BYTES, OWNER_PROPERTY,
+    RESERVED_PROPERTY_PREFIX,
+};
 pub use store::LensStore;
 
 use crate::Result;

@@ -6,6 +6,7 @@ use uuid::Uuid;
 
 use super::Lens;
 use crate::Result;
+use crate::client::validate::{validate_max_results, validate_query};
 use crate::client::{
     Content, EpisodeRecord, GraphQuery, Hit, IngestedRepresentation, NewEpisode, ResultType,
     Storage, validate_content, validate_source_description,
@@ -130,7 +131,9 @@ impl LensStore {
     }
 
     /// Searches the episodes of the Lens's Destination graph (every writer), at most
-    /// `max_results` of them.
+    /// `max_results` (1 to [`MAX_RESULTS_LIMIT`](crate::client::MAX_RESULTS_LIMIT)) of
+    /// them. The query is checked like a [`Search`](crate::client::Search)'s: non-blank,
+    /// no NUL characters.
     ///
     /// ```no_run
     /// # async fn run(store: &gralkor::lens::LensStore) -> gralkor::Result<()> {
@@ -138,12 +141,8 @@ impl LensStore {
     /// # let _ = earlier; Ok(()) }
     /// ```
     pub async fn search(&self, query: &str, max_results: usize) -> Result<Vec<EpisodeRecord>> {
-        if query.trim().is_empty() {
-            return Err(crate::Error::invalid("query", "must not be blank"));
-        }
-        if max_results == 0 {
-            return Err(crate::Error::invalid("max_results", "must be positive"));
-        }
+        validate_query("query", query)?;
+        validate_max_results("max_results", max_results)?;
         let hits = self
             .storage
             .search(

@@ -222,3 +222,48 @@ fn concurrent_readers_see_whole_snapshots() {
     }
     writer.join().unwrap();
 }
+
+#[test]
+fn names_are_bounded_and_nul_free_at_configuration_time() {
+    let long = "l".repeat(5000);
+    let e = err(RuntimeConfig::new().lens(Lens::appending(long.as_str(), "global")));
+    assert!(
+        e.contains("`lenses[0].name` must be at most 256 bytes (got 5000)"),
+        "{e}"
+    );
+    let e = err(RuntimeConfig::new().lens(Lens::replace_graph("a\0b", "global")));
+    assert!(
+        e.contains("`lenses[0].name` must not contain NUL characters"),
+        "{e}"
+    );
+    let e = err(RuntimeConfig::new().destination(long.as_str()));
+    assert!(
+        e.contains("`destinations[0]` must be at most 256 bytes (got 5000)"),
+        "{e}"
+    );
+    let e = err(RuntimeConfig::new().destination("d\0"));
+    assert!(
+        e.contains("`destinations[0]` must not contain NUL characters"),
+        "{e}"
+    );
+    let e = err(RuntimeConfig::new().reflection(reflection(&long, "global")));
+    assert!(
+        e.contains("`reflections[0].name` must be at most 256 bytes (got 5000)"),
+        "{e}"
+    );
+    let e = err(RuntimeConfig::new().reflection(reflection("r\0", "global")));
+    assert!(
+        e.contains("`reflections[0].name` must not contain NUL characters"),
+        "{e}"
+    );
+    // Multi-byte characters count in bytes; exactly the limit is fine.
+    let e = err(RuntimeConfig::new().lens(Lens::appending("é".repeat(129), "global")));
+    assert!(e.contains("must be at most 256 bytes (got 258)"), "{e}");
+    let at_limit = "d".repeat(256);
+    RuntimeConfig::new()
+        .destination(at_limit.as_str())
+        .lens(Lens::appending("l".repeat(256), at_limit.as_str()))
+        .reflection(reflection(&"r".repeat(256), at_limit.as_str()))
+        .build()
+        .unwrap();
+}

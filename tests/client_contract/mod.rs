@@ -35,11 +35,13 @@ use tokio::sync::Notify;
 mod ingest;
 mod replace;
 mod search;
+mod validation;
 mod writes;
 
 pub use ingest::*;
 pub use replace::*;
 pub use search::*;
+pub use validation::*;
 pub use writes::*;
 
 /// A client under test.
@@ -68,6 +70,8 @@ macro_rules! run_contract {
             caller_text_cannot_forge_a_writer,
             replace_swaps_only_the_lenses_own_content,
             replace_rejects_invalid_requests_before_any_mutation,
+            a_rejected_replace_leaves_the_previous_graph_intact,
+            replaced_values_read_back_as_they_were_sent,
             selector_free_search_covers_every_accessible_destination_in_order,
             destination_selector_narrows_keeps_requested_order_and_dedups,
             lens_selector_filters_writers_before_the_per_destination_limit,
@@ -78,7 +82,8 @@ macro_rules! run_contract {
             episodes_are_fetched_and_removed_by_destination_and_uuid,
             admin_operations_succeed_and_validate,
             an_operation_keeps_the_snapshot_it_started_with,
-            later_operations_use_the_replaced_configuration
+            later_operations_use_the_replaced_configuration,
+            every_client_refuses_the_same_hostile_fields
         );
     };
     (@tests $factory:expr; $($name:ident),* $(,)?) => {

@@ -183,10 +183,20 @@ fn a_budget_too_small_for_the_notice_is_an_error_with_the_minimum() {
         present_facts(&[], 5),
         Err(Error::BudgetTooSmall { .. })
     ));
+    // Zero is just the smallest budget too small.
     assert!(matches!(
         present_facts(&results, 0),
-        Err(Error::InvalidInput { .. })
+        Err(Error::BudgetTooSmall { max_bytes: 0, minimum_bytes }) if minimum_bytes == minimum
     ));
+    // When everything is shorter than the notice, everything is the minimum.
+    let short = [lens("x", "a")];
+    let everything = envelope_bytes("Lens: a\n- x");
+    assert!(everything < minimum);
+    assert!(matches!(
+        present_facts(&short, everything - 1),
+        Err(Error::BudgetTooSmall { minimum_bytes, .. }) if minimum_bytes == everything
+    ));
+    assert_eq!(present_facts(&short, everything).unwrap(), "Lens: a\n- x");
 }
 
 #[test]

@@ -5,10 +5,16 @@
 //! and relationship types are the owner's, checked to be identifiers before any
 //! statement is sent. Nothing here touches content without the owner's mark.
 //!
-//! [`replace_owned`] runs four steps in order — delete the owner's relationships,
-//! delete its nodes, create the nodes, create the relationships — as separate
-//! statements: **not a transaction**. If a later step fails, the earlier ones stay
-//! applied and the error is returned; running the same replacement again repairs it.
+//! [`replace_owned`] is **one statement**, so the owner's graph is never left half
+//! replaced: a server that dies before the statement finished never logged it, and a
+//! statement the server refuses part way (a unique constraint, a runtime error) is
+//! rolled back. The statement first creates the new generation — marked with a fresh
+//! `_gralkor_gen` — and only then deletes the owner's older content, so the only work
+//! a refusal can roll back is creation: FalkorDB 4.16 restores *deleted* nodes
+//! wrongly (their relationships come back attached to the wrong nodes), and nothing
+//! after the deletions can fail. One consequence: a unique constraint on a label or
+//! type of the owner's graph sees the old and the new generation side by side, so a
+//! replacement that keeps a constrained value is refused, and nothing changes.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +25,8 @@ use crate::{Error, Result};
 pub const OWNER_KEY: &str = "_gralkor_lens";
 /// The property holding an owned node's id.
 pub const OWNED_ID_KEY: &str = "_gralkor_id";
+/// The property marking the generation (the replacement) that wrote owned content.
+const GENERATION_KEY: &str = "_gralkor_gen";
 
 /// An owned node: its id within the owner's graph, labels and properties.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,16 +90,17 @@ fn check_names(nodes: &[OwnedNode], relationships: &[OwnedRelationship]) -> Resu
 fn props(map: &BTreeMap<String, Value>) -> Value {
     Value::Map(
         map.iter()
-            .filter(|(k, _)| k.as_str() != OWNER_KEY && k.as_str() != OWNED_ID_KEY)
+            .filter(|(k, _)| ![OWNER_KEY, OWNED_ID_KEY, GENERATION_KEY].contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
     )
 }
 
 /// Replaces everything `owner` owns in `graph` with `nodes` and `relationships`
-/// (empty: clears it). Labels and types are checked first; relationship endpoints must
-/// be among `nodes` (callers validate the whole graph before calling). Not
-/// transactional: see the module docs.
+/// (empty: clears it), atomically: one statement that creates the new generation and
+/// then deletes the older content (see the module docs). Labels and types are checked
+/// first; relationship endpoints must be among `nodes` (callers validate the whole
+/// graph before calling). On error nothing changed.
 ///
 /// ```no_run
 /// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
@@ -114,27 +123,15 @@ pub async fn replace_owned(
         return Err(Error::invalid("owner", "must not be blank"));
     }
     check_names(nodes, relationships)?;
-    let mut counts = ReplaceCounts::default();
-    let by_owner = Params::new().set("owner", owner);
-    let res = db
-        .query(
-            graph,
-            &format!("MATCH ()-[r]->() WHERE r.{OWNER_KEY} = $owner DELETE r"),
-            &by_owner,
-        )
-        .await?;
-    counts.relationships_deleted = res.stats.relationships_deleted;
-    let res = db
-        .query(
-            graph,
-            &format!("MATCH (n) WHERE n.{OWNER_KEY} = $owner DETACH DELETE n"),
-            &by_owner,
-        )
-        .await?;
-    counts.nodes_deleted = res.stats.nodes_deleted;
-    counts.relationships_deleted += res.stats.relationships_deleted;
-
-    // Labels and types cannot be parameters: one statement per label set and type.
+    let generation = uuid::Uuid::new_v4().to_string();
+    let mut params = Params::new()
+        .set("owner", owner)
+        .set("gen", generation.as_str());
+    // Parts follow one another through `WITH count(*)`, which yields exactly one row
+    // whatever a part matched or unwound, so every later part runs (an empty batch
+    // creates nothing). Creation first, deletion last: see the module docs.
+    let mut parts: Vec<String> = Vec::new();
+    // Labels and types cannot be parameters: one part per label set and type.
     let mut by_labels: BTreeMap<Vec<String>, Vec<Value>> = BTreeMap::new();
     for n in nodes {
         by_labels
@@ -145,19 +142,14 @@ pub async fn replace_owned(
                 ("props".to_string(), props(&n.properties)),
             ])));
     }
-    for (labels, batch) in by_labels {
+    for (i, (labels, batch)) in by_labels.into_iter().enumerate() {
         let label_text: String = labels.iter().map(|l| format!(":`{l}`")).collect();
-        let res = db
-            .query(
-                graph,
-                &format!(
-                    "UNWIND $batch AS b CREATE (n{label_text}) SET n = b.props, \
-                     n.{OWNER_KEY} = $owner, n.{OWNED_ID_KEY} = b.id"
-                ),
-                &Params::new().set("batch", batch).set("owner", owner),
-            )
-            .await?;
-        counts.nodes_created += res.stats.nodes_created;
+        parts.push(format!(
+            "UNWIND $nodes{i} AS b CREATE (n{label_text}) SET n = b.props, \
+             n.{OWNER_KEY} = $owner, n.{OWNED_ID_KEY} = b.id, n.{GENERATION_KEY} = $gen \
+             WITH count(*) AS created_n{i}"
+        ));
+        params.insert(format!("nodes{i}"), batch);
     }
     let mut by_type: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
     for r in relationships {
@@ -170,22 +162,44 @@ pub async fn replace_owned(
                 ("props".to_string(), props(&r.properties)),
             ])));
     }
-    for (rel_type, batch) in by_type {
-        let res = db
-            .query(
-                graph,
-                &format!(
-                    "UNWIND $batch AS b \
-                     MATCH (a) WHERE a.{OWNER_KEY} = $owner AND a.{OWNED_ID_KEY} = b.from \
-                     MATCH (z) WHERE z.{OWNER_KEY} = $owner AND z.{OWNED_ID_KEY} = b.to \
-                     CREATE (a)-[r:`{rel_type}`]->(z) SET r = b.props, r.{OWNER_KEY} = $owner"
-                ),
-                &Params::new().set("batch", batch).set("owner", owner),
-            )
-            .await?;
-        counts.relationships_created += res.stats.relationships_created;
+    let new_node = |v: &str, end: &str| {
+        format!(
+            "MATCH ({v}) WHERE {v}.{GENERATION_KEY} = $gen AND {v}.{OWNER_KEY} = $owner \
+             AND {v}.{OWNED_ID_KEY} = b.{end}"
+        )
+    };
+    for (i, (rel_type, batch)) in by_type.into_iter().enumerate() {
+        parts.push(format!(
+            "UNWIND $rels{i} AS b {} {} \
+             CREATE (a)-[r:`{rel_type}`]->(z) SET r = b.props, r.{OWNER_KEY} = $owner, \
+             r.{GENERATION_KEY} = $gen WITH count(*) AS created_r{i}",
+            new_node("a", "from"),
+            new_node("z", "to"),
+        ));
+        params.insert(format!("rels{i}"), batch);
     }
-    Ok(counts)
+    let older = |v: &str| {
+        format!(
+            "{v}.{OWNER_KEY} = $owner AND \
+             ({v}.{GENERATION_KEY} IS NULL OR {v}.{GENERATION_KEY} <> $gen)"
+        )
+    };
+    parts.push(format!(
+        "MATCH ()-[r]->() WHERE {} DELETE r WITH count(*) AS deleted_r",
+        older("r")
+    ));
+    parts.push(format!(
+        "MATCH (n) WHERE {} DETACH DELETE n WITH count(*) AS deleted_n",
+        older("n")
+    ));
+    parts.push("RETURN 0 AS done".to_string());
+    let stats = db.query(graph, &parts.join(" "), &params).await?.stats;
+    Ok(ReplaceCounts {
+        nodes_deleted: stats.nodes_deleted,
+        relationships_deleted: stats.relationships_deleted,
+        nodes_created: stats.nodes_created,
+        relationships_created: stats.relationships_created,
+    })
 }
 
 /// A node from a row with `id`, `labels` and `props` columns.
@@ -214,6 +228,7 @@ fn owned_props(v: Option<&Value>) -> BTreeMap<String, Value> {
     let mut m = v.and_then(Value::as_map).cloned().unwrap_or_default();
     m.remove(OWNER_KEY);
     m.remove(OWNED_ID_KEY);
+    m.remove(GENERATION_KEY);
     m
 }
 
