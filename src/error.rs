@@ -80,6 +80,24 @@ pub enum Error {
         source: Option<std::io::Error>,
     },
 
+    /// The embedded FalkorDB server is down for good: it kept crashing (or a restart
+    /// after a crash failed), so its supervisor stopped restarting it. Every call on a
+    /// handle to it fails at once with this error, and retrying cannot help: read the
+    /// log, then call [`EmbeddedServer::shutdown`](crate::falkordb::EmbeddedServer::shutdown)
+    /// (which releases the data directory) and start a new server.
+    #[error(
+        "embedded FalkorDB is down and will not be restarted: {reason}; see its log at {}; last lines:\n{last_lines}",
+        log.display()
+    )]
+    ServerDown {
+        /// Why the supervisor gave up, e.g. `the server crashed 6 times within 60s`.
+        reason: String,
+        /// The server's log file.
+        log: std::path::PathBuf,
+        /// The last lines of that log when the supervisor gave up.
+        last_lines: String,
+    },
+
     /// Another process (or another handle in this process) already owns the embedded
     /// server's data directory.
     #[error(
@@ -199,7 +217,8 @@ pub enum Error {
 impl Error {
     /// Whether trying the same operation again may succeed: dropped connections,
     /// timeouts, provider rate limits (429) and provider server errors (5xx).
-    /// Configuration, input, query and 4xx errors are not retryable.
+    /// Configuration, input, query and 4xx errors are not retryable, nor is an embedded
+    /// server that is down for good ([`Error::ServerDown`]).
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Connection { .. }
@@ -269,6 +288,17 @@ mod tests {
         assert!(!p(Some(400)).is_retryable());
         assert!(p(Some(429)).is_rate_limit());
         assert!(!Error::config("a", "b").is_retryable());
+        let down = Error::ServerDown {
+            reason: "the server crashed 6 times within 60s".into(),
+            log: "/data/falkordb.log".into(),
+            last_lines: "# Server initialized".into(),
+        };
+        assert!(!down.is_retryable());
+        assert_eq!(
+            down.to_string(),
+            "embedded FalkorDB is down and will not be restarted: the server crashed 6 times \
+             within 60s; see its log at /data/falkordb.log; last lines:\n# Server initialized"
+        );
         assert!(
             Error::Timeout {
                 operation: "q".into(),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use gralkor::Error;
 use gralkor::falkordb::{
     Binaries, EmbeddedConfig, EmbeddedServer, FalkorConfig, FalkorDb, IndexSpec, Params,
-    RemoteConfig, Similarity, Value,
+    RemoteConfig, ServerState, Similarity, Value,
 };
 
 const GRAPH: &str = "lifecycle";
@@ -72,6 +72,19 @@ async fn exit_status(child: &mut std::process::Child) -> Option<std::process::Ex
         let _ = child.wait();
     }
     status
+}
+
+/// Checks `cond` at every turn of the runtime until it holds or `deadline` passes, for
+/// states that last only a few turns.
+async fn promptly(deadline: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while !cond() {
+        if start.elapsed() > deadline {
+            return false;
+        }
+        tokio::task::yield_now().await;
+    }
+    true
 }
 
 /// Polls `cond` until it holds or `deadline` passes (waiting on an observable
@@ -662,5 +675,298 @@ mod configuration {
         assert_eq!(db.list_graphs().await.unwrap(), ["remote"]);
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+}
+
+mod supervision {
+    use super::*;
+
+    /// The pids of every live `redis-server` serving `socket` (its process title names
+    /// the socket).
+    fn servers_on(socket: &Path) -> Vec<u32> {
+        let socket = socket.to_string_lossy().into_owned();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|&pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .map(|c| String::from_utf8_lossy(&c).contains(&socket))
+                    .unwrap_or(false)
+                    && alive(pid)
+            })
+            .collect()
+    }
+
+    /// The server log from the last start on.
+    fn last_run_log(dir: &Path) -> String {
+        let log = std::fs::read_to_string(dir.join("falkordb.log")).unwrap();
+        let from = log.rfind("Server initialized").unwrap_or(0);
+        log[from..].to_owned()
+    }
+
+    async fn write_marker(db: &FalkorDb) {
+        db.query(GRAPH, "CREATE (:V {i: 42})", &Params::new())
+            .await
+            .unwrap();
+    }
+
+    /// Kills the child with SIGKILL each time it is up again, until the supervisor
+    /// stops restarting it (it allows 5 restarts within a minute). Returns how many
+    /// kills that took.
+    async fn crash_until_the_supervisor_gives_up(server: &EmbeddedServer) -> u32 {
+        let mut kills = 0;
+        let mut last = None;
+        while server.state() != ServerState::GaveUp {
+            assert!(kills < 10, "the supervisor never gave up");
+            let up = eventually(Duration::from_secs(60), || async {
+                let pid = server.pid();
+                pid.is_some() && pid != last && server.state() == ServerState::Running
+                    || server.state() == ServerState::GaveUp
+            })
+            .await;
+            assert!(up, "restart {kills} came up: {:?}", server.state());
+            if let Some(pid) = server
+                .pid()
+                .filter(|_| server.state() == ServerState::Running)
+            {
+                kill_9(pid);
+                kills += 1;
+                last = Some(pid);
+                // Until the supervisor has seen this death.
+                let seen = eventually(Duration::from_secs(60), || async {
+                    server.pid() != Some(pid)
+                })
+                .await;
+                assert!(seen, "the supervisor saw kill {kills}");
+            }
+        }
+        kills
+    }
+
+    #[tokio::test]
+    async fn shutdown_during_a_restart_stops_the_restarted_server_with_a_save() {
+        let dir = data_dir();
+        let db = connect(dir.path()).await;
+        let server = db.embedded_server().unwrap().clone();
+        write_marker(&db).await;
+        kill_9(server.pid().unwrap());
+        // The supervisor has seen the death and is starting a new child (polled at every
+        // turn of the runtime: a restart takes only a few of them).
+        assert!(promptly(Duration::from_secs(30), || server.pid().is_none()).await);
+
+        let start = Instant::now();
+        let stopped = tokio::time::timeout(Duration::from_secs(30), server.shutdown()).await;
+        let took = start.elapsed();
+        eprintln!("shutdown during a restart returned {stopped:?} after {took:?}");
+        assert!(matches!(stopped, Ok(Ok(()))), "{stopped:?} after {took:?}");
+        assert_eq!(server.restarts(), 1, "the restart under way finished");
+        assert_eq!(server.pid(), None);
+        assert_eq!(servers_on(server.socket_path()), Vec::<u32>::new());
+        // The restarted child rewrote its AOF, saved and exited on its own.
+        let log = last_run_log(dir.path());
+        assert!(
+            log.contains("DB saved on disk") && log.contains("ready to exit"),
+            "the restarted server did not stop with a save:\n{log}"
+        );
+        assert!(!persistence::aof_tail_has_writes(dir.path()));
+
+        drop((db, server));
+        let db = connect(dir.path()).await;
+        assert_eq!(count_nodes(&db).await, 1);
+        db.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_failed_restart_gives_up_at_once_and_wakes_the_callers_waiting_for_it() {
+        let dir = data_dir();
+        let db = connect(dir.path()).await;
+        let server = db.embedded_server().unwrap().clone();
+        write_marker(&db).await;
+        // The next start cannot load the data: its AOF manifest is unreadable.
+        let manifest = dir.path().join("appendonlydir/appendonly.aof.manifest");
+        let good = std::fs::read(&manifest).unwrap();
+        std::fs::write(&manifest, b"not a manifest\n").unwrap();
+        kill_9(server.pid().unwrap());
+
+        // A read now waits for the restart (its own wait would last 30 s), which fails.
+        assert_eq!(server.state(), ServerState::Running, "not noticed yet");
+        let start = Instant::now();
+        let res = tokio::time::timeout(
+            Duration::from_secs(20),
+            db.ro_query(GRAPH, "RETURN 1", &Params::new()),
+        )
+        .await;
+        eprintln!(
+            "a read during a failing restart: {res:?} after {:?}",
+            start.elapsed()
+        );
+        let err = match res {
+            Ok(Err(e)) => e,
+            other => panic!("{other:?} after {:?}", start.elapsed()),
+        };
+        assert!(!err.is_retryable(), "{err:?}");
+        match &err {
+            Error::ServerDown { reason, .. } => assert!(
+                reason.contains("restarting the server after a crash failed")
+                    && reason.contains("exited during start-up"),
+                "{reason}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(server.state(), ServerState::GaveUp);
+        assert_eq!(server.restarts(), 0);
+
+        server.shutdown().await.unwrap();
+        assert_eq!(servers_on(server.socket_path()), Vec::<u32>::new());
+        std::fs::write(&manifest, good).unwrap();
+        let again = FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(dir.path())))
+            .await
+            .unwrap();
+        assert_eq!(count_nodes(&again).await, 1);
+        again.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_data_dir_is_free_as_soon_as_shutdown_returns() {
+        let dir = data_dir();
+        let server = EmbeddedServer::start(&EmbeddedConfig::new(dir.path()))
+            .await
+            .unwrap();
+        let db = FalkorDb::attach(&server, Duration::from_secs(10))
+            .await
+            .unwrap();
+        write_marker(&db).await;
+        server.shutdown().await.unwrap();
+
+        // At once, and while the old server and handle are still held.
+        let again = EmbeddedServer::start(&EmbeddedConfig::new(dir.path())).await;
+        let again = match again {
+            Ok(s) => s,
+            Err(e) => panic!("start right after shutdown: {e:?}"),
+        };
+        let fresh = FalkorDb::attach(&again, Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(count_nodes(&fresh).await, 1);
+        // The old handle does not reach the new server on the same socket.
+        let err = db
+            .query(GRAPH, "CREATE (:V {i: 2})", &Params::new())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Connection { .. }), "{err:?}");
+        assert_eq!(count_nodes(&fresh).await, 1);
+        again.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_data_dir_is_free_as_soon_as_shutdown_returns_after_the_supervisor_gave_up() {
+        let dir = data_dir();
+        let db = connect(dir.path()).await;
+        let server = db.embedded_server().unwrap().clone();
+        write_marker(&db).await;
+        assert_eq!(crash_until_the_supervisor_gives_up(&server).await, 6);
+
+        let stopped = tokio::time::timeout(Duration::from_secs(30), server.shutdown()).await;
+        assert!(matches!(stopped, Ok(Ok(()))), "{stopped:?}");
+        assert_eq!(server.state(), ServerState::GaveUp);
+        let again = EmbeddedServer::start(&EmbeddedConfig::new(dir.path())).await;
+        let again = match again {
+            Ok(s) => s,
+            Err(e) => panic!("start right after shutdown: {e:?}"),
+        };
+        let fresh = FalkorDb::attach(&again, Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(count_nodes(&fresh).await, 1);
+        again.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn after_a_crash_loop_every_call_fails_at_once_and_is_not_retryable() {
+        let dir = data_dir();
+        let db = connect(dir.path()).await;
+        let server = db.embedded_server().unwrap().clone();
+        write_marker(&db).await;
+        // A reader in flight when the supervisor gives up is woken at once.
+        let mut kills = 0;
+        while server.restarts() < 5 {
+            kills += 1;
+            crash_and_wait_for_restart(&server).await;
+        }
+        let reader = tokio::spawn({
+            let db = db.clone();
+            async move {
+                loop {
+                    if let Err(e) = db.ro_query(GRAPH, "RETURN 1", &Params::new()).await {
+                        return (e, Instant::now());
+                    }
+                }
+            }
+        });
+        kills += crash_until_the_supervisor_gives_up(&server).await;
+        assert_eq!(kills, 6);
+        let gave_up = Instant::now();
+        let (err, failed) = tokio::time::timeout(Duration::from_secs(10), reader)
+            .await
+            .expect("the reader was woken")
+            .unwrap();
+        eprintln!(
+            "the reader in flight failed {:?} after the give-up was seen: {err}",
+            failed.saturating_duration_since(gave_up)
+        );
+        assert!(matches!(err, Error::ServerDown { .. }), "{err:?}");
+
+        let stmts = vec![("CREATE (:V)".to_string(), Params::new())];
+        type Call<'a> =
+            std::pin::Pin<Box<dyn std::future::Future<Output = gralkor::Result<()>> + 'a>>;
+        let calls: Vec<(&str, Call)> = vec![
+            (
+                "query",
+                Box::pin(async {
+                    db.query(GRAPH, "CREATE (:V)", &Params::new())
+                        .await
+                        .map(drop)
+                }),
+            ),
+            (
+                "ro_query",
+                Box::pin(async {
+                    db.ro_query(GRAPH, "RETURN 1", &Params::new())
+                        .await
+                        .map(drop)
+                }),
+            ),
+            (
+                "pipeline",
+                Box::pin(async { db.pipeline(GRAPH, &stmts).await.map(drop) }),
+            ),
+            (
+                "list_graphs",
+                Box::pin(async { db.list_graphs().await.map(drop) }),
+            ),
+            (
+                "delete_graph",
+                Box::pin(async { db.delete_graph(GRAPH).await.map(drop) }),
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (name, call) in calls {
+            let start = Instant::now();
+            let res = tokio::time::timeout(Duration::from_secs(10), call).await;
+            let took = start.elapsed();
+            eprintln!("{name} after the give-up: {res:?} after {took:?}");
+            match res {
+                Ok(Err(err @ Error::ServerDown { .. }))
+                    if !err.is_retryable()
+                        && err.to_string().contains("6 times within 60s")
+                        && err.to_string().contains("falkordb.log") => {}
+                other => wrong.push(format!("{name}: {other:?} after {took:?}")),
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+        let stopped = tokio::time::timeout(Duration::from_secs(30), server.shutdown()).await;
+        assert!(matches!(stopped, Ok(Ok(()))), "{stopped:?}");
+        assert_eq!(servers_on(server.socket_path()), Vec::<u32>::new());
     }
 }

@@ -18,13 +18,22 @@
 //!   the AOF too, and a start from an AOF whose tail still changes an index (a crash
 //!   before the rewrite, or a raw `CREATE INDEX`) rebuilds every vector index once the
 //!   server is up.
-//! * **Supervision**: if the child dies unexpectedly it is restarted (bounded), and
-//!   connections reconnect to the same socket.
+//! * **Supervision**: if the child dies unexpectedly it is restarted, and connections
+//!   reconnect to the same socket. After 5 restarts within a minute, or a restart that
+//!   fails, the supervisor gives up ([`ServerState::GaveUp`]): from then on every call
+//!   on a handle to the server fails at once with [`Error::ServerDown`], which is not
+//!   retryable. Restarts and [`EmbeddedServer::shutdown`] take turns: once a shutdown
+//!   has begun no new child is started, and a restart already under way finishes first
+//!   so that the shutdown stops (with a save) the child that actually runs.
+//! * **Release**: the data directory's lock is released when `shutdown` returns (the
+//!   child has exited by then), not when the last handle is dropped, so a new server
+//!   can start on it at once; the old handles keep failing and never reach the new
+//!   server on the same socket.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, oneshot, watch};
@@ -45,6 +54,29 @@ const MAX_RESTARTS: usize = 5;
 const RESTART_WINDOW: Duration = Duration::from_secs(60);
 /// Longest an AOF rewrite may take.
 const REWRITE_DEADLINE: Duration = Duration::from_secs(600);
+
+/// What the supervisor knows of an embedded server ([`EmbeddedServer::state`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerState {
+    /// The child is up (or has just died and the supervisor has not noticed yet).
+    Running,
+    /// The child died unexpectedly and the supervisor is starting a new one; reads
+    /// wait for it.
+    Restarting,
+    /// Stopped by [`EmbeddedServer::shutdown`] (or by dropping the last handle).
+    Stopped,
+    /// The supervisor gave up (the child kept dying, or a restart failed): every call
+    /// on a handle to the server fails at once with [`Error::ServerDown`].
+    GaveUp,
+}
+
+impl ServerState {
+    /// Whether the server will never answer again (stopped, or given up).
+    fn is_final(self) -> bool {
+        matches!(self, ServerState::Stopped | ServerState::GaveUp)
+    }
+}
 
 /// A running embedded FalkorDB server. Cheap to clone; every clone refers to the same
 /// child process. Connect handles to it with [`FalkorDb::attach`](super::FalkorDb::attach).
@@ -72,18 +104,29 @@ struct Inner {
     binaries: Binaries,
     startup_timeout: Duration,
     pid: AtomicU32,
+    /// Set once by `shutdown` or drop: the supervisor starts no new child from then on.
     stopping: AtomicBool,
+    /// Held by the supervisor while it decides on and performs a restart, and by
+    /// `shutdown` while it stops the child.
+    lifecycle: tokio::sync::Mutex<()>,
+    state: watch::Sender<ServerState>,
+    /// Why the supervisor gave up, once it has.
+    gave_up: OnceLock<GaveUp>,
     /// Set before a (re)start whose AOF tail changes an index.
     vector_rebuild_needed: AtomicBool,
     restarts: AtomicU64,
     vector_index_rebuilds: AtomicU64,
     /// Serialises AOF rewrites requested through this server.
     rewrite_turn: tokio::sync::Mutex<()>,
-    /// `true` once the supervisor has seen the child exit for good.
-    stopped: watch::Receiver<bool>,
     /// One writer at a time on the embedded server (reads stay concurrent).
     write_gate: Arc<Semaphore>,
-    _lock: File,
+    /// The data directory's lock; taken (released) by `shutdown` once the child exited.
+    lock: StdMutex<Option<File>>,
+}
+
+struct GaveUp {
+    reason: String,
+    last_lines: String,
 }
 
 type ExitReceiver = oneshot::Receiver<std::io::Result<std::process::ExitStatus>>;
@@ -115,7 +158,6 @@ impl EmbeddedServer {
         let socket = data_dir.join(SOCKET_FILE);
         clean_leftovers(&data_dir, &socket).await?;
 
-        let (stopped_tx, stopped_rx) = watch::channel(false);
         let inner = Arc::new(Inner {
             data_dir,
             socket,
@@ -123,16 +165,18 @@ impl EmbeddedServer {
             startup_timeout: config.startup_timeout,
             pid: AtomicU32::new(0),
             stopping: AtomicBool::new(false),
+            lifecycle: tokio::sync::Mutex::new(()),
+            state: watch::Sender::new(ServerState::Running),
+            gave_up: OnceLock::new(),
             vector_rebuild_needed: AtomicBool::new(false),
             restarts: AtomicU64::new(0),
             vector_index_rebuilds: AtomicU64::new(0),
             rewrite_turn: tokio::sync::Mutex::new(()),
-            stopped: stopped_rx,
             write_gate: Arc::new(Semaphore::new(1)),
-            _lock: lock,
+            lock: StdMutex::new(Some(lock)),
         });
         let exit = inner.spawn_and_wait().await?;
-        tokio::spawn(supervise(Arc::downgrade(&inner), exit, stopped_tx));
+        tokio::spawn(supervise(Arc::downgrade(&inner), exit));
         Ok(EmbeddedServer { inner })
     }
 
@@ -164,6 +208,62 @@ impl EmbeddedServer {
         self.inner.restarts.load(Ordering::SeqCst)
     }
 
+    /// What the supervisor knows of the server: running, restarting, stopped or given
+    /// up.
+    ///
+    /// ```no_run
+    /// # fn run(server: gralkor::falkordb::EmbeddedServer) {
+    /// use gralkor::falkordb::ServerState;
+    ///
+    /// if server.state() == ServerState::GaveUp {
+    ///     eprintln!("FalkorDB keeps crashing; see {}", server.data_dir().join("falkordb.log").display());
+    /// }
+    /// # }
+    /// ```
+    pub fn state(&self) -> ServerState {
+        *self.inner.state.borrow()
+    }
+
+    /// The error every call gets once the server is stopped or down for good, if it
+    /// is.
+    pub(crate) fn unavailable(&self) -> Option<Error> {
+        match self.state() {
+            ServerState::Running | ServerState::Restarting => None,
+            ServerState::Stopped => Some(Error::Connection {
+                context: format!(
+                    "the embedded FalkorDB server on {} was shut down",
+                    self.inner.socket.display()
+                ),
+                source: None,
+            }),
+            ServerState::GaveUp => Some(self.inner.down_error()),
+        }
+    }
+
+    /// Runs `request` unless the server is stopped or down for good, and cuts it short
+    /// if the server stops or the supervisor gives up meanwhile (instead of leaving it
+    /// to reconnect to a socket nobody will open again).
+    pub(crate) async fn guard<T>(
+        &self,
+        request: impl Future<Output = redis::RedisResult<T>>,
+    ) -> redis::RedisResult<T> {
+        let unavailable = || {
+            redis::RedisError::from((
+                redis::ErrorKind::Io,
+                "the embedded FalkorDB server is stopped or down",
+            ))
+        };
+        let mut state = self.inner.state.subscribe();
+        if state.borrow_and_update().is_final() {
+            return Err(unavailable());
+        }
+        tokio::select! {
+            biased;
+            reply = request => reply,
+            Ok(_) = state.wait_for(|s| s.is_final()) => Err(unavailable()),
+        }
+    }
+
     /// How many vector indices have been rebuilt on this server, after starts from an
     /// AOF whose tail creates one (see the module docs) or by
     /// [`FalkorDb::rebuild_vector_indices`](super::FalkorDb::rebuild_vector_indices).
@@ -190,20 +290,33 @@ impl EmbeddedServer {
     }
 
     /// Waits (up to `deadline`) until the server answers, e.g. while the supervisor
-    /// restarts it after a crash. Returns at once if it is up.
+    /// restarts it after a crash. Returns at once if it is up, and as soon as it is
+    /// stopped or the supervisor gives up.
     pub(crate) async fn wait_until_up(&self, deadline: Duration) -> bool {
         let start = Instant::now();
+        let mut state = self.inner.state.subscribe();
         loop {
-            if self.inner.stopping.load(Ordering::SeqCst) || *self.inner.stopped.borrow() {
+            if self.inner.stopping.load(Ordering::SeqCst) {
                 return false;
             }
-            if self.pid().is_some() && ping(&self.inner.socket).await.is_ok() {
-                return true;
+            let now = *state.borrow_and_update();
+            match now {
+                ServerState::Running => {
+                    if self.pid().is_some() && ping(&self.inner.socket).await.is_ok() {
+                        return true;
+                    }
+                }
+                ServerState::Restarting => {}
+                ServerState::Stopped | ServerState::GaveUp => return false,
             }
-            if start.elapsed() >= deadline {
+            let left = deadline.saturating_sub(start.elapsed());
+            if left.is_zero() {
                 return false;
             }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+            // Woken by the supervisor's next state (restarted, given up); polled while
+            // a death has not been noticed yet.
+            let _ =
+                tokio::time::timeout(left.min(Duration::from_millis(25)), state.changed()).await;
         }
     }
 
@@ -216,6 +329,9 @@ impl EmbeddedServer {
     /// # Ok(()) }
     /// ```
     pub async fn rewrite_aof(&self) -> Result<()> {
+        if self.state() == ServerState::GaveUp {
+            return Err(self.inner.down_error());
+        }
         let socket = &self.inner.socket;
         // One rewrite at a time from this process; each caller gets a rewrite that
         // started after its own change.
@@ -272,8 +388,13 @@ impl EmbeddedServer {
     }
 
     /// Stops the server cleanly: it rewrites its AOF (so the next start loads one
-    /// snapshot rather than replaying a log), saves and exits. Every handle attached
-    /// to it fails afterwards. Calling it twice is harmless.
+    /// snapshot rather than replaying a log), saves and exits. If the supervisor is
+    /// restarting the server after a crash, the restart finishes first and the new
+    /// child is the one stopped; no restart begins after this call. When it returns,
+    /// the child has exited and the data directory is released, so a new server can
+    /// start on it at once. Every handle attached to this server fails afterwards.
+    /// Calling it twice is harmless; after the supervisor gave up it only releases the
+    /// directory.
     ///
     /// ```no_run
     /// # async fn run(server: gralkor::falkordb::EmbeddedServer) -> gralkor::Result<()> {
@@ -284,25 +405,45 @@ impl EmbeddedServer {
     #[tracing::instrument(skip(self), fields(data_dir = %self.inner.data_dir.display()))]
     pub async fn shutdown(&self) -> Result<()> {
         let inner = &self.inner;
-        if !inner.stopping.load(Ordering::SeqCst)
-            && self.pid().is_some()
-            && let Err(e) = self.rewrite_aof().await
-        {
-            warn!(error = %e, "rewriting the AOF before shutdown failed; the AOF log will be replayed");
-        }
         if !inner.stopping.swap(true, Ordering::SeqCst) {
-            // SHUTDOWN SAVE closes the connection instead of replying; an error is expected.
-            let _ = send_command(&inner.socket, &["SHUTDOWN", "SAVE"]).await;
+            // Waits for a restart under way; the supervisor starts no child after this.
+            let _turn = inner.lifecycle.lock().await;
+            if self.pid().is_some() {
+                if let Err(e) = self.rewrite_aof().await {
+                    warn!(error = %e, "rewriting the AOF before shutdown failed; the AOF log will be replayed");
+                }
+                // SHUTDOWN SAVE closes the connection instead of replying; an error is
+                // expected.
+                let _ = send_command(&inner.socket, &["SHUTDOWN", "SAVE"]).await;
+            }
         }
-        let mut stopped = inner.stopped.clone();
-        let waited = tokio::time::timeout(inner.startup_timeout, stopped.wait_for(|s| *s))
-            .await
-            .is_ok();
-        if !waited {
-            warn!("embedded FalkorDB did not stop in time; killing it");
-            signal(inner.pid.load(Ordering::SeqCst), libc::SIGKILL);
-            let _ = tokio::time::timeout(Duration::from_secs(10), stopped.wait_for(|s| *s)).await;
+        let mut state = inner.state.subscribe();
+        let gone = |s: &ServerState| s.is_final();
+        let stopped = matches!(
+            tokio::time::timeout(inner.startup_timeout, state.wait_for(gone)).await,
+            Ok(Ok(_))
+        );
+        if !stopped {
+            let pid = inner.pid.load(Ordering::SeqCst);
+            warn!(pid, "embedded FalkorDB did not stop in time; killing it");
+            signal(pid, libc::SIGKILL);
+            let killed = matches!(
+                tokio::time::timeout(Duration::from_secs(10), state.wait_for(gone)).await,
+                Ok(Ok(_))
+            );
+            if !killed {
+                return Err(Error::Embedded {
+                    message: format!(
+                        "redis-server (pid {pid}) did not exit even after SIGKILL; {} stays locked",
+                        inner.data_dir.display()
+                    ),
+                    source: None,
+                });
+            }
         }
+        // The child has exited: release the directory now, not when the last handle
+        // goes (handles fail from here on and never reach a new server's socket).
+        inner.release_lock();
         let _ = std::fs::remove_file(&inner.socket);
         info!("embedded FalkorDB stopped");
         Ok(())
@@ -310,6 +451,46 @@ impl EmbeddedServer {
 }
 
 impl Inner {
+    fn down_error(&self) -> Error {
+        let (reason, last_lines) = match self.gave_up.get() {
+            Some(g) => (g.reason.clone(), g.last_lines.clone()),
+            None => (
+                "the supervisor gave up".to_owned(),
+                log_tail(&self.data_dir),
+            ),
+        };
+        Error::ServerDown {
+            reason,
+            log: self.data_dir.join(LOG_FILE),
+            last_lines,
+        }
+    }
+
+    /// Releases the data directory's lock. Unlocked explicitly rather than by closing
+    /// the file: a child forked meanwhile by another thread (any `Command` in this
+    /// process) shares the open file and would hold the lock until it execs.
+    fn release_lock(&self) {
+        if let Some(file) = self.lock.lock().expect("lock slot poisoned").take()
+            && let Err(e) = file.unlock()
+        {
+            warn!(error = %e, "unlocking the data directory failed");
+        }
+    }
+
+    /// Records why the supervisor stops restarting the server and wakes every caller
+    /// waiting for it.
+    fn give_up(&self, reason: String) {
+        let last_lines = log_tail(&self.data_dir);
+        tracing::error!(
+            %reason,
+            log = %self.data_dir.join(LOG_FILE).display(),
+            last_lines = %last_lines,
+            "embedded FalkorDB is down; not restarting it"
+        );
+        let _ = self.gave_up.set(GaveUp { reason, last_lines });
+        self.state.send_replace(ServerState::GaveUp);
+    }
+
     /// Starts the child and waits until it answers `PING`. Returns the receiver that
     /// fires when the child exits.
     async fn spawn_and_wait(&self) -> Result<ExitReceiver> {
@@ -349,6 +530,8 @@ impl Inner {
                 }
                 Err(e) => {
                     signal(pid, libc::SIGKILL);
+                    // Gone before this returns, so nothing outlives a failed start.
+                    let _ = tokio::time::timeout(Duration::from_secs(10), exit).await;
                     return Err(Error::Embedded {
                         message: format!(
                             "redis-server did not answer within {:?} ({e}); last log lines:\n{}",
@@ -433,44 +616,45 @@ fn signal(pid: u32, sig: libc::c_int) {
 
 /// Waits for the child to exit; restarts it (bounded) if nobody asked it to stop, and
 /// then rebuilds any vector index the crash left incomplete.
-async fn supervise(
-    weak: std::sync::Weak<Inner>,
-    mut exit: ExitReceiver,
-    stopped: watch::Sender<bool>,
-) {
+async fn supervise(weak: std::sync::Weak<Inner>, mut exit: ExitReceiver) {
     let mut restarts: Vec<Instant> = Vec::new();
     loop {
         let status = (&mut exit).await;
         let Some(inner) = weak.upgrade() else {
-            let _ = stopped.send(true);
             return;
         };
+        // Decided and done under the turn `shutdown` takes: a shutdown that has begun
+        // sees no new child, and one that begins now waits for this restart to finish.
+        let turn = inner.lifecycle.lock().await;
         inner.pid.store(0, Ordering::SeqCst);
         if inner.stopping.load(Ordering::SeqCst) {
-            let _ = stopped.send(true);
+            inner.state.send_replace(ServerState::Stopped);
             return;
         }
         restarts.retain(|t| t.elapsed() < RESTART_WINDOW);
         if restarts.len() >= MAX_RESTARTS {
-            tracing::error!(
-                "embedded FalkorDB died {MAX_RESTARTS} times within {RESTART_WINDOW:?}; not restarting"
-            );
-            let _ = stopped.send(true);
+            inner.give_up(format!(
+                "the server crashed {} times within {RESTART_WINDOW:?} (last exit: {})",
+                restarts.len() + 1,
+                exit_text(&status)
+            ));
             return;
         }
         restarts.push(Instant::now());
-        warn!(?status, log = %log_tail(&inner.data_dir), "embedded FalkorDB exited unexpectedly; restarting");
+        inner.state.send_replace(ServerState::Restarting);
+        warn!(status = %exit_text(&status), log = %log_tail(&inner.data_dir), "embedded FalkorDB exited unexpectedly; restarting");
         match inner.spawn_and_wait().await {
             Ok(next) => {
                 exit = next;
                 inner.restarts.fetch_add(1, Ordering::SeqCst);
+                inner.state.send_replace(ServerState::Running);
             }
             Err(e) => {
-                tracing::error!(error = %e, "restarting embedded FalkorDB failed");
-                let _ = stopped.send(true);
+                inner.give_up(format!("restarting the server after a crash failed: {e}"));
                 return;
             }
         }
+        drop(turn);
         let server = EmbeddedServer { inner };
         if server.take_vector_rebuild_needed() {
             let rebuilt = match super::FalkorDb::attach(&server, Duration::from_secs(600)).await {
@@ -484,12 +668,27 @@ async fn supervise(
     }
 }
 
+/// How a child exited, for logs and errors.
+fn exit_text(
+    status: &std::result::Result<
+        std::io::Result<std::process::ExitStatus>,
+        oneshot::error::RecvError,
+    >,
+) -> String {
+    match status {
+        Ok(Ok(s)) => s.to_string(),
+        Ok(Err(e)) => format!("waiting for it failed: {e}"),
+        Err(_) => "its watcher thread ended".to_owned(),
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         if !self.stopping.swap(true, Ordering::SeqCst) {
             // Best effort: SIGTERM makes redis-server save and exit on its own.
             signal(self.pid.load(Ordering::SeqCst), libc::SIGTERM);
         }
+        self.release_lock();
     }
 }
 

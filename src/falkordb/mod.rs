@@ -19,6 +19,7 @@
 //! ([`physical_graph_name`]), applied here and only here.
 
 mod config;
+mod connection;
 mod constraints;
 mod embedded;
 mod fulltext;
@@ -38,7 +39,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
 pub use config::{DEFAULT_RESPONSE_TIMEOUT, EmbeddedConfig, FalkorConfig, RemoteConfig, env};
-pub use embedded::EmbeddedServer;
+pub use embedded::{EmbeddedServer, ServerState};
 pub use fulltext::{DEFAULT_STOPWORDS, MAX_FULLTEXT_TERMS, fulltext_query};
 pub use indices::{HnswOptions, IndexEntity, IndexInfo, IndexKind, IndexSpec, Similarity};
 pub use params::{Params, is_identifier};
@@ -93,7 +94,7 @@ pub struct FalkorDb {
 }
 
 struct Inner {
-    conn: ConnectionManager,
+    conn: connection::Connection,
     /// The embedded server, when this handle talks to one.
     server: Option<EmbeddedServer>,
     /// Whether this handle started `server` and so stops it on `shutdown`.
@@ -213,7 +214,7 @@ impl FalkorDb {
         let write_gate = server.as_ref().map(|s| s.write_gate());
         FalkorDb {
             inner: Arc::new(Inner {
-                conn,
+                conn: connection::Connection::new(conn, server.clone()),
                 server,
                 owns_server,
                 schemas: StdMutex::new(HashMap::new()),
@@ -547,6 +548,13 @@ impl FalkorDb {
     }
 
     fn map_err(&self, graph: &str, e: redis::RedisError) -> Error {
+        // Not a reply from the server, and the embedded server is stopped or down for
+        // good: that is the error (a request refused or cut short by the guard).
+        if e.code().is_none()
+            && let Some(unavailable) = self.inner.server.as_ref().and_then(|s| s.unavailable())
+        {
+            return unavailable;
+        }
         map_redis_error(graph, e, self.inner.response_timeout)
     }
 }
