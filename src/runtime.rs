@@ -10,7 +10,7 @@
 //!
 //! * blank names, names with surrounding whitespace, duplicates;
 //! * names that no operation could use: NUL characters, more than
-//!   [`MAX_NAME_BYTES`](crate::destination::MAX_NAME_BYTES) (256) bytes;
+//!   [`MAX_NAME_BYTES`] (256) bytes;
 //! * reserved names: packaged names, Destinations beginning `personal/` or
 //!   `operator/`, Lens and Reflection names containing a provenance delimiter;
 //! * retired names: the `operator` Destination and the `operator` and `default`

@@ -53,7 +53,7 @@ impl MemorySearch {
 /// **Every answer fits the budget**: the serialised envelope of any text returned —
 /// the blank-query non-result, `No matching facts.`, facts — is at most
 /// `call.max_bytes` bytes. A budget too small for the answer is
-/// [`Error::BudgetTooSmall`] carrying the least budget that could do: for a blank query
+/// [`Error::BudgetTooSmall`](crate::Error::BudgetTooSmall) carrying the least budget that could do: for a blank query
 /// the non-result's size; before a search (no search runs when the budget cannot hold
 /// even [`NO_MATCHING_FACTS`](format::NO_MATCHING_FACTS)) the size of that shortest
 /// answer; after it, the size of the shortest complete presentation of what was found.

@@ -234,7 +234,7 @@ pub enum EpisodeState {
     Complete,
     /// Stored and searchable by its text, but not processed again: the database
     /// server was lost while its commits were in flight (see
-    /// [`Error::EpisodeQuarantined`](crate::Error::EpisodeQuarantined)).
+    /// [`Error::EpisodeQuarantined`]).
     Quarantined,
 }
 
