@@ -124,6 +124,44 @@ mod pipelines {
     use super::*;
 
     #[tokio::test]
+    async fn a_read_does_not_queue_behind_a_write_pipeline() {
+        // The server runs one command of a connection at a time; were reads sent on the
+        // writes' connection, each would wait for the whole pipeline.
+        const N: i64 = 5000;
+        let g = TestGraph::new("pipe-hol").await;
+        g.db.query(&g.name, "CREATE (:P {i: -1})", &Params::new())
+            .await
+            .unwrap();
+        let stmts: Vec<(String, Params)> = (0..N)
+            .map(|i| ("CREATE (:P {i: $i})".to_string(), Params::new().set("i", i)))
+            .collect();
+        let writer = tokio::spawn({
+            let (db, name) = (g.db.clone(), g.name.clone());
+            async move { db.pipeline(&name, &stmts).await.map(|r| r.len()) }
+        });
+        let count = || async {
+            g.db.ro_query(&g.name, "MATCH (n:P) RETURN count(n) AS c", &Params::new())
+                .await
+                .unwrap()
+                .get(0, "c")
+                .and_then(Value::as_int)
+                .unwrap()
+        };
+        // Polled until the pipeline has begun; bounded by its own end.
+        let mut seen = count().await;
+        while seen == 1 && !writer.is_finished() {
+            seen = count().await;
+        }
+        assert!(
+            (2..=N).contains(&seen),
+            "a read during the pipeline saw {} of {N} statements applied",
+            seen - 1
+        );
+        assert_eq!(writer.await.unwrap().unwrap(), N as usize);
+        assert_eq!(count().await, N + 1);
+    }
+
+    #[tokio::test]
     async fn many_statements_run_in_order_in_one_round_trip() {
         let g = TestGraph::new("pipe").await;
         let mut stmts: Vec<(String, Params)> = (0..300)

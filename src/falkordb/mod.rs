@@ -34,7 +34,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
@@ -86,8 +85,9 @@ fn logical_graph_id(physical: &str) -> Option<String> {
     (hex::encode(id.as_bytes()) == hex_part && !id.trim().is_empty()).then_some(id)
 }
 
-/// A handle to a FalkorDB server. Cheap to clone; clones share one multiplexed
-/// connection (which reconnects by itself after a drop) and one schema cache.
+/// A handle to a FalkorDB server. Cheap to clone; clones share its connections (one for
+/// writes, a few for reads, each reconnecting by itself after a drop) and one schema
+/// cache.
 #[derive(Clone)]
 pub struct FalkorDb {
     inner: Arc<Inner>,
@@ -138,7 +138,7 @@ impl FalkorDb {
         config.validate()?;
         if let Some(remote) = &config.remote {
             let info = remote_connection_info(remote)?;
-            let conn = open(info, &config).await?;
+            let conn = connection::Connection::open(info, &config, None).await?;
             return Ok(Self::from_parts(conn, None, false, config.response_timeout));
         }
         let embedded = config
@@ -196,7 +196,7 @@ impl FalkorDb {
         let info = redis::ConnectionAddr::Unix(server.socket_path().to_path_buf());
         let info = redis::IntoConnectionInfo::into_connection_info(info)
             .map_err(|e| connection_error("building connection info", e))?;
-        let conn = open(info, config).await?;
+        let conn = connection::Connection::open(info, config, Some(server.clone())).await?;
         Ok(Self::from_parts(
             conn,
             Some(server.clone()),
@@ -206,7 +206,7 @@ impl FalkorDb {
     }
 
     fn from_parts(
-        conn: ConnectionManager,
+        conn: connection::Connection,
         server: Option<EmbeddedServer>,
         owns_server: bool,
         response_timeout: Duration,
@@ -214,7 +214,7 @@ impl FalkorDb {
         let write_gate = server.as_ref().map(|s| s.write_gate());
         FalkorDb {
             inner: Arc::new(Inner {
-                conn: connection::Connection::new(conn, server.clone()),
+                conn,
                 server,
                 owns_server,
                 schemas: StdMutex::new(HashMap::new()),
@@ -585,19 +585,6 @@ fn remote_connection_info(remote: &RemoteConfig) -> Result<redis::ConnectionInfo
     let info = redis::IntoConnectionInfo::into_connection_info(addr)
         .map_err(|e| connection_error("building connection info", e))?;
     Ok(info.set_redis_settings(settings))
-}
-
-async fn open(info: redis::ConnectionInfo, config: &FalkorConfig) -> Result<ConnectionManager> {
-    let client = redis::Client::open(info).map_err(|e| connection_error("opening client", e))?;
-    let cfg = redis::aio::ConnectionManagerConfig::new()
-        .set_response_timeout(Some(config.response_timeout))
-        .set_connection_timeout(Some(config.connect_timeout))
-        .set_number_of_retries(6)
-        .set_max_delay(Duration::from_secs(2));
-    client
-        .get_connection_manager_with_config(cfg)
-        .await
-        .map_err(|e| connection_error("connecting to FalkorDB", e))
 }
 
 fn connection_error(context: &str, e: redis::RedisError) -> Error {
