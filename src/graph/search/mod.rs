@@ -18,7 +18,7 @@
 //!    [`SearchRequest::query_vector`] is given.
 //! 3. The scopes run **concurrently**. Inside a scope, the fulltext and vector
 //!    statements are issued together as two concurrent read-only queries on the
-//!    handle's multiplexed connection — as fast as one pipeline in
+//!    handle's read connections — as fast as one pipeline in
 //!    `examples/bench_search.rs` (its two floor rows), and unlike a pipeline
 //!    (`GRAPH.QUERY`) read-only, retried on a lost connection, and answered by an
 //!    empty graph when the graph does not exist (a search never creates one). Then
