@@ -9,7 +9,7 @@ use common::TestGraph;
 use common::graph::t;
 use common::ingest::{Rules, World, extraction};
 use gralkor::Error;
-use gralkor::falkordb::{Params, Value};
+use gralkor::falkordb::{IndexKind, Params, Value};
 use gralkor::graph::{
     self, AddEpisode, EngineOptions, EntityEdge, EpisodeState, OutcomeStatus, SourceKind,
 };
@@ -1209,4 +1209,36 @@ async fn stale_vector_entries_past_the_threshold_rebuild_the_index() {
     );
     let found = nearest_five(&g, &w).await;
     assert!(found.contains(&ada), "{found:?}");
+}
+
+#[tokio::test]
+async fn a_graph_deleted_behind_the_engines_back_is_prepared_again() {
+    let g = TestGraph::new("ingest-deleted-graph").await;
+    let w = World::new(Rules::default());
+    let first = || msg("Ada: hello.", "2024-01-01T00:00:00Z");
+    w.engine.add_episode(&g.db, &g.name, first()).await.unwrap();
+    assert!(!g.db.list_indices(&g.name).await.unwrap().is_empty());
+    // Deleted by the store, not by `Engine::clear`; then written again by the engine.
+    assert!(graph::clear(&g.db, &g.name).await.unwrap());
+    w.engine.add_episode(&g.db, &g.name, first()).await.unwrap();
+    let indices = g.db.list_indices(&g.name).await.unwrap();
+    assert!(
+        indices
+            .iter()
+            .any(|i| i.property == "name_embedding" && matches!(i.kind, IndexKind::Vector { .. })),
+        "{indices:?}"
+    );
+    assert_eq!(
+        graph::store::vector_debt(&g.db, &g.name)
+            .await
+            .unwrap()
+            .len(),
+        3,
+        "the vector-debt counters are back"
+    );
+    // A clone of the handle shares what was prepared, and forgets it with the graph.
+    let clone = g.db.clone();
+    assert!(clone.delete_graph(&g.name).await.unwrap());
+    w.engine.add_episode(&g.db, &g.name, first()).await.unwrap();
+    assert!(!g.db.list_indices(&g.name).await.unwrap().is_empty());
 }

@@ -30,7 +30,7 @@ mod reply;
 mod statement;
 mod value;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -101,6 +101,9 @@ struct Inner {
     owns_server: bool,
     /// Per physical graph: the names behind label, key and type ids.
     schemas: StdMutex<HashMap<String, Arc<Schema>>>,
+    /// `(logical graph, preparer key)` pairs marked by [`FalkorDb::mark_prepared`];
+    /// a graph's pairs go when it is deleted through this handle or a clone.
+    prepared: StdMutex<HashSet<(String, String)>>,
     write_gate: Option<Arc<Semaphore>>,
     response_timeout: Duration,
 }
@@ -218,10 +221,46 @@ impl FalkorDb {
                 server,
                 owns_server,
                 schemas: StdMutex::new(HashMap::new()),
+                prepared: StdMutex::new(HashSet::new()),
                 write_gate,
                 response_timeout,
             }),
         }
+    }
+
+    /// Records that `graph` was prepared (indices built, say) by the preparer `key` —
+    /// a name of the caller's choosing that says what was prepared — so that
+    /// [`is_prepared`](Self::is_prepared) can skip the work next time. Shared by clones
+    /// of this handle; forgotten when [`delete_graph`](Self::delete_graph) deletes the
+    /// graph through any of them. A new handle ([`connect`](Self::connect),
+    /// [`attach`](Self::attach)) starts with nothing prepared.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// if !db.is_prepared("notes", "my-app:indices") {
+    ///     // … create indices …
+    ///     db.mark_prepared("notes", "my-app:indices");
+    /// }
+    /// db.delete_graph("notes").await?;
+    /// assert!(!db.is_prepared("notes", "my-app:indices"));
+    /// # Ok(()) }
+    /// ```
+    pub fn mark_prepared(&self, graph: &str, key: &str) {
+        self.inner
+            .prepared
+            .lock()
+            .expect("prepared set poisoned")
+            .insert((graph.to_owned(), key.to_owned()));
+    }
+
+    /// Whether [`mark_prepared`](Self::mark_prepared) recorded `graph` for `key` since
+    /// the graph was last deleted through this handle or a clone.
+    pub fn is_prepared(&self, graph: &str, key: &str) -> bool {
+        self.inner
+            .prepared
+            .lock()
+            .expect("prepared set poisoned")
+            .contains(&(graph.to_owned(), key.to_owned()))
     }
 
     /// The embedded server behind this handle, if any.
@@ -414,6 +453,12 @@ impl FalkorDb {
     /// ```
     pub async fn delete_graph(&self, graph: &str) -> Result<bool> {
         let name = physical_graph_name(graph)?;
+        // Forgotten first: a preparation racing the deletion prepares again.
+        self.inner
+            .prepared
+            .lock()
+            .expect("prepared set poisoned")
+            .retain(|(g, _)| g != graph);
         let mut conn = self.inner.conn.clone();
         let res: redis::RedisResult<redis::Value> = redis::cmd("GRAPH.DELETE")
             .arg(&name)

@@ -92,7 +92,7 @@ mod triplet;
 
 pub use triplet::{Triplet, TripletEntity, TripletOutcome};
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -350,7 +350,6 @@ struct Inner {
     options: EngineOptions,
     writer: String,
     queues: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    ready: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -385,7 +384,6 @@ impl Engine {
                 options: EngineOptions::default(),
                 writer: Uuid::new_v4().to_string(),
                 queues: Mutex::new(HashMap::new()),
-                ready: Mutex::new(HashSet::new()),
             }),
         }
     }
@@ -399,7 +397,6 @@ impl Engine {
                 options,
                 writer: Uuid::new_v4().to_string(),
                 queues: Mutex::new(HashMap::new()),
-                ready: Mutex::new(HashSet::new()),
             }),
         }
     }
@@ -414,8 +411,10 @@ impl Engine {
         self.inner.llm.is_some()
     }
 
-    /// Creates the graph's indices (and the unique constraint on episode uuids) if this
-    /// engine has not done so yet, and checks that an existing vector index has the
+    /// Creates the graph's indices (and the unique constraint on episode uuids, and the
+    /// vector-debt counters) unless `db` — this handle or a clone — prepared the graph
+    /// for an engine of the same embedder dimension since the graph was last deleted
+    /// ([`FalkorDb::is_prepared`]), and checks that an existing vector index has the
     /// embedder's dimension. Called by every write; call it yourself to prepare a graph.
     ///
     /// ```no_run
@@ -425,10 +424,16 @@ impl Engine {
     /// ```
     pub async fn build_indices(&self, db: &FalkorDb, graph: &str) -> Result<()> {
         physical_graph_name(graph)?;
-        if self.inner.ready.lock().expect("poisoned").contains(graph) {
+        let dimension = self.inner.embedder.as_ref().map(|e| e.dimension());
+        // Readiness lives with the database handle, which forgets it when the graph
+        // is deleted by any path (`FalkorDb::delete_graph`, `graph::clear`, here).
+        let prepared = match dimension {
+            Some(d) => format!("gralkor.engine:{d}"),
+            None => "gralkor.engine:episodes".to_owned(),
+        };
+        if db.is_prepared(graph, &prepared) {
             return Ok(());
         }
-        let dimension = self.inner.embedder.as_ref().map(|e| e.dimension());
         let specs: Vec<_> =
             store::index_specs(dimension.unwrap_or(1).try_into().unwrap_or(u32::MAX))
                 .into_iter()
@@ -459,11 +464,7 @@ impl Engine {
                 }
             }
         }
-        self.inner
-            .ready
-            .lock()
-            .expect("poisoned")
-            .insert(graph.to_owned());
+        db.mark_prepared(graph, &prepared);
         Ok(())
     }
 
@@ -727,7 +728,6 @@ impl Engine {
     pub async fn clear(&self, db: &FalkorDb, graph: &str) -> Result<bool> {
         let queue = self.queue(graph);
         let _turn = queue.lock().await;
-        self.inner.ready.lock().expect("poisoned").remove(graph);
         store::clear(db, graph).await
     }
 
