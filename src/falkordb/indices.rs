@@ -568,6 +568,29 @@ impl FalkorDb {
         }
     }
 
+    /// Drops and recreates `index` (as [`list_indices`](Self::list_indices) reports it)
+    /// on `graph` with the same options, waiting until it is operational again: the
+    /// index is then built afresh from the records, without whatever else it held.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// for index in db.list_indices("notes").await? {
+    ///     db.rebuild_index("notes", index).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn rebuild_index(&self, graph: &str, index: IndexInfo) -> Result<()> {
+        let spec = IndexSpec {
+            entity: index.entity,
+            properties: vec![index.property],
+            kind: index.kind,
+            hnsw: index.hnsw,
+        };
+        self.drop_index(graph, &spec).await?;
+        self.create_index(graph, &spec).await?;
+        Ok(())
+    }
+
     /// Drops and recreates every vector index on every gralkor graph, waiting until
     /// each is operational again; returns how many were rebuilt.
     ///
@@ -591,14 +614,7 @@ impl FalkorDb {
                     continue;
                 };
                 warn!(graph, entity = ?index.entity, property = index.property, "rebuilding vector index");
-                let spec = IndexSpec {
-                    entity: index.entity,
-                    properties: vec![index.property],
-                    kind: index.kind,
-                    hnsw: index.hnsw,
-                };
-                self.drop_index(&graph, &spec).await?;
-                self.create_index(&graph, &spec).await?;
+                self.rebuild_index(&graph, index).await?;
                 if let Some(server) = self.embedded_server() {
                     server.count_vector_index_rebuild();
                 }

@@ -567,7 +567,7 @@ impl Engine {
             ));
         }
         let mut report = ResumeReport::default();
-        for uuid in st::pending_episodes(db, graph).await? {
+        for uuid in st::episodes_in(db, graph, EpisodeState::Pending).await? {
             let queue = self.queue(graph);
             let _turn = queue.lock().await;
             let Some(episode) = store::get_episode(db, graph, uuid).await? else {
@@ -591,7 +591,7 @@ impl Engine {
                 Err(e) => report.failed.push((uuid, e)),
             }
         }
-        report.quarantined = st::quarantined_episodes(db, graph).await?;
+        report.quarantined = st::episodes_in(db, graph, EpisodeState::Quarantined).await?;
         Ok(report)
     }
 
@@ -609,7 +609,7 @@ impl Engine {
     /// ```
     pub async fn quarantined(&self, db: &FalkorDb, graph: &str) -> Result<Vec<Uuid>> {
         physical_graph_name(graph)?;
-        st::quarantined_episodes(db, graph).await
+        st::episodes_in(db, graph, EpisodeState::Quarantined).await
     }
 
     /// Makes a quarantined episode pending again, for [`resume_pending`](Engine::resume_pending)
@@ -821,44 +821,22 @@ impl Engine {
                             );
                             return Err(Error::EpisodeQuarantined { uuid, unanswered });
                         }
-                        // Complete (a lost reply of an applied commit) or taken over:
-                        // told apart below.
-                        st::BeginCommit::NotHeld => {
-                            return Ok(
-                                match st::claim_state(db, graph, uuid).await? {
-                                    Some((s, g)) if g == generation && s == "complete" => {
-                                        st::Committed::Done(st::Stale::default())
-                                    }
-                                    _ => st::Committed::Fenced,
-                                },
-                            );
-                        }
+                        st::BeginCommit::NotHeld(outcome) => return Ok(outcome),
                     }
                     let sent = st::commit_episode(db, graph, uuid, generation, &done.set)
                         .instrument(tracing::info_span!("commit_statement"))
                         .await;
                     match sent {
-                        Ok(Some(stale)) => return Ok(st::Committed::Done(stale)),
+                        Ok(Some(stale)) => Ok(st::Committed::Done(stale)),
                         // Unanswered: it stays counted (the next `begin_commit` sees it).
-                        Err(e @ Error::Connection { .. }) => return Err(e),
+                        Err(e @ Error::Connection { .. }) => Err(e),
                         Err(e) => {
                             let _ = st::commit_answered(db, graph, uuid, generation).await;
-                            return Err(e);
+                            Err(e)
                         }
-                        Ok(None) => st::commit_answered(db, graph, uuid, generation).await?,
+                        // Nothing written: a fresh name taken, or a lost reply.
+                        Ok(None) => st::commit_answered(db, graph, uuid, generation).await,
                     }
-                    // A retried commit whose first attempt was applied (its reply lost)
-                    // finds the episode complete at this writer's generation; still
-                    // pending at it, a fresh name was taken.
-                    Ok(match st::claim_state(db, graph, episode.uuid).await? {
-                        Some((s, g)) if g == generation && s == "complete" => {
-                            st::Committed::Done(st::Stale::default())
-                        }
-                        Some((s, g)) if g == generation && s == "pending" => {
-                            st::Committed::NameTaken
-                        }
-                        _ => st::Committed::Fenced,
-                    })
                 })
                 .instrument(tracing::info_span!("commit", attempt))
                 .await?;

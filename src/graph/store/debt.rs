@@ -22,7 +22,7 @@
 //!
 //! [`EngineOptions::vector_rebuild_threshold`]: crate::graph::EngineOptions::vector_rebuild_threshold
 
-use crate::falkordb::{FalkorDb, IndexEntity, IndexKind, IndexSpec, Params, Value};
+use crate::falkordb::{FalkorDb, IndexEntity, IndexKind, Params, Value};
 use crate::{Error, Result};
 
 /// The label of the counter nodes.
@@ -175,20 +175,13 @@ pub async fn rebuild_vector_index(db: &FalkorDb, graph: &str, index: VectorIndex
     }) else {
         return Ok(false);
     };
-    let spec = IndexSpec {
-        entity: info.entity,
-        properties: vec![info.property],
-        kind: info.kind,
-        hnsw: info.hnsw,
-    };
     tracing::info!(
         graph,
         ?index,
         stale = before,
         "rebuilding vector index to purge stale entries"
     );
-    db.drop_index(graph, &spec).await?;
-    db.create_index(graph, &spec).await?;
+    db.rebuild_index(graph, info).await?;
     db.query(
         graph,
         &format!(

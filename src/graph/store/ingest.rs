@@ -15,7 +15,7 @@ use super::{
     episode_from_row, fact_from_row, fact_row, link_uuid, rows, uuids,
 };
 use crate::falkordb::{FalkorDb, Params, QueryResult, Value};
-use crate::graph::model::{EntityEdge, EntityNode, Episode, Timestamp};
+use crate::graph::model::{EntityEdge, EntityNode, Episode, EpisodeState, Timestamp};
 use crate::{Error, Result};
 
 /// Writes `episode` as pending unless an episode with its uuid exists, and returns the
@@ -126,8 +126,9 @@ pub(crate) enum BeginCommit {
     /// [`MAX_UNANSWERED_COMMITS`] commits were never answered: the episode is now
     /// quarantined (this many), and the commit must not be sent.
     Quarantined(i64),
-    /// The episode is not pending at this generation (complete, or claimed anew).
-    NotHeld,
+    /// The episode is not pending at this generation: complete at it (a retried
+    /// commit whose first attempt was applied, its reply lost), or claimed anew.
+    NotHeld(Committed),
 }
 
 /// Counts a commit of episode `uuid` (held at `generation`) as in flight, durably,
@@ -144,63 +145,88 @@ pub(crate) async fn begin_commit(
         .query(
             graph,
             "MATCH (e:Episodic {uuid: $uuid}) \
-             WHERE e.state = 'pending' AND e.generation = $generation \
-             WITH e, coalesce(e.unanswered_commits, 0) AS unanswered \
-             FOREACH (_ IN CASE WHEN unanswered >= $max THEN [1] ELSE [] END | \
+             WITH e, e.state = 'pending' AND e.generation = $generation AS held, \
+                  coalesce(e.unanswered_commits, 0) AS unanswered \
+             FOREACH (_ IN CASE WHEN held AND unanswered >= $max THEN [1] ELSE [] END | \
                SET e.state = 'quarantined', e.quarantined_at = timestamp(), \
                    e.lease_until = NULL, e.lease_owner = NULL) \
-             FOREACH (_ IN CASE WHEN unanswered < $max THEN [1] ELSE [] END | \
+             FOREACH (_ IN CASE WHEN held AND unanswered < $max THEN [1] ELSE [] END | \
                SET e.unanswered_commits = unanswered + 1) \
-             RETURN unanswered",
+             RETURN held, unanswered, e.state AS state, \
+                    coalesce(e.generation, 0) AS generation",
             &Params::new()
                 .set("uuid", uuid.to_string())
                 .set("generation", generation)
                 .set("max", MAX_UNANSWERED_COMMITS),
         )
         .await?;
-    Ok(match res.get(0, "unanswered").and_then(Value::as_int) {
-        None => BeginCommit::NotHeld,
-        Some(n) if n >= MAX_UNANSWERED_COMMITS => BeginCommit::Quarantined(n),
-        Some(_) => BeginCommit::Go,
+    Ok(match res.get(0, "held").and_then(Value::as_bool) {
+        Some(true) => match res.get(0, "unanswered").and_then(Value::as_int) {
+            Some(n) if n >= MAX_UNANSWERED_COMMITS => BeginCommit::Quarantined(n),
+            _ => BeginCommit::Go,
+        },
+        _ => BeginCommit::NotHeld(unapplied(&res, generation)),
     })
 }
 
 /// Takes back the count of [`begin_commit`] for a commit the server answered without
-/// completing the episode (an error, or a fresh name taken).
+/// completing the episode (an error, or a fresh name taken), and tells how it ended
+/// from the episode's state, in the same statement.
 pub(crate) async fn commit_answered(
     db: &FalkorDb,
     graph: &str,
     uuid: Uuid,
     generation: i64,
-) -> Result<()> {
-    db.query(
-        graph,
-        "MATCH (e:Episodic {uuid: $uuid}) \
-         WHERE e.generation = $generation AND e.unanswered_commits > 0 \
-         SET e.unanswered_commits = e.unanswered_commits - 1",
-        &Params::new()
-            .set("uuid", uuid.to_string())
-            .set("generation", generation),
-    )
-    .await?;
-    Ok(())
+) -> Result<Committed> {
+    let res = db
+        .query(
+            graph,
+            "MATCH (e:Episodic {uuid: $uuid}) \
+             FOREACH (_ IN CASE WHEN e.generation = $generation AND e.unanswered_commits > 0 \
+                                THEN [1] ELSE [] END | \
+               SET e.unanswered_commits = e.unanswered_commits - 1) \
+             RETURN e.state AS state, coalesce(e.generation, 0) AS generation",
+            &Params::new()
+                .set("uuid", uuid.to_string())
+                .set("generation", generation),
+        )
+        .await?;
+    Ok(unapplied(&res, generation))
 }
 
-/// The uuids of the quarantined episodes of `graph`, oldest reference time first.
-pub(crate) async fn quarantined_episodes(db: &FalkorDb, graph: &str) -> Result<Vec<Uuid>> {
+/// How a commit by the writer holding `generation` ended when it wrote nothing, from
+/// a row of the episode's `state` and `generation`: complete at this generation means
+/// an earlier attempt was applied (its reply lost); still pending at it, a fresh name
+/// was taken; anything else, the claim was lost.
+fn unapplied(res: &QueryResult, generation: i64) -> Committed {
+    let state = res.get(0, "state").and_then(Value::as_str);
+    let current = res.get(0, "generation").and_then(Value::as_int) == Some(generation);
+    match state {
+        Some("complete") if current => Committed::Done(Stale::default()),
+        Some("pending") if current => Committed::NameTaken,
+        _ => Committed::Fenced,
+    }
+}
+
+/// The uuids of the episodes of `graph` in `state`, oldest reference time first.
+pub(crate) async fn episodes_in(
+    db: &FalkorDb,
+    graph: &str,
+    state: EpisodeState,
+) -> Result<Vec<Uuid>> {
     let res = db
         .ro_query(
             graph,
-            "MATCH (e:Episodic) WHERE e.state = 'quarantined' \
-             RETURN e.uuid AS uuid ORDER BY e.valid_at, e.uuid",
-            &Params::new(),
+            "MATCH (e:Episodic) WHERE e.state = $state \
+             RETURN e.uuid AS uuid ORDER BY e.valid_at, e.created_at, e.uuid",
+            &Params::new().set("state", state.as_str()),
         )
         .await?;
     res.column_values("uuid")
         .map(|v| {
             v.as_str()
                 .and_then(|s| Uuid::parse_str(s).ok())
-                .ok_or_else(|| Error::Protocol(format!("episode uuid {v:?}")))
+                .ok_or_else(|| Error::Protocol("stored episode has a malformed uuid".into()))
         })
         .collect()
 }
@@ -260,50 +286,6 @@ pub(crate) async fn release(db: &FalkorDb, graph: &str, uuid: Uuid, generation: 
     )
     .await?;
     Ok(())
-}
-
-/// The state and claim generation of episode `uuid`, if it exists.
-pub(crate) async fn claim_state(
-    db: &FalkorDb,
-    graph: &str,
-    uuid: Uuid,
-) -> Result<Option<(String, i64)>> {
-    let res = db
-        .ro_query(
-            graph,
-            "MATCH (e:Episodic {uuid: $uuid}) \
-             RETURN e.state AS state, coalesce(e.generation, 0) AS generation",
-            &Params::new().set("uuid", uuid.to_string()),
-        )
-        .await?;
-    Ok(
-        match (
-            res.get(0, "state").and_then(Value::as_str),
-            res.get(0, "generation").and_then(Value::as_int),
-        ) {
-            (Some(s), Some(g)) => Some((s.to_owned(), g)),
-            _ => None,
-        },
-    )
-}
-
-/// The uuids of the pending episodes of `graph`, oldest reference time first.
-pub(crate) async fn pending_episodes(db: &FalkorDb, graph: &str) -> Result<Vec<Uuid>> {
-    let res = db
-        .ro_query(
-            graph,
-            "MATCH (e:Episodic) WHERE e.state = 'pending' \
-             RETURN e.uuid AS uuid ORDER BY e.valid_at, e.created_at, e.uuid",
-            &Params::new(),
-        )
-        .await?;
-    res.column_values("uuid")
-        .map(|v| {
-            v.as_str()
-                .and_then(|s| Uuid::parse_str(s).ok())
-                .ok_or_else(|| Error::Protocol("stored episode has a malformed uuid".into()))
-        })
-        .collect()
 }
 
 /// The contents of up to `limit` episodes of `graph` other than `uuid` whose reference
@@ -469,7 +451,7 @@ pub(crate) enum Committed {
 /// `generation` and by `set.fresh_keys` (see the module docs for why this is
 /// atomic). Returns `None`, having written nothing, when the episode is no longer
 /// pending at that generation or an entity has one of the fresh names; tell which
-/// with [`claim_state`].
+/// with [`commit_answered`].
 pub(crate) async fn commit_episode(
     db: &FalkorDb,
     graph: &str,

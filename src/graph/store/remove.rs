@@ -105,24 +105,29 @@ pub async fn remove_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Re
         graph,
         // One equality lookup per uuid (never `uuid IN $list`: see
         // `falkordb::statement`); `[null]` keeps each UNWIND from emptying the row set.
-        "MATCH (ep:Episodic {uuid: $uuid}) \
-         UNWIND CASE WHEN $delete_facts = [] THEN [null] ELSE $delete_facts END AS du \
-         OPTIONAL MATCH ()-[f:RELATES_TO {uuid: du}]->() \
-         DELETE f \
-         WITH DISTINCT ep \
-         UNWIND CASE WHEN $update_facts = [] THEN [null] ELSE $update_facts END AS uu \
-         OPTIONAL MATCH ()-[g:RELATES_TO {uuid: uu}]->() \
-         SET g.episodes = [e IN g.episodes WHERE e <> $uuid] \
-         WITH DISTINCT ep \
-         OPTIONAL MATCH (debt:GralkorIndexDebt {index: 'fact'}) \
-         FOREACH (_ IN CASE WHEN debt IS NULL OR size($update_facts) = 0 THEN [] ELSE [1] END | \
-           SET debt.stale = coalesce(debt.stale, 0) + size($update_facts)) \
-         WITH DISTINCT ep \
-         UNWIND CASE WHEN $delete_entities = [] THEN [null] ELSE $delete_entities END AS eu \
-         OPTIONAL MATCH (n:Entity {uuid: eu}) \
-         DETACH DELETE n \
-         WITH DISTINCT ep \
-         DETACH DELETE ep",
+        // Each updated fact leaves a stale vector entry (see `debt`).
+        &format!(
+            "MATCH (ep:Episodic {{uuid: $uuid}}) \
+             UNWIND CASE WHEN $delete_facts = [] THEN [null] ELSE $delete_facts END AS du \
+             OPTIONAL MATCH ()-[f:RELATES_TO {{uuid: du}}]->() \
+             DELETE f \
+             WITH DISTINCT ep \
+             UNWIND CASE WHEN $update_facts = [] THEN [null] ELSE $update_facts END AS uu \
+             OPTIONAL MATCH ()-[g:RELATES_TO {{uuid: uu}}]->() \
+             SET g.episodes = [e IN g.episodes WHERE e <> $uuid] \
+             {debt}\
+             WITH DISTINCT ep \
+             UNWIND CASE WHEN $delete_entities = [] THEN [null] ELSE $delete_entities END AS eu \
+             OPTIONAL MATCH (n:Entity {{uuid: eu}}) \
+             DETACH DELETE n \
+             WITH DISTINCT ep \
+             DETACH DELETE ep",
+            debt = super::debt::add_clause(
+                super::VectorIndex::Fact,
+                "size($update_facts)",
+                "DISTINCT ep"
+            )
+        ),
         &Params::new()
             .set("uuid", me.as_str())
             .set("delete_facts", Value::List(delete_facts))
