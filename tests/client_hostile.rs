@@ -48,16 +48,7 @@ fn fixture() -> &'static Fixture {
             .build()
             .unwrap();
         let db = rt.block_on(common::db());
-        let rules = Rules {
-            fallback: Some(Arc::new(|episode: &str| {
-                json!({
-                    "entities": [{"name": "Narrator", "type_id": 0}, {"name": "Subject", "type_id": 0}],
-                    "facts": [{"source": "Narrator", "target": "Subject", "relation_type": "RELATES_TO",
-                               "fact": episode, "valid_at": null, "invalid_at": null}],
-                })
-            })),
-            ..Rules::default()
-        };
+        let rules = Rules::narrator();
         let model = ScriptedModel::new().respond_with(move |req| answer(&rules, req));
         let embedder = Arc::new(CountingEmbedder::new());
         let engine = Engine::new(Arc::new(model), embedder.clone());

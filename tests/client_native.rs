@@ -15,22 +15,8 @@ use gralkor::llm::doubles::ScriptedModel;
 use gralkor::runtime::{Runtime, RuntimeConfig};
 use serde_json::json;
 
-/// Every episode: a narrator, a subject, and one fact whose text is the episode's.
-fn rules() -> Rules {
-    Rules {
-        fallback: Some(Arc::new(|episode: &str| {
-            json!({
-                "entities": [{"name": "Narrator", "type_id": 0}, {"name": "Subject", "type_id": 0}],
-                "facts": [{"source": "Narrator", "target": "Subject", "relation_type": "RELATES_TO",
-                           "fact": episode, "valid_at": null, "invalid_at": null}],
-            })
-        })),
-        ..Rules::default()
-    }
-}
-
 async fn native(config: RuntimeConfig) -> NativeClient {
-    let r = rules();
+    let r = Rules::narrator();
     let model = ScriptedModel::new().respond_with(move |req| answer(&r, req));
     let embedder = Arc::new(CountingEmbedder::new());
     let engine = Engine::new(Arc::new(model), embedder.clone());
@@ -54,7 +40,7 @@ fn op() -> String {
 
 #[tokio::test]
 async fn a_replayed_ingest_stores_nothing_twice() {
-    let r = rules();
+    let r = Rules::narrator();
     let model = ScriptedModel::new().respond_with(move |req| answer(&r, req));
     let embedder = Arc::new(CountingEmbedder::new());
     let engine = Engine::new(Arc::new(model.clone()), embedder.clone());

@@ -827,6 +827,20 @@ mod supervision {
         again.shutdown().await.unwrap();
     }
 
+    /// A server started on `dir` right after the previous one's shutdown returned — no
+    /// retry — and a handle on it that sees the one marker node.
+    async fn start_again_at_once(dir: &Path) -> (EmbeddedServer, FalkorDb) {
+        let again = match EmbeddedServer::start(&EmbeddedConfig::new(dir)).await {
+            Ok(s) => s,
+            Err(e) => panic!("start right after shutdown: {e:?}"),
+        };
+        let fresh = FalkorDb::attach(&again, Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(count_nodes(&fresh).await, 1);
+        (again, fresh)
+    }
+
     #[tokio::test]
     async fn the_data_dir_is_free_as_soon_as_shutdown_returns() {
         let dir = data_dir();
@@ -840,15 +854,7 @@ mod supervision {
         server.shutdown().await.unwrap();
 
         // At once, and while the old server and handle are still held.
-        let again = EmbeddedServer::start(&EmbeddedConfig::new(dir.path())).await;
-        let again = match again {
-            Ok(s) => s,
-            Err(e) => panic!("start right after shutdown: {e:?}"),
-        };
-        let fresh = FalkorDb::attach(&again, Duration::from_secs(10))
-            .await
-            .unwrap();
-        assert_eq!(count_nodes(&fresh).await, 1);
+        let (again, fresh) = start_again_at_once(dir.path()).await;
         // The old handle does not reach the new server on the same socket.
         let err = db
             .query(GRAPH, "CREATE (:V {i: 2})", &Params::new())
@@ -870,15 +876,7 @@ mod supervision {
         let stopped = tokio::time::timeout(Duration::from_secs(30), server.shutdown()).await;
         assert!(matches!(stopped, Ok(Ok(()))), "{stopped:?}");
         assert_eq!(server.state(), ServerState::GaveUp);
-        let again = EmbeddedServer::start(&EmbeddedConfig::new(dir.path())).await;
-        let again = match again {
-            Ok(s) => s,
-            Err(e) => panic!("start right after shutdown: {e:?}"),
-        };
-        let fresh = FalkorDb::attach(&again, Duration::from_secs(10))
-            .await
-            .unwrap();
-        assert_eq!(count_nodes(&fresh).await, 1);
+        let (again, _fresh) = start_again_at_once(dir.path()).await;
         again.shutdown().await.unwrap();
     }
 

@@ -5,7 +5,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::TestGraph;
 use common::graph::t;
@@ -20,12 +20,33 @@ use uuid::Uuid;
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A subscriber that kills the server (SIGKILL, as a crash) whenever the engine opens
-/// the span around a commit statement — before the statement reaches the server — while
-/// `armed`.
+/// the span around a commit statement — before the statement reaches the server — as
+/// long as `kills_left` allows; `kills` counts the kills.
 struct CrashOnCommit {
-    armed: Arc<AtomicBool>,
+    kills_left: Arc<AtomicUsize>,
     kills: Arc<AtomicUsize>,
     next_id: AtomicUsize,
+}
+
+impl CrashOnCommit {
+    /// Installs one for this thread, allowed `kills_left` kills; returns the guard, the
+    /// allowance (set it to 0 to disarm) and the kill count.
+    fn install(
+        kills_left: usize,
+    ) -> (
+        tracing::subscriber::DefaultGuard,
+        Arc<AtomicUsize>,
+        Arc<AtomicUsize>,
+    ) {
+        let left = Arc::new(AtomicUsize::new(kills_left));
+        let kills = Arc::new(AtomicUsize::new(0));
+        let guard = tracing::subscriber::set_default(CrashOnCommit {
+            kills_left: left.clone(),
+            kills: kills.clone(),
+            next_id: AtomicUsize::new(0),
+        });
+        (guard, left, kills)
+    }
 }
 
 impl Subscriber for CrashOnCommit {
@@ -33,7 +54,12 @@ impl Subscriber for CrashOnCommit {
         true
     }
     fn new_span(&self, span: &Attributes<'_>) -> Id {
-        if span.metadata().name() == "commit_statement" && self.armed.load(Ordering::SeqCst) {
+        if span.metadata().name() == "commit_statement"
+            && self
+                .kills_left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
             let pid = common::server().pid().expect("the server runs");
             let pid = libc::pid_t::try_from(pid).unwrap();
             // SAFETY: kill(2) on our own child server's pid.
@@ -70,13 +96,7 @@ async fn an_episode_whose_commit_crashes_the_server_is_quarantined_not_retried()
     );
     // The graph is prepared before the crashes begin.
     w.engine.build_indices(&g.db, &g.name).await.unwrap();
-    let armed = Arc::new(AtomicBool::new(true));
-    let kills = Arc::new(AtomicUsize::new(0));
-    let _guard = tracing::subscriber::set_default(CrashOnCommit {
-        armed: armed.clone(),
-        kills: kills.clone(),
-        next_id: AtomicUsize::new(0),
-    });
+    let (_guard, kills_left, kills) = CrashOnCommit::install(usize::MAX);
     let restarts = common::server().restarts();
     let id = Uuid::new_v4();
     let request = || {
@@ -130,7 +150,7 @@ async fn an_episode_whose_commit_crashes_the_server_is_quarantined_not_retried()
     assert_eq!(kills.load(Ordering::SeqCst), 2, "no commit was sent again");
 
     // Released (the server "upgraded": no more crashes), it completes.
-    armed.store(false, Ordering::SeqCst);
+    kills_left.store(0, Ordering::SeqCst);
     assert!(
         w.engine
             .release_quarantined(&g.db, &g.name, id)
@@ -176,32 +196,8 @@ async fn one_lost_commit_is_retried_and_completes() {
         ),
     );
     w.engine.build_indices(&g.db, &g.name).await.unwrap();
-    let armed = Arc::new(AtomicBool::new(true));
-    let kills = Arc::new(AtomicUsize::new(0));
-    // Disarms itself after the first kill: a single crash (a restart, an OOM kill).
-    struct Once(CrashOnCommit);
-    impl Subscriber for Once {
-        fn enabled(&self, m: &Metadata<'_>) -> bool {
-            self.0.enabled(m)
-        }
-        fn new_span(&self, span: &Attributes<'_>) -> Id {
-            let id = self.0.new_span(span);
-            if self.0.kills.load(Ordering::SeqCst) > 0 {
-                self.0.armed.store(false, Ordering::SeqCst);
-            }
-            id
-        }
-        fn record(&self, _: &Id, _: &Record<'_>) {}
-        fn record_follows_from(&self, _: &Id, _: &Id) {}
-        fn event(&self, _: &Event<'_>) {}
-        fn enter(&self, _: &Id) {}
-        fn exit(&self, _: &Id) {}
-    }
-    let _guard = tracing::subscriber::set_default(Once(CrashOnCommit {
-        armed,
-        kills: kills.clone(),
-        next_id: AtomicUsize::new(0),
-    }));
+    // A single crash (a restart, an OOM kill).
+    let (_guard, _, kills) = CrashOnCommit::install(1);
     let out = w
         .engine
         .add_episode(
