@@ -23,6 +23,9 @@ use sha2::{Digest, Sha256};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+mod support;
+use support::percentile;
+
 const DIM: usize = 64;
 
 /// The fake provider: answers chat completions for the engine's four schemas and
@@ -40,33 +43,6 @@ fn episode_text(i: usize) -> String {
         (i * 7 + 3) % 80,
         i % 25
     )
-}
-
-/// The numbers after `prefix` at the start of lines ("item 3: …" → 3).
-fn numbered(text: &str, prefix: &str) -> Vec<i64> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix(prefix))
-        .filter_map(|r| r.split(':').next()?.split(' ').next()?.parse().ok())
-        .collect()
-}
-
-fn extraction(episode: &str) -> Value {
-    // "Member 001 met Member 024 at Venue 01."
-    let words: Vec<&str> = episode.trim_end_matches('.').split(' ').collect();
-    let (a, b, v) = (
-        format!("{} {}", words[0], words[1]),
-        format!("{} {}", words[3], words[4]),
-        format!("{} {}", words[6], words[7]),
-    );
-    json!({
-        "entities": [{"name": a, "type_id": 0}, {"name": b, "type_id": 0}, {"name": v, "type_id": 0}],
-        "facts": [
-            {"source": a, "target": b, "relation_type": "MET", "fact": format!("{a} met {b}."),
-             "valid_at": null, "invalid_at": null},
-            {"source": a, "target": v, "relation_type": "VISITED", "fact": format!("{a} visited {v}."),
-             "valid_at": null, "invalid_at": null},
-        ]
-    })
 }
 
 impl Respond for FakeProvider {
@@ -91,25 +67,12 @@ impl Respond for FakeProvider {
                 .filter_map(|m| m["content"].as_str())
                 .collect::<Vec<_>>()
                 .join("\n");
-            let answer = match body["response_format"]["json_schema"]["name"].as_str() {
-                Some("extraction") => {
-                    let episode = prompt
-                        .split("<CURRENT_EPISODE>")
-                        .nth(1)
-                        .and_then(|t| t.split("</CURRENT_EPISODE>").next())
-                        .unwrap_or("")
-                        .trim();
-                    extraction(episode)
-                }
-                Some("entity_resolution") => json!({"resolutions": numbered(&prompt, "item ")
-                    .into_iter().map(|i| json!({"id": i, "duplicate_of": -1})).collect::<Vec<_>>()}),
-                Some("fact_resolution") => json!({"facts": numbered(&prompt, "new fact ")
-                    .into_iter().map(|i| json!({"id": i, "duplicate_of": -1, "contradicts": []})).collect::<Vec<_>>()}),
-                _ => {
-                    let ids = numbered(&prompt, "entity ");
-                    json!({"summaries": ids.into_iter().map(|i| json!({"id": i, "summary": "A member."})).collect::<Vec<_>>()})
-                }
-            };
+            let answer = support::answer(
+                body["response_format"]["json_schema"]["name"]
+                    .as_str()
+                    .unwrap_or(""),
+                &prompt,
+            );
             json!({
                 "id": "fake", "object": "chat.completion",
                 "choices": [{"index": 0, "finish_reason": "stop",
@@ -133,10 +96,6 @@ fn vector(text: &str) -> Vec<f32> {
     }
     let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
     v.into_iter().map(|x| x / n).collect()
-}
-
-fn percentile(sorted: &[Duration], q: f64) -> f64 {
-    sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)].as_secs_f64() * 1e3
 }
 
 async fn run(

@@ -40,7 +40,10 @@ use gralkor::graph::search::{self, SearchRequest};
 use gralkor::graph::{self, AddEpisode, Engine, SourceKind, Timestamp};
 use gralkor::llm::doubles::{HashEmbedder, ScriptedModel};
 use gralkor::llm::{GenerateRequest, Generation, LanguageModel, ModelSize};
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
+
+mod support;
+use support::{Rng, map, percentile};
 
 const SEARCHERS: usize = 16;
 const WRITERS: usize = 2;
@@ -73,16 +76,7 @@ const WORDS: &[&str] = &[
     "Cairo",
 ];
 
-/// The numbers after `prefix` at the start of lines ("item 3: …" → 3).
-fn numbered(text: &str, prefix: &str) -> Vec<i64> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix(prefix))
-        .filter_map(|r| r.split(':').next()?.split(' ').next()?.parse().ok())
-        .collect()
-}
-
-/// Answers the engine's four schemas: the episode "Member A met Member B at Venue C."
-/// yields three entities and two facts; nothing is a duplicate.
+/// Answers the engine's four schemas (see [`support::answer`]).
 fn answer(request: &GenerateRequest) -> gralkor::Result<Json> {
     let prompt: String = request
         .messages
@@ -90,37 +84,7 @@ fn answer(request: &GenerateRequest) -> gralkor::Result<Json> {
         .map(|m| m.content.as_str())
         .collect::<Vec<_>>()
         .join("\n");
-    Ok(match request.schema.name.as_str() {
-        "extraction" => {
-            let episode = prompt
-                .split("<CURRENT_EPISODE>")
-                .nth(1)
-                .and_then(|t| t.split("</CURRENT_EPISODE>").next())
-                .unwrap_or("")
-                .trim();
-            let w: Vec<&str> = episode.trim_end_matches('.').split(' ').collect();
-            let (a, b, v) = (
-                format!("{} {}", w[0], w[1]),
-                format!("{} {}", w[3], w[4]),
-                format!("{} {}", w[6], w[7]),
-            );
-            json!({
-                "entities": [{"name": a, "type_id": 0}, {"name": b, "type_id": 0}, {"name": v, "type_id": 0}],
-                "facts": [
-                    {"source": a, "target": b, "relation_type": "MET", "fact": format!("{a} met {b}."),
-                     "valid_at": null, "invalid_at": null},
-                    {"source": a, "target": v, "relation_type": "VISITED", "fact": format!("{a} visited {v}."),
-                     "valid_at": null, "invalid_at": null},
-                ]
-            })
-        }
-        "entity_resolution" => json!({"resolutions": numbered(&prompt, "item ")
-            .into_iter().map(|i| json!({"id": i, "duplicate_of": -1})).collect::<Vec<_>>()}),
-        "fact_resolution" => json!({"facts": numbered(&prompt, "new fact ")
-            .into_iter().map(|i| json!({"id": i, "duplicate_of": -1, "contradicts": []})).collect::<Vec<_>>()}),
-        _ => json!({"summaries": numbered(&prompt, "entity ")
-            .into_iter().map(|i| json!({"id": i, "summary": "A member."})).collect::<Vec<_>>()}),
-    })
+    Ok(support::answer(&request.schema.name, &prompt))
 }
 
 /// The scripted model, answering after `delay` (a provider's latency).
@@ -144,17 +108,6 @@ impl LanguageModel for Delayed {
     }
 }
 
-/// xorshift64*: deterministic data without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n as u64) as usize
-    }
-}
-
 fn sentence(rng: &mut Rng, s: usize, t: usize) -> String {
     let (a, b) = (WORDS[rng.below(WORDS.len())], WORDS[rng.below(WORDS.len())]);
     match rng.below(3) {
@@ -166,10 +119,6 @@ fn sentence(rng: &mut Rng, s: usize, t: usize) -> String {
 
 fn person(i: usize) -> String {
     uuid::Uuid::from_u128(i as u128).to_string()
-}
-
-fn map(pairs: Vec<(&str, Value)>) -> Value {
-    Value::Map(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 async fn load(db: &FalkorDb, facts: usize, emb: &HashEmbedder) -> gralkor::Result<()> {
@@ -225,10 +174,6 @@ async fn load(db: &FalkorDb, facts: usize, emb: &HashEmbedder) -> gralkor::Resul
         .await?;
     }
     Ok(())
-}
-
-fn percentile(sorted: &[Duration], q: f64) -> f64 {
-    sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)].as_secs_f64() * 1e3
 }
 
 #[derive(Clone, Copy)]

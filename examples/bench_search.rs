@@ -39,6 +39,9 @@ use gralkor::graph::{self, Timestamp};
 use gralkor::llm::doubles::{HashEmbedder, WordOverlapReranker};
 use uuid::Uuid;
 
+mod support;
+use support::{Rng, map};
+
 const FIRST: &[&str] = &[
     "Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy", "Mallory",
     "Niaj", "Olivia", "Peggy", "Rupert", "Sybil", "Trent", "Victor", "Walter", "Yvonne", "Zoe",
@@ -190,23 +193,6 @@ const MONTH: &[&str] = &[
     "December",
 ];
 
-/// xorshift64*: deterministic data without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, list: &[&'a str]) -> &'a str {
-        list[self.below(list.len())]
-    }
-}
-
 struct Entity {
     uuid: String,
     name: String,
@@ -273,10 +259,6 @@ fn query_text(rng: &mut Rng) -> String {
 
 fn vector_value(v: Vec<f32>) -> Value {
     Value::Vector(v)
-}
-
-fn map(pairs: Vec<(&str, Value)>) -> Value {
-    Value::Map(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 #[derive(Clone, Copy)]
