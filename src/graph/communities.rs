@@ -83,7 +83,6 @@ use std::task::Poll;
 
 use serde::Deserialize;
 use serde_json::{Number, json};
-use sha2::{Digest, Sha256};
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -598,23 +597,15 @@ async fn embed_names(
     Ok(vectors)
 }
 
-/// The uuid of the community of `graph` with exactly `members`: the first 16 bytes of
-/// SHA-256 over `gralkor/Community/`, the graph id's length and bytes, and the sorted
-/// member uuids, marked as an RFC 9562 version 8 uuid.
+/// The uuid of the community of `graph` with exactly `members`:
+/// [`derived_uuid`](super::model::derived_uuid) over the graph id and the sorted
+/// member uuids.
 fn community_uuid(graph: &str, members: &[Uuid]) -> Uuid {
     let mut sorted = members.to_vec();
     sorted.sort_unstable();
-    let mut h = Sha256::new();
-    h.update(b"gralkor/Community/");
-    h.update((graph.len() as u64).to_be_bytes());
-    h.update(graph.as_bytes());
-    for m in &sorted {
-        h.update(m.as_bytes());
-    }
-    let digest = h.finalize();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    uuid::Builder::from_custom_bytes(bytes).into_uuid()
+    let mut parts: Vec<&[u8]> = vec![graph.as_bytes()];
+    parts.extend(sorted.iter().map(|m| m.as_bytes().as_slice()));
+    super::model::derived_uuid("Community", &parts)
 }
 
 /// Runs every future at once on the current task and returns their outputs in order

@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::{
@@ -17,9 +16,9 @@ use crate::falkordb::{FalkorDb, Params, QueryStats, Value};
 use crate::graph::model::{EntityNode, Episode, Timestamp};
 use crate::{Error, Result};
 
-/// The deterministic uuid of the `rel_type` link from `from` to `to`: the first 16
-/// bytes of SHA-256 over `gralkor/<rel_type>/`, the 16 bytes of `from` and the 16 bytes
-/// of `to`, marked as an RFC 9562 version 8 (custom) uuid. The same link always gets
+/// The deterministic uuid of the `rel_type` link from `from` to `to`:
+/// [`derived_uuid`](crate::graph::model::derived_uuid) with namespace `rel_type` over
+/// the 16 bytes of `from` and of `to`. The same link always gets
 /// the same uuid; distinct links (by kind, direction or endpoints) get distinct ones.
 ///
 /// ```
@@ -31,16 +30,7 @@ use crate::{Error, Result};
 /// assert_eq!(link_uuid("MENTIONS", a, b).get_version_num(), 8);
 /// ```
 pub fn link_uuid(rel_type: &str, from: Uuid, to: Uuid) -> Uuid {
-    let mut h = Sha256::new();
-    h.update(b"gralkor/");
-    h.update(rel_type.as_bytes());
-    h.update(b"/");
-    h.update(from.as_bytes());
-    h.update(to.as_bytes());
-    let digest = h.finalize();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    uuid::Builder::from_custom_bytes(bytes).into_uuid()
+    crate::graph::model::derived_uuid(rel_type, &[from.as_bytes(), to.as_bytes()])
 }
 
 /// Writes `(from:from_label {uuid: from})-[:rel_type {uuid, created_at}]->(:Entity)` for
