@@ -15,22 +15,25 @@
 //! versions is **retired**: naming it is an error with migration guidance, and it never
 //! falls through to shared-name resolution.
 //!
-//! A logical id reaches FalkorDB through [`physical_graph_name`] (`g_` + lowercase hex
-//! of its bytes), exactly once, at the storage boundary.
+//! A logical id reaches FalkorDB through
+//! [`physical_graph_name`](crate::falkordb::physical_graph_name) (`g_` + lowercase hex
+//! of its bytes), computed once, when the Destination makes the [`GraphId`].
 //!
 //! Destinations own no ontology and no ingestion: writers (Lenses, Reflection outputs)
 //! do. Several writers may save to one Destination.
 //!
 //! ```
-//! use gralkor::destination::Destination;
+//! use gralkor::destination::{Destination, OperatorId};
 //!
+//! let op = OperatorId::new("dashboard:42")?;
 //! let personal = Destination::personal();
-//! assert_eq!(personal.graph_id("dashboard:42")?, "personal/dashboard:42");
-//! assert_eq!(Destination::global().graph_id("dashboard:42")?, "global");
+//! assert_eq!(personal.graph_id(&op)?.as_str(), "personal/dashboard:42");
+//! assert_eq!(Destination::global().graph_id(&op)?.as_str(), "global");
 //!
 //! let app = Destination::new("global/x")?; // just a literal name
-//! assert_eq!(app.graph_id("anyone")?, "global/x");
-//! assert_eq!(app.physical_graph("anyone")?, "g_676c6f62616c2f78");
+//! let graph = app.graph_id(&op)?;
+//! assert_eq!(graph.as_str(), "global/x");
+//! assert_eq!(graph.physical(), "g_676c6f62616c2f78");
 //!
 //! let err = Destination::new("operator").unwrap_err();
 //! assert!(err.to_string().contains("retired"));
@@ -40,7 +43,7 @@
 
 use std::fmt;
 
-use crate::falkordb::physical_graph_name;
+use crate::storage::GraphId;
 use crate::{Error, Result};
 
 /// The packaged shared Destination.
@@ -49,41 +52,10 @@ pub const GLOBAL: &str = "global";
 pub const PERSONAL: &str = "personal";
 /// The retired per-operator Destination of earlier versions.
 pub const RETIRED_OPERATOR: &str = "operator";
-/// Name prefixes no application Destination may use.
-pub const RESERVED_PREFIXES: [&str; 2] = ["personal/", "operator/"];
-
-/// The most UTF-8 bytes any name may have: a Destination, Lens or Reflection name, or
-/// an operator id. Writer names end up in every stored source description (whose limit
-/// is 4,096 bytes with the marker), so a name must leave room for the caller's text.
-pub const MAX_NAME_BYTES: usize = 256;
-
-/// What every name must satisfy, wherever it is given (configuration, request,
-/// selector): no NUL characters and at most [`MAX_NAME_BYTES`] bytes. `field` names the
-/// setting or argument in the error.
-///
-/// ```
-/// use gralkor::destination::{check_name_text, MAX_NAME_BYTES};
-///
-/// assert!(check_name_text("lenses[0].name", &"n".repeat(MAX_NAME_BYTES)).is_ok());
-/// let err = check_name_text("lenses[0].name", &"n".repeat(5000)).unwrap_err();
-/// assert!(err.to_string().contains("`lenses[0].name` must be at most 256 bytes (got 5000)"));
-/// assert!(check_name_text("operator_id", "a\0b").is_err());
-/// ```
-pub fn check_name_text(field: &str, name: &str) -> Result<()> {
-    if name.contains('\0') {
-        return Err(Error::invalid(field, "must not contain NUL characters"));
-    }
-    if name.len() > MAX_NAME_BYTES {
-        return Err(Error::invalid(
-            field,
-            format!(
-                "must be at most {MAX_NAME_BYTES} bytes (got {})",
-                name.len()
-            ),
-        ));
-    }
-    Ok(())
-}
+/// Name prefixes no application Destination may use (and no operator id may begin
+/// with), the name rules shared by every name, and the operator id: they live with
+/// the storage seam, below the Destinations that use them.
+pub use crate::storage::{MAX_NAME_BYTES, OperatorId, RESERVED_PREFIXES, check_name_text};
 
 /// What to tell someone who still names the retired `operator` Destination.
 pub const OPERATOR_MIGRATION: &str = "is retired: use the `personal` Destination (logical graph \
@@ -137,22 +109,15 @@ impl Destination {
         self.name == PERSONAL || self.name == GLOBAL
     }
 
-    /// The logical graph id for `operator_id`: `personal/<operator id>` for
-    /// `personal`, the name itself otherwise. The operator id is checked with
-    /// [`validate_operator_id`] even when the graph does not depend on it.
-    pub fn graph_id(&self, operator_id: &str) -> Result<String> {
-        validate_operator_id("operator_id", operator_id)?;
+    /// The graph of this Destination for `operator`: logical id
+    /// `personal/<operator id>` for `personal`, the name itself otherwise, with its
+    /// physical name computed once.
+    pub fn graph_id(&self, operator: &OperatorId) -> Result<GraphId> {
         if self.is_personal() {
-            Ok(format!("{PERSONAL}/{operator_id}"))
+            GraphId::new(format!("{PERSONAL}/{operator}"))
         } else {
-            Ok(self.name.clone())
+            GraphId::new(self.name.clone())
         }
-    }
-
-    /// The physical FalkorDB graph name for `operator_id` (see
-    /// [`physical_graph_name`]).
-    pub fn physical_graph(&self, operator_id: &str) -> Result<String> {
-        physical_graph_name(&self.graph_id(operator_id)?)
     }
 }
 
@@ -194,85 +159,54 @@ pub fn check_name(field: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks an operator id: non-blank, no NUL, at most [`MAX_NAME_BYTES`] bytes, and not
-/// itself a resolved private graph name (`personal/…`, `operator/…`), so a caller
-/// cannot reach another graph by passing one. Otherwise the id is used byte for byte
-/// (case, punctuation and colons kept).
-///
-/// ```
-/// use gralkor::destination::validate_operator_id;
-///
-/// assert!(validate_operator_id("operator_id", "dashboard:0f3a").is_ok());
-/// assert!(validate_operator_id("operator_id", " ").is_err());
-/// assert!(validate_operator_id("operator_id", "personal/alice").is_err());
-/// ```
-pub fn validate_operator_id(field: &str, operator_id: &str) -> Result<()> {
-    if operator_id.trim().is_empty() {
-        return Err(Error::invalid(field, "must not be blank"));
-    }
-    check_name_text(field, operator_id)?;
-    if let Some(prefix) = RESERVED_PREFIXES
-        .iter()
-        .find(|p| operator_id.starts_with(**p))
-    {
-        return Err(Error::invalid(
-            field,
-            format!(
-                "must be an operator id, not a resolved private graph name (begins with `{prefix}`)"
-            ),
-        ));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn op(id: &str) -> OperatorId {
+        OperatorId::new(id).unwrap()
+    }
+
+    fn logical(d: &Destination, operator: &str) -> String {
+        d.graph_id(&op(operator)).unwrap().as_str().to_string()
+    }
+
+    fn physical(d: &Destination, operator: &str) -> String {
+        d.graph_id(&op(operator)).unwrap().physical().to_string()
+    }
+
     #[test]
     fn personal_keeps_the_operator_id_byte_for_byte() {
         let p = Destination::personal();
-        assert_eq!(p.graph_id("Dash:ABC/é").unwrap(), "personal/Dash:ABC/é");
-        assert_eq!(p.graph_id("a").unwrap(), "personal/a");
-        assert_ne!(p.graph_id("a").unwrap(), p.graph_id("b").unwrap());
+        assert_eq!(logical(&p, "Dash:ABC/é"), "personal/Dash:ABC/é");
+        assert_eq!(logical(&p, "a"), "personal/a");
+        assert_ne!(logical(&p, "a"), logical(&p, "b"));
     }
 
     #[test]
     fn shared_destinations_are_the_same_graph_for_every_operator() {
         let g = Destination::global();
-        assert_eq!(g.graph_id("a").unwrap(), g.graph_id("b").unwrap());
+        assert_eq!(logical(&g, "a"), logical(&g, "b"));
         let app = Destination::new("product-knowledge").unwrap();
-        assert_eq!(app.graph_id("a").unwrap(), "product-knowledge");
-        assert_eq!(app.graph_id("b").unwrap(), "product-knowledge");
+        assert_eq!(logical(&app, "a"), "product-knowledge");
+        assert_eq!(logical(&app, "b"), "product-knowledge");
     }
 
     #[test]
     fn application_names_are_literal() {
         let d = Destination::new("global/x").unwrap();
-        assert_eq!(d.graph_id("op").unwrap(), "global/x");
+        assert_eq!(logical(&d, "op"), "global/x");
         assert!(!d.is_packaged());
-        assert_ne!(
-            d.physical_graph("op").unwrap(),
-            Destination::global().physical_graph("op").unwrap()
-        );
+        assert_ne!(physical(&d, "op"), physical(&Destination::global(), "op"));
     }
 
     #[test]
     fn physical_names_encode_the_logical_id_once() {
         let p = Destination::personal();
-        assert_eq!(
-            p.physical_graph("a").unwrap(),
-            format!("g_{}", hex::encode("personal/a"))
-        );
+        assert_eq!(physical(&p, "a"), format!("g_{}", hex::encode("personal/a")));
         // a-b and a_b stay distinct.
-        let a = Destination::new("a-b")
-            .unwrap()
-            .physical_graph("o")
-            .unwrap();
-        let b = Destination::new("a_b")
-            .unwrap()
-            .physical_graph("o")
-            .unwrap();
+        let a = physical(&Destination::new("a-b").unwrap(), "o");
+        let b = physical(&Destination::new("a_b").unwrap(), "o");
         assert_ne!(a, b);
     }
 
@@ -292,13 +226,11 @@ mod tests {
 
     #[test]
     fn operator_ids_are_validated() {
-        let p = Destination::personal();
-        assert!(p.graph_id("").is_err());
-        assert!(p.graph_id("personal/bob").is_err());
-        assert!(p.graph_id("operator/bob").is_err());
-        assert!(Destination::global().graph_id(" ").is_err());
-        assert!(p.graph_id("a\0b").is_err());
-        assert!(p.graph_id(&"o".repeat(MAX_NAME_BYTES + 1)).is_err());
-        assert!(p.graph_id(&"o".repeat(MAX_NAME_BYTES)).is_ok());
+        for bad in ["", " ", "personal/bob", "operator/bob", "a\0b"] {
+            let err = OperatorId::new(bad).unwrap_err().to_string();
+            assert!(err.contains("`operator_id`"), "{bad:?}: {err}");
+        }
+        assert!(OperatorId::new("o".repeat(MAX_NAME_BYTES + 1)).is_err());
+        assert!(OperatorId::new("o".repeat(MAX_NAME_BYTES)).is_ok());
     }
 }

@@ -55,6 +55,17 @@ pub enum Error {
         source: Option<redis::RedisError>,
     },
 
+    /// The handle was shut down ([`FalkorDb::shutdown`](crate::FalkorDb::shutdown)
+    /// on it or on any clone), or the embedded server behind it was
+    /// ([`EmbeddedServer::shutdown`](crate::falkordb::EmbeddedServer::shutdown)).
+    /// Every later call fails at once with this error, without touching the network;
+    /// retrying cannot help: connect a new handle.
+    #[error("{what} was shut down")]
+    Closed {
+        /// What was shut down, e.g. `this FalkorDB handle`.
+        what: String,
+    },
+
     /// An operation did not finish in time.
     #[error("{operation} timed out after {after:?}")]
     Timeout {

@@ -100,8 +100,9 @@ pub mod ontology;
 pub mod provenance;
 pub mod reflection;
 pub mod runtime;
+pub mod storage;
 
-pub use client::{Client, InMemoryClient, NativeClient};
+pub use client::{Client, InMemoryClient, MemoryClient, NativeClient};
 pub use config::Config;
 pub use error::{Error, Result};
 pub use falkordb::{FalkorConfig, FalkorDb};

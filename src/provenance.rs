@@ -48,8 +48,10 @@ pub const DIRECT_MARKER: &str = "[gralkor: direct]";
 /// The prefix of a Reflection episode's whole source description.
 pub const REFLECTION_PREFIX: &str = "reflection:";
 
-/// Who saved an episode.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Who saved an episode. Serialised as `{"lens": "<name>"}`, `{"reflection":
+/// "<name>"}` or `"direct"`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Writer {
     /// An appending Lens, by name.
     Lens(String),
@@ -65,6 +67,62 @@ impl fmt::Display for Writer {
             Writer::Lens(n) => write!(f, "Lens `{n}`"),
             Writer::Reflection(n) => write!(f, "Reflection `{n}`"),
             Writer::Direct => f.write_str("direct"),
+        }
+    }
+}
+
+impl Writer {
+    /// The stored description of an episode this writer saves with the caller's
+    /// `description` ([`lens_description`], [`reflection_description`] — which keeps
+    /// no caller text — or [`direct_description`]).
+    ///
+    /// ```
+    /// use gralkor::provenance::Writer;
+    ///
+    /// assert_eq!(Writer::Lens("hr".into()).describe("notes"), "notes [lens: hr]");
+    /// assert_eq!(Writer::Direct.describe(""), "[gralkor: direct]");
+    /// ```
+    pub fn describe(&self, description: &str) -> String {
+        match self {
+            Writer::Lens(name) => lens_description(description, name),
+            Writer::Reflection(name) => reflection_description(name),
+            Writer::Direct => direct_description(description),
+        }
+    }
+
+    /// The key stored as an episode's `writer` property, which searches filter on
+    /// inside the statement: `lens:<name>`, `reflection:<name>` or `direct`.
+    ///
+    /// ```
+    /// use gralkor::provenance::Writer;
+    ///
+    /// let w = Writer::Lens("personal-chat".into());
+    /// assert_eq!(w.key(), "lens:personal-chat");
+    /// assert_eq!(Writer::from_key(&w.key()), Some(w));
+    /// assert_eq!(Writer::from_key("direct"), Some(Writer::Direct));
+    /// assert_eq!(Writer::from_key("lens:"), None);
+    /// ```
+    pub fn key(&self) -> String {
+        match self {
+            Writer::Lens(name) => format!("lens:{name}"),
+            Writer::Reflection(name) => format!("reflection:{name}"),
+            Writer::Direct => "direct".to_string(),
+        }
+    }
+
+    /// The writer a stored key names ([`Writer::key`]).
+    pub fn from_key(key: &str) -> Option<Writer> {
+        if key == "direct" {
+            return Some(Writer::Direct);
+        }
+        let (kind, name) = key.split_once(':')?;
+        if name.is_empty() {
+            return None;
+        }
+        match kind {
+            "lens" => Some(Writer::Lens(name.to_string())),
+            "reflection" => Some(Writer::Reflection(name.to_string())),
+            _ => None,
         }
     }
 }
@@ -136,7 +194,7 @@ pub fn parse(stored: &str) -> Provenance {
 }
 
 /// Checks a Lens or Reflection name: non-blank, no NUL, at most
-/// [`MAX_NAME_BYTES`](crate::destination::MAX_NAME_BYTES) bytes (so its marker always
+/// [`MAX_NAME_BYTES`](crate::storage::MAX_NAME_BYTES) bytes (so its marker always
 /// leaves room in a stored description), no surrounding whitespace, and free of the
 /// writer delimiters ([`LENS_DELIMITER`], [`DIRECT_MARKER`]) and of brackets, so
 /// attribution stays unambiguous. `field` names the setting in the error.
@@ -144,7 +202,7 @@ pub fn check_writer_name(field: &str, name: &str) -> Result<()> {
     if name.trim().is_empty() {
         return Err(Error::invalid(field, "must not be blank"));
     }
-    crate::destination::check_name_text(field, name)?;
+    crate::storage::check_name_text(field, name)?;
     if name.trim() != name {
         return Err(Error::invalid(
             field,

@@ -35,7 +35,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::falkordb::is_identifier;
+use crate::ontology::is_identifier;
 use crate::ontology::Ontology;
 use crate::{Error, Result};
 

@@ -40,7 +40,7 @@
 //!         fact: text.into(),
 //!         created_at: None, valid_at: None, invalid_at: None, expired_at: None,
 //!         sources: vec![FactSource::from_stored(uuid::Uuid::new_v4(),
-//!             Some(SourceKind::Document), description)],
+//!             Some(SourceKind::Text), description)],
 //!     }),
 //! };
 //! let results = [
@@ -72,9 +72,9 @@ pub fn heading(source: &FactSource) -> String {
         Some(Writer::Lens(name)) => format!("Lens: {name}"),
         Some(Writer::Reflection(name)) => format!("Reflection: {name}"),
         Some(Writer::Direct) => match source.source_kind {
-            Some(SourceKind::Conversation) => "Source: direct conversation".into(),
-            Some(SourceKind::Document) => "Source: direct document".into(),
-            Some(SourceKind::StructuredRecord) => "Source: direct structured record".into(),
+            Some(SourceKind::Message) => "Source: direct conversation".into(),
+            Some(SourceKind::Text) => "Source: direct document".into(),
+            Some(SourceKind::Json) => "Source: direct structured record".into(),
             None => "Source: direct".into(),
         },
         None => "Source: unknown".into(),
@@ -238,7 +238,7 @@ pub fn format_timestamp(at: Timestamp) -> String {
 ///     fact: "Ada prefers tea.".into(),
 ///     created_at: Some("2024-05-01T12:00:00.123Z".parse::<Timestamp>().unwrap()),
 ///     valid_at: None, invalid_at: None, expired_at: None,
-///     sources: vec![FactSource::from_stored(episode, Some(SourceKind::Conversation), "chat [lens: personal-chat]")],
+///     sources: vec![FactSource::from_stored(episode, Some(SourceKind::Message), "chat [lens: personal-chat]")],
 /// };
 /// assert_eq!(
 ///     format_fact(&fact),

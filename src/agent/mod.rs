@@ -9,39 +9,86 @@
 
 pub mod format;
 
+use serde::{Deserialize, Serialize};
+
 use crate::Result;
-use crate::client::{Client, Search};
+use crate::client::{Client, OperatorId, Search};
 
 /// The text `memory_search` returns for a blank query: no search ran.
 pub const BLANK_QUERY_NON_RESULT: &str = "No query was provided, so no memory search was run. \
      This is a non-result: it says nothing about what is or is not remembered.";
 
-/// One `memory_search` tool call.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One `memory_search` tool call, built like the other requests: a constructor with
+/// what is required, builder methods for the rest. Serialisable, so a tool call's
+/// JSON arguments (with the operator added from the tool context) read straight into
+/// it; omitted selectors and budget take their defaults.
+///
+/// ```
+/// use gralkor::agent::MemorySearch;
+/// use gralkor::client::OperatorId;
+///
+/// let call = MemorySearch::new(OperatorId::new("op")?, "where does Ada work?")
+///     .destinations(["personal"])
+///     .lenses(["personal-chat"])
+///     .max_bytes(2_000);
+/// let json = serde_json::to_string(&call).unwrap();
+/// assert_eq!(serde_json::from_str::<MemorySearch>(&json).unwrap(), call);
+/// let minimal: MemorySearch =
+///     serde_json::from_str(r#"{"operator_id": "op", "query": "Ada"}"#).unwrap();
+/// assert_eq!(minimal.max_bytes, gralkor::agent::format::DEFAULT_MAX_BYTES);
+/// # Ok::<(), gralkor::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct MemorySearch {
     /// The operator (from the tool context, never from the model).
-    pub operator_id: String,
+    pub operator_id: OperatorId,
     /// The model's query.
     pub query: String,
     /// Optional Destination selector.
+    #[serde(default)]
     pub destinations: Vec<String>,
     /// Optional Lens selector.
+    #[serde(default)]
     pub lenses: Vec<String>,
     /// Budget of the serialised tool envelope (default
     /// [`format::DEFAULT_MAX_BYTES`]); every answer fits it (see [`memory_search`]).
+    #[serde(default = "default_max_bytes")]
     pub max_bytes: usize,
+}
+
+fn default_max_bytes() -> usize {
+    format::DEFAULT_MAX_BYTES
 }
 
 impl MemorySearch {
     /// A call over every accessible Destination with the default budget.
-    pub fn new(operator_id: impl Into<String>, query: impl Into<String>) -> MemorySearch {
+    pub fn new(operator: impl Into<OperatorId>, query: impl Into<String>) -> MemorySearch {
         MemorySearch {
-            operator_id: operator_id.into(),
+            operator_id: operator.into(),
             query: query.into(),
             destinations: Vec::new(),
             lenses: Vec::new(),
             max_bytes: format::DEFAULT_MAX_BYTES,
         }
+    }
+
+    /// Only these Destinations.
+    pub fn destinations<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.destinations = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Only episodes' facts written by these Lenses.
+    pub fn lenses<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.lenses = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The budget of the serialised tool envelope.
+    pub fn max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
     }
 }
 

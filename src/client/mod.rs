@@ -1,73 +1,103 @@
-//! The memory API: the [`Client`] trait, its request and result values, and the
-//! validation every implementation shares.
+//! The memory API: the [`Client`] trait, its requests, and the client logic written
+//! once over any [`Storage`](crate::storage::Storage).
 //!
-//! * Requests: [`Ingest`] (through an appending Lens), [`Replace`] (a replace-graph
-//!   Lens's whole graph), [`Search`] (Destinations × Lenses, with a [`ResultType`]),
-//!   [`MemoryAdd`] (fire-and-forget), [`EpisodeRef`], [`BuildCommunities`].
-//! * Results: [`SearchResult`] names its Destination and carries a [`Hit`]: an
-//!   [`EpisodeRecord`] or [`FactRecord`] with its writer ([`Writer`](crate::provenance::Writer)),
-//!   a [`NodeRecord`] or an [`Artefact`].
+//! * Requests: [`Ingest`] (through an appending Lens; it lives with the Lenses),
+//!   [`Replace`] (a replace-graph Lens's whole graph), [`Search`] (Destinations ×
+//!   Lenses, with a [`ResultType`]), [`MemoryAdd`] (fire-and-forget), [`EpisodeRef`],
+//!   [`BuildCommunities`]. Every request and result is `Serialize + Deserialize`.
+//! * Results: [`SearchResult`] names its Destination and carries a relevance score
+//!   and a [`Hit`]: an [`EpisodeRecord`] or [`FactRecord`] with its writer
+//!   ([`Writer`](crate::provenance::Writer)), a [`NodeRecord`] or an [`Artefact`].
 //! * Validation: [`validate_ingest`], [`validate_replace`], [`validate_search`],
-//!   [`validate_memory_add`], [`validate_episode_ref`], [`validate_build_communities`],
-//!   [`validate_content`] and [`validate_source_description`] (the engine's content and
-//!   description limits, so no implementation accepts what the engine refuses) — each checks a request against one runtime
-//!   [`Snapshot`](crate::runtime::Snapshot) before anything is stored, and names the
-//!   field and rule in an [`Error::InvalidInput`](crate::Error::InvalidInput).
-//! * Implementations: [`StorageClient`] writes the client logic once over a
-//!   [`Storage`]; [`InMemoryClient`] is the deterministic twin for tests (no
-//!   extraction, no network). The native client over FalkorDB and the graph engine
-//!   provides a [`Storage`] for the same logic.
+//!   [`validate_memory_add`], [`validate_episode_ref`], [`validate_build_communities`]
+//!   check a request against one runtime [`Snapshot`](crate::runtime::Snapshot)
+//!   before anything is stored, once, and name the field and rule in an
+//!   [`Error::InvalidInput`](crate::Error::InvalidInput). Values that carry their own
+//!   rule are checked when they are made ([`OperatorId`], [`GraphId`]).
+//! * One implementation: [`MemoryClient`] is the client logic over a storage;
+//!   [`NativeClient`] is it over the [native storage](crate::storage::NativeStorage)
+//!   (FalkorDB and the engine), [`InMemoryClient`] over the
+//!   [in-memory storage](crate::storage::InMemoryStorage), plus the twin's recording
+//!   and canned responses, which hook in after validation.
 //!
-//! Every implementation is checked by one contract suite (`tests/client_contract/`).
+//! Both clients are checked by one contract suite (`tests/client/contract/`).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-//! use gralkor::client::{Client, Content, Hit, InMemoryClient, Ingest, Search};
+//! use gralkor::client::{Client, Content, Hit, InMemoryClient, Ingest, OperatorId, Search};
 //! use gralkor::provenance::Writer;
 //!
 //! let client = InMemoryClient::new();
-//! client.ingest(&Ingest::new("turn-1", "operator-42", "personal-chat",
+//! let op = OperatorId::new("operator-42")?;
+//! client.ingest(&Ingest::new("turn-1", &op, "personal-chat",
 //!     Content::conversation("Ada: We release on Fridays."))
 //!     .source_description("chat")).await?;
 //!
-//! let results = client.search(&Search::new("operator-42", "When do we release?")).await?;
+//! let results = client.search(&Search::new(&op, "When do we release?")).await?;
 //! let Hit::Episode(episode) = &results[0].hit else { unreachable!() };
 //! assert_eq!(results[0].destination, "personal");
+//! assert!(results[0].score > 0.0);
 //! assert_eq!(episode.writer, Some(Writer::Lens("personal-chat".into())));
 //! assert_eq!(episode.source_description, "chat");
 //! # Ok(()) }
 //! ```
 
-mod core;
 mod in_memory;
+mod memory;
 mod native;
 mod request;
-mod response;
-mod storage;
 pub(crate) mod validate;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 
-pub use core::StorageClient;
-pub use in_memory::{Call, Canned, InMemoryClient, InMemoryStorage};
-pub use native::{NativeClient, NativeStorage};
+pub use in_memory::{Call, Canned, InMemoryClient};
+pub use memory::MemoryClient;
+pub use native::NativeClient;
 pub use request::{
-    BuildCommunities, Content, DEFAULT_MAX_RESULTS, DEFAULT_MEMORY_ADD_DESCRIPTION, EpisodeRef,
-    Ingest, MAX_RESULTS_LIMIT, MemoryAdd, Replace, ResultType, Route, Search, SourceKind,
+    BuildCommunities, DEFAULT_MEMORY_ADD_DESCRIPTION, EpisodeRef, MemoryAdd, Replace, Route,
+    Search,
 };
-pub use response::{
-    Artefact, CommunityCounts, EpisodeRecord, FactRecord, FactSource, Hit, IngestedRepresentation,
-    NodeRecord, SearchResult,
-};
-pub use storage::{GraphQuery, NewEpisode, Storage};
 pub use validate::{
-    MemoryAddPlan, SearchPlan, Target, validate_build_communities, validate_content,
-    validate_episode_ref, validate_ingest, validate_memory_add, validate_replace, validate_search,
-    validate_source_description,
+    MemoryAddPlan, SearchPlan, Target, validate_build_communities, validate_episode_ref,
+    validate_ingest, validate_memory_add, validate_replace, validate_search,
+};
+
+/// The values the requests and results are made of, re-exported from the layers that
+/// own them so a user of the memory API needs only this module.
+pub use crate::lens::{Ingest, IngestedRepresentation};
+pub use crate::storage::{
+    Artefact, CommunityCounts, Content, DEFAULT_MAX_RESULTS, EpisodeRecord, FactRecord,
+    FactSource, GraphId, Hit, MAX_RESULTS_LIMIT, NodeRecord, OperatorId, ResultType,
+    SourceKind,
 };
 
 use crate::Result;
 use crate::runtime::Runtime;
+
+/// One search result: the Destination it came from, its relevance (higher is more
+/// relevant; comparable within one Destination of one search) and the hit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SearchResult {
+    /// The Destination's name.
+    pub destination: String,
+    /// The relevance score.
+    pub score: f64,
+    /// What was found.
+    pub hit: Hit,
+}
+
+impl SearchResult {
+    /// A result.
+    pub fn new(destination: impl Into<String>, score: f64, hit: Hit) -> SearchResult {
+        SearchResult {
+            destination: destination.into(),
+            score,
+            hit,
+        }
+    }
+}
 
 /// Long-term memory for one agent: the operations an agent (or its tools) calls.
 ///
@@ -91,13 +121,13 @@ pub trait Client: Send + Sync {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::{Client, Content, InMemoryClient, Ingest};
+    /// use gralkor::client::{Client, Content, InMemoryClient, Ingest, OperatorId};
     ///
     /// let client = InMemoryClient::new();
-    /// let written = client.ingest(&Ingest::new("doc-1", "op", "personal-chat",
+    /// let written = client.ingest(&Ingest::new("doc-1", OperatorId::new("op")?, "personal-chat",
     ///     Content::document("Payments retry three times."))).await?;
     /// assert_eq!(written.len(), 1);
-    /// let err = client.ingest(&Ingest::new(" ", "op", "personal-chat",
+    /// let err = client.ingest(&Ingest::new(" ", OperatorId::new("op")?, "personal-chat",
     ///     Content::document("x"))).await.unwrap_err();
     /// assert!(err.to_string().contains("`id` must not be blank"));
     /// # Ok(()) }
@@ -110,7 +140,7 @@ pub trait Client: Send + Sync {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::{Client, InMemoryClient, Replace};
+    /// use gralkor::client::{Client, InMemoryClient, Replace, OperatorId};
     /// use gralkor::lens::{Graph, Lens};
     /// use gralkor::runtime::RuntimeConfig;
     /// use serde_json::json;
@@ -118,7 +148,7 @@ pub trait Client: Send + Sync {
     /// let client = InMemoryClient::with_config(
     ///     RuntimeConfig::new().lens(Lens::replace_graph("systems", "global")))?;
     /// let graph = Graph::new().node("payments", ["System"], json!({"name": "Payments"}));
-    /// client.replace(&Replace::new("op", "systems", graph)).await?;
+    /// client.replace(&Replace::new(OperatorId::new("op")?, "systems", graph)).await?;
     /// # Ok(()) }
     /// ```
     async fn replace(&self, request: &Replace) -> Result<()>;
@@ -129,10 +159,10 @@ pub trait Client: Send + Sync {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::{Client, InMemoryClient, Search};
+    /// use gralkor::client::{Client, InMemoryClient, Search, OperatorId};
     ///
     /// let client = InMemoryClient::new();
-    /// assert!(client.search(&Search::new("op", "anything")).await?.is_empty());
+    /// assert!(client.search(&Search::new(OperatorId::new("op")?, "anything")).await?.is_empty());
     /// # Ok(()) }
     /// ```
     async fn search(&self, request: &Search) -> Result<Vec<SearchResult>>;
@@ -143,10 +173,10 @@ pub trait Client: Send + Sync {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::{Client, Content, InMemoryClient, MemoryAdd};
+    /// use gralkor::client::{Client, Content, InMemoryClient, MemoryAdd, OperatorId};
     ///
     /// let client = InMemoryClient::new();
-    /// client.memory_add(&MemoryAdd::new("op", Content::document("Ada likes tea."))).await?;
+    /// client.memory_add(&MemoryAdd::new(OperatorId::new("op")?, Content::document("Ada likes tea."))).await?;
     /// client.await_background_writes().await;
     /// # Ok(()) }
     /// ```
@@ -160,10 +190,10 @@ pub trait Client: Send + Sync {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::{Client, EpisodeRef, InMemoryClient};
+    /// use gralkor::client::{Client, EpisodeRef, InMemoryClient, OperatorId};
     ///
     /// let client = InMemoryClient::new();
-    /// let missing = EpisodeRef::new("op", "personal", uuid::Uuid::new_v4());
+    /// let missing = EpisodeRef::new(OperatorId::new("op")?, "personal", uuid::Uuid::new_v4());
     /// assert_eq!(client.get_episode(&missing).await?, None);
     /// # Ok(()) }
     /// ```
@@ -173,10 +203,10 @@ pub trait Client: Send + Sync {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::{Client, EpisodeRef, InMemoryClient};
+    /// use gralkor::client::{Client, EpisodeRef, InMemoryClient, OperatorId};
     ///
     /// let client = InMemoryClient::new();
-    /// assert!(!client.remove_episode(&EpisodeRef::new("op", "global", uuid::Uuid::new_v4())).await?);
+    /// assert!(!client.remove_episode(&EpisodeRef::new(OperatorId::new("op")?, "global", uuid::Uuid::new_v4())).await?);
     /// # Ok(()) }
     /// ```
     async fn remove_episode(&self, request: &EpisodeRef) -> Result<bool>;
@@ -197,10 +227,30 @@ pub trait Client: Send + Sync {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::{BuildCommunities, Client, InMemoryClient};
-    /// let counts = InMemoryClient::new().build_communities(&BuildCommunities::new("op")).await?;
+    /// use gralkor::client::{BuildCommunities, Client, InMemoryClient, OperatorId};
+    /// let counts = InMemoryClient::new().build_communities(&BuildCommunities::new(OperatorId::new("op")?)).await?;
     /// assert_eq!(counts.communities, 0);
     /// # Ok(()) }
     /// ```
     async fn build_communities(&self, request: &BuildCommunities) -> Result<CommunityCounts>;
+
+    /// Waits for background writes ([`Client::memory_add`]) to finish, then releases
+    /// the storage (stops an embedded FalkorDB this client started; a remote server is
+    /// left running). Afterwards every call on this client or any clone fails at once
+    /// with the non-retryable [`Error::Closed`](crate::Error::Closed); a second
+    /// shutdown does nothing. Episodes whose extraction failed stay pending in the
+    /// graph.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use gralkor::client::{Client, InMemoryClient, OperatorId, Search};
+    ///
+    /// let client: Arc<dyn Client> = Arc::new(InMemoryClient::new());
+    /// client.shutdown().await?;
+    /// let err = client.search(&Search::new(OperatorId::new("op")?, "tea")).await.unwrap_err();
+    /// assert!(matches!(err, gralkor::Error::Closed { .. }) && !err.is_retryable());
+    /// # Ok(()) }
+    /// ```
+    async fn shutdown(&self) -> Result<()>;
 }

@@ -82,6 +82,7 @@
 //! ```
 
 pub mod communities;
+mod content;
 pub mod dedup;
 pub mod extract;
 pub mod ingest;
@@ -94,6 +95,7 @@ pub mod temporal;
 pub use communities::{
     COMMUNITY_SCHEMA_NAME, CommunityOptions, CommunityReport, build_communities, community_schema,
 };
+pub use content::check_content;
 pub use extract::{
     DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
     ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,

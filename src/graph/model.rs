@@ -96,6 +96,34 @@ impl Timestamp {
     }
 }
 
+/// Serialised as RFC 3339 text in UTC with microseconds (`2026-03-01T09:30:00.000000Z`);
+/// any RFC 3339 offset is accepted when read.
+///
+/// ```
+/// use gralkor::graph::Timestamp;
+///
+/// let t: Timestamp = "2026-03-01T10:30:00+01:00".parse()?;
+/// let text = serde_json::to_string(&t).unwrap();
+/// assert_eq!(text, "\"2026-03-01T09:30:00.000000Z\"");
+/// assert_eq!(serde_json::from_str::<Timestamp>(&text).unwrap(), t);
+/// assert!(serde_json::from_str::<Timestamp>("\"yesterday\"").is_err());
+/// # Ok::<(), gralkor::Error>(())
+/// ```
+impl serde::Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Timestamp, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let secs = self.0.div_euclid(MICROS_PER_SEC);
@@ -223,8 +251,10 @@ fn parse(b: &[u8]) -> Option<Timestamp> {
     Some(Timestamp(secs * MICROS_PER_SEC + micros))
 }
 
-/// What kind of text an episode holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What kind of text an episode holds. Serialised as its stored name (`message`,
+/// `text`, `json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SourceKind {
     /// A conversation turn, `speaker: text`.
     Message,

@@ -26,16 +26,13 @@
 //! to the `personal` Destination with the generic ontology and the built-in process.
 //!
 //! ```
-//! use std::sync::Arc;
-//! use gralkor::client::Ingest;
-//! use gralkor::lens::{Ingestion, Lens, LensStore};
+//! use gralkor::lens::{Ingest, Ingestion, Lens, LensStore};
 //! use gralkor::ontology::{EntityMode, EntityType, Ontology, RelationshipMode};
 //!
 //! /// Writes each non-empty paragraph of a document as its own episode.
 //! #[derive(Debug)]
 //! struct Paragraphs;
 //!
-//! #[async_trait::async_trait]
 //! impl Ingestion for Paragraphs {
 //!     async fn ingest(&self, request: &Ingest, store: &LensStore) -> gralkor::Result<()> {
 //!         let text = request.content.text().unwrap_or_default();
@@ -60,22 +57,25 @@
 //! # Ok::<(), gralkor::Error>(())
 //! ```
 
-mod graph;
+mod ingest;
 mod store;
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
-use async_trait::async_trait;
+pub use ingest::{Ingest, IngestedRepresentation};
+pub use store::LensStore;
 
-pub use graph::{
+/// The replace-graph payload lives with the storage; re-exported here, where
+/// replace-graph Lenses are described.
+pub use crate::storage::{
     Graph, GraphNode, GraphRelationship, MAX_REPLACEMENT_BYTES, OWNER_PROPERTY,
     RESERVED_PROPERTY_PREFIX,
 };
-pub use store::LensStore;
 
 use crate::Result;
-use crate::client::Ingest;
 use crate::destination::PERSONAL;
 use crate::ontology::Ontology;
 
@@ -99,11 +99,58 @@ pub const RETIRED_LENS_NAMES: [(&str, &str); 2] = [
 /// It receives the validated request and a store bound to the operator and the Lens,
 /// and decides how many episodes to write (zero, one or many) through
 /// [`LensStore::add`]. An error is returned to the caller as is; gralkor makes no
-/// fallback write.
-#[async_trait]
+/// fallback write. Implement it with a plain `async fn` (the future must be `Send`,
+/// which it is unless it holds something like an `Rc` across an `.await`):
+///
+/// ```
+/// use gralkor::lens::{Ingest, Ingestion, Lens, LensStore};
+/// use gralkor::storage::Content;
+///
+/// /// Writes the text twice: once as given, once upper-cased.
+/// #[derive(Debug)]
+/// struct Loud;
+///
+/// impl Ingestion for Loud {
+///     async fn ingest(&self, request: &Ingest, store: &LensStore) -> gralkor::Result<()> {
+///         let text = request.content.text().unwrap_or_default();
+///         store.add(Content::document(text), &request.source_description).await?;
+///         store.add(Content::document(text.to_uppercase()), "shouted").await?;
+///         Ok(())
+///     }
+/// }
+///
+/// let lens: Lens = Lens::appending("loud", "global").ingestion(Loud).into();
+/// assert!(lens.ingestion().is_some());
+/// ```
 pub trait Ingestion: Send + Sync + fmt::Debug {
     /// Ingests one request.
-    async fn ingest(&self, request: &Ingest, store: &LensStore) -> Result<()>;
+    fn ingest(
+        &self,
+        request: &Ingest,
+        store: &LensStore,
+    ) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// The object-safe form of [`Ingestion`], implemented for every `Ingestion`: what a
+/// [`Lens`] holds, so one process can be shared by several Lenses
+/// ([`AppendingLens::shared_ingestion`]). Implement [`Ingestion`], not this.
+pub trait DynIngestion: Send + Sync + fmt::Debug {
+    /// [`Ingestion::ingest`], boxed.
+    fn ingest_boxed<'a>(
+        &'a self,
+        request: &'a Ingest,
+        store: &'a LensStore,
+    ) -> Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>>;
+}
+
+impl<T: Ingestion> DynIngestion for T {
+    fn ingest_boxed<'a>(
+        &'a self,
+        request: &'a Ingest,
+        store: &'a LensStore,
+    ) -> Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>> {
+        Box::pin(self.ingest(request, store))
+    }
 }
 
 /// The built-in ingestion process: writes the request's content and source
@@ -111,7 +158,6 @@ pub trait Ingestion: Send + Sync + fmt::Debug {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StoreIngestion;
 
-#[async_trait]
 impl Ingestion for StoreIngestion {
     async fn ingest(&self, request: &Ingest, store: &LensStore) -> Result<()> {
         store
@@ -129,7 +175,7 @@ pub enum LensWrite {
         /// The extraction ontology of every episode this Lens writes.
         ontology: Ontology,
         /// The ingestion process.
-        ingestion: Arc<dyn Ingestion>,
+        ingestion: Arc<dyn DynIngestion>,
     },
     /// Whole-graph replacement of the Lens's own nodes and relationships.
     ReplaceGraph,
@@ -151,7 +197,7 @@ pub struct AppendingLens {
     name: String,
     destination: String,
     ontology: Ontology,
-    ingestion: Arc<dyn Ingestion>,
+    ingestion: Arc<dyn DynIngestion>,
 }
 
 impl AppendingLens {
@@ -168,7 +214,7 @@ impl AppendingLens {
     }
 
     /// Uses a shared ingestion process.
-    pub fn shared_ingestion(mut self, ingestion: Arc<dyn Ingestion>) -> Self {
+    pub fn shared_ingestion(mut self, ingestion: Arc<dyn DynIngestion>) -> Self {
         self.ingestion = ingestion;
         self
     }
@@ -243,7 +289,7 @@ impl Lens {
     }
 
     /// The ingestion process of an appending Lens.
-    pub fn ingestion(&self) -> Option<&Arc<dyn Ingestion>> {
+    pub fn ingestion(&self) -> Option<&Arc<dyn DynIngestion>> {
         match &self.write {
             LensWrite::Append { ingestion, .. } => Some(ingestion),
             LensWrite::ReplaceGraph => None,

@@ -4,26 +4,25 @@ use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
 
-use super::Lens;
+use super::{IngestedRepresentation, Lens};
 use crate::Result;
-use crate::client::validate::{validate_max_results, validate_query};
-use crate::client::{
-    Content, EpisodeRecord, GraphQuery, Hit, IngestedRepresentation, NewEpisode, ResultType,
-    Storage, validate_content, validate_source_description,
-};
 use crate::graph::Timestamp;
-use crate::provenance::{self, Writer};
+use crate::provenance::Writer;
+use crate::storage::{
+    Content, EpisodeRecord, GraphId, GraphQuery, Hit, NewEpisode, OperatorId, ResultType, Storage,
+    validate_content, validate_max_results, validate_query, validate_source_description,
+};
 
 /// A store bound to one operator, one appending Lens and one ingestion request. Every
 /// [`add`](LensStore::add) writes to the Lens's Destination graph, with the Lens's
 /// ontology and the Lens's provenance marker; [`search`](LensStore::search) reads that
 /// graph.
 pub struct LensStore {
-    operator_id: String,
+    operator_id: OperatorId,
     ingest_id: String,
     lens: Lens,
     destination: String,
-    graph: String,
+    graph: GraphId,
     reference_time: Option<Timestamp>,
     storage: Arc<dyn Storage>,
     written: Mutex<Vec<IngestedRepresentation>>,
@@ -45,22 +44,22 @@ impl LensStore {
     }
 
     /// A store for one ingestion. `lens` must be an appending Lens whose Destination
-    /// resolves, for this operator, to the logical `graph`; client implementations
-    /// build it after [`validate_ingest`](crate::client::validate_ingest).
+    /// resolves, for `operator_id`, to `graph`; the client builds it after
+    /// validating the request.
     pub fn new(
         storage: Arc<dyn Storage>,
         lens: Lens,
-        operator_id: impl Into<String>,
+        operator_id: OperatorId,
         ingest_id: impl Into<String>,
-        graph: impl Into<String>,
+        graph: GraphId,
         reference_time: Option<Timestamp>,
     ) -> LensStore {
         LensStore {
-            operator_id: operator_id.into(),
+            operator_id,
             ingest_id: ingest_id.into(),
             destination: lens.destination().to_string(),
             lens,
-            graph: graph.into(),
+            graph,
             reference_time,
             storage,
             written: Mutex::new(Vec::new()),
@@ -68,7 +67,7 @@ impl LensStore {
     }
 
     /// The operator.
-    pub fn operator_id(&self) -> &str {
+    pub fn operator_id(&self) -> &OperatorId {
         &self.operator_id
     }
 
@@ -88,7 +87,7 @@ impl LensStore {
     ///
     /// ```no_run
     /// # async fn run(store: &gralkor::lens::LensStore) -> gralkor::Result<()> {
-    /// use gralkor::client::Content;
+    /// use gralkor::storage::Content;
     /// let uuid = store.add(Content::document("We chose Friday."), "release planning").await?;
     /// # let _ = uuid; Ok(()) }
     /// ```
@@ -101,23 +100,16 @@ impl LensStore {
             .ontology()
             .cloned()
             .unwrap_or_else(crate::ontology::Ontology::generic);
-        let uuid = self
-            .storage
-            .add_episode(NewEpisode {
-                graph: self.graph.clone(),
-                destination: self.destination.clone(),
-                content: content.clone(),
-                stored_description: provenance::lens_description(
-                    source_description,
-                    self.lens.name(),
-                ),
-                writer,
-                ontology,
-                reference_time: self.reference_time.unwrap_or_else(Timestamp::now),
-                reference_time_given: self.reference_time.is_some(),
-                replay_key: Some(format!("{}#{}", self.ingest_id, self.written_count())),
-            })
-            .await?;
+        let episode = NewEpisode::new(
+            self.graph.clone(),
+            writer,
+            content.clone(),
+            source_description,
+            self.reference_time,
+        )
+        .ontology(ontology)
+        .replay_key(format!("{}#{}", self.ingest_id, self.written_count()));
+        let uuid = self.storage.add_episode(episode).await?;
         self.written
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -143,20 +135,15 @@ impl LensStore {
     pub async fn search(&self, query: &str, max_results: usize) -> Result<Vec<EpisodeRecord>> {
         validate_query("query", query)?;
         validate_max_results("max_results", max_results)?;
+        let query = GraphQuery::new(query, ResultType::Episodes, max_results);
         let hits = self
             .storage
-            .search(
-                &self.graph,
-                &GraphQuery {
-                    query: query.to_string(),
-                    result_type: ResultType::Episodes,
-                    lenses: Vec::new(),
-                    limit: max_results,
-                },
-            )
-            .await?;
-        Ok(hits
+            .search(std::slice::from_ref(&self.graph), &query)
+            .await?
             .into_iter()
+            .flatten()
+            .map(|h| h.hit);
+        Ok(hits
             .filter_map(|h| match h {
                 Hit::Episode(e) => Some(e),
                 _ => None,

@@ -73,7 +73,20 @@ use serde::{Deserialize, Serialize};
 pub use schema::PromptEntityType;
 
 use crate::error::{Error, Result};
-use crate::falkordb::is_identifier;
+/// Whether `name` may be a label, relationship type or property key: a plain Cypher
+/// identifier, `[A-Za-z_][A-Za-z0-9_]*` (the rule of the storage adapter, which
+/// refuses anything else before it reaches Cypher). The domain — ontologies, Lenses,
+/// Reflections, search filters — checks names with this.
+///
+/// ```
+/// use gralkor::ontology::is_identifier;
+///
+/// assert!(is_identifier("Person") && is_identifier("_x1"));
+/// assert!(!is_identifier("1x") && !is_identifier("has space") && !is_identifier(""));
+/// ```
+pub fn is_identifier(name: &str) -> bool {
+    crate::falkordb::is_identifier(name)
+}
 
 /// Labels gralkor itself puts on nodes; no entity type may use them (ignoring case).
 pub const RESERVED_LABELS: [&str; 3] = ["Entity", "Episodic", "Community"];

@@ -6,7 +6,8 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::falkordb::{Value as FalkorValue, encode_value, is_identifier};
+use crate::falkordb::{Value as FalkorValue, encode_value};
+use crate::ontology::is_identifier;
 use crate::graph::{OWNER_KEY, OwnedNode, OwnedRelationship};
 use crate::ontology::{RESERVED_LABELS, RESERVED_RELATIONSHIP_TYPES};
 use crate::{Error, Result};
@@ -354,6 +355,23 @@ fn check_properties(field: &str, properties: &Map<String, Value>) -> Result<usiz
         }
     }
     Ok(size)
+}
+
+/// The uuid of the replace-graph node `id` in `graph`:
+/// [`derived_uuid`](crate::graph::model::derived_uuid) over the logical graph id and the
+/// node id. Both storages give a node this uuid, so a node found by search is the same
+/// node whichever storage holds it.
+///
+/// ```
+/// use gralkor::storage::{GraphId, owned_node_uuid};
+///
+/// let g = GraphId::new("global")?;
+/// assert_eq!(owned_node_uuid(&g, "payments"), owned_node_uuid(&g, "payments"));
+/// assert_ne!(owned_node_uuid(&g, "payments"), owned_node_uuid(&GraphId::new("ops")?, "payments"));
+/// # Ok::<(), gralkor::Error>(())
+/// ```
+pub fn owned_node_uuid(graph: &super::GraphId, id: &str) -> uuid::Uuid {
+    crate::graph::model::derived_uuid("owned", &[graph.as_str().as_bytes(), id.as_bytes()])
 }
 
 #[cfg(test)]

@@ -1,0 +1,423 @@
+//! [`MemoryClient`]: the [`Client`] logic, written once over any [`Storage`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use tokio::task::JoinSet;
+use tracing::Instrument;
+use uuid::Uuid;
+
+use super::Client;
+use super::in_memory::{Call, Canned, Recorder};
+use super::request::{BuildCommunities, EpisodeRef, MemoryAdd, Replace, Search};
+use super::validate::{
+    MemoryAddPlan, validate_build_communities, validate_episode_ref, validate_ingest,
+    validate_memory_add, validate_replace, validate_search,
+};
+use crate::lens::{Ingest, IngestedRepresentation, Lens, LensStore};
+use crate::provenance::Writer;
+use crate::runtime::{Runtime, Snapshot};
+use crate::storage::{
+    CommunityCounts, EpisodeRecord, GraphId, NewEpisode, OperatorId, Storage,
+};
+use super::SearchResult;
+use crate::{Error, Result};
+
+/// The memory API over a [`Storage`]: it validates every request once with the shared
+/// [validation functions](super::validate_search), resolves Destinations and Lenses
+/// from one runtime snapshot per operation, marks provenance, runs ingestion
+/// processes, searches every Destination in one storage call and keeps background
+/// writes. The storage only stores.
+///
+/// [`NativeClient`](crate::NativeClient) and [`InMemoryClient`](crate::InMemoryClient)
+/// are this type over their storages, with their own constructors; any other
+/// [`Storage`] gets the same behaviour through [`MemoryClient::with_storage`].
+///
+/// Cheap to clone; clones share the runtime, the storage, the background writes and
+/// the closed state: after [`Client::shutdown`] every clone's next call fails at once
+/// with [`Error::Closed`].
+pub struct MemoryClient<S> {
+    inner: Arc<Inner<S>>,
+}
+
+struct Inner<S> {
+    runtime: Runtime,
+    storage: Arc<S>,
+    background: Mutex<JoinSet<()>>,
+    closed: AtomicBool,
+    /// The test twin's recording and canned responses (`None` for every other client).
+    recorder: Option<Recorder>,
+}
+
+impl<S> Clone for MemoryClient<S> {
+    fn clone(&self) -> Self {
+        MemoryClient {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for MemoryClient<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryClient")
+            .field("storage", &std::any::type_name::<S>())
+            .field("runtime", &self.inner.runtime)
+            .field("closed", &self.inner.closed.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs the twin's hook for a validated request: records it and answers with a
+/// canned response when one is queued.
+macro_rules! hooked {
+    ($self:ident, $call:expr, $variant:ident, $real:expr) => {{
+        if let Some(recorder) = &$self.inner.recorder {
+            recorder.record($call);
+            if let Some(Canned::$variant(canned)) =
+                recorder.take(|c| matches!(c, Canned::$variant(_)))
+            {
+                return canned;
+            }
+        }
+        $real
+    }};
+}
+
+impl<S: Storage> MemoryClient<S> {
+    /// A client resolving names through `runtime` and storing in `storage`.
+    ///
+    /// ```
+    /// use gralkor::client::{Client, MemoryClient};
+    /// use gralkor::runtime::Runtime;
+    /// use gralkor::storage::InMemoryStorage;
+    ///
+    /// let client = MemoryClient::with_storage(Runtime::packaged(), InMemoryStorage::new());
+    /// assert!(client.runtime().snapshot().lens("lens", "personal-chat").is_ok());
+    /// ```
+    pub fn with_storage(runtime: Runtime, storage: S) -> MemoryClient<S> {
+        MemoryClient::build(runtime, Arc::new(storage), None)
+    }
+
+    pub(super) fn build(
+        runtime: Runtime,
+        storage: Arc<S>,
+        recorder: Option<Recorder>,
+    ) -> MemoryClient<S> {
+        MemoryClient {
+            inner: Arc::new(Inner {
+                runtime,
+                storage,
+                background: Mutex::new(JoinSet::new()),
+                closed: AtomicBool::new(false),
+                recorder,
+            }),
+        }
+    }
+
+    /// The storage.
+    pub fn storage(&self) -> &S {
+        &self.inner.storage
+    }
+
+    pub(super) fn recorder(&self) -> Option<&Recorder> {
+        self.inner.recorder.as_ref()
+    }
+
+    fn open(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed {
+                what: "this memory client".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn dyn_storage(&self) -> Arc<dyn Storage> {
+        self.inner.storage.clone()
+    }
+
+    /// [`Client::ingest`] against a given snapshot.
+    pub async fn ingest_with(
+        &self,
+        snapshot: &Snapshot,
+        request: &Ingest,
+    ) -> Result<Vec<IngestedRepresentation>> {
+        self.open()?;
+        let lens = validate_ingest(request, snapshot)?.clone();
+        hooked!(self, Call::Ingest(request.clone()), Ingest, {
+            let graph = lens_graph(snapshot, &lens, &request.operator_id)?;
+            run_ingestion(self.dyn_storage(), lens, graph, request)
+                .instrument(tracing::info_span!("gralkor.ingest", lens = %request.lens))
+                .await
+        })
+    }
+
+    /// [`Client::replace`] against a given snapshot.
+    pub async fn replace_with(&self, snapshot: &Snapshot, request: &Replace) -> Result<()> {
+        self.open()?;
+        let lens = validate_replace(request, snapshot)?;
+        hooked!(self, Call::Replace(request.clone()), Replace, {
+            let graph = lens_graph(snapshot, lens, &request.operator_id)?;
+            self.inner
+                .storage
+                .replace_graph(&graph, lens.name(), &request.graph)
+                .instrument(tracing::info_span!("gralkor.replace", lens = %lens.name()))
+                .await
+        })
+    }
+
+    /// [`Client::search`] against a given snapshot: one storage call for every
+    /// Destination, so the query is prepared (embedded) once.
+    pub async fn search_with(
+        &self,
+        snapshot: &Snapshot,
+        request: &Search,
+    ) -> Result<Vec<SearchResult>> {
+        self.open()?;
+        let plan = validate_search(request, snapshot)?;
+        hooked!(self, Call::Search(request.clone()), Search, {
+            let span = tracing::info_span!(
+                "gralkor.search",
+                result_type = plan.query.result_type.as_str(),
+                destinations = plan.targets.len()
+            );
+            let graphs: Vec<GraphId> = plan.targets.iter().map(|t| t.graph.clone()).collect();
+            let per_graph = self
+                .inner
+                .storage
+                .search(&graphs, &plan.query)
+                .instrument(span)
+                .await?;
+            if per_graph.len() != graphs.len() {
+                return Err(Error::Protocol(format!(
+                    "the storage answered {} graphs for a search of {}",
+                    per_graph.len(),
+                    graphs.len()
+                )));
+            }
+            let mut results = Vec::new();
+            for (t, hits) in plan.targets.iter().zip(per_graph) {
+                for scored in hits {
+                    results.push(SearchResult::new(
+                        t.destination.clone(),
+                        scored.score,
+                        scored.hit,
+                    ));
+                }
+            }
+            Ok(results)
+        })
+    }
+
+    /// [`Client::memory_add`] against a given snapshot: validates and resolves now,
+    /// writes in the background.
+    pub fn memory_add_with(&self, snapshot: &Snapshot, request: &MemoryAdd) -> Result<()> {
+        self.open()?;
+        let plan = validate_memory_add(request, snapshot)?;
+        hooked!(self, Call::MemoryAdd(request.clone()), MemoryAdd, {
+            let storage = self.dyn_storage();
+            let request = request.clone();
+            let graph = match &plan {
+                MemoryAddPlan::Direct(t) => t.graph.clone(),
+                MemoryAddPlan::Lens(lens) => lens_graph(snapshot, lens, &request.operator_id)?,
+            };
+            let span = tracing::info_span!("gralkor.memory_add");
+            let task = async move {
+                let outcome = match plan {
+                    MemoryAddPlan::Direct(_) => storage
+                        .add_episode(NewEpisode::new(
+                            graph,
+                            Writer::Direct,
+                            request.content.clone(),
+                            &request.source_description,
+                            None,
+                        ))
+                        .await
+                        .map(|_| ()),
+                    MemoryAddPlan::Lens(lens) => {
+                        let ingest = Ingest::new(
+                            format!("memory-add-{}", Uuid::new_v4()),
+                            request.operator_id.clone(),
+                            lens.name().to_string(),
+                            request.content.clone(),
+                        )
+                        .source_description(request.source_description.clone());
+                        run_ingestion(storage, lens, graph, &ingest)
+                            .await
+                            .map(|_| ())
+                    }
+                };
+                if let Err(e) = outcome {
+                    tracing::warn!(error = %e, "memory_add background write failed");
+                }
+            }
+            .instrument(span);
+            let mut set = self
+                .inner
+                .background
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            while set.try_join_next().is_some() {}
+            set.spawn(task);
+            Ok(())
+        })
+    }
+
+    /// [`Client::get_episode`] against a given snapshot.
+    pub async fn get_episode_with(
+        &self,
+        snapshot: &Snapshot,
+        request: &EpisodeRef,
+    ) -> Result<Option<EpisodeRecord>> {
+        self.open()?;
+        let t = validate_episode_ref(request, snapshot)?;
+        hooked!(self, Call::GetEpisode(request.clone()), GetEpisode, {
+            self.inner.storage.get_episode(&t.graph, request.uuid).await
+        })
+    }
+
+    /// [`Client::remove_episode`] against a given snapshot.
+    pub async fn remove_episode_with(
+        &self,
+        snapshot: &Snapshot,
+        request: &EpisodeRef,
+    ) -> Result<bool> {
+        self.open()?;
+        let t = validate_episode_ref(request, snapshot)?;
+        hooked!(self, Call::RemoveEpisode(request.clone()), RemoveEpisode, {
+            self.inner
+                .storage
+                .remove_episode(&t.graph, request.uuid)
+                .instrument(tracing::info_span!("gralkor.remove_episode"))
+                .await
+        })
+    }
+
+    /// [`Client::build_communities`] against a given snapshot.
+    pub async fn build_communities_with(
+        &self,
+        snapshot: &Snapshot,
+        request: &BuildCommunities,
+    ) -> Result<CommunityCounts> {
+        self.open()?;
+        let t = validate_build_communities(request, snapshot)?;
+        hooked!(self, Call::BuildCommunities(request.clone()), BuildCommunities, {
+            self.inner
+                .storage
+                .build_communities(&t.graph)
+                .instrument(tracing::info_span!("gralkor.build_communities"))
+                .await
+        })
+    }
+
+    async fn drain_background(&self) {
+        loop {
+            let mut set = std::mem::take(
+                &mut *self
+                    .inner
+                    .background
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()),
+            );
+            if set.is_empty() {
+                return;
+            }
+            while set.join_next().await.is_some() {}
+        }
+    }
+}
+
+fn lens_graph(snapshot: &Snapshot, lens: &Lens, operator: &OperatorId) -> Result<GraphId> {
+    snapshot
+        .destination("lens.destination", lens.destination())?
+        .graph_id(operator)
+}
+
+async fn run_ingestion(
+    storage: Arc<dyn Storage>,
+    lens: Lens,
+    graph: GraphId,
+    request: &Ingest,
+) -> Result<Vec<IngestedRepresentation>> {
+    let ingestion = lens
+        .ingestion()
+        .cloned()
+        .ok_or_else(|| Error::invalid("lens", "is not an appending Lens"))?;
+    let store = LensStore::new(
+        storage,
+        lens,
+        request.operator_id.clone(),
+        request.id.clone(),
+        graph,
+        request.reference_time,
+    );
+    ingestion.ingest_boxed(request, &store).await?;
+    Ok(store.written())
+}
+
+#[async_trait]
+impl<S: Storage> Client for MemoryClient<S> {
+    fn runtime(&self) -> &Runtime {
+        &self.inner.runtime
+    }
+
+    async fn ingest(&self, request: &Ingest) -> Result<Vec<IngestedRepresentation>> {
+        self.ingest_with(&self.runtime().snapshot(), request).await
+    }
+
+    async fn replace(&self, request: &Replace) -> Result<()> {
+        self.replace_with(&self.runtime().snapshot(), request).await
+    }
+
+    async fn search(&self, request: &Search) -> Result<Vec<SearchResult>> {
+        self.search_with(&self.runtime().snapshot(), request).await
+    }
+
+    async fn memory_add(&self, request: &MemoryAdd) -> Result<()> {
+        self.memory_add_with(&self.runtime().snapshot(), request)
+    }
+
+    async fn await_background_writes(&self) {
+        self.drain_background().await;
+    }
+
+    async fn get_episode(&self, request: &EpisodeRef) -> Result<Option<EpisodeRecord>> {
+        self.get_episode_with(&self.runtime().snapshot(), request)
+            .await
+    }
+
+    async fn remove_episode(&self, request: &EpisodeRef) -> Result<bool> {
+        self.remove_episode_with(&self.runtime().snapshot(), request)
+            .await
+    }
+
+    async fn build_indices(&self) -> Result<()> {
+        self.open()?;
+        hooked!(self, Call::BuildIndices, BuildIndices, {
+            self.inner
+                .storage
+                .build_indices()
+                .instrument(tracing::info_span!("gralkor.build_indices"))
+                .await
+        })
+    }
+
+    async fn build_communities(&self, request: &BuildCommunities) -> Result<CommunityCounts> {
+        self.build_communities_with(&self.runtime().snapshot(), request)
+            .await
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        // The first shutdown closes; later ones (from any clone) find it closed.
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.drain_background().await;
+        self.inner
+            .storage
+            .shutdown()
+            .instrument(tracing::info_span!("gralkor.shutdown"))
+            .await
+    }
+}

@@ -1,0 +1,104 @@
+//! The request an appending Lens takes and what its process wrote.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::Result;
+use crate::graph::Timestamp;
+use crate::storage::{Content, OperatorId};
+use crate::{Error, storage};
+
+/// Content sent through an appending Lens.
+///
+/// `id` is the caller's replay-stable id for this ingestion: sending the same request
+/// again (same id, Lens and operator) stores nothing twice. Validation happens before
+/// the Lens runs: an invalid request writes nothing.
+///
+/// ```
+/// use gralkor::client::{Content, Ingest, OperatorId, SourceKind};
+///
+/// let operator = OperatorId::new("operator-42")?;
+/// let req = Ingest::new("planning-2026-08-28", &operator, "decisions",
+///                       Content::conversation("Ada: We chose Friday."))
+///     .source_description("release planning");
+/// assert_eq!(req.content.kind(), SourceKind::Message);
+/// let json = serde_json::to_value(&req).unwrap();
+/// assert_eq!(json["operator_id"], "operator-42");
+/// assert_eq!(serde_json::from_value::<Ingest>(json).unwrap(), req);
+/// # Ok::<(), gralkor::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Ingest {
+    /// The caller's id for this ingestion (non-blank, no NUL); replay-stable.
+    pub id: String,
+    /// The operator it is for.
+    pub operator_id: OperatorId,
+    /// The appending Lens.
+    pub lens: String,
+    /// What to remember.
+    pub content: Content,
+    /// The caller's description of the source (the Lens marker is appended).
+    #[serde(default)]
+    pub source_description: String,
+    /// When it happened in the world (default: when it is written).
+    #[serde(default)]
+    pub reference_time: Option<Timestamp>,
+}
+
+impl Ingest {
+    /// Content for `lens`, for `operator`, under the caller's replay-stable `id`.
+    pub fn new(
+        id: impl Into<String>,
+        operator: impl Into<OperatorId>,
+        lens: impl Into<String>,
+        content: Content,
+    ) -> Ingest {
+        Ingest {
+            id: id.into(),
+            operator_id: operator.into(),
+            lens: lens.into(),
+            content,
+            source_description: String::new(),
+            reference_time: None,
+        }
+    }
+
+    /// The caller's description of the source.
+    pub fn source_description(mut self, description: impl Into<String>) -> Ingest {
+        self.source_description = description.into();
+        self
+    }
+
+    /// When it happened in the world.
+    pub fn reference_time(mut self, at: Timestamp) -> Ingest {
+        self.reference_time = Some(at);
+        self
+    }
+
+    /// Checks what the request holds by itself (id and content); the Lens and the
+    /// description are checked against the runtime by the client.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.id.trim().is_empty() {
+            return Err(Error::invalid("id", "must not be blank"));
+        }
+        if self.id.contains('\0') {
+            return Err(Error::invalid("id", "must not contain NUL characters"));
+        }
+        storage::validate_content("content", &self.content)
+    }
+}
+
+/// One episode an ingestion wrote, in write order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct IngestedRepresentation {
+    /// The ingestion request's id.
+    pub id: String,
+    /// The Lens.
+    pub lens: String,
+    /// The content written.
+    pub content: Content,
+    /// The stored episode's uuid.
+    pub episode: Uuid,
+}

@@ -1,0 +1,302 @@
+//! [`InMemoryStorage`]: the deterministic storage of the test twin.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{
+    CommunityCounts, Content, EpisodeRecord, FactRecord, FactSource, Graph, GraphId, GraphNode,
+    GraphQuery, GraphRelationship, Hit, NewEpisode, NodeRecord, OWNER_PROPERTY, ResultType,
+    ScoredHit, Storage, owned_node_uuid,
+};
+use crate::Result;
+use crate::graph::{GENERIC_RELATION_TYPE, Timestamp};
+use crate::provenance::Writer;
+
+/// Deterministic in-memory [`Storage`]: no extraction, no network.
+///
+/// * Episodes are kept per logical graph in insertion order.
+/// * A search matches an episode when it shares at least one word with the query
+///   (case-insensitive; words are runs of letters and digits); results come in
+///   insertion order, the Lens filter applied before the limit; a hit's score is the
+///   share of the query's words it contains.
+/// * Fact search wraps each matching episode as one fact record: the fact is the
+///   episode body, typed `RELATES_TO`, timed by the episode, with the episode as its
+///   single source (kind, description and writer).
+/// * Node search reads the nodes of replace-graph Lenses (name = the `name` property,
+///   else the node id); replacement follows the ownership rules of the real storage.
+/// * No artefacts (Reflections do not run yet); communities are always zero.
+#[derive(Debug, Default)]
+pub struct InMemoryStorage {
+    graphs: Mutex<HashMap<String, GraphState>>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct GraphState {
+    episodes: Vec<StoredEpisode>,
+    nodes: Vec<GraphNode>,
+    relationships: Vec<GraphRelationship>,
+}
+
+#[derive(Debug, Clone)]
+struct StoredEpisode {
+    uuid: Uuid,
+    content: Content,
+    stored_description: String,
+    writer: Writer,
+    valid_at: Timestamp,
+    created_at: Timestamp,
+}
+
+impl StoredEpisode {
+    fn record(&self) -> EpisodeRecord {
+        EpisodeRecord::from_stored(
+            self.uuid,
+            self.content.encoded(),
+            self.content.kind(),
+            &self.stored_description,
+            self.valid_at,
+            self.created_at,
+        )
+    }
+
+    fn lens(&self) -> Option<&str> {
+        match &self.writer {
+            Writer::Lens(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+fn words(text: &str) -> HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+fn owner(properties: &serde_json::Map<String, Value>) -> Option<&str> {
+    properties.get(OWNER_PROPERTY).and_then(Value::as_str)
+}
+
+/// The share of `wanted` found in `text`'s words (0 when nothing is shared).
+fn overlap(wanted: &HashSet<String>, text: &str) -> f64 {
+    if wanted.is_empty() {
+        return 0.0;
+    }
+    let found = words(text);
+    wanted.iter().filter(|w| found.contains(*w)).count() as f64 / wanted.len() as f64
+}
+
+impl InMemoryStorage {
+    /// An empty storage.
+    pub fn new() -> InMemoryStorage {
+        InMemoryStorage::default()
+    }
+
+    /// Forgets everything.
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// The logical graph ids holding anything, sorted.
+    pub fn graphs(&self) -> Vec<String> {
+        let mut g: Vec<_> = self.lock().keys().cloned().collect();
+        g.sort();
+        g
+    }
+
+    /// The stored source descriptions of a graph's episodes, in insertion order
+    /// (markers included), for tests of provenance.
+    pub fn stored_descriptions(&self, graph: &str) -> Vec<String> {
+        self.lock()
+            .get(graph)
+            .map(|g| {
+                g.episodes
+                    .iter()
+                    .map(|e| e.stored_description.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// A graph's replace-graph nodes and relationships, ownership property included.
+    pub fn replaced_graph(&self, graph: &str) -> Graph {
+        self.lock()
+            .get(graph)
+            .map(|g| Graph {
+                nodes: g.nodes.clone(),
+                relationships: g.relationships.clone(),
+            })
+            .unwrap_or_default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, GraphState>> {
+        self.graphs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[async_trait]
+impl Storage for InMemoryStorage {
+    async fn add_episode(&self, episode: NewEpisode) -> Result<Uuid> {
+        let mut graphs = self.lock();
+        let state = graphs.entry(episode.graph.as_str().to_string()).or_default();
+        // A replayed write (same derived uuid) stores nothing twice.
+        if !state.episodes.iter().any(|e| e.uuid == episode.uuid) {
+            state.episodes.push(StoredEpisode {
+                uuid: episode.uuid,
+                content: episode.content,
+                stored_description: episode.stored_description,
+                writer: episode.writer,
+                valid_at: episode.reference_time,
+                created_at: Timestamp::now(),
+            });
+        }
+        Ok(episode.uuid)
+    }
+
+    async fn search(&self, graphs: &[GraphId], query: &GraphQuery) -> Result<Vec<Vec<ScoredHit>>> {
+        let held = self.lock();
+        let wanted = words(&query.query);
+        Ok(graphs
+            .iter()
+            .map(|graph| match held.get(graph.as_str()) {
+                Some(state) => search_graph(state, graph, &wanted, query),
+                None => Vec::new(),
+            })
+            .collect())
+    }
+
+    async fn replace_graph(
+        &self,
+        graph: &GraphId,
+        lens: &str,
+        replacement: &Graph,
+    ) -> Result<()> {
+        let mut graphs = self.lock();
+        let state = graphs.entry(graph.as_str().to_string()).or_default();
+        state
+            .relationships
+            .retain(|r| owner(&r.properties) != Some(lens));
+        state.nodes.retain(|n| owner(&n.properties) != Some(lens));
+        for node in &replacement.nodes {
+            let mut node = node.clone();
+            node.properties
+                .insert(OWNER_PROPERTY.into(), Value::String(lens.into()));
+            state.nodes.push(node);
+        }
+        for rel in &replacement.relationships {
+            let mut rel = rel.clone();
+            rel.properties
+                .insert(OWNER_PROPERTY.into(), Value::String(lens.into()));
+            state.relationships.push(rel);
+        }
+        Ok(())
+    }
+
+    async fn get_episode(&self, graph: &GraphId, uuid: Uuid) -> Result<Option<EpisodeRecord>> {
+        Ok(self.lock().get(graph.as_str()).and_then(|g| {
+            g.episodes
+                .iter()
+                .find(|e| e.uuid == uuid)
+                .map(StoredEpisode::record)
+        }))
+    }
+
+    async fn remove_episode(&self, graph: &GraphId, uuid: Uuid) -> Result<bool> {
+        let mut graphs = self.lock();
+        let Some(g) = graphs.get_mut(graph.as_str()) else {
+            return Ok(false);
+        };
+        let before = g.episodes.len();
+        g.episodes.retain(|e| e.uuid != uuid);
+        Ok(g.episodes.len() != before)
+    }
+
+    async fn build_indices(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn build_communities(&self, _graph: &GraphId) -> Result<CommunityCounts> {
+        Ok(CommunityCounts::default())
+    }
+}
+
+
+/// One graph's hits for `query`, in insertion order.
+fn search_graph(
+    state: &GraphState,
+    graph: &GraphId,
+    wanted: &HashSet<String>,
+    query: &GraphQuery,
+) -> Vec<ScoredHit> {
+    let by_lens =
+        |e: &StoredEpisode| query.lenses.is_empty() || e.lens().is_some_and(|l| query.lenses.iter().any(|q| q == l));
+    let matching = state
+        .episodes
+        .iter()
+        .filter(|e| by_lens(e))
+        .map(|e| (overlap(wanted, &e.content.encoded()), e))
+        .filter(|(score, _)| *score > 0.0);
+    let mut hits: Vec<ScoredHit> = match &query.result_type {
+        ResultType::Episodes => matching
+            .map(|(score, e)| ScoredHit::new(score, Hit::Episode(e.record())))
+            .collect(),
+        ResultType::Facts { edge_types } => {
+            if !edge_types.is_empty() && !edge_types.iter().any(|t| t == GENERIC_RELATION_TYPE) {
+                Vec::new()
+            } else {
+                matching
+                    .map(|(score, e)| {
+                        let mut fact = FactRecord::new(e.uuid, e.content.encoded());
+                        fact.created_at = Some(e.created_at);
+                        fact.valid_at = Some(e.valid_at);
+                        fact.sources = vec![FactSource::from_stored(
+                            e.uuid,
+                            Some(e.content.kind()),
+                            &e.stored_description,
+                        )];
+                        ScoredHit::new(score, Hit::Fact(fact))
+                    })
+                    .collect()
+            }
+        }
+        ResultType::Nodes { entity_types } => state
+            .nodes
+            .iter()
+            .filter(|n| entity_types.is_empty() || n.labels.iter().any(|l| entity_types.contains(l)))
+            .filter_map(|n| {
+                let mut text = n.id.clone();
+                for v in n.properties.values() {
+                    if let Value::String(s) = v {
+                        text.push(' ');
+                        text.push_str(s);
+                    }
+                }
+                let score = overlap(wanted, &text);
+                (score > 0.0).then(|| ScoredHit::new(score, Hit::Node(node_record(graph, n))))
+            })
+            .collect(),
+        ResultType::Artefacts { .. } => Vec::new(),
+    };
+    hits.truncate(query.limit);
+    hits
+}
+
+/// A replace-graph node as a search returns it (its owner mark removed).
+fn node_record(graph: &GraphId, n: &GraphNode) -> NodeRecord {
+    let mut attributes = n.properties.clone();
+    attributes.remove(OWNER_PROPERTY);
+    let name = n
+        .properties
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or(&n.id);
+    let mut node = NodeRecord::new(owned_node_uuid(graph, &n.id), name);
+    node.labels = n.labels.clone();
+    node.attributes = Value::Object(attributes);
+    node
+}

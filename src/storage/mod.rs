@@ -1,0 +1,100 @@
+//! The storage seam under the memory API: the [`Storage`] trait, the values it takes
+//! and returns, and its two implementations.
+//!
+//! A storage stores and reads, one logical graph at a time (several at once for a
+//! search); everything above it — request validation, Destination and Lens
+//! resolution, provenance marking, ingestion processes, background writes — is the
+//! client's ([`MemoryClient`](crate::client::MemoryClient)), written once over any
+//! storage. One file a job, after tantivy's `directory/`:
+//!
+//! * [`ids`](OperatorId) — [`OperatorId`] and [`GraphId`], each checked once when
+//!   made, and the name rules every name shares ([`check_name_text`]).
+//! * [`content`](Content) — [`Content`] and its one rule ([`validate_content`], the
+//!   engine's [`check_content`](crate::graph::check_content)), source descriptions
+//!   with their writer marker, query texts and result counts.
+//! * [`records`](EpisodeRecord) — what a storage returns ([`EpisodeRecord`],
+//!   [`FactRecord`], [`NodeRecord`], [`ScoredHit`]…) and takes ([`NewEpisode`],
+//!   [`GraphQuery`]).
+//! * [`graph`](Graph) — the whole-graph payload of a replace-graph Lens, validated in
+//!   full before anything is removed.
+//! * [`InMemoryStorage`] — deterministic, no extraction, no network: the storage of
+//!   the test twin [`InMemoryClient`](crate::InMemoryClient).
+//! * [`NativeStorage`] — the [graph engine](crate::graph::Engine) (FalkorDB and the
+//!   models) plus a mapping: the storage of [`NativeClient`](crate::NativeClient).
+//!
+//! Both implementations pass one contract suite (`tests/client/contract/`), run
+//! through the client over each.
+
+mod content;
+mod graph;
+mod ids;
+mod memory;
+mod native;
+mod records;
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+pub use content::{
+    Content, DEFAULT_MAX_RESULTS, MAX_RESULTS_LIMIT, SourceKind, validate_content,
+    validate_max_results, validate_query, validate_source_description,
+};
+pub use graph::{
+    Graph, GraphNode, GraphRelationship, MAX_REPLACEMENT_BYTES, OWNER_PROPERTY,
+    RESERVED_PROPERTY_PREFIX, owned_node_uuid,
+};
+pub use ids::{GraphId, MAX_NAME_BYTES, OperatorId, RESERVED_PREFIXES, check_name_text};
+pub use memory::InMemoryStorage;
+pub use native::NativeStorage;
+pub use records::{
+    Artefact, CommunityCounts, EpisodeRecord, FactRecord, FactSource, GraphQuery, Hit,
+    NewEpisode, NodeRecord, ResultType, ScoredHit,
+};
+
+use crate::Result;
+
+/// What the memory API stores and reads. The client does the validation,
+/// Destination resolution, provenance marking and fan-out; a storage only stores,
+/// and is given only validated values.
+///
+/// Implement it to put the memory API over your own store: the client logic,
+/// [`MemoryClient`](crate::client::MemoryClient), works over any implementation.
+#[async_trait]
+pub trait Storage: Send + Sync + 'static {
+    /// Stores one episode (and, for an extracting storage, extracts it with the
+    /// episode's ontology); returns its uuid. The same replay key in the same graph
+    /// by the same writer gives the same uuid and stores nothing twice.
+    async fn add_episode(&self, episode: NewEpisode) -> Result<Uuid>;
+
+    /// Searches `graphs` (distinct, in the caller's order) with one query: one list
+    /// of hits per graph, in that order, each in retrieval order, at most
+    /// `query.limit` long, the writer filter applied before the limit. The query is
+    /// prepared (embedded) once however many graphs it reads. Any failing graph
+    /// fails the whole search.
+    async fn search(&self, graphs: &[GraphId], query: &GraphQuery) -> Result<Vec<Vec<ScoredHit>>>;
+
+    /// Replaces every node and relationship owned by `lens` in `graph` with
+    /// `replacement` owned by `lens`, atomically: on success only the replacement is
+    /// owned by `lens`; on error nothing changed. The replacement is already validated.
+    async fn replace_graph(&self, graph: &GraphId, lens: &str, replacement: &Graph)
+    -> Result<()>;
+
+    /// One episode.
+    async fn get_episode(&self, graph: &GraphId, uuid: Uuid) -> Result<Option<EpisodeRecord>>;
+
+    /// Removes one episode; `false` when there was none.
+    async fn remove_episode(&self, graph: &GraphId, uuid: Uuid) -> Result<bool>;
+
+    /// Builds (idempotently) the indices of every graph the storage holds.
+    async fn build_indices(&self) -> Result<()>;
+
+    /// Detects communities in one graph.
+    async fn build_communities(&self, graph: &GraphId) -> Result<CommunityCounts>;
+
+    /// Releases what the storage holds (stops an embedded server it started). Called
+    /// once by the client's `shutdown`, after background writes finished. Default:
+    /// nothing to release.
+    async fn shutdown(&self) -> Result<()> {
+        Ok(())
+    }
+}

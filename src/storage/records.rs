@@ -1,0 +1,390 @@
+//! What a storage returns and takes: episode, fact and node records, search hits
+//! with their relevance, the resolved episode to store and the per-graph query.
+//!
+//! Every type here is `Serialize + Deserialize` (timestamps as RFC 3339 text) and
+//! `#[non_exhaustive]`, so fields can be added without breaking users; build requests
+//! with their constructors.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::content::{Content, SourceKind};
+use super::ids::GraphId;
+use crate::graph::Timestamp;
+use crate::ontology::Ontology;
+use crate::provenance::{self, Writer};
+
+/// One search hit: an episode, a fact, a node or an artefact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Hit {
+    /// An episode.
+    Episode(EpisodeRecord),
+    /// A fact.
+    Fact(FactRecord),
+    /// An entity or replace-graph node.
+    Node(NodeRecord),
+    /// A Reflection's artefact.
+    Artefact(Artefact),
+}
+
+impl Hit {
+    /// The episode, if this is one.
+    pub fn as_episode(&self) -> Option<&EpisodeRecord> {
+        match self {
+            Hit::Episode(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The fact, if this is one.
+    pub fn as_fact(&self) -> Option<&FactRecord> {
+        match self {
+            Hit::Fact(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// The node, if this is one.
+    pub fn as_node(&self) -> Option<&NodeRecord> {
+        match self {
+            Hit::Node(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+/// A hit with its relevance: higher is more relevant, comparable within one
+/// search of one graph only (a fused rank score for hybrid search, a word-overlap
+/// share for the in-memory twin).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ScoredHit {
+    /// The relevance.
+    pub score: f64,
+    /// What was found.
+    pub hit: Hit,
+}
+
+impl ScoredHit {
+    /// A hit with its score.
+    pub fn new(score: f64, hit: Hit) -> ScoredHit {
+        ScoredHit { score, hit }
+    }
+}
+
+/// A stored episode: the content as stored, the caller's own description (writer
+/// marker removed) and the writer it names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct EpisodeRecord {
+    /// The episode's uuid.
+    pub uuid: Uuid,
+    /// The content as stored (a structured record JSON-encoded).
+    pub content: String,
+    /// The episode kind.
+    pub source_kind: SourceKind,
+    /// The caller's description, without the writer marker.
+    pub source_description: String,
+    /// Who wrote it (`None`: unattributed).
+    pub writer: Option<Writer>,
+    /// When it happened in the world.
+    pub valid_at: Timestamp,
+    /// When it was stored.
+    pub created_at: Timestamp,
+}
+
+impl EpisodeRecord {
+    /// A record from a stored episode; the writer and the caller's description are
+    /// read from the stored description's marker.
+    pub fn from_stored(
+        uuid: Uuid,
+        content: impl Into<String>,
+        source_kind: SourceKind,
+        stored_description: &str,
+        valid_at: Timestamp,
+        created_at: Timestamp,
+    ) -> EpisodeRecord {
+        let p = provenance::parse(stored_description);
+        EpisodeRecord {
+            uuid,
+            content: content.into(),
+            source_kind,
+            source_description: p.description,
+            writer: p.writer,
+            valid_at,
+            created_at,
+        }
+    }
+}
+
+/// One episode a fact was extracted from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct FactSource {
+    /// The episode's uuid.
+    pub episode: Uuid,
+    /// Its kind, when known.
+    pub source_kind: Option<SourceKind>,
+    /// The caller's description, without the writer marker.
+    pub source_description: String,
+    /// Who wrote the episode.
+    pub writer: Option<Writer>,
+}
+
+impl FactSource {
+    /// A source from a stored description (the writer read from its marker).
+    pub fn from_stored(
+        episode: Uuid,
+        source_kind: Option<SourceKind>,
+        stored_description: &str,
+    ) -> FactSource {
+        let p = provenance::parse(stored_description);
+        FactSource {
+            episode,
+            source_kind,
+            source_description: p.description,
+            writer: p.writer,
+        }
+    }
+}
+
+/// A fact: a relationship between two entities with its validity in the world
+/// (`valid_at`/`invalid_at`) and in the system (`created_at`/`expired_at`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct FactRecord {
+    /// The fact's uuid.
+    pub uuid: Uuid,
+    /// The fact as a sentence.
+    pub fact: String,
+    /// When it was stored.
+    pub created_at: Option<Timestamp>,
+    /// When it became true.
+    pub valid_at: Option<Timestamp>,
+    /// When it stopped being true.
+    pub invalid_at: Option<Timestamp>,
+    /// When a later fact superseded it.
+    pub expired_at: Option<Timestamp>,
+    /// The episodes it came from (for a Lens-filtered search, only the selected
+    /// Lenses').
+    pub sources: Vec<FactSource>,
+}
+
+impl FactRecord {
+    /// A fact with no times and no sources.
+    pub fn new(uuid: Uuid, fact: impl Into<String>) -> FactRecord {
+        FactRecord {
+            uuid,
+            fact: fact.into(),
+            created_at: None,
+            valid_at: None,
+            invalid_at: None,
+            expired_at: None,
+            sources: Vec::new(),
+        }
+    }
+}
+
+/// An entity or a replace-graph node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct NodeRecord {
+    /// The uuid (derived from graph and id for replace-graph nodes).
+    pub uuid: Uuid,
+    /// The name.
+    pub name: String,
+    /// Its labels.
+    pub labels: Vec<String>,
+    /// Its summary (empty for replace-graph nodes).
+    pub summary: String,
+    /// Its attributes or properties.
+    pub attributes: Value,
+}
+
+impl NodeRecord {
+    /// A node with no labels, summary or attributes.
+    pub fn new(uuid: Uuid, name: impl Into<String>) -> NodeRecord {
+        NodeRecord {
+            uuid,
+            name: name.into(),
+            labels: Vec::new(),
+            summary: String::new(),
+            attributes: Value::Object(Default::default()),
+        }
+    }
+}
+
+/// A Reflection's artefact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Artefact {
+    /// The artefact's id.
+    pub id: String,
+    /// What the Reflection produced.
+    pub payload: Value,
+}
+
+/// What community detection made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CommunityCounts {
+    /// Communities.
+    pub communities: usize,
+    /// Membership edges.
+    pub edges: usize,
+}
+
+/// What a search returns, with the filters it takes.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ResultType {
+    /// Episodes.
+    #[default]
+    Episodes,
+    /// Facts, optionally only of these relationship types.
+    Facts {
+        /// Relationship types (empty: any).
+        #[serde(default)]
+        edge_types: Vec<String>,
+    },
+    /// Entities and replace-graph nodes, optionally only with these labels.
+    Nodes {
+        /// Labels (empty: any).
+        #[serde(default)]
+        entity_types: Vec<String>,
+    },
+    /// Reflection artefacts, optionally one by id.
+    Artefacts {
+        /// One artefact (the query may then be blank).
+        #[serde(default)]
+        artefact_id: Option<String>,
+    },
+}
+
+impl ResultType {
+    /// `episodes`, `facts`, `nodes` or `artefacts`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ResultType::Episodes => "episodes",
+            ResultType::Facts { .. } => "facts",
+            ResultType::Nodes { .. } => "nodes",
+            ResultType::Artefacts { .. } => "artefacts",
+        }
+    }
+}
+
+/// One episode to store, fully resolved: the graph, the stored description with its
+/// writer marker already appended, and the writer's ontology.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct NewEpisode {
+    /// The episode's uuid: random, or derived from the graph, the writer and the
+    /// replay key ([`NewEpisode::replay_key`]).
+    pub uuid: Uuid,
+    /// The graph.
+    pub graph: GraphId,
+    /// The content (its kind picks the episode kind).
+    pub content: Content,
+    /// The source description as stored, ending with the writer's marker.
+    pub stored_description: String,
+    /// The writer (also recorded by the marker, and stored as the episode's writer
+    /// property so searches filter by it).
+    pub writer: Writer,
+    /// The ontology to extract with.
+    pub ontology: Ontology,
+    /// When it happened in the world.
+    pub reference_time: Timestamp,
+    /// Whether the caller gave `reference_time` (`false`: it is the time of writing).
+    pub reference_time_given: bool,
+    /// A key that is the same when the same request is replayed (`<ingest id>#<n>` for
+    /// the n-th episode an ingestion writes); `None` for writes that are never
+    /// replayed. A storage derives the episode's identity from it so that a replay
+    /// stores nothing twice.
+    pub replay_key: Option<String>,
+}
+
+impl NewEpisode {
+    /// An episode by `writer` in `graph`, described by `source_description` (the
+    /// writer's marker is appended here), at `reference_time` (the time of writing
+    /// when `None`), with the generic ontology and no replay key.
+    pub fn new(
+        graph: GraphId,
+        writer: Writer,
+        content: Content,
+        source_description: &str,
+        reference_time: Option<Timestamp>,
+    ) -> NewEpisode {
+        NewEpisode {
+            uuid: Uuid::new_v4(),
+            graph,
+            stored_description: writer.describe(source_description),
+            content,
+            writer,
+            ontology: Ontology::generic(),
+            reference_time: reference_time.unwrap_or_else(Timestamp::now),
+            reference_time_given: reference_time.is_some(),
+            replay_key: None,
+        }
+    }
+
+    /// Extract with `ontology`.
+    pub fn ontology(mut self, ontology: Ontology) -> NewEpisode {
+        self.ontology = ontology;
+        self
+    }
+
+    /// Identify a replayed write by `key`: the uuid becomes
+    /// [`derived_uuid`](crate::graph::model::derived_uuid) over the graph, the writer's
+    /// key and `key`, so the same write replayed has the same uuid in every storage.
+    pub fn replay_key(mut self, key: impl Into<String>) -> NewEpisode {
+        let key = key.into();
+        self.uuid = crate::graph::model::derived_uuid(
+            "episode",
+            &[
+                self.graph.as_str().as_bytes(),
+                self.writer.key().as_bytes(),
+                key.as_bytes(),
+            ],
+        );
+        self.replay_key = Some(key);
+        self
+    }
+}
+
+/// A search of one or more graphs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GraphQuery {
+    /// The query text.
+    pub query: String,
+    /// What to return, with its filters.
+    pub result_type: ResultType,
+    /// Only episodes and facts written by these Lenses (empty: any writer). For
+    /// facts, only the selected Lenses' sources are kept. Applied inside the search,
+    /// before `limit`.
+    pub lenses: Vec<String>,
+    /// At most this many results per graph.
+    pub limit: usize,
+}
+
+impl GraphQuery {
+    /// A query for `result_type` with at most `limit` results per graph, any writer.
+    pub fn new(query: impl Into<String>, result_type: ResultType, limit: usize) -> GraphQuery {
+        GraphQuery {
+            query: query.into(),
+            result_type,
+            lenses: Vec::new(),
+            limit,
+        }
+    }
+
+    /// Only episodes and facts written by these Lenses.
+    pub fn lenses(mut self, lenses: Vec<String>) -> GraphQuery {
+        self.lenses = lenses;
+        self
+    }
+}
