@@ -6,9 +6,10 @@
 //! cargo run --example memory_api
 //! ```
 
-use async_trait::async_trait;
 use gralkor::agent::{MemorySearch, memory_search};
-use gralkor::client::{Client, Content, Hit, InMemoryClient, Ingest, MemoryAdd, Replace, Search};
+use gralkor::client::{
+    Client, Content, Hit, InMemoryClient, Ingest, MemoryAdd, OperatorId, Replace, Search,
+};
 use gralkor::lens::{Graph, Ingestion, Lens, LensStore};
 use gralkor::runtime::RuntimeConfig;
 use serde_json::json;
@@ -17,7 +18,6 @@ use serde_json::json;
 #[derive(Debug)]
 struct Lines;
 
-#[async_trait]
 impl Ingestion for Lines {
     async fn ingest(&self, request: &Ingest, store: &LensStore) -> gralkor::Result<()> {
         let text = request.content.text().unwrap_or_default().to_string();
@@ -39,7 +39,7 @@ async fn main() -> gralkor::Result<()> {
             .lens(Lens::appending("ops-notes", "runbooks"))
             .lens(Lens::replace_graph("systems", "runbooks")),
     )?;
-    let op = "operator-42";
+    let op = &OperatorId::new("operator-42")?;
 
     let written = client
         .ingest(

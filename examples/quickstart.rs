@@ -18,7 +18,9 @@
 use std::time::Instant;
 
 use gralkor::agent::{MemorySearch, memory_search};
-use gralkor::client::{Client, Content, Hit, Ingest, MemoryAdd, NativeClient, Replace, Search};
+use gralkor::client::{
+    Client, Content, Hit, Ingest, MemoryAdd, NativeClient, OperatorId, Replace, Search,
+};
 use gralkor::config::Config;
 use gralkor::graph::Timestamp;
 use gralkor::lens::{Graph, Lens};
@@ -77,7 +79,7 @@ async fn main() -> gralkor::Result<()> {
         );
     }
 
-    let op = "ada";
+    let op = &OperatorId::new("ada")?;
     let day = |d: &str| -> gralkor::Result<Timestamp> { format!("{d}T09:00:00Z").parse() };
 
     // A conversation, remembered in Ada's own personal graph.

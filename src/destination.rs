@@ -203,7 +203,10 @@ mod tests {
     #[test]
     fn physical_names_encode_the_logical_id_once() {
         let p = Destination::personal();
-        assert_eq!(physical(&p, "a"), format!("g_{}", hex::encode("personal/a")));
+        assert_eq!(
+            physical(&p, "a"),
+            format!("g_{}", hex::encode("personal/a"))
+        );
         // a-b and a_b stay distinct.
         let a = physical(&Destination::new("a-b").unwrap(), "o");
         let b = physical(&Destination::new("a_b").unwrap(), "o");

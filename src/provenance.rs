@@ -50,7 +50,9 @@ pub const REFLECTION_PREFIX: &str = "reflection:";
 
 /// Who saved an episode. Serialised as `{"lens": "<name>"}`, `{"reflection":
 /// "<name>"}` or `"direct"`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Writer {
     /// An appending Lens, by name.

@@ -35,8 +35,8 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::ontology::is_identifier;
 use crate::ontology::Ontology;
+use crate::ontology::is_identifier;
 use crate::{Error, Result};
 
 /// Reflection names the package keeps for its own Reflections (`generalisations`,

@@ -4,17 +4,16 @@
 #[macro_use]
 mod client_contract;
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
+use client_contract::oid;
 use gralkor::client::{
     BuildCommunities, Call, Canned, Client, CommunityCounts, Content, EpisodeRecord, EpisodeRef,
-    GraphQuery, Hit, InMemoryClient, InMemoryStorage, Ingest, MemoryAdd, NewEpisode, Replace,
-    Search, SourceKind, Storage, StorageClient,
+    Hit, InMemoryClient, Ingest, MemoryAdd, MemoryClient, Replace, Search, SourceKind,
 };
 use gralkor::lens::{Graph, Lens, OWNER_PROPERTY};
 use gralkor::provenance::Writer;
 use gralkor::runtime::{Runtime, RuntimeConfig};
+use gralkor::storage::{GraphId, GraphQuery, InMemoryStorage, NewEpisode, ScoredHit, Storage};
 use gralkor::{Error, Result};
 use serde_json::json;
 use uuid::Uuid;
@@ -23,8 +22,14 @@ run_contract!(|config| client_contract::boxed(async move {
     InMemoryClient::with_config(config).expect("valid contract configuration")
 }));
 
-fn ingest(op: &str, text: &str) -> Ingest {
-    Ingest::new("i-1", op, "personal-chat", Content::conversation(text)).source_description("chat")
+fn ingest(operator: &str, text: &str) -> Ingest {
+    Ingest::new(
+        format!("i-{text}"),
+        oid(operator),
+        "personal-chat",
+        Content::conversation(text),
+    )
+    .source_description("chat")
 }
 
 #[tokio::test]
@@ -34,11 +39,11 @@ async fn every_valid_call_is_recorded_with_its_arguments() {
     )
     .unwrap();
     let i = ingest("op", "Ada: tea");
-    let r = Replace::new("op", "systems", Graph::new());
-    let s = Search::new("op", "tea").facts();
-    let m = MemoryAdd::new("op", Content::document("tea"));
-    let e = EpisodeRef::new("op", "personal", Uuid::new_v4());
-    let b = BuildCommunities::new("op");
+    let r = Replace::new(oid("op"), "systems", Graph::new());
+    let s = Search::new(oid("op"), "tea").facts();
+    let m = MemoryAdd::new(oid("op"), Content::document("tea"));
+    let e = EpisodeRef::new(oid("op"), "personal", Uuid::new_v4());
+    let b = BuildCommunities::new(oid("op"));
     client.ingest(&i).await.unwrap();
     client.replace(&r).await.unwrap();
     client.search(&s).await.unwrap();
@@ -66,22 +71,22 @@ async fn every_valid_call_is_recorded_with_its_arguments() {
 #[tokio::test]
 async fn invalid_calls_are_rejected_before_recording() {
     let client = InMemoryClient::new();
-    assert!(client.ingest(&ingest(" ", "x")).await.is_err());
+    assert!(client.ingest(&ingest("op", " ")).await.is_err());
     assert!(
         client
-            .search(&Search::new("op", "q").max_results(0))
+            .search(&Search::new(oid("op"), "q").max_results(0))
             .await
             .is_err()
     );
     assert!(
         client
-            .memory_add(&MemoryAdd::new("op", Content::document(" ")))
+            .memory_add(&MemoryAdd::new(oid("op"), Content::document(" ")))
             .await
             .is_err()
     );
     assert!(
         client
-            .replace(&Replace::new("op", "personal-chat", Graph::new()))
+            .replace(&Replace::new(oid("op"), "personal-chat", Graph::new()))
             .await
             .is_err()
     );
@@ -93,27 +98,30 @@ async fn invalid_calls_are_rejected_before_recording() {
 async fn canned_responses_are_used_once_in_order_per_operation() {
     let client = InMemoryClient::new();
     client.respond(Canned::Search(Err(Error::NotFound("first".into()))));
-    client.respond(Canned::BuildCommunities(Ok(CommunityCounts {
-        communities: 3,
-        edges: 7,
-    })));
+    client.respond(Canned::BuildCommunities(Ok(CommunityCounts::new(3, 7))));
     client.respond(Canned::Search(Err(Error::NotFound("second".into()))));
     client.respond(Canned::Ingest(Ok(vec![])));
 
-    let first = client.search(&Search::new("op", "q")).await.unwrap_err();
+    let first = client
+        .search(&Search::new(oid("op"), "q"))
+        .await
+        .unwrap_err();
     assert!(first.to_string().contains("first"));
-    let second = client.search(&Search::new("op", "q")).await.unwrap_err();
+    let second = client
+        .search(&Search::new(oid("op"), "q"))
+        .await
+        .unwrap_err();
     assert!(second.to_string().contains("second"));
     assert!(
         client
-            .search(&Search::new("op", "q"))
+            .search(&Search::new(oid("op"), "q"))
             .await
             .unwrap()
             .is_empty()
     );
 
     let counts = client
-        .build_communities(&BuildCommunities::new("op"))
+        .build_communities(&BuildCommunities::new(oid("op")))
         .await
         .unwrap();
     assert_eq!((counts.communities, counts.edges), (3, 7));
@@ -130,7 +138,7 @@ async fn canned_responses_are_used_once_in_order_per_operation() {
     client.respond(Canned::GetEpisode(Ok(None)));
     assert!(
         client
-            .get_episode(&EpisodeRef::new("", "personal", Uuid::nil()))
+            .get_episode(&EpisodeRef::new(oid("op"), "nowhere", Uuid::nil()))
             .await
             .is_err()
     );
@@ -147,7 +155,7 @@ async fn reset_clears_calls_canned_responses_and_memory_but_keeps_the_runtime() 
     assert!(client.storage().graphs().is_empty());
     assert!(
         client
-            .search(&Search::new("op", "tea"))
+            .search(&Search::new(oid("op"), "tea"))
             .await
             .unwrap()
             .is_empty()
@@ -165,13 +173,19 @@ async fn search_matches_shared_words_in_insertion_order() {
     ] {
         client.ingest(&ingest("op", text)).await.unwrap();
     }
-    let found = client.search(&Search::new("op", "tea?")).await.unwrap();
+    let found = client
+        .search(&Search::new(oid("op"), "tea?"))
+        .await
+        .unwrap();
     let texts: Vec<_> = found
         .iter()
         .map(|r| r.hit.as_episode().unwrap().content.as_str())
         .collect();
     assert_eq!(texts, ["Ada: Tea at noon", "Ada: more TEA, please"]);
-    let none = client.search(&Search::new("op", "biscuits")).await.unwrap();
+    let none = client
+        .search(&Search::new(oid("op"), "biscuits"))
+        .await
+        .unwrap();
     assert!(none.is_empty());
 }
 
@@ -183,7 +197,7 @@ async fn facts_wrap_each_episode_as_one_record_with_its_source() {
         .await
         .unwrap();
     let found = client
-        .search(&Search::new("op", "tea").facts())
+        .search(&Search::new(oid("op"), "tea").facts())
         .await
         .unwrap();
     assert_eq!(found.len(), 1);
@@ -196,11 +210,11 @@ async fn facts_wrap_each_episode_as_one_record_with_its_source() {
     assert_eq!(fact.sources.len(), 1);
     let source = &fact.sources[0];
     assert_eq!(source.episode, written[0].episode);
-    assert_eq!(source.source_kind, Some(SourceKind::Conversation));
+    assert_eq!(source.source_kind, Some(SourceKind::Message));
     assert_eq!(source.source_description, "chat");
     assert_eq!(source.writer, Some(Writer::Lens("personal-chat".into())));
     // Wrapped facts are generic facts.
-    let typed = Search::new("op", "tea").result_type(gralkor::client::ResultType::Facts {
+    let typed = Search::new(oid("op"), "tea").result_type(gralkor::client::ResultType::Facts {
         edge_types: vec!["PREFERS".into()],
     });
     assert!(client.search(&typed).await.unwrap().is_empty());
@@ -211,7 +225,7 @@ async fn stored_descriptions_end_with_the_writer_marker() {
     let client = InMemoryClient::new();
     client.ingest(&ingest("op", "Ada: tea")).await.unwrap();
     client
-        .memory_add(&MemoryAdd::new("op", Content::document("tea")).source_description("note"))
+        .memory_add(&MemoryAdd::new(oid("op"), Content::document("tea")).source_description("note"))
         .await
         .unwrap();
     client.await_background_writes().await;
@@ -235,7 +249,7 @@ async fn replacement_stamps_the_ownership_property_over_any_supplied_value() {
         )
         .relationship("a", "USES", "a", json!({}));
     client
-        .replace(&Replace::new("op", "systems", graph))
+        .replace(&Replace::new(oid("op"), "systems", graph))
         .await
         .unwrap();
     let stored = client.storage().replaced_graph("global");
@@ -246,7 +260,7 @@ async fn replacement_stamps_the_ownership_property_over_any_supplied_value() {
     );
     let found = client
         .search(
-            &Search::new("op", "A")
+            &Search::new(oid("op"), "A")
                 .destinations(["global"])
                 .nodes(["System"]),
         )
@@ -268,45 +282,48 @@ impl Storage for FailingGraph {
     async fn add_episode(&self, episode: NewEpisode) -> Result<Uuid> {
         self.inner.add_episode(episode).await
     }
-    async fn search(&self, graph: &str, query: &GraphQuery) -> Result<Vec<Hit>> {
-        if graph == self.failing {
+    async fn search(&self, graphs: &[GraphId], query: &GraphQuery) -> Result<Vec<Vec<ScoredHit>>> {
+        if let Some(graph) = graphs.iter().find(|g| g.as_str() == self.failing) {
             return Err(Error::Query {
-                graph: graph.into(),
+                graph: graph.to_string(),
                 message: "boom".into(),
             });
         }
-        self.inner.search(graph, query).await
+        self.inner.search(graphs, query).await
     }
-    async fn replace_graph(&self, graph: &str, lens: &str, replacement: &Graph) -> Result<()> {
+    async fn replace_graph(&self, graph: &GraphId, lens: &str, replacement: &Graph) -> Result<()> {
         self.inner.replace_graph(graph, lens, replacement).await
     }
-    async fn get_episode(&self, graph: &str, uuid: Uuid) -> Result<Option<EpisodeRecord>> {
+    async fn get_episode(&self, graph: &GraphId, uuid: Uuid) -> Result<Option<EpisodeRecord>> {
         self.inner.get_episode(graph, uuid).await
     }
-    async fn remove_episode(&self, graph: &str, uuid: Uuid) -> Result<bool> {
+    async fn remove_episode(&self, graph: &GraphId, uuid: Uuid) -> Result<bool> {
         self.inner.remove_episode(graph, uuid).await
     }
     async fn build_indices(&self) -> Result<()> {
         Ok(())
     }
-    async fn build_communities(&self, graph: &str) -> Result<CommunityCounts> {
+    async fn build_communities(&self, graph: &GraphId) -> Result<CommunityCounts> {
         self.inner.build_communities(graph).await
     }
 }
 
 #[tokio::test]
 async fn a_failing_destination_fails_the_whole_search() {
-    let storage = Arc::new(FailingGraph {
+    let storage = FailingGraph {
         inner: InMemoryStorage::new(),
         failing: "global".into(),
-    });
-    let client = StorageClient::new(Runtime::packaged(), storage);
+    };
+    let client = MemoryClient::with_storage(Runtime::packaged(), storage);
     client.ingest(&ingest("op", "Ada: tea")).await.unwrap();
-    let err = client.search(&Search::new("op", "tea")).await.unwrap_err();
+    let err = client
+        .search(&Search::new(oid("op"), "tea"))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("boom"), "{err}");
     // The healthy Destination alone still answers.
     let ok = client
-        .search(&Search::new("op", "tea").destinations(["personal"]))
+        .search(&Search::new(oid("op"), "tea").destinations(["personal"]))
         .await
         .unwrap();
     assert_eq!(ok.len(), 1);

@@ -9,10 +9,11 @@ mod client_contract;
 use std::sync::Arc;
 
 use common::ingest::{CountingEmbedder, Rules, answer};
-use gralkor::client::{NativeClient, NativeStorage};
+use gralkor::client::NativeClient;
 use gralkor::graph::Engine;
 use gralkor::llm::doubles::ScriptedModel;
 use gralkor::runtime::{Runtime, RuntimeConfig};
+use gralkor::storage::NativeStorage;
 use serde_json::json;
 
 async fn native(config: RuntimeConfig) -> NativeClient {
@@ -34,8 +35,8 @@ use gralkor::config::Config;
 use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, Params, Value};
 use gralkor::provenance::Writer;
 
-fn op() -> String {
-    format!("op-{}", uuid::Uuid::new_v4())
+fn op() -> gralkor::client::OperatorId {
+    gralkor::client::OperatorId::new(format!("op-{}", uuid::Uuid::new_v4())).unwrap()
 }
 
 #[tokio::test]
@@ -52,7 +53,7 @@ async fn a_replayed_ingest_stores_nothing_twice() {
     let op = op();
     let request = Ingest::new(
         "turn-1",
-        op.as_str(),
+        &op,
         "personal-chat",
         Content::conversation("Ada: I keep bees in Porto."),
     );
@@ -76,7 +77,7 @@ async fn a_replayed_ingest_stores_nothing_twice() {
     assert_eq!(n.get(0, "n").and_then(Value::as_int), Some(1));
     let other = Ingest::new(
         "turn-2",
-        op.as_str(),
+        &op,
         "personal-chat",
         Content::conversation("Ada: I keep bees in Porto."),
     );
@@ -95,14 +96,14 @@ async fn fact_search_returns_extracted_facts_with_their_lens_sources() {
     client
         .ingest(&Ingest::new(
             "t-1",
-            op.as_str(),
+            &op,
             "personal-chat",
             Content::conversation("Ada: my violin teacher lives in Graz."),
         ))
         .await
         .unwrap();
     let found = client
-        .search(&Search::new(op.as_str(), "violin teacher").facts())
+        .search(&Search::new(&op, "violin teacher").facts())
         .await
         .unwrap();
     let fact = found
@@ -134,20 +135,20 @@ async fn connect_from_config_without_models_stores_searchable_episodes_and_shuts
     client
         .ingest(&Ingest::new(
             "t-1",
-            op.as_str(),
+            &op,
             "personal-chat",
             Content::conversation("Ada: the allotment gate code is 4711."),
         ))
         .await
         .unwrap();
     let episodes = client
-        .search(&Search::new(op.as_str(), "allotment gate"))
+        .search(&Search::new(&op, "allotment gate"))
         .await
         .unwrap();
     assert_eq!(episodes.len(), 1);
     assert!(matches!(&episodes[0].hit, Hit::Episode(e) if e.content.contains("4711")));
     let facts = client
-        .search(&Search::new(op.as_str(), "allotment gate").facts())
+        .search(&Search::new(&op, "allotment gate").facts())
         .await
         .unwrap();
     assert!(facts.is_empty(), "episodes only: nothing extracted yet");
@@ -192,11 +193,7 @@ async fn a_replacement_that_fails_at_the_server_leaves_the_old_graph_whole() {
     let replace = |graph: Graph| {
         let client = client.clone();
         let op = op.clone();
-        async move {
-            client
-                .replace(&Replace::new(op.as_str(), "systems", graph))
-                .await
-        }
+        async move { client.replace(&Replace::new(&op, "systems", graph)).await }
     };
     let old = Graph::new()
         .node("payments", ["System"], json!({"name": "Payments"}))

@@ -33,15 +33,11 @@
 //! use gralkor::agent::format::{present_facts, DEFAULT_MAX_BYTES};
 //! use gralkor::client::{FactRecord, FactSource, Hit, SearchResult, SourceKind};
 //!
-//! let fact = |text: &str, description: &str| SearchResult {
-//!     destination: "global".into(),
-//!     hit: Hit::Fact(FactRecord {
-//!         uuid: uuid::Uuid::new_v4(),
-//!         fact: text.into(),
-//!         created_at: None, valid_at: None, invalid_at: None, expired_at: None,
-//!         sources: vec![FactSource::from_stored(uuid::Uuid::new_v4(),
-//!             Some(SourceKind::Text), description)],
-//!     }),
+//! let fact = |text: &str, description: &str| {
+//!     let mut fact = FactRecord::new(uuid::Uuid::new_v4(), text);
+//!     fact.sources = vec![FactSource::from_stored(uuid::Uuid::new_v4(),
+//!         Some(SourceKind::Text), description)];
+//!     SearchResult::new("global", 1.0, Hit::Fact(fact))
 //! };
 //! let results = [
 //!     fact("Payment retries use an idempotency key.", "PAY-1 [lens: jira]"),
@@ -233,13 +229,9 @@ pub fn format_timestamp(at: Timestamp) -> String {
 /// use gralkor::graph::Timestamp;
 ///
 /// let episode = uuid::Uuid::nil();
-/// let fact = FactRecord {
-///     uuid: uuid::Uuid::nil(),
-///     fact: "Ada prefers tea.".into(),
-///     created_at: Some("2024-05-01T12:00:00.123Z".parse::<Timestamp>().unwrap()),
-///     valid_at: None, invalid_at: None, expired_at: None,
-///     sources: vec![FactSource::from_stored(episode, Some(SourceKind::Message), "chat [lens: personal-chat]")],
-/// };
+/// let mut fact = FactRecord::new(uuid::Uuid::nil(), "Ada prefers tea.");
+/// fact.created_at = Some("2024-05-01T12:00:00.123Z".parse::<Timestamp>().unwrap());
+/// fact.sources = vec![FactSource::from_stored(episode, Some(SourceKind::Message), "chat [lens: personal-chat]")];
 /// assert_eq!(
 ///     format_fact(&fact),
 ///     "- Ada prefers tea. (created 2024-05-01T12:00:00+0) \
@@ -261,7 +253,7 @@ pub fn format_fact(fact: &FactRecord) -> String {
     for s in &fact.sources {
         let kind = s
             .source_kind
-            .map(|k| format!("{} — ", k.as_str()))
+            .map(|k| format!("{} — ", kind_name(k)))
             .unwrap_or_default();
         line.push_str(&format!(
             " (source: {kind}{}; episode: {})",
@@ -269,6 +261,15 @@ pub fn format_fact(fact: &FactRecord) -> String {
         ));
     }
     line
+}
+
+/// How a source kind reads to an agent: `conversation`, `document`, `structured_record`.
+fn kind_name(kind: SourceKind) -> &'static str {
+    match kind {
+        SourceKind::Message => "conversation",
+        SourceKind::Text => "document",
+        SourceKind::Json => "structured_record",
+    }
 }
 
 /// Fact lines joined with newlines; empty for no facts. Results that are not facts

@@ -109,12 +109,13 @@ impl MemorySearch {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
 /// use gralkor::agent::{memory_search, MemorySearch};
-/// use gralkor::client::{Client, Content, InMemoryClient, Ingest};
+/// use gralkor::client::{Client, Content, InMemoryClient, Ingest, OperatorId};
 ///
 /// let client = InMemoryClient::new();
-/// client.ingest(&Ingest::new("t1", "op", "personal-chat",
+/// let op = OperatorId::new("op")?;
+/// client.ingest(&Ingest::new("t1", &op, "personal-chat",
 ///     Content::conversation("Ada prefers tea"))).await?;
-/// let text = memory_search(&client, &MemorySearch::new("op", "what does Ada prefer?")).await?;
+/// let text = memory_search(&client, &MemorySearch::new(&op, "what does Ada prefer?")).await?;
 /// assert_eq!(text, "Lens: personal-chat\n- Ada prefers tea");
 /// # Ok(()) }
 /// ```
@@ -142,10 +143,14 @@ mod tests {
     use crate::Error;
     use crate::client::{Call, Content, InMemoryClient, Ingest, ResultType};
 
+    fn oid(id: &str) -> OperatorId {
+        OperatorId::new(id).unwrap()
+    }
+
     #[tokio::test]
     async fn a_blank_query_is_a_non_result_without_a_search() {
         let client = InMemoryClient::new();
-        let text = memory_search(&client, &MemorySearch::new("op", "  "))
+        let text = memory_search(&client, &MemorySearch::new(oid("op"), "  "))
             .await
             .unwrap();
         assert!(text.contains("No query was provided") && text.contains("non-result"));
@@ -158,13 +163,13 @@ mod tests {
         client
             .ingest(&Ingest::new(
                 "t",
-                "op",
+                oid("op"),
                 "personal-chat",
                 Content::conversation("Ada: tea"),
             ))
             .await
             .unwrap();
-        let mut call = MemorySearch::new("op", "tea");
+        let mut call = MemorySearch::new(oid("op"), "tea");
         call.destinations = vec!["personal".into()];
         call.lenses = vec!["personal-chat".into()];
         let text = memory_search(&client, &call).await.unwrap();
@@ -184,7 +189,7 @@ mod tests {
             searches[0].result_type,
             ResultType::Facts { edge_types: vec![] }
         );
-        let none = memory_search(&client, &MemorySearch::new("op", "coffee"))
+        let none = memory_search(&client, &MemorySearch::new(oid("op"), "coffee"))
             .await
             .unwrap();
         assert_eq!(none, "No matching facts.");
@@ -193,7 +198,7 @@ mod tests {
     #[tokio::test]
     async fn budget_errors_come_before_the_search_and_search_errors_pass_through() {
         let client = InMemoryClient::new();
-        let mut call = MemorySearch::new("op", "tea");
+        let mut call = MemorySearch::new(oid("op"), "tea");
         call.max_bytes = 0;
         let err = memory_search(&client, &call).await.unwrap_err();
         assert!(
@@ -201,7 +206,7 @@ mod tests {
             "{err:?}"
         );
         assert!(client.calls().is_empty());
-        let mut call = MemorySearch::new("op", "tea");
+        let mut call = MemorySearch::new(oid("op"), "tea");
         call.destinations = vec!["nowhere".into()];
         let err = memory_search(&client, &call).await.unwrap_err();
         assert!(matches!(err, Error::InvalidInput { ref field, .. } if field == "destinations[0]"));
@@ -213,7 +218,7 @@ mod tests {
         client
             .ingest(&Ingest::new(
                 "t",
-                "op",
+                oid("op"),
                 "personal-chat",
                 Content::conversation("Ada: tea"),
             ))
@@ -221,7 +226,7 @@ mod tests {
             .unwrap();
         let call = |query: &str, max_bytes| MemorySearch {
             max_bytes,
-            ..MemorySearch::new("op", query)
+            ..MemorySearch::new(oid("op"), query)
         };
         let blank = format::envelope_bytes(BLANK_QUERY_NON_RESULT);
         let none = format::envelope_bytes(format::NO_MATCHING_FACTS);
@@ -304,7 +309,7 @@ mod tests {
                     client
                         .ingest(&Ingest::new(
                             format!("t{i}"),
-                            "op",
+                            oid("op"),
                             "personal-chat",
                             Content::document(format!("tea {text}")),
                         ))
@@ -315,7 +320,7 @@ mod tests {
                 for _ in 0..3 {
                     let call = MemorySearch {
                         max_bytes: budget,
-                        ..MemorySearch::new("op", query.as_str())
+                        ..MemorySearch::new(oid("op"), query.as_str())
                     };
                     match memory_search(&client, &call).await {
                         Ok(text) => {

@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::SearchResult;
 use super::memory::MemoryClient;
 use super::request::{BuildCommunities, EpisodeRef, MemoryAdd, Replace, Search};
-use super::SearchResult;
 use crate::Result;
 use crate::lens::{Ingest, IngestedRepresentation};
 use crate::runtime::{Runtime, RuntimeConfig};
@@ -157,7 +157,10 @@ impl MemoryClient<InMemoryStorage> {
     pub fn reset(&self) {
         let twin = self.twin();
         twin.calls.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        twin.canned.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        twin.canned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         self.storage().clear();
     }
 }

@@ -9,6 +9,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::Client;
+use super::SearchResult;
 use super::in_memory::{Call, Canned, Recorder};
 use super::request::{BuildCommunities, EpisodeRef, MemoryAdd, Replace, Search};
 use super::validate::{
@@ -18,10 +19,7 @@ use super::validate::{
 use crate::lens::{Ingest, IngestedRepresentation, Lens, LensStore};
 use crate::provenance::Writer;
 use crate::runtime::{Runtime, Snapshot};
-use crate::storage::{
-    CommunityCounts, EpisodeRecord, GraphId, NewEpisode, OperatorId, Storage,
-};
-use super::SearchResult;
+use crate::storage::{CommunityCounts, EpisodeRecord, GraphId, NewEpisode, OperatorId, Storage};
 use crate::{Error, Result};
 
 /// The memory API over a [`Storage`]: it validates every request once with the shared
@@ -302,13 +300,18 @@ impl<S: Storage> MemoryClient<S> {
     ) -> Result<CommunityCounts> {
         self.open()?;
         let t = validate_build_communities(request, snapshot)?;
-        hooked!(self, Call::BuildCommunities(request.clone()), BuildCommunities, {
-            self.inner
-                .storage
-                .build_communities(&t.graph)
-                .instrument(tracing::info_span!("gralkor.build_communities"))
-                .await
-        })
+        hooked!(
+            self,
+            Call::BuildCommunities(request.clone()),
+            BuildCommunities,
+            {
+                self.inner
+                    .storage
+                    .build_communities(&t.graph)
+                    .instrument(tracing::info_span!("gralkor.build_communities"))
+                    .await
+            }
+        )
     }
 
     async fn drain_background(&self) {

@@ -61,6 +61,7 @@ impl Replace {
 /// let s: Search = serde_json::from_str(r#"{"operator_id": "operator-42", "query": "release"}"#).unwrap();
 /// assert_eq!(s.max_results, 20);
 /// assert!(serde_json::from_str::<Search>(r#"{"operator_id": " ", "query": "x"}"#).is_err());
+/// # Ok::<(), gralkor::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -232,7 +233,11 @@ pub struct EpisodeRef {
 
 impl EpisodeRef {
     /// An episode reference.
-    pub fn new(operator: impl Into<OperatorId>, destination: impl Into<String>, uuid: Uuid) -> Self {
+    pub fn new(
+        operator: impl Into<OperatorId>,
+        destination: impl Into<String>,
+        uuid: Uuid,
+    ) -> Self {
         EpisodeRef {
             operator_id: operator.into(),
             destination: destination.into(),

@@ -27,7 +27,12 @@ pub struct Target {
     pub graph: GraphId,
 }
 
-fn target(snapshot: &Snapshot, field: &str, name: &str, operator_id: &OperatorId) -> Result<Target> {
+fn target(
+    snapshot: &Snapshot,
+    field: &str,
+    name: &str,
+    operator_id: &OperatorId,
+) -> Result<Target> {
     let d = snapshot.destination(field, name)?;
     Ok(Target {
         destination: d.name().to_string(),
@@ -238,4 +243,3 @@ pub fn validate_build_communities(
         &request.operator_id,
     )
 }
-

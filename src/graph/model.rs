@@ -110,7 +110,10 @@ impl Timestamp {
 /// # Ok::<(), gralkor::Error>(())
 /// ```
 impl serde::Serialize for Timestamp {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
         serializer.collect_str(self)
     }
 }

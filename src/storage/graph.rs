@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::falkordb::{Value as FalkorValue, encode_value};
-use crate::ontology::is_identifier;
 use crate::graph::{OWNER_KEY, OwnedNode, OwnedRelationship};
+use crate::ontology::is_identifier;
 use crate::ontology::{RESERVED_LABELS, RESERVED_RELATIONSHIP_TYPES};
 use crate::{Error, Result};
 

@@ -143,7 +143,9 @@ impl InMemoryStorage {
 impl Storage for InMemoryStorage {
     async fn add_episode(&self, episode: NewEpisode) -> Result<Uuid> {
         let mut graphs = self.lock();
-        let state = graphs.entry(episode.graph.as_str().to_string()).or_default();
+        let state = graphs
+            .entry(episode.graph.as_str().to_string())
+            .or_default();
         // A replayed write (same derived uuid) stores nothing twice.
         if !state.episodes.iter().any(|e| e.uuid == episode.uuid) {
             state.episodes.push(StoredEpisode {
@@ -170,12 +172,7 @@ impl Storage for InMemoryStorage {
             .collect())
     }
 
-    async fn replace_graph(
-        &self,
-        graph: &GraphId,
-        lens: &str,
-        replacement: &Graph,
-    ) -> Result<()> {
+    async fn replace_graph(&self, graph: &GraphId, lens: &str, replacement: &Graph) -> Result<()> {
         let mut graphs = self.lock();
         let state = graphs.entry(graph.as_str().to_string()).or_default();
         state
@@ -225,7 +222,6 @@ impl Storage for InMemoryStorage {
     }
 }
 
-
 /// One graph's hits for `query`, in insertion order.
 fn search_graph(
     state: &GraphState,
@@ -233,8 +229,11 @@ fn search_graph(
     wanted: &HashSet<String>,
     query: &GraphQuery,
 ) -> Vec<ScoredHit> {
-    let by_lens =
-        |e: &StoredEpisode| query.lenses.is_empty() || e.lens().is_some_and(|l| query.lenses.iter().any(|q| q == l));
+    let by_lens = |e: &StoredEpisode| {
+        query.lenses.is_empty()
+            || e.lens()
+                .is_some_and(|l| query.lenses.iter().any(|q| q == l))
+    };
     let matching = state
         .episodes
         .iter()
@@ -267,7 +266,9 @@ fn search_graph(
         ResultType::Nodes { entity_types } => state
             .nodes
             .iter()
-            .filter(|n| entity_types.is_empty() || n.labels.iter().any(|l| entity_types.contains(l)))
+            .filter(|n| {
+                entity_types.is_empty() || n.labels.iter().any(|l| entity_types.contains(l))
+            })
             .filter_map(|n| {
                 let mut text = n.id.clone();
                 for v in n.properties.values() {

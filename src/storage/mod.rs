@@ -47,8 +47,8 @@ pub use ids::{GraphId, MAX_NAME_BYTES, OperatorId, RESERVED_PREFIXES, check_name
 pub use memory::InMemoryStorage;
 pub use native::NativeStorage;
 pub use records::{
-    Artefact, CommunityCounts, EpisodeRecord, FactRecord, FactSource, GraphQuery, Hit,
-    NewEpisode, NodeRecord, ResultType, ScoredHit,
+    Artefact, CommunityCounts, EpisodeRecord, FactRecord, FactSource, GraphQuery, Hit, NewEpisode,
+    NodeRecord, ResultType, ScoredHit,
 };
 
 use crate::Result;
@@ -76,8 +76,7 @@ pub trait Storage: Send + Sync + 'static {
     /// Replaces every node and relationship owned by `lens` in `graph` with
     /// `replacement` owned by `lens`, atomically: on success only the replacement is
     /// owned by `lens`; on error nothing changed. The replacement is already validated.
-    async fn replace_graph(&self, graph: &GraphId, lens: &str, replacement: &Graph)
-    -> Result<()>;
+    async fn replace_graph(&self, graph: &GraphId, lens: &str, replacement: &Graph) -> Result<()>;
 
     /// One episode.
     async fn get_episode(&self, graph: &GraphId, uuid: Uuid) -> Result<Option<EpisodeRecord>>;

@@ -118,7 +118,11 @@ impl Storage for NativeStorage {
         .uuid(uuid)
         .source_description(episode.stored_description)
         .ontology(episode.ontology);
-        match self.engine.add_episode(&self.db, graph, request.clone()).await {
+        match self
+            .engine
+            .add_episode(&self.db, graph, request.clone())
+            .await
+        {
             // A replay without a reference time keeps the time the first write chose;
             // only a replay pays for the extra read.
             Err(Error::EpisodeConflict {
@@ -148,12 +152,7 @@ impl Storage for NativeStorage {
         Ok(out)
     }
 
-    async fn replace_graph(
-        &self,
-        graph: &GraphId,
-        lens: &str,
-        replacement: &Graph,
-    ) -> Result<()> {
+    async fn replace_graph(&self, graph: &GraphId, lens: &str, replacement: &Graph) -> Result<()> {
         let (nodes, relationships) = replacement.to_owned_parts();
         graph::replace_owned(&self.db, graph.as_str(), lens, &nodes, &relationships).await?;
         Ok(())
@@ -197,10 +196,7 @@ impl Storage for NativeStorage {
             .engine
             .build_communities(&self.db, graph.as_str(), &CommunityOptions::default())
             .await?;
-        let mut counts = CommunityCounts::default();
-        counts.communities = report.communities;
-        counts.edges = report.members;
-        Ok(counts)
+        Ok(CommunityCounts::new(report.communities, report.members))
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -260,7 +256,11 @@ impl NativeStorage {
                             .iter()
                             .filter(|s| selected(&s.source_description))
                             .map(|s| {
-                                FactSource::from_stored(s.uuid, Some(s.source), &s.source_description)
+                                FactSource::from_stored(
+                                    s.uuid,
+                                    Some(s.source),
+                                    &s.source_description,
+                                )
                             })
                             .collect();
                         if filtered && sources.is_empty() {

@@ -237,6 +237,13 @@ pub struct CommunityCounts {
     pub edges: usize,
 }
 
+impl CommunityCounts {
+    /// Counts of communities and their membership edges.
+    pub fn new(communities: usize, edges: usize) -> CommunityCounts {
+        CommunityCounts { communities, edges }
+    }
+}
+
 /// What a search returns, with the filters it takes.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -20,10 +20,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use gralkor::client::{
     BuildCommunities, Client, Content, EpisodeRecord, EpisodeRef, FactRecord, Hit, Ingest,
-    MemoryAdd, Replace, Search, SearchResult, SourceKind,
+    MemoryAdd, OperatorId, Replace, Search, SearchResult, SourceKind,
 };
 use gralkor::lens::{Graph, Ingestion, Lens, LensStore};
 use gralkor::provenance::Writer;
@@ -101,6 +100,16 @@ pub fn word() -> String {
     format!("zq{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
 }
 
+/// A fresh operator id with a prefix.
+pub fn fresh_op(prefix: &str) -> OperatorId {
+    OperatorId::new(fresh(prefix)).unwrap()
+}
+
+/// A checked operator id.
+pub fn oid(id: &str) -> OperatorId {
+    OperatorId::new(id).unwrap()
+}
+
 /// A fresh name with a prefix.
 pub fn fresh(prefix: &str) -> String {
     format!(
@@ -147,7 +156,6 @@ fn assert_invalid<T: std::fmt::Debug>(result: Result<T>, field: &str) {
 #[derive(Debug)]
 pub struct Paragraphs;
 
-#[async_trait]
 impl Ingestion for Paragraphs {
     async fn ingest(&self, request: &Ingest, store: &LensStore) -> Result<()> {
         let text = request.content.text().unwrap_or_default().to_string();
@@ -164,7 +172,6 @@ impl Ingestion for Paragraphs {
 #[derive(Debug)]
 pub struct Nothing;
 
-#[async_trait]
 impl Ingestion for Nothing {
     async fn ingest(&self, _: &Ingest, _: &LensStore) -> Result<()> {
         Ok(())
@@ -175,7 +182,6 @@ impl Ingestion for Nothing {
 #[derive(Debug)]
 pub struct WriteThenFail;
 
-#[async_trait]
 impl Ingestion for WriteThenFail {
     async fn ingest(&self, request: &Ingest, store: &LensStore) -> Result<()> {
         store
@@ -196,7 +202,6 @@ pub struct Gate {
 #[derive(Debug)]
 pub struct Gated(pub Arc<Gate>);
 
-#[async_trait]
 impl Ingestion for Gated {
     async fn ingest(&self, request: &Ingest, store: &LensStore) -> Result<()> {
         self.0.started.notify_one();
@@ -209,7 +214,7 @@ impl Ingestion for Gated {
 }
 
 /// Ingests one document through `lens`, expecting one episode.
-async fn add_through(client: &dyn Client, op: &str, lens: &str, text: String) {
+async fn add_through(client: &dyn Client, op: &OperatorId, lens: &str, text: String) {
     let written = client
         .ingest(&Ingest::new(fresh("i"), op, lens, Content::document(text)).source_description("t"))
         .await

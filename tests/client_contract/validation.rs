@@ -2,6 +2,7 @@
 //! by field, before anything runs — whatever its storage would or would not notice.
 
 use super::*;
+use gralkor::client::OperatorId;
 
 /// A Lens process that searches its store with the request's content as the query
 /// (`<NUL>` standing for a NUL character, which the request itself may not carry) and
@@ -9,7 +10,6 @@ use super::*;
 #[derive(Debug)]
 pub struct SearchesItsStore;
 
-#[async_trait]
 impl Ingestion for SearchesItsStore {
     async fn ingest(&self, request: &Ingest, store: &LensStore) -> Result<()> {
         let query = request
@@ -23,7 +23,7 @@ impl Ingestion for SearchesItsStore {
 }
 
 pub async fn every_client_refuses_the_same_hostile_fields(make: &impl Factory) {
-    let (dest, op, w) = (fresh("d"), fresh("op"), word());
+    let (dest, op, w) = (fresh("d"), fresh_op("op"), word());
     let client = make(
         RuntimeConfig::new()
             .destination(dest.clone())
@@ -59,43 +59,42 @@ pub async fn every_client_refuses_the_same_hostile_fields(make: &impl Factory) {
         "max_results",
     );
 
-    // Operator ids: no NUL, at most 256 bytes, in every operation.
+    // Operator ids: no NUL, at most 256 bytes. They are checked once, when made, so
+    // no request of any operation can carry a bad one: each is refused when read from
+    // JSON, naming the field.
     let uuid = uuid::Uuid::new_v4();
     for bad in ["o\0p".to_string(), "o".repeat(257)] {
-        let doc = || Content::document(format!("{w} text"));
-        assert_invalid(
-            client.ingest(&Ingest::new("i", &bad, "notes", doc())).await,
-            "operator_id",
+        let err = OperatorId::new(bad.clone()).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidInput { field, .. } if field == "operator_id"),
+            "{err:?}"
         );
-        assert_invalid(client.search(&Search::new(&bad, &w)).await, "operator_id");
-        assert_invalid(
-            client
-                .replace(&Replace::new(&bad, "systems", Graph::new()))
-                .await,
-            "operator_id",
-        );
-        assert_invalid(
-            client.memory_add(&MemoryAdd::new(&bad, doc())).await,
-            "operator_id",
-        );
-        assert_invalid(
-            client
-                .get_episode(&EpisodeRef::new(&bad, &dest, uuid))
-                .await,
-            "operator_id",
-        );
-        assert_invalid(
-            client
-                .remove_episode(&EpisodeRef::new(&bad, &dest, uuid))
-                .await,
-            "operator_id",
-        );
-        assert_invalid(
-            client.build_communities(&BuildCommunities::new(&bad)).await,
-            "operator_id",
-        );
+        let good = oid("o");
+        let requests = [
+            serde_json::to_value(Ingest::new("i", &good, "notes", Content::document("x"))),
+            serde_json::to_value(Search::new(&good, &w)),
+            serde_json::to_value(Replace::new(&good, "systems", Graph::new())),
+            serde_json::to_value(MemoryAdd::new(&good, Content::document("x"))),
+            serde_json::to_value(EpisodeRef::new(&good, &dest, uuid)),
+            serde_json::to_value(BuildCommunities::new(&good)),
+        ];
+        for (i, json) in requests.into_iter().enumerate() {
+            let mut json = json.unwrap();
+            json["operator_id"] = bad.clone().into();
+            let err = match i {
+                0 => serde_json::from_value::<Ingest>(json).map(drop),
+                1 => serde_json::from_value::<Search>(json).map(drop),
+                2 => serde_json::from_value::<Replace>(json).map(drop),
+                3 => serde_json::from_value::<MemoryAdd>(json).map(drop),
+                4 => serde_json::from_value::<EpisodeRef>(json).map(drop),
+                _ => serde_json::from_value::<BuildCommunities>(json).map(drop),
+            }
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("`operator_id`"), "request {i}: {err}");
+        }
     }
-    let longest = "o".repeat(256);
+    let longest = oid(&"o".repeat(256));
     client
         .search(&Search::new(&longest, &w))
         .await

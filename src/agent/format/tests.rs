@@ -8,6 +8,7 @@ fn source(stored: &str, kind: Option<SourceKind>) -> FactSource {
 
 fn fact(text: &str, sources: Vec<FactSource>) -> SearchResult {
     SearchResult {
+        score: 1.0,
         destination: "global".into(),
         hit: Hit::Fact(FactRecord {
             uuid: Uuid::new_v4(),
@@ -24,10 +25,7 @@ fn fact(text: &str, sources: Vec<FactSource>) -> SearchResult {
 fn lens(text: &str, name: &str) -> SearchResult {
     fact(
         text,
-        vec![source(
-            &format!("d [lens: {name}]"),
-            Some(SourceKind::Document),
-        )],
+        vec![source(&format!("d [lens: {name}]"), Some(SourceKind::Text))],
     )
 }
 
@@ -67,15 +65,15 @@ fn direct_and_unattributed_sources_have_their_own_headings() {
     let direct = |kind| fact("f", vec![source("m [gralkor: direct]", kind)]);
     let h = |r: SearchResult| present_facts(&[r], DEFAULT_MAX_BYTES).unwrap();
     assert_eq!(
-        h(direct(Some(SourceKind::Conversation))),
+        h(direct(Some(SourceKind::Message))),
         "Source: direct conversation\n- f"
     );
     assert_eq!(
-        h(direct(Some(SourceKind::Document))),
+        h(direct(Some(SourceKind::Text))),
         "Source: direct document\n- f"
     );
     assert_eq!(
-        h(direct(Some(SourceKind::StructuredRecord))),
+        h(direct(Some(SourceKind::Json))),
         "Source: direct structured record\n- f"
     );
     assert_eq!(h(direct(None)), "Source: direct\n- f");
@@ -93,6 +91,7 @@ fn no_facts_is_no_matching_facts_and_other_results_are_ignored() {
         NO_MATCHING_FACTS
     );
     let node = SearchResult {
+        score: 1.0,
         destination: "global".into(),
         hit: Hit::Node(NodeRecord {
             uuid: Uuid::nil(),
@@ -221,7 +220,7 @@ fn fact_lines_carry_times_then_sources_in_a_fixed_order() {
         invalid_at: t("2024-06-01T00:00:00Z"),
         expired_at: t("2024-06-02T00:00:00Z"),
         sources: vec![
-            FactSource::from_stored(e1, Some(SourceKind::Document), "hr [lens: hr]"),
+            FactSource::from_stored(e1, Some(SourceKind::Text), "hr [lens: hr]"),
             FactSource::from_stored(e1, None, "legacy"),
         ],
     };
