@@ -31,12 +31,14 @@ use gralkor::{Error, Result};
 use serde_json::json;
 use tokio::sync::Notify;
 
+mod house;
 mod ingest;
 mod replace;
 mod search;
 mod validation;
 mod writes;
 
+pub use house::*;
 pub use ingest::*;
 pub use replace::*;
 pub use search::*;
@@ -82,7 +84,10 @@ macro_rules! run_contract {
             admin_operations_succeed_and_validate,
             an_operation_keeps_the_snapshot_it_started_with,
             later_operations_use_the_replaced_configuration,
-            every_client_refuses_the_same_hostile_fields
+            every_client_refuses_the_same_hostile_fields,
+            replaced_nodes_have_the_same_derived_uuid_in_every_client,
+            a_lens_with_3_of_500_episodes_in_a_destination_finds_all_3,
+            every_call_after_shutdown_fails_at_once_as_closed
         );
     };
     (@tests $factory:expr; $($name:ident),* $(,)?) => {
