@@ -25,7 +25,6 @@ use crate::graph::search::{
 };
 use crate::graph::{self, AddEpisode, CommunityOptions, Engine};
 use crate::lens::Graph;
-use crate::llm::{Embedder, Reranker};
 use crate::provenance::{self, Writer};
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::{Error, Result};
@@ -34,37 +33,24 @@ use crate::{Error, Result};
 const LENS_OVERFETCH: usize = 5;
 
 /// The [`Storage`] of [`NativeClient`]: episodes go through the [`Engine`]
-/// (extraction when it has models, episodes only otherwise), searches through
-/// [`graph::search`](mod@crate::graph::search), replace-graph content through
-/// [`graph::replace_owned`](crate::graph::replace_owned) (one statement, atomic).
+/// (extraction when it has models, episodes only otherwise), and so do searches
+/// ([`Engine::search`]) and replace-graph content ([`Engine::replace_owned`], one
+/// statement, atomic).
 #[derive(Debug, Clone)]
 pub struct NativeStorage {
-    db: FalkorDb,
     engine: Engine,
-    embedder: Option<Arc<dyn Embedder>>,
-    reranker: Option<Arc<dyn Reranker>>,
 }
 
 impl NativeStorage {
-    /// A storage on `db` ingesting with `engine`; `embedder` (the engine's) enables
-    /// vector search, `reranker` the cross-encoder recipes.
-    pub fn new(
-        db: FalkorDb,
-        engine: Engine,
-        embedder: Option<Arc<dyn Embedder>>,
-        reranker: Option<Arc<dyn Reranker>>,
-    ) -> NativeStorage {
-        NativeStorage {
-            db,
-            engine,
-            embedder,
-            reranker,
-        }
+    /// A storage over `engine`: its embedder enables vector search, its reranker the
+    /// cross-encoder recipes.
+    pub fn new(engine: Engine) -> NativeStorage {
+        NativeStorage { engine }
     }
 
     /// The database handle.
     pub fn db(&self) -> &FalkorDb {
-        &self.db
+        self.engine.db()
     }
 
     /// The engine.
@@ -73,7 +59,7 @@ impl NativeStorage {
     }
 
     fn scope(&self) -> ScopeConfig {
-        let methods = if self.embedder.is_some() {
+        let methods = if self.engine.embedder().is_some() {
             Methods::HYBRID
         } else {
             Methods::FULLTEXT
@@ -89,14 +75,7 @@ impl NativeStorage {
         filters: SearchFilters,
     ) -> Result<gsearch::SearchResults> {
         let request = SearchRequest::new(query, config).filters(filters);
-        gsearch::search(
-            &self.db,
-            graph,
-            &request,
-            self.embedder.as_deref(),
-            self.reranker.as_deref(),
-        )
-        .await
+        self.engine.search(graph, &request).await
     }
 }
 
@@ -147,7 +126,7 @@ impl Storage for NativeStorage {
         .ontology(episode.ontology);
         let out = match self
             .engine
-            .add_episode(&self.db, &episode.graph, request.clone())
+            .add_episode(&episode.graph, request.clone())
             .await
         {
             // A replay without a reference time keeps the time the first write chose;
@@ -158,13 +137,11 @@ impl Storage for NativeStorage {
             }) if defaulted_time => {
                 let stored = self
                     .engine
-                    .get_episode(&self.db, &episode.graph, uuid)
+                    .get_episode(&episode.graph, uuid)
                     .await?
                     .ok_or_else(|| Error::NotFound(format!("episode {uuid}")))?;
                 request.reference_time = stored.valid_at;
-                self.engine
-                    .add_episode(&self.db, &episode.graph, request)
-                    .await?
+                self.engine.add_episode(&episode.graph, request).await?
             }
             other => other?,
         };
@@ -272,7 +249,7 @@ impl Storage for NativeStorage {
                 // Replace-graph content is not extracted, so it has no entity index
                 // entries: match its ids and text properties by word, as the twin does.
                 let wanted = words(&query.query);
-                for (_, node) in graph::store::owned::all_owned_nodes(&self.db, graph).await? {
+                for (_, node) in self.engine.owned_nodes(graph).await? {
                     if !entity_types.is_empty()
                         && !node.labels.iter().any(|l| entity_types.contains(l))
                     {
@@ -316,47 +293,32 @@ impl Storage for NativeStorage {
 
     async fn replace_graph(&self, graph: &str, lens: &str, replacement: &Graph) -> Result<()> {
         let (nodes, relationships) = replacement.to_owned_parts();
-        graph::replace_owned(&self.db, graph, lens, &nodes, &relationships).await?;
+        self.engine
+            .replace_owned(graph, lens, &nodes, &relationships)
+            .await?;
         Ok(())
     }
 
     async fn get_episode(&self, graph: &str, uuid: Uuid) -> Result<Option<EpisodeRecord>> {
         Ok(self
             .engine
-            .get_episode(&self.db, graph, uuid)
+            .get_episode(graph, uuid)
             .await?
             .map(episode_record))
     }
 
     async fn remove_episode(&self, graph: &str, uuid: Uuid) -> Result<bool> {
-        Ok(self
-            .engine
-            .remove_episode(&self.db, graph, uuid)
-            .await?
-            .episode)
+        Ok(self.engine.remove_episode(graph, uuid).await?.episode)
     }
 
     async fn build_indices(&self) -> Result<()> {
-        for graph in self.db.list_graphs().await? {
-            if let Err(first) = self.engine.build_indices(&self.db, &graph).await {
-                // A graph deleted while its indices were being built is recreated,
-                // half indexed, by the remaining index statements (any graph command
-                // creates its key): build it once more — creating indices is
-                // idempotent — unless it is gone for good.
-                if !self.db.list_graphs().await?.contains(&graph) {
-                    continue;
-                }
-                tracing::warn!(graph, error = %first, "building indices failed; trying once more");
-                self.engine.build_indices(&self.db, &graph).await?;
-            }
-        }
-        Ok(())
+        self.engine.build_all_indices().await
     }
 
     async fn build_communities(&self, graph: &str) -> Result<CommunityCounts> {
         let report = self
             .engine
-            .build_communities(&self.db, graph, &CommunityOptions::default())
+            .build_communities(graph, &CommunityOptions::default())
             .await?;
         Ok(CommunityCounts {
             communities: report.communities,
@@ -417,20 +379,16 @@ impl NativeClient {
         config.validate()?;
         let runtime = Runtime::new(runtime)?;
         let db = FalkorDb::connect(config.falkordb.clone()).await?;
-        let (engine, embedder, reranker) = match &config.models {
+        let engine = match &config.models {
             Some(models) => {
                 let m = models.build()?;
-                (
-                    Engine::new(m.llm.clone(), m.embedder.clone()),
-                    Some(m.embedder),
-                    Some(m.reranker),
-                )
+                Engine::new(db, m.llm, m.embedder).with_reranker(m.reranker)
             }
-            None => (Engine::episodes_only(), None, None),
+            None => Engine::episodes_only(db),
         };
         Ok(NativeClient::from_parts(
             runtime,
-            NativeStorage::new(db, engine, embedder, reranker),
+            NativeStorage::new(engine),
         ))
     }
 
@@ -454,7 +412,7 @@ impl NativeClient {
     /// Episodes whose extraction failed stay pending in the graph.
     pub async fn shutdown(&self) -> Result<()> {
         self.core.await_background_writes().await;
-        self.storage.db.shutdown().await
+        self.storage.db().shutdown().await
     }
 }
 
