@@ -117,3 +117,6 @@ pub use types::{
 };
 
 use retry::retry_db_step;
+
+#[cfg(doc)]
+use crate::Error;

@@ -5,13 +5,14 @@
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::work::{Done, Work};
+use super::work::{Extracted, Work};
 use super::{
     AddEpisode, Engine, EpisodeOutcome, IngestUsage, OutcomeStatus, ResumeReport, lease,
     retry_db_step,
 };
+use super::{details, entities, facts};
 use crate::falkordb::{FalkorDb, physical_graph_name};
-use crate::graph::model::{Episode, EpisodeState, Timestamp};
+use crate::graph::model::{EntityEdge, Episode, EpisodeState, Timestamp};
 use crate::graph::store::{self, ingest as st};
 use crate::ontology::Ontology;
 use crate::{Error, Result};
@@ -21,8 +22,9 @@ use crate::{Error, Result};
 const MAX_NAME_RACES: u32 = 3;
 
 impl Engine {
-    /// Ingests one episode into `graph` (see the [module documentation](crate::graph::ingest) for the
-    /// pipeline, its cost bound and the replay rules).
+    /// Ingests one episode into `graph` (see the
+    /// [module documentation](crate::graph::ingest) for the pipeline, its cost bound and
+    /// the replay rules).
     ///
     /// Errors: [`Error::InvalidInput`] for a bad request (nothing written),
     /// [`Error::EpisodeConflict`], [`Error::EpisodeBusy`], [`Error::ClaimLost`], and
@@ -219,7 +221,7 @@ impl Engine {
             let extracted = work.extract(&episode, request, &mut usage).await?;
             let mut attempt = 0;
             loop {
-                let mut done = work.resolve(&episode, &extracted, &mut usage).await?;
+                let mut done = resolve(&work, &episode, &extracted, &mut usage).await?;
                 work.check_lease(episode.uuid)?;
                 if attempt == MAX_NAME_RACES {
                     // Progress over purity: a writer that keeps losing the race commits.
@@ -307,6 +309,64 @@ impl Engine {
             usage,
         })
     }
+}
+
+/// What the model steps produced: the commit, and the outcome's fact lists.
+struct Done {
+    set: st::CommitSet,
+    facts: Vec<EntityEdge>,
+    invalidated: Vec<EntityEdge>,
+}
+
+/// Entity and fact resolution, details, and the commit set.
+async fn resolve(
+    work: &Work<'_>,
+    episode: &Episode,
+    extracted: &Extracted,
+    usage: &mut IngestUsage,
+) -> Result<Done> {
+    let Extracted {
+        extraction,
+        name_vectors,
+        fact_vectors,
+    } = extracted;
+    let resolved = entities::resolve(work, &extraction.entities, name_vectors.clone(), usage)
+        .instrument(tracing::info_span!("resolve_entities"))
+        .await?;
+    work.check_lease(episode.uuid)?;
+    let facts = facts::resolve(
+        work,
+        episode,
+        &extraction.facts,
+        fact_vectors.clone(),
+        &resolved,
+        usage,
+    )
+    .instrument(tracing::info_span!("resolve_facts"))
+    .await?;
+    work.check_lease(episode.uuid)?;
+    let mut nodes = resolved.nodes;
+    details::fill(work, &mut nodes, &resolved.is_new, &facts.new_facts, usage)
+        .instrument(tracing::info_span!("details"))
+        .await?;
+    work.check_lease(episode.uuid)?;
+
+    let mut entity_edges: Vec<Uuid> = facts.new_facts.iter().map(|f| f.uuid).collect();
+    entity_edges.extend(facts.confirmed.iter().map(|f| f.uuid));
+    let mut outcome_facts = facts.new_facts.clone();
+    outcome_facts.extend(facts.confirmed.iter().cloned());
+    Ok(Done {
+        set: st::CommitSet {
+            mentions: nodes.iter().map(|n| n.uuid).collect(),
+            entities: nodes,
+            new_facts: facts.new_facts,
+            updated_facts: facts.updates,
+            entity_edges,
+            fresh_keys: resolved.fresh_keys,
+        },
+        facts: outcome_facts,
+        invalidated: facts.invalidated,
+    })
 }
 
 /// Checks a replay against the stored episode's immutable fields.

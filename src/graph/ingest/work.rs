@@ -1,13 +1,16 @@
-//! The model steps of one claimed episode ([`Work`]): extraction and embeddings, then
-//! entity resolution, fact resolution and details, which make the commit set.
+//! The per-episode work: [`Work`] is what the model steps of one claimed episode
+//! share (the graph, the models, the options, the ontology and the held claim), with
+//! the follow-up call helper and the first step, extraction and embeddings. The
+//! resolution steps (`entities`, `facts`, `details`) take a `Work`; the pipeline
+//! chains them.
 
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::{AddEpisode, EngineOptions, IngestUsage, details, entities, facts, lease};
+use super::{AddEpisode, EngineOptions, IngestUsage, lease};
 use crate::falkordb::FalkorDb;
 use crate::graph::extract::{Extraction, ExtractionInput, extract};
-use crate::graph::model::{EntityEdge, Episode};
+use crate::graph::model::Episode;
 use crate::graph::store::ingest as st;
 use crate::llm::{Embedder, LanguageModel};
 use crate::ontology::Ontology;
@@ -26,16 +29,9 @@ pub(super) struct Work<'a> {
 
 /// What extraction produced: the entities and facts, and their embeddings.
 pub(super) struct Extracted {
-    extraction: Extraction,
-    name_vectors: Vec<Vec<f32>>,
-    fact_vectors: Vec<Vec<f32>>,
-}
-
-/// What the model steps produced: the commit, and the outcome's fact lists.
-pub(super) struct Done {
-    pub(super) set: st::CommitSet,
-    pub(super) facts: Vec<EntityEdge>,
-    pub(super) invalidated: Vec<EntityEdge>,
+    pub(super) extraction: Extraction,
+    pub(super) name_vectors: Vec<Vec<f32>>,
+    pub(super) fact_vectors: Vec<Vec<f32>>,
 }
 
 impl Work<'_> {
@@ -134,57 +130,6 @@ impl Work<'_> {
             extraction,
             name_vectors: vectors,
             fact_vectors,
-        })
-    }
-
-    /// Entity and fact resolution, details, and the commit set.
-    pub(super) async fn resolve(
-        &self,
-        episode: &Episode,
-        extracted: &Extracted,
-        usage: &mut IngestUsage,
-    ) -> Result<Done> {
-        let Extracted {
-            extraction,
-            name_vectors,
-            fact_vectors,
-        } = extracted;
-        let resolved = entities::resolve(self, &extraction.entities, name_vectors.clone(), usage)
-            .instrument(tracing::info_span!("resolve_entities"))
-            .await?;
-        self.check_lease(episode.uuid)?;
-        let facts = facts::resolve(
-            self,
-            episode,
-            &extraction.facts,
-            fact_vectors.clone(),
-            &resolved,
-            usage,
-        )
-        .instrument(tracing::info_span!("resolve_facts"))
-        .await?;
-        self.check_lease(episode.uuid)?;
-        let mut nodes = resolved.nodes;
-        details::fill(self, &mut nodes, &resolved.is_new, &facts.new_facts, usage)
-            .instrument(tracing::info_span!("details"))
-            .await?;
-        self.check_lease(episode.uuid)?;
-
-        let mut entity_edges: Vec<Uuid> = facts.new_facts.iter().map(|f| f.uuid).collect();
-        entity_edges.extend(facts.confirmed.iter().map(|f| f.uuid));
-        let mut outcome_facts = facts.new_facts.clone();
-        outcome_facts.extend(facts.confirmed.iter().cloned());
-        Ok(Done {
-            set: st::CommitSet {
-                mentions: nodes.iter().map(|n| n.uuid).collect(),
-                entities: nodes,
-                new_facts: facts.new_facts,
-                updated_facts: facts.updates,
-                entity_edges,
-                fresh_keys: resolved.fresh_keys,
-            },
-            facts: outcome_facts,
-            invalidated: facts.invalidated,
         })
     }
 }
