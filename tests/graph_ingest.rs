@@ -1215,3 +1215,94 @@ async fn a_graph_deleted_behind_the_engines_back_is_prepared_again() {
     w.engine.add_episode(&g.name, first()).await.unwrap();
     assert!(!g.db.list_indices(&g.name).await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn the_engine_searches_replaces_and_clears_through_its_own_handle() {
+    use gralkor::graph::OwnedNode;
+    use gralkor::graph::search::{
+        EDGE_HYBRID_SEARCH_CROSS_ENCODER, EDGE_HYBRID_SEARCH_RRF, SearchRequest,
+    };
+    use std::collections::BTreeMap;
+
+    let (porto, lisbon) = (
+        TestGraph::new("engine-handle-a").await,
+        TestGraph::new("engine-handle-b").await,
+    );
+    // One engine, built on one database handle, serves both graphs.
+    let w = World::new(&porto.db, Rules::narrator());
+    for (g, text) in [
+        (&porto, "Ada keeps bees in Porto"),
+        (&lisbon, "Ada rides bikes in Lisbon"),
+    ] {
+        w.engine
+            .add_episode(&g.name, msg(text, "2024-01-01T00:00:00Z"))
+            .await
+            .unwrap();
+    }
+    let request = SearchRequest::new("Ada", EDGE_HYBRID_SEARCH_RRF.limit(5));
+    let one = w.engine.search(&porto.name, &request).await.unwrap();
+    assert_eq!(one.facts.len(), 1);
+    assert!(one.facts[0].fact.fact.contains("Porto"));
+    let both = w
+        .engine
+        .search_many(&[lisbon.name.as_str(), porto.name.as_str()], &request)
+        .await
+        .unwrap();
+    assert_eq!(both.len(), 2, "one result per graph, in the order asked");
+    assert!(both[0].facts[0].fact.fact.contains("Lisbon"));
+    assert!(both[1].facts[0].fact.fact.contains("Porto"));
+
+    // The cross-encoder recipes need the engine's reranker.
+    let cross = SearchRequest::new("bees", EDGE_HYBRID_SEARCH_CROSS_ENCODER.limit(5));
+    assert!(w.engine.reranker().is_none());
+    assert!(w.engine.search(&porto.name, &cross).await.is_err());
+    let reranking = w
+        .engine
+        .clone()
+        .with_reranker(Arc::new(gralkor::llm::doubles::WordOverlapReranker));
+    assert!(reranking.reranker().is_some());
+    assert_eq!(
+        reranking
+            .search(&porto.name, &cross)
+            .await
+            .unwrap()
+            .facts
+            .len(),
+        1
+    );
+
+    // Owned content goes through the engine too.
+    let node = OwnedNode {
+        id: "hive-1".into(),
+        labels: vec!["Hive".into()],
+        properties: BTreeMap::from([("name".into(), "Hive one".into())]),
+    };
+    w.engine
+        .replace_owned(&porto.name, "apiary", std::slice::from_ref(&node), &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        w.engine.owned_nodes(&porto.name).await.unwrap(),
+        vec![("apiary".to_owned(), node)]
+    );
+
+    // Every graph on the server is prepared; a cleared graph is prepared again on the
+    // next write (`Engine::clear` forgets its readiness with the database handle).
+    w.engine.build_all_indices().await.unwrap();
+    assert!(w.engine.clear(&porto.name).await.unwrap());
+    assert!(!w.engine.list_graphs().await.unwrap().contains(&porto.name));
+    w.engine
+        .add_episode(
+            &porto.name,
+            msg("Ada keeps bees in Porto", "2024-01-01T00:00:00Z"),
+        )
+        .await
+        .unwrap();
+    let indices = porto.db.list_indices(&porto.name).await.unwrap();
+    assert!(
+        indices
+            .iter()
+            .any(|i| i.property == "fact_embedding" && matches!(i.kind, IndexKind::Vector { .. })),
+        "{indices:?}"
+    );
+}
