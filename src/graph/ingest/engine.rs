@@ -337,10 +337,10 @@ impl Engine {
         graphs: &[&str],
         request: &SearchRequest,
     ) -> Result<Vec<SearchResults>> {
-        join_all(graphs.iter().map(|graph| self.search(graph, request)))
-            .await
-            .into_iter()
-            .collect()
+        // One per-graph search each, concurrently (each embeds the query); the search
+        // module's multi-graph search that embeds once replaces this one statement.
+        let per_graph = join_all(graphs.iter().map(|graph| self.search(graph, request)));
+        per_graph.await.into_iter().collect()
     }
 
     /// Every Lens-owned node of `graph` with its owner, ordered by owner then id (see
