@@ -98,15 +98,10 @@ fn vector(text: &str) -> Vec<f32> {
     v.into_iter().map(|x| x / n).collect()
 }
 
-async fn run(
-    engine: &Engine,
-    db: &FalkorDb,
-    graphs: usize,
-    episodes: usize,
-) -> Vec<(Duration, u32, u32)> {
+async fn run(engine: &Engine, graphs: usize, episodes: usize) -> Vec<(Duration, u32, u32)> {
     let mut tasks = Vec::new();
     for g in 0..graphs {
-        let (engine, db) = (engine.clone(), db.clone());
+        let engine = engine.clone();
         let per_graph = episodes / graphs;
         tasks.push(tokio::spawn(async move {
             let graph = format!("bench-{graphs}-{g}");
@@ -115,10 +110,7 @@ async fn run(
                 let text = episode_text(g * per_graph + i);
                 let request = AddEpisode::new(text, SourceKind::Text, Timestamp::now());
                 let start = Instant::now();
-                let outcome = engine
-                    .add_episode(&db, &graph, request)
-                    .await
-                    .expect("ingest");
+                let outcome = engine.add_episode(&graph, request).await.expect("ingest");
                 out.push((
                     start.elapsed(),
                     outcome.usage.llm_calls,
@@ -154,16 +146,16 @@ async fn main() -> gralkor::Result<()> {
     let openai = OpenAi::builder("sk-fake")
         .base_url(format!("{}/v1", server.uri()))
         .build()?;
-    let engine = Engine::new(
-        Arc::new(openai.chat("fake-chat")),
-        Arc::new(openai.embedder("fake-embed", Some(DIM))?),
-    );
-
     let dir = tempfile::tempdir().map_err(|e| gralkor::Error::Io {
         context: "creating a temporary data directory".into(),
         source: e,
     })?;
     let db = FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(dir.path()))).await?;
+    let engine = Engine::new(
+        db.clone(),
+        Arc::new(openai.chat("fake-chat")),
+        Arc::new(openai.embedder("fake-embed", Some(DIM))?),
+    );
     println!("bench_ingest: {episodes} episodes, fake provider answering after {delay_ms} ms");
     println!(
         "{:<10} {:>10} {:>14} {:>14} {:>12} {:>12}",
@@ -172,7 +164,7 @@ async fn main() -> gralkor::Result<()> {
     for graphs in [1, 8] {
         let (c0, e0) = (chat.load(Ordering::Relaxed), embed.load(Ordering::Relaxed));
         let start = Instant::now();
-        let results = run(&engine, &db, graphs, episodes).await;
+        let results = run(&engine, graphs, episodes).await;
         let wall = start.elapsed();
         let n = results.len();
         let mut latencies: Vec<Duration> = results.iter().map(|r| r.0).collect();

@@ -289,7 +289,7 @@ async fn phase(
                                 i % 97
                             );
                             let request = AddEpisode::new(text, SourceKind::Text, Timestamp::now());
-                            engine.add_episode(&db, &graph, request).await?;
+                            engine.add_episode(&graph, request).await?;
                             n += 1;
                         }
                         None => {
@@ -390,7 +390,7 @@ async fn main() -> gralkor::Result<()> {
                     model: model.clone(),
                     delay: Duration::from_millis(ms),
                 };
-                Engine::new(Arc::new(model), emb.clone())
+                Engine::new(db.clone(), Arc::new(model), emb.clone())
             })
             .collect()
     };

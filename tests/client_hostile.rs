@@ -36,7 +36,6 @@ struct Fixture {
     rt: tokio::runtime::Runtime,
     db: FalkorDb,
     engine: Engine,
-    embedder: Arc<CountingEmbedder>,
 }
 
 /// One runtime, one database handle and one engine for every case of the binary.
@@ -51,25 +50,18 @@ fn fixture() -> &'static Fixture {
         let db = rt.block_on(common::db());
         let rules = Rules::narrator();
         let model = ScriptedModel::new().respond_with(move |req| answer(&rules, req));
-        let embedder = Arc::new(CountingEmbedder::new());
-        let engine = Engine::new(Arc::new(model), embedder.clone());
-        Fixture {
-            rt,
-            db,
-            engine,
-            embedder,
-        }
+        let engine = Engine::new(
+            db.clone(),
+            Arc::new(model),
+            Arc::new(CountingEmbedder::new()),
+        );
+        Fixture { rt, db, engine }
     })
 }
 
 fn native(config: RuntimeConfig) -> Result<NativeClient> {
     let f = fixture();
-    let storage = NativeStorage::new(
-        f.db.clone(),
-        f.engine.clone(),
-        Some(f.embedder.clone()),
-        None,
-    );
+    let storage = NativeStorage::new(f.engine.clone());
     Ok(NativeClient::from_parts(Runtime::new(config)?, storage))
 }
 

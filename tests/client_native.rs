@@ -20,8 +20,8 @@ async fn native(config: RuntimeConfig) -> NativeClient {
     let r = Rules::narrator();
     let model = ScriptedModel::new().respond_with(move |req| answer(&r, req));
     let embedder = Arc::new(CountingEmbedder::new());
-    let engine = Engine::new(Arc::new(model), embedder.clone());
-    let storage = NativeStorage::new(common::db().await, engine, Some(embedder), None);
+    let engine = Engine::new(common::db().await, Arc::new(model), embedder);
+    let storage = NativeStorage::new(engine);
     NativeClient::from_parts(
         Runtime::new(config).expect("valid contract configuration"),
         storage,
@@ -44,11 +44,11 @@ async fn a_replayed_ingest_stores_nothing_twice() {
     let r = Rules::narrator();
     let model = ScriptedModel::new().respond_with(move |req| answer(&r, req));
     let embedder = Arc::new(CountingEmbedder::new());
-    let engine = Engine::new(Arc::new(model.clone()), embedder.clone());
     let db = common::db().await;
+    let engine = Engine::new(db.clone(), Arc::new(model.clone()), embedder.clone());
     let client = NativeClient::from_parts(
         Runtime::new(RuntimeConfig::new()).unwrap(),
-        NativeStorage::new(db.clone(), engine, Some(embedder), None),
+        NativeStorage::new(engine),
     );
     let op = op();
     let request = Ingest::new(

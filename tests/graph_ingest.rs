@@ -50,7 +50,7 @@ fn works_at(rules: &mut Rules) {
 #[tokio::test]
 async fn an_episode_commits_entities_facts_mentions_and_the_completion_marker() {
     let g = TestGraph::new("ingest-basic").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     w.rules.extraction(
         "I work at Acme",
         extraction(
@@ -68,7 +68,6 @@ async fn an_episode_commits_entities_facts_mentions_and_the_completion_marker() 
     let out = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             msg("Alice: I work at Acme.", "2024-01-10T09:00:00Z"),
         )
@@ -112,7 +111,7 @@ async fn an_episode_commits_entities_facts_mentions_and_the_completion_marker() 
 #[tokio::test]
 async fn the_same_entity_across_episodes_is_one_node() {
     let g = TestGraph::new("ingest-same").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     w.rules.extraction(
         "tea",
         extraction(
@@ -143,7 +142,6 @@ async fn the_same_entity_across_episodes_is_one_node() {
     );
     w.engine
         .add_episode(
-            &g.db,
             &g.name,
             msg("Alice: I like green tea", "2024-01-01T00:00:00Z"),
         )
@@ -152,7 +150,6 @@ async fn the_same_entity_across_episodes_is_one_node() {
     let second = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             msg("Alice: I live in Lisbon", "2024-01-02T00:00:00Z"),
         )
@@ -185,7 +182,7 @@ async fn the_same_entity_across_episodes_is_one_node() {
 #[tokio::test]
 async fn near_names_merge_by_minhash_without_a_model_call() {
     let g = TestGraph::new("ingest-minhash").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     let (a, b) = (
         "International Business Machines Corporation",
         "International Business Machines Corporations",
@@ -215,11 +212,11 @@ async fn near_names_merge_by_minhash_without_a_model_call() {
         ),
     );
     w.engine
-        .add_episode(&g.db, &g.name, msg("first", "2024-01-01T00:00:00Z"))
+        .add_episode(&g.name, msg("first", "2024-01-01T00:00:00Z"))
         .await
         .unwrap();
     w.engine
-        .add_episode(&g.db, &g.name, msg("second", "2024-01-02T00:00:00Z"))
+        .add_episode(&g.name, msg("second", "2024-01-02T00:00:00Z"))
         .await
         .unwrap();
     assert_eq!(
@@ -242,7 +239,7 @@ async fn ambiguous_names_are_decided_by_one_model_call() {
         })),
         ..Rules::default()
     };
-    let w = World::new(rules);
+    let w = World::new(&g.db, rules);
     w.rules.extraction(
         "first",
         extraction(
@@ -266,12 +263,12 @@ async fn ambiguous_names_are_decided_by_one_model_call() {
         ),
     );
     w.engine
-        .add_episode(&g.db, &g.name, msg("first", "2024-01-01T00:00:00Z"))
+        .add_episode(&g.name, msg("first", "2024-01-01T00:00:00Z"))
         .await
         .unwrap();
     let out = w
         .engine
-        .add_episode(&g.db, &g.name, msg("second", "2024-01-02T00:00:00Z"))
+        .add_episode(&g.name, msg("second", "2024-01-02T00:00:00Z"))
         .await
         .unwrap();
     assert_eq!(w.model.calls_for("entity_resolution").len(), 1);
@@ -286,10 +283,10 @@ async fn ambiguous_names_are_decided_by_one_model_call() {
 
 /// Alice works at Acme from 2024-01-01, then at Globex from 2025-03-01; the two
 /// contradict each other.
-fn acme_then_globex() -> World {
+fn acme_then_globex(g: &TestGraph) -> World {
     let mut rules = Rules::default();
     works_at(&mut rules);
-    let w = World::new(rules);
+    let w = World::new(&g.db, rules);
     // Rules match in order: the Globex episode's text may also name Acme.
     w.rules.extraction(
         "Globex",
@@ -325,11 +322,10 @@ fn acme_then_globex() -> World {
 #[tokio::test]
 async fn a_later_contradicting_fact_invalidates_the_old_one() {
     let g = TestGraph::new("ingest-invalidate").await;
-    let w = acme_then_globex();
+    let w = acme_then_globex(&g);
     let first = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             msg("Alice: I work at Acme", "2024-01-01T00:00:00Z"),
         )
@@ -338,7 +334,6 @@ async fn a_later_contradicting_fact_invalidates_the_old_one() {
     let second = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             msg(
                 "Alice: I left Acme and joined Globex",
@@ -370,10 +365,9 @@ async fn a_later_contradicting_fact_invalidates_the_old_one() {
 #[tokio::test]
 async fn the_same_story_ingested_out_of_order_ends_the_older_fact() {
     let g = TestGraph::new("ingest-out-of-order").await;
-    let w = acme_then_globex();
+    let w = acme_then_globex(&g);
     w.engine
         .add_episode(
-            &g.db,
             &g.name,
             msg("Alice: I joined Globex", "2025-03-01T00:00:00Z"),
         )
@@ -382,7 +376,6 @@ async fn the_same_story_ingested_out_of_order_ends_the_older_fact() {
     let late = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             msg("Alice: I work at Acme", "2024-01-01T00:00:00Z"),
         )
@@ -406,7 +399,7 @@ async fn a_restated_fact_adds_the_episode_instead_of_a_new_fact() {
         })),
         ..Rules::default()
     };
-    let w = World::new(rules);
+    let w = World::new(&g.db, rules);
     let answer = extraction(
         &[("Alice", 0), ("Acme", 0)],
         &[(
@@ -422,12 +415,12 @@ async fn a_restated_fact_adds_the_episode_instead_of_a_new_fact() {
     w.rules.extraction("two", answer);
     let a = w
         .engine
-        .add_episode(&g.db, &g.name, msg("one", "2024-01-01T00:00:00Z"))
+        .add_episode(&g.name, msg("one", "2024-01-01T00:00:00Z"))
         .await
         .unwrap();
     let b = w
         .engine
-        .add_episode(&g.db, &g.name, msg("two", "2024-01-02T00:00:00Z"))
+        .add_episode(&g.name, msg("two", "2024-01-02T00:00:00Z"))
         .await
         .unwrap();
     let facts = all_facts(&g).await;
@@ -440,7 +433,7 @@ async fn a_restated_fact_adds_the_episode_instead_of_a_new_fact() {
 #[tokio::test]
 async fn a_replay_with_the_same_uuid_makes_no_model_call() {
     let g = TestGraph::new("ingest-replay").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     w.rules.extraction(
         "hello",
         extraction(
@@ -451,21 +444,13 @@ async fn a_replay_with_the_same_uuid_makes_no_model_call() {
     let id = Uuid::new_v4();
     let first = w
         .engine
-        .add_episode(
-            &g.db,
-            &g.name,
-            msg("hello Bob", "2024-01-01T00:00:00Z").uuid(id),
-        )
+        .add_episode(&g.name, msg("hello Bob", "2024-01-01T00:00:00Z").uuid(id))
         .await
         .unwrap();
     let calls = w.model.calls().len();
     let again = w
         .engine
-        .add_episode(
-            &g.db,
-            &g.name,
-            msg("hello Bob", "2024-01-01T00:00:00Z").uuid(id),
-        )
+        .add_episode(&g.name, msg("hello Bob", "2024-01-01T00:00:00Z").uuid(id))
         .await
         .unwrap();
     assert_eq!(again.status, OutcomeStatus::Replayed);
@@ -488,14 +473,10 @@ async fn a_replay_with_the_same_uuid_makes_no_model_call() {
 #[tokio::test]
 async fn a_conflicting_replay_fails_and_writes_nothing() {
     let g = TestGraph::new("ingest-conflict").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     let id = Uuid::new_v4();
     w.engine
-        .add_episode(
-            &g.db,
-            &g.name,
-            msg("original", "2024-01-01T00:00:00Z").uuid(id),
-        )
+        .add_episode(&g.name, msg("original", "2024-01-01T00:00:00Z").uuid(id))
         .await
         .unwrap();
     for (request, field) in [
@@ -517,7 +498,7 @@ async fn a_conflicting_replay_fails_and_writes_nothing() {
             "source",
         ),
     ] {
-        match w.engine.add_episode(&g.db, &g.name, request).await {
+        match w.engine.add_episode(&g.name, request).await {
             Err(Error::EpisodeConflict { uuid, field: f }) => {
                 assert_eq!((uuid, f), (id, field));
             }
@@ -541,13 +522,13 @@ async fn a_failure_after_the_durable_write_leaves_a_pending_searchable_episode_t
     // A model that always fails (no script, no responder): a 429 storm that outlasted
     // the retries, say.
     let broken = graph::Engine::new(
+        g.db.clone(),
         Arc::new(gralkor::llm::doubles::ScriptedModel::new()),
         Arc::new(common::ingest::CountingEmbedder::new()),
     );
     let id = Uuid::new_v4();
     let err = broken
         .add_episode(
-            &g.db,
             &g.name,
             msg("Zanzibar trip with Carol", "2024-01-01T00:00:00Z").uuid(id),
         )
@@ -578,7 +559,7 @@ async fn a_failure_after_the_durable_write_leaves_a_pending_searchable_episode_t
         "no half-written graph"
     );
 
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     w.rules.extraction(
         "Zanzibar",
         extraction(
@@ -593,7 +574,7 @@ async fn a_failure_after_the_durable_write_leaves_a_pending_searchable_episode_t
             )],
         ),
     );
-    let report = w.engine.resume_pending(&g.db, &g.name, None).await.unwrap();
+    let report = w.engine.resume_pending(&g.name, None).await.unwrap();
     assert_eq!(report.completed.len(), 1);
     assert!(report.failed.is_empty() && report.busy.is_empty());
     assert_eq!(report.completed[0].episode.uuid, id);
@@ -610,7 +591,6 @@ async fn a_failure_after_the_durable_write_leaves_a_pending_searchable_episode_t
     let again = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             msg("Zanzibar trip with Carol", "2024-01-01T00:00:00Z").uuid(id),
         )
@@ -622,13 +602,9 @@ async fn a_failure_after_the_durable_write_leaves_a_pending_searchable_episode_t
 #[tokio::test]
 async fn an_episodes_only_engine_stores_pending_episodes_for_a_full_engine() {
     let g = TestGraph::new("ingest-episodes-only").await;
-    let quick = graph::Engine::episodes_only();
+    let quick = graph::Engine::episodes_only(g.db.clone());
     let out = quick
-        .add_episode(
-            &g.db,
-            &g.name,
-            msg("Dana adopted a cat", "2024-01-01T00:00:00Z"),
-        )
+        .add_episode(&g.name, msg("Dana adopted a cat", "2024-01-01T00:00:00Z"))
         .await
         .unwrap();
     assert_eq!(out.status, OutcomeStatus::Pending);
@@ -642,10 +618,10 @@ async fn an_episodes_only_engine_stores_pending_episodes_for_a_full_engine() {
             .count();
     assert_eq!(vector_indices, 0);
     assert!(matches!(
-        quick.resume_pending(&g.db, &g.name, None).await,
+        quick.resume_pending(&g.name, None).await,
         Err(Error::Config { .. })
     ));
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     w.rules.extraction(
         "Dana",
         extraction(
@@ -653,7 +629,7 @@ async fn an_episodes_only_engine_stores_pending_episodes_for_a_full_engine() {
             &[("Dana", "adopted", "Cat", "Dana adopted a cat.", None, None)],
         ),
     );
-    let report = w.engine.resume_pending(&g.db, &g.name, None).await.unwrap();
+    let report = w.engine.resume_pending(&g.name, None).await.unwrap();
     assert_eq!(report.completed.len(), 1);
     assert_eq!(count(&g, "MATCH (n:Entity) RETURN count(n) AS n").await, 2);
 }
@@ -661,7 +637,7 @@ async fn an_episodes_only_engine_stores_pending_episodes_for_a_full_engine() {
 #[tokio::test]
 async fn concurrent_episodes_naming_the_same_new_entity_create_one_node() {
     let g = TestGraph::new("ingest-concurrent").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     w.rules.extraction(
         "tennis",
         extraction(
@@ -693,8 +669,8 @@ async fn concurrent_episodes_naming_the_same_new_entity_create_one_node() {
     let e1 = w.engine.clone();
     let e2 = w.engine.clone();
     let (a, b) = tokio::join!(
-        e1.add_episode(&g.db, &g.name, msg("Zoe: tennis", "2024-01-01T00:00:00Z")),
-        e2.add_episode(&g.db, &g.name, msg("Zoe: chess", "2024-01-01T00:00:00Z")),
+        e1.add_episode(&g.name, msg("Zoe: tennis", "2024-01-01T00:00:00Z")),
+        e2.add_episode(&g.name, msg("Zoe: chess", "2024-01-01T00:00:00Z")),
     );
     a.unwrap();
     b.unwrap();
@@ -711,7 +687,7 @@ async fn concurrent_episodes_naming_the_same_new_entity_create_one_node() {
 #[tokio::test]
 async fn invalid_requests_are_rejected_before_anything_is_written() {
     let g = TestGraph::new("ingest-invalid").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     for (request, field) in [
         (msg("   ", "2024-01-01T00:00:00Z"), "content"),
         (msg("a\0b", "2024-01-01T00:00:00Z"), "content"),
@@ -739,7 +715,7 @@ async fn invalid_requests_are_rejected_before_anything_is_written() {
             "content",
         ),
     ] {
-        match w.engine.add_episode(&g.db, &g.name, request).await {
+        match w.engine.add_episode(&g.name, request).await {
             Err(Error::InvalidInput { field: f, .. }) => assert_eq!(f, field),
             other => panic!("expected invalid {field}, got {other:?}"),
         }
@@ -752,7 +728,6 @@ async fn invalid_requests_are_rejected_before_anything_is_written() {
     let ok = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             AddEpisode::new(
                 r#"{"a": [1, 2]}"#,
@@ -768,7 +743,7 @@ async fn invalid_requests_are_rejected_before_anything_is_written() {
 #[tokio::test]
 async fn ontology_types_become_labels_and_attributes() {
     let g = TestGraph::new("ingest-ontology").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     w.rules.attributes.lock().unwrap().push((
         "Person".into(),
         serde_json::json!({"age": 41, "nickname": null}),
@@ -799,7 +774,6 @@ async fn ontology_types_become_labels_and_attributes() {
     let out = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             msg("Erin: my 41st birthday in Berlin", "2024-01-01T00:00:00Z").ontology(ontology),
         )
@@ -824,7 +798,7 @@ async fn ontology_types_become_labels_and_attributes() {
 #[tokio::test]
 async fn summaries_over_budget_are_condensed_in_one_call() {
     let g = TestGraph::new("ingest-summaries").await;
-    let w = World::with_options(Rules::default(), {
+    let w = World::with_options(&g.db, Rules::default(), {
         let mut o = EngineOptions::default();
         o.summary_budget = 40;
         o
@@ -855,7 +829,7 @@ async fn summaries_over_budget_are_condensed_in_one_call() {
     );
     let out = w
         .engine
-        .add_episode(&g.db, &g.name, msg("Finn: hobbies", "2024-01-01T00:00:00Z"))
+        .add_episode(&g.name, msg("Finn: hobbies", "2024-01-01T00:00:00Z"))
         .await
         .unwrap();
     assert_eq!(
@@ -879,7 +853,7 @@ async fn remove_episode_takes_what_only_it_supported() {
         duplicate: Some(Arc::new(|new, old| new == old)),
         ..Rules::default()
     };
-    let w = World::new(rules);
+    let w = World::new(&g.db, rules);
     w.rules.extraction(
         "one",
         extraction(
@@ -899,17 +873,17 @@ async fn remove_episode_takes_what_only_it_supported() {
     );
     let one = w
         .engine
-        .add_episode(&g.db, &g.name, msg("one", "2024-01-01T00:00:00Z"))
+        .add_episode(&g.name, msg("one", "2024-01-01T00:00:00Z"))
         .await
         .unwrap();
     let two = w
         .engine
-        .add_episode(&g.db, &g.name, msg("two", "2024-01-02T00:00:00Z"))
+        .add_episode(&g.name, msg("two", "2024-01-02T00:00:00Z"))
         .await
         .unwrap();
     let removal = w
         .engine
-        .remove_episode(&g.db, &g.name, one.episode.uuid)
+        .remove_episode(&g.name, one.episode.uuid)
         .await
         .unwrap();
     assert!(removal.episode);
@@ -936,7 +910,7 @@ async fn remove_episode_takes_what_only_it_supported() {
     );
     let again = w
         .engine
-        .remove_episode(&g.db, &g.name, one.episode.uuid)
+        .remove_episode(&g.name, one.episode.uuid)
         .await
         .unwrap();
     assert!(!again.episode);
@@ -945,10 +919,10 @@ async fn remove_episode_takes_what_only_it_supported() {
 #[tokio::test]
 async fn episode_uuids_are_unique_on_the_server() {
     let g = TestGraph::new("ingest-unique").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     let out = w
         .engine
-        .add_episode(&g.db, &g.name, msg("x", "2024-01-01T00:00:00Z"))
+        .add_episode(&g.name, msg("x", "2024-01-01T00:00:00Z"))
         .await
         .unwrap();
     let err =
@@ -984,7 +958,7 @@ async fn a_failing_statement_changes_nothing() {
 #[tokio::test]
 async fn the_engine_builds_communities_over_what_it_ingested() {
     let g = TestGraph::new("ingest-communities").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     w.rules.extraction(
         "team",
         extraction(
@@ -1010,12 +984,12 @@ async fn the_engine_builds_communities_over_what_it_ingested() {
         ),
     );
     w.engine
-        .add_episode(&g.db, &g.name, msg("the team", "2024-01-01T00:00:00Z"))
+        .add_episode(&g.name, msg("the team", "2024-01-01T00:00:00Z"))
         .await
         .unwrap();
     let report = w
         .engine
-        .build_communities(&g.db, &g.name, &graph::CommunityOptions::default())
+        .build_communities(&g.name, &graph::CommunityOptions::default())
         .await
         .unwrap();
     assert_eq!((report.communities, report.members), (1, 3));
@@ -1029,8 +1003,8 @@ async fn the_engine_builds_communities_over_what_it_ingested() {
         3
     );
     assert!(matches!(
-        graph::Engine::episodes_only()
-            .build_communities(&g.db, &g.name, &graph::CommunityOptions::default())
+        graph::Engine::episodes_only(g.db.clone())
+            .build_communities(&g.name, &graph::CommunityOptions::default())
             .await,
         Err(Error::Config { .. })
     ));
@@ -1046,7 +1020,7 @@ async fn an_unmatched_name_close_to_an_existing_one_is_decided_by_the_model() {
         ..Rules::default()
     };
     // HashEmbedder: "robert smith" and "bob smith" share one word of two (cosine 0.5).
-    let w = World::with_options(rules, {
+    let w = World::with_options(&g.db, rules, {
         let mut o = EngineOptions::default();
         o.entity_similarity = 0.5;
         o
@@ -1080,12 +1054,12 @@ async fn an_unmatched_name_close_to_an_existing_one_is_decided_by_the_model() {
         ),
     );
     w.engine
-        .add_episode(&g.db, &g.name, msg("first", "2024-01-01T00:00:00Z"))
+        .add_episode(&g.name, msg("first", "2024-01-01T00:00:00Z"))
         .await
         .unwrap();
     let out = w
         .engine
-        .add_episode(&g.db, &g.name, msg("second", "2024-01-02T00:00:00Z"))
+        .add_episode(&g.name, msg("second", "2024-01-02T00:00:00Z"))
         .await
         .unwrap();
     assert_eq!(w.model.calls_for("entity_resolution").len(), 1);
@@ -1122,13 +1096,12 @@ async fn ada_mentioned_a_hundred_times(g: &TestGraph, options: EngineOptions) ->
         })),
         ..Rules::default()
     };
-    let w = World::with_options(rules, options);
+    let w = World::with_options(&g.db, rules, options);
     let mut ada = None;
     for i in 0..100 {
         let out = w
             .engine
             .add_episode(
-                &g.db,
                 &g.name,
                 msg(
                     &format!("Ada: today I visited Town{i}"),
@@ -1214,13 +1187,13 @@ async fn stale_vector_entries_past_the_threshold_rebuild_the_index() {
 #[tokio::test]
 async fn a_graph_deleted_behind_the_engines_back_is_prepared_again() {
     let g = TestGraph::new("ingest-deleted-graph").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     let first = || msg("Ada: hello.", "2024-01-01T00:00:00Z");
-    w.engine.add_episode(&g.db, &g.name, first()).await.unwrap();
+    w.engine.add_episode(&g.name, first()).await.unwrap();
     assert!(!g.db.list_indices(&g.name).await.unwrap().is_empty());
     // Deleted by the store, not by `Engine::clear`; then written again by the engine.
     assert!(graph::clear(&g.db, &g.name).await.unwrap());
-    w.engine.add_episode(&g.db, &g.name, first()).await.unwrap();
+    w.engine.add_episode(&g.name, first()).await.unwrap();
     let indices = g.db.list_indices(&g.name).await.unwrap();
     assert!(
         indices
@@ -1239,6 +1212,97 @@ async fn a_graph_deleted_behind_the_engines_back_is_prepared_again() {
     // A clone of the handle shares what was prepared, and forgets it with the graph.
     let clone = g.db.clone();
     assert!(clone.delete_graph(&g.name).await.unwrap());
-    w.engine.add_episode(&g.db, &g.name, first()).await.unwrap();
+    w.engine.add_episode(&g.name, first()).await.unwrap();
     assert!(!g.db.list_indices(&g.name).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_engine_searches_replaces_and_clears_through_its_own_handle() {
+    use gralkor::graph::OwnedNode;
+    use gralkor::graph::search::{
+        EDGE_HYBRID_SEARCH_CROSS_ENCODER, EDGE_HYBRID_SEARCH_RRF, SearchRequest,
+    };
+    use std::collections::BTreeMap;
+
+    let (porto, lisbon) = (
+        TestGraph::new("engine-handle-a").await,
+        TestGraph::new("engine-handle-b").await,
+    );
+    // One engine, built on one database handle, serves both graphs.
+    let w = World::new(&porto.db, Rules::narrator());
+    for (g, text) in [
+        (&porto, "Ada keeps bees in Porto"),
+        (&lisbon, "Ada rides bikes in Lisbon"),
+    ] {
+        w.engine
+            .add_episode(&g.name, msg(text, "2024-01-01T00:00:00Z"))
+            .await
+            .unwrap();
+    }
+    let request = SearchRequest::new("Ada", EDGE_HYBRID_SEARCH_RRF.limit(5));
+    let one = w.engine.search(&porto.name, &request).await.unwrap();
+    assert_eq!(one.facts.len(), 1);
+    assert!(one.facts[0].fact.fact.contains("Porto"));
+    let both = w
+        .engine
+        .search_many(&[lisbon.name.as_str(), porto.name.as_str()], &request)
+        .await
+        .unwrap();
+    assert_eq!(both.len(), 2, "one result per graph, in the order asked");
+    assert!(both[0].facts[0].fact.fact.contains("Lisbon"));
+    assert!(both[1].facts[0].fact.fact.contains("Porto"));
+
+    // The cross-encoder recipes need the engine's reranker.
+    let cross = SearchRequest::new("bees", EDGE_HYBRID_SEARCH_CROSS_ENCODER.limit(5));
+    assert!(w.engine.reranker().is_none());
+    assert!(w.engine.search(&porto.name, &cross).await.is_err());
+    let reranking = w
+        .engine
+        .clone()
+        .with_reranker(Arc::new(gralkor::llm::doubles::WordOverlapReranker));
+    assert!(reranking.reranker().is_some());
+    assert_eq!(
+        reranking
+            .search(&porto.name, &cross)
+            .await
+            .unwrap()
+            .facts
+            .len(),
+        1
+    );
+
+    // Owned content goes through the engine too.
+    let node = OwnedNode {
+        id: "hive-1".into(),
+        labels: vec!["Hive".into()],
+        properties: BTreeMap::from([("name".into(), "Hive one".into())]),
+    };
+    w.engine
+        .replace_owned(&porto.name, "apiary", std::slice::from_ref(&node), &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        w.engine.owned_nodes(&porto.name).await.unwrap(),
+        vec![("apiary".to_owned(), node)]
+    );
+
+    // Every graph on the server is prepared; a cleared graph is prepared again on the
+    // next write (`Engine::clear` forgets its readiness with the database handle).
+    w.engine.build_all_indices().await.unwrap();
+    assert!(w.engine.clear(&porto.name).await.unwrap());
+    assert!(!w.engine.list_graphs().await.unwrap().contains(&porto.name));
+    w.engine
+        .add_episode(
+            &porto.name,
+            msg("Ada keeps bees in Porto", "2024-01-01T00:00:00Z"),
+        )
+        .await
+        .unwrap();
+    let indices = porto.db.list_indices(&porto.name).await.unwrap();
+    assert!(
+        indices
+            .iter()
+            .any(|i| i.property == "fact_embedding" && matches!(i.kind, IndexKind::Vector { .. })),
+        "{indices:?}"
+    );
 }

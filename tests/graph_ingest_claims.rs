@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use common::TestGraph;
 use common::graph::t;
 use common::ingest::{CountingEmbedder, Rules, World, answer, extraction};
-use gralkor::falkordb::{Params, Value};
+use gralkor::falkordb::{FalkorDb, Params, Value};
 use gralkor::graph::{AddEpisode, Engine, EngineOptions, OutcomeStatus, SourceKind};
 use gralkor::llm::{GenerateRequest, Generation, LanguageModel, ModelSize, TokenUsage};
 use gralkor::ontology::{EntityMode, EntityType, Field, Ontology, RelationshipMode};
@@ -50,12 +50,13 @@ impl LanguageModel for GatedModel {
 }
 
 /// An engine whose extraction calls wait at the gate.
-fn gated(rules: Rules, lease: Duration) -> (Engine, Arc<Notify>, Arc<Semaphore>) {
-    gated_at("extraction", rules, lease)
+fn gated(db: &FalkorDb, rules: Rules, lease: Duration) -> (Engine, Arc<Notify>, Arc<Semaphore>) {
+    gated_at(db, "extraction", rules, lease)
 }
 
 /// An engine whose `held` calls wait at the gate.
 fn gated_at(
+    db: &FalkorDb,
     held: &'static str,
     rules: Rules,
     lease: Duration,
@@ -70,8 +71,12 @@ fn gated_at(
     };
     let mut options = EngineOptions::default();
     options.lease = lease;
-    let engine =
-        Engine::new(Arc::new(model), Arc::new(CountingEmbedder::new())).with_options(options);
+    let engine = Engine::new(
+        db.clone(),
+        Arc::new(model),
+        Arc::new(CountingEmbedder::new()),
+    )
+    .with_options(options);
     (engine, entered, gate)
 }
 
@@ -104,23 +109,20 @@ async fn count(g: &TestGraph, query: &str) -> i64 {
 #[tokio::test]
 async fn a_second_writer_is_refused_while_the_first_holds_a_live_claim() {
     let g = TestGraph::new("claim-busy").await;
-    let (first, entered, gate) = gated(story(), Duration::from_secs(60));
-    let second = World::new(story()).engine; // another process: its own queue and id
+    let (first, entered, gate) = gated(&g.db, story(), Duration::from_secs(60));
+    let second = World::new(&g.db, story()).engine; // another process: its own queue and id
     let id = Uuid::new_v4();
-    let (db, name) = (g.db.clone(), g.name.clone());
-    let running = tokio::spawn(async move { first.add_episode(&db, &name, request(id)).await });
+    let name = g.name.clone();
+    let running = tokio::spawn(async move { first.add_episode(&name, request(id)).await });
     entered.notified().await;
-    match second.add_episode(&g.db, &g.name, request(id)).await {
+    match second.add_episode(&g.name, request(id)).await {
         Err(Error::EpisodeBusy { uuid }) => assert_eq!(uuid, id),
         other => panic!("expected busy, got {other:?}"),
     }
     gate.add_permits(1);
     let done = running.await.unwrap().unwrap();
     assert_eq!(done.status, OutcomeStatus::Completed);
-    let replay = second
-        .add_episode(&g.db, &g.name, request(id))
-        .await
-        .unwrap();
+    let replay = second.add_episode(&g.name, request(id)).await.unwrap();
     assert_eq!(replay.status, OutcomeStatus::Replayed);
     assert_eq!(
         count(&g, "MATCH ()-[f:RELATES_TO]->() RETURN count(f) AS n").await,
@@ -132,16 +134,13 @@ async fn a_second_writer_is_refused_while_the_first_holds_a_live_claim() {
 async fn a_writer_whose_lease_lapsed_and_was_taken_over_cannot_commit() {
     let g = TestGraph::new("claim-fence").await;
     // A zero lease lapses at once: the second writer may take the claim over.
-    let (first, entered, gate) = gated(story(), Duration::ZERO);
-    let second = World::new(story()).engine;
+    let (first, entered, gate) = gated(&g.db, story(), Duration::ZERO);
+    let second = World::new(&g.db, story()).engine;
     let id = Uuid::new_v4();
-    let (db, name) = (g.db.clone(), g.name.clone());
-    let running = tokio::spawn(async move { first.add_episode(&db, &name, request(id)).await });
+    let name = g.name.clone();
+    let running = tokio::spawn(async move { first.add_episode(&name, request(id)).await });
     entered.notified().await;
-    let taken = second
-        .add_episode(&g.db, &g.name, request(id))
-        .await
-        .unwrap();
+    let taken = second.add_episode(&g.name, request(id)).await.unwrap();
     assert_eq!(taken.status, OutcomeStatus::Completed);
     gate.add_permits(1);
     match running.await.unwrap() {
@@ -172,7 +171,7 @@ async fn bound_for(facts: usize) {
         })),
         ..Rules::default()
     };
-    let w = World::new(rules);
+    let w = World::new(&g.db, rules);
     w.rules
         .attributes
         .lock()
@@ -228,7 +227,6 @@ async fn bound_for(facts: usize) {
     w.rules.extraction("next", extraction(&entities, &next));
     w.engine
         .add_episode(
-            &g.db,
             &g.name,
             AddEpisode::new("seed", SourceKind::Text, t("2024-01-01T00:00:00Z"))
                 .ontology(ontology.clone()),
@@ -239,7 +237,6 @@ async fn bound_for(facts: usize) {
     let out = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             AddEpisode::new("next", SourceKind::Text, t("2025-01-01T00:00:00Z")).ontology(ontology),
         )
@@ -293,10 +290,10 @@ async fn a_writer_that_dies_mid_episode_leaves_it_pending_for_resume_once_its_le
     let g = TestGraph::new("claim-crash").await;
     // The dying writer's lease is zero, so it lapses at once (a real one lapses after
     // `EngineOptions::lease`).
-    let (dying, entered, _gate) = gated(story(), Duration::ZERO);
+    let (dying, entered, _gate) = gated(&g.db, story(), Duration::ZERO);
     let id = Uuid::new_v4();
-    let (db, name) = (g.db.clone(), g.name.clone());
-    let running = tokio::spawn(async move { dying.add_episode(&db, &name, request(id)).await });
+    let name = g.name.clone();
+    let running = tokio::spawn(async move { dying.add_episode(&name, request(id)).await });
     entered.notified().await;
     running.abort(); // the process dies between the durable write and the commit
     assert!(running.await.unwrap_err().is_cancelled());
@@ -307,8 +304,8 @@ async fn a_writer_that_dies_mid_episode_leaves_it_pending_for_resume_once_its_le
     assert_eq!(pending.state, gralkor::graph::EpisodeState::Pending);
     assert_eq!(count(&g, "MATCH (n:Entity) RETURN count(n) AS n").await, 0);
 
-    let survivor = World::new(story()).engine;
-    let report = survivor.resume_pending(&g.db, &g.name, None).await.unwrap();
+    let survivor = World::new(&g.db, story()).engine;
+    let report = survivor.resume_pending(&g.name, None).await.unwrap();
     assert_eq!(report.completed.len(), 1);
     assert_eq!(report.completed[0].episode.uuid, id);
     assert_eq!(
@@ -320,14 +317,14 @@ async fn a_writer_that_dies_mid_episode_leaves_it_pending_for_resume_once_its_le
 #[tokio::test]
 async fn resume_reports_an_episode_another_writer_holds_as_busy() {
     let g = TestGraph::new("claim-resume-busy").await;
-    let (first, entered, gate) = gated(story(), Duration::from_secs(60));
+    let (first, entered, gate) = gated(&g.db, story(), Duration::from_secs(60));
     let id = Uuid::new_v4();
-    let (db, name) = (g.db.clone(), g.name.clone());
-    let running = tokio::spawn(async move { first.add_episode(&db, &name, request(id)).await });
+    let name = g.name.clone();
+    let running = tokio::spawn(async move { first.add_episode(&name, request(id)).await });
     entered.notified().await;
-    let report = World::new(story())
+    let report = World::new(&g.db, story())
         .engine
-        .resume_pending(&g.db, &g.name, None)
+        .resume_pending(&g.name, None)
         .await
         .unwrap();
     assert_eq!(report.busy, vec![id]);
@@ -354,7 +351,7 @@ where
 
 #[tokio::test]
 async fn a_falkordb_crash_and_restart_mid_episode_loses_nothing() {
-    use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, FalkorDb};
+    use gralkor::falkordb::{EmbeddedConfig, FalkorConfig};
     let dir = tempfile::Builder::new()
         .prefix("gralkor-ingest-crash-")
         .tempdir()
@@ -363,10 +360,9 @@ async fn a_falkordb_crash_and_restart_mid_episode_loses_nothing() {
         .await
         .unwrap();
     let server = db.embedded_server().unwrap().clone();
-    let (engine, entered, gate) = gated(story(), Duration::from_secs(60));
+    let (engine, entered, gate) = gated(&db, story(), Duration::from_secs(60));
     let id = Uuid::new_v4();
-    let db2 = db.clone();
-    let running = tokio::spawn(async move { engine.add_episode(&db2, "crash", request(id)).await });
+    let running = tokio::spawn(async move { engine.add_episode("crash", request(id)).await });
     entered.notified().await; // the episode is durable; extraction is under way
     let old = server.pid().unwrap();
     assert!(
@@ -436,14 +432,20 @@ async fn two_processes_creating_the_same_new_entity_at_once_make_one_node() {
     // Two engines are two processes: their own queues and writer ids. Both stop at
     // the details call (Kim is a Person who learned something), after reading the
     // candidates and before committing.
-    let held = || gated_at("entity_details", rules.clone(), Duration::from_secs(60));
+    let held = || {
+        gated_at(
+            &g.db,
+            "entity_details",
+            rules.clone(),
+            Duration::from_secs(60),
+        )
+    };
     let ((a, reached_a, gate_a), (b, reached_b, gate_b)) = (held(), held());
     let ingest = |engine: Engine, text: &'static str| {
-        let (db, name, ontology) = (g.db.clone(), g.name.clone(), ontology.clone());
+        let (name, ontology) = (g.name.clone(), ontology.clone());
         tokio::spawn(async move {
             engine
                 .add_episode(
-                    &db,
                     &name,
                     AddEpisode::new(text, SourceKind::Message, t("2024-01-01T00:00:00Z"))
                         .ontology(ontology),

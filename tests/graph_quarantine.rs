@@ -79,7 +79,7 @@ impl Subscriber for CrashOnCommit {
 async fn an_episode_whose_commit_crashes_the_server_is_quarantined_not_retried() {
     let _serial = SERIAL.lock().await;
     let g = TestGraph::new("quarantine").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     w.rules.extraction(
         "I moved to Porto",
         extraction(
@@ -95,7 +95,7 @@ async fn an_episode_whose_commit_crashes_the_server_is_quarantined_not_retried()
         ),
     );
     // The graph is prepared before the crashes begin.
-    w.engine.build_indices(&g.db, &g.name).await.unwrap();
+    w.engine.build_indices(&g.name).await.unwrap();
     let (_guard, kills_left, kills) = CrashOnCommit::install(usize::MAX);
     let restarts = common::server().restarts();
     let id = Uuid::new_v4();
@@ -108,11 +108,7 @@ async fn an_episode_whose_commit_crashes_the_server_is_quarantined_not_retried()
         .uuid(id)
     };
 
-    let err = w
-        .engine
-        .add_episode(&g.db, &g.name, request())
-        .await
-        .unwrap_err();
+    let err = w.engine.add_episode(&g.name, request()).await.unwrap_err();
     assert!(
         matches!(err, Error::EpisodeQuarantined { uuid, unanswered: 2 } if uuid == id),
         "{err}"
@@ -132,55 +128,32 @@ async fn an_episode_whose_commit_crashes_the_server_is_quarantined_not_retried()
         .unwrap()
         .unwrap();
     assert_eq!(stored.state, EpisodeState::Quarantined);
-    assert_eq!(
-        w.engine.quarantined(&g.db, &g.name).await.unwrap(),
-        vec![id]
-    );
+    assert_eq!(w.engine.quarantined(&g.name).await.unwrap(), vec![id]);
 
     // Neither a resume nor a replay sends it again.
-    let report = w.engine.resume_pending(&g.db, &g.name, None).await.unwrap();
+    let report = w.engine.resume_pending(&g.name, None).await.unwrap();
     assert!(report.completed.is_empty() && report.failed.is_empty());
     assert_eq!(report.quarantined, vec![id]);
-    let again = w
-        .engine
-        .add_episode(&g.db, &g.name, request())
-        .await
-        .unwrap_err();
+    let again = w.engine.add_episode(&g.name, request()).await.unwrap_err();
     assert!(matches!(again, Error::EpisodeQuarantined { .. }), "{again}");
     assert_eq!(kills.load(Ordering::SeqCst), 2, "no commit was sent again");
 
     // Released (the server "upgraded": no more crashes), it completes.
     kills_left.store(0, Ordering::SeqCst);
-    assert!(
-        w.engine
-            .release_quarantined(&g.db, &g.name, id)
-            .await
-            .unwrap()
-    );
-    assert!(
-        !w.engine
-            .release_quarantined(&g.db, &g.name, id)
-            .await
-            .unwrap()
-    );
-    let report = w.engine.resume_pending(&g.db, &g.name, None).await.unwrap();
+    assert!(w.engine.release_quarantined(&g.name, id).await.unwrap());
+    assert!(!w.engine.release_quarantined(&g.name, id).await.unwrap());
+    let report = w.engine.resume_pending(&g.name, None).await.unwrap();
     assert_eq!(report.completed.len(), 1, "{:?}", report.failed);
     assert_eq!(report.completed[0].status, OutcomeStatus::Completed);
     assert!(report.quarantined.is_empty());
-    assert!(
-        w.engine
-            .quarantined(&g.db, &g.name)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(w.engine.quarantined(&g.name).await.unwrap().is_empty());
 }
 
 #[tokio::test]
 async fn one_lost_commit_is_retried_and_completes() {
     let _serial = SERIAL.lock().await;
     let g = TestGraph::new("quarantine-once").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     w.rules.extraction(
         "I work at Acme",
         extraction(
@@ -195,13 +168,12 @@ async fn one_lost_commit_is_retried_and_completes() {
             )],
         ),
     );
-    w.engine.build_indices(&g.db, &g.name).await.unwrap();
+    w.engine.build_indices(&g.name).await.unwrap();
     // A single crash (a restart, an OOM kill).
     let (_guard, _, kills) = CrashOnCommit::install(1);
     let out = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             AddEpisode::new(
                 "Alice: I work at Acme.",
@@ -213,11 +185,5 @@ async fn one_lost_commit_is_retried_and_completes() {
         .unwrap();
     assert_eq!(out.status, OutcomeStatus::Completed);
     assert_eq!(kills.load(Ordering::SeqCst), 1);
-    assert!(
-        w.engine
-            .quarantined(&g.db, &g.name)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(w.engine.quarantined(&g.name).await.unwrap().is_empty());
 }

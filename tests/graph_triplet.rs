@@ -27,12 +27,8 @@ fn alice_acme() -> Triplet {
 #[tokio::test]
 async fn a_triplet_creates_its_entities_and_fact_without_a_model_call() {
     let g = TestGraph::new("triplet-new").await;
-    let w = World::new(Rules::default());
-    let out = w
-        .engine
-        .add_triplet(&g.db, &g.name, alice_acme())
-        .await
-        .unwrap();
+    let w = World::new(&g.db, Rules::default());
+    let out = w.engine.add_triplet(&g.name, alice_acme()).await.unwrap();
     assert!(out.created);
     assert_eq!(out.fact.name, "WORKS_AT");
     assert_eq!(out.fact.valid_at, Some(t("2024-01-01T00:00:00Z")));
@@ -53,17 +49,9 @@ async fn a_triplet_creates_its_entities_and_fact_without_a_model_call() {
 #[tokio::test]
 async fn the_same_triplet_twice_is_stored_once() {
     let g = TestGraph::new("triplet-twice").await;
-    let w = World::new(Rules::default());
-    let first = w
-        .engine
-        .add_triplet(&g.db, &g.name, alice_acme())
-        .await
-        .unwrap();
-    let second = w
-        .engine
-        .add_triplet(&g.db, &g.name, alice_acme())
-        .await
-        .unwrap();
+    let w = World::new(&g.db, Rules::default());
+    let first = w.engine.add_triplet(&g.name, alice_acme()).await.unwrap();
+    let second = w.engine.add_triplet(&g.name, alice_acme()).await.unwrap();
     assert!(!second.created);
     assert_eq!(second.fact.uuid, first.fact.uuid);
     assert_eq!(
@@ -76,7 +64,7 @@ async fn the_same_triplet_twice_is_stored_once() {
 #[tokio::test]
 async fn a_triplet_links_entities_an_episode_created() {
     let g = TestGraph::new("triplet-existing").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     w.rules.extraction(
         "Acme",
         extraction(
@@ -94,7 +82,6 @@ async fn a_triplet_links_entities_an_episode_created() {
     let ep = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             AddEpisode::new(
                 "Alice likes Acme",
@@ -104,18 +91,14 @@ async fn a_triplet_links_entities_an_episode_created() {
         )
         .await
         .unwrap();
-    let out = w
-        .engine
-        .add_triplet(&g.db, &g.name, alice_acme())
-        .await
-        .unwrap();
+    let out = w.engine.add_triplet(&g.name, alice_acme()).await.unwrap();
     let ids: Vec<_> = ep.entities.iter().map(|e| e.uuid).collect();
     assert!(ids.contains(&out.source.uuid) && ids.contains(&out.target.uuid));
     assert_eq!(count(&g, "MATCH (n:Entity) RETURN count(n) AS n").await, 2);
     // Removing the episode keeps the entities the triplet's fact still touches.
     let removal = w
         .engine
-        .remove_episode(&g.db, &g.name, ep.episode.uuid)
+        .remove_episode(&g.name, ep.episode.uuid)
         .await
         .unwrap();
     assert_eq!((removal.facts_deleted, removal.entities_deleted), (1, 0));
@@ -125,7 +108,7 @@ async fn a_triplet_links_entities_an_episode_created() {
 #[tokio::test]
 async fn invalid_triplets_are_rejected_before_anything_is_written() {
     let g = TestGraph::new("triplet-invalid").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     let mut no_fact = alice_acme();
     no_fact.fact = " ".into();
     let mut backwards = alice_acme();
@@ -156,15 +139,15 @@ async fn invalid_triplets_are_rejected_before_anything_is_written() {
         (no_fact, "fact"),
         (backwards, "invalid_at"),
     ] {
-        match w.engine.add_triplet(&g.db, &g.name, triplet).await {
+        match w.engine.add_triplet(&g.name, triplet).await {
             Err(Error::InvalidInput { field: f, .. }) => assert_eq!(f, field),
             other => panic!("expected invalid {field}, got {other:?}"),
         }
     }
     assert!(!g.db.list_graphs().await.unwrap().contains(&g.name));
     assert!(matches!(
-        Engine::episodes_only()
-            .add_triplet(&g.db, &g.name, alice_acme())
+        Engine::episodes_only(g.db.clone())
+            .add_triplet(&g.name, alice_acme())
             .await,
         Err(Error::Config { .. })
     ));

@@ -38,7 +38,7 @@ async fn count(g: &TestGraph, query: &str, params: Params) -> i64 {
 async fn a_user_named_will_moving_to_porto_is_stored_and_the_server_stays_up() {
     let before = server_state();
     let g = TestGraph::new("hostile-will").await;
-    let w = World::new(Rules::default());
+    let w = World::new(&g.db, Rules::default());
     w.rules.extraction(
         "I moved to Porto",
         extraction(
@@ -70,7 +70,6 @@ async fn a_user_named_will_moving_to_porto_is_stored_and_the_server_stays_up() {
     let one = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             msg("Will: I moved to Porto.", "2024-05-01T10:00:00Z"),
         )
@@ -79,7 +78,7 @@ async fn a_user_named_will_moving_to_porto_is_stored_and_the_server_stays_up() {
     assert_eq!(one.status, OutcomeStatus::Completed);
     let two = w
         .engine
-        .add_episode(&g.db, &g.name, msg("IT: hello", "2024-05-02T10:00:00Z"))
+        .add_episode(&g.name, msg("IT: hello", "2024-05-02T10:00:00Z"))
         .await
         .unwrap();
     assert_eq!(two.status, OutcomeStatus::Completed);
@@ -216,7 +215,7 @@ async fn one_case(names: &[String], relations: &[String]) {
         same_entity: Some(Arc::new(|new, old| name_key(new) == name_key(old))),
         ..Rules::default()
     };
-    let w = World::new(rules);
+    let w = World::new(&g.db, rules);
     let tag = Uuid::new_v4().simple().to_string();
     let (one_tag, two_tag) = (format!("one-{tag}"), format!("two-{tag}"));
     w.rules.extraction(
@@ -250,7 +249,6 @@ async fn one_case(names: &[String], relations: &[String]) {
     let one = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             msg(&format!("{a}: {b} {one_tag}"), "2024-01-01T00:00:00Z"),
         )
@@ -260,7 +258,6 @@ async fn one_case(names: &[String], relations: &[String]) {
     let two = w
         .engine
         .add_episode(
-            &g.db,
             &g.name,
             msg(&format!("{c}: {a} {two_tag}"), "2024-01-02T00:00:00Z"),
         )
@@ -334,12 +331,12 @@ async fn one_case(names: &[String], relations: &[String]) {
     assert_eq!(got, fact_uuids, "{names:?}");
 
     w.engine
-        .build_communities(&g.db, &g.name, &CommunityOptions::default())
+        .build_communities(&g.name, &CommunityOptions::default())
         .await
         .unwrap_or_else(|e| panic!("communities {names:?}: {e}"));
     let removal = w
         .engine
-        .remove_episode(&g.db, &g.name, one.episode.uuid)
+        .remove_episode(&g.name, one.episode.uuid)
         .await
         .unwrap_or_else(|e| panic!("remove {names:?}: {e}"));
     assert!(removal.episode);

@@ -43,25 +43,21 @@ impl MemoryClient<NativeStorage> {
         config.validate()?;
         let runtime = Runtime::new(runtime)?;
         let db = FalkorDb::connect(config.falkordb.clone()).await?;
-        let (engine, embedder, reranker) = match &config.models {
+        let engine = match &config.models {
             Some(models) => {
                 let m = models.build()?;
-                (
-                    Engine::new(m.llm.clone(), m.embedder.clone()),
-                    Some(m.embedder),
-                    Some(m.reranker),
-                )
+                Engine::new(db, m.llm, m.embedder).with_reranker(m.reranker)
             }
-            None => (Engine::episodes_only(), None, None),
+            None => Engine::episodes_only(db),
         };
         Ok(NativeClient::from_parts(
             runtime,
-            NativeStorage::new(db, engine, embedder, reranker),
+            NativeStorage::new(engine),
         ))
     }
 
-    /// A client over an existing storage (for your own engine options, models or
-    /// database handle).
+    /// A client over an existing storage (for your own engine, with its options,
+    /// models and database handle).
     pub fn from_parts(runtime: Runtime, storage: NativeStorage) -> NativeClient {
         MemoryClient::build(runtime, Arc::new(storage), None)
     }

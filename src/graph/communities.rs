@@ -611,7 +611,7 @@ fn community_uuid(graph: &str, members: &[Uuid]) -> Uuid {
 /// Runs every future at once on the current task and returns their outputs in order
 /// (a small stand-in for `futures::future::join_all`: the futures borrow the caller's
 /// model, so they cannot be spawned).
-async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+pub(crate) async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
     let mut pending: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
     let mut done: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {

@@ -68,8 +68,9 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::{Number, Value, json};
 
+use super::Timestamp;
 use super::prompts;
-use super::{SourceKind, Timestamp};
+pub use super::prompts::extract::{DEFAULT_EXTRACTION_LABEL, ExtractionInput};
 use crate::falkordb::is_identifier;
 use crate::llm::{GenerateRequest, LanguageModel, ModelSize, OutputSchema, TokenUsage};
 use crate::ontology::{GENERIC_ENTITY_LABEL, Ontology, RESERVED_RELATIONSHIP_TYPES};
@@ -81,56 +82,6 @@ pub const EXTRACTION_SCHEMA_NAME: &str = "extraction";
 
 /// The relation type of a generic fact, and of a fact whose type is unusable.
 pub const GENERIC_RELATION_TYPE: &str = "RELATES_TO";
-
-/// The default usage label of an extraction call.
-pub const DEFAULT_EXTRACTION_LABEL: &str = "extract";
-
-/// What one extraction reads.
-#[derive(Debug, Clone, Copy)]
-pub struct ExtractionInput<'a> {
-    /// The episode's text.
-    pub content: &'a str,
-    /// What kind of text it is; a message's speaker is an entity.
-    pub source: SourceKind,
-    /// Where the episode comes from (`chat`, `meeting notes`, …); may be empty.
-    pub source_description: &'a str,
-    /// When the episode happened; relative times are resolved against it.
-    pub reference_time: Timestamp,
-    /// Earlier episodes' texts, oldest first, given as context only.
-    pub previous_episodes: &'a [String],
-    /// The entity and relationship types to extract.
-    pub ontology: &'a Ontology,
-    /// Labels of entity types not to extract (compared ignoring ASCII case); `Entity`
-    /// drops generic entities.
-    pub excluded_types: &'a [String],
-    /// Extra instructions from the caller, appended to the prompt.
-    pub instructions: Option<&'a str>,
-    /// The usage-accounting label of the call.
-    pub label: &'a str,
-}
-
-impl<'a> ExtractionInput<'a> {
-    /// An input with no source description, previous episodes, excluded types or
-    /// extra instructions, labelled [`DEFAULT_EXTRACTION_LABEL`].
-    pub fn new(
-        content: &'a str,
-        source: SourceKind,
-        reference_time: Timestamp,
-        ontology: &'a Ontology,
-    ) -> Self {
-        ExtractionInput {
-            content,
-            source,
-            source_description: "",
-            reference_time,
-            previous_episodes: &[],
-            ontology,
-            excluded_types: &[],
-            instructions: None,
-            label: DEFAULT_EXTRACTION_LABEL,
-        }
-    }
-}
 
 /// An entity the episode mentions.
 #[derive(Debug, Clone, PartialEq, Eq)]

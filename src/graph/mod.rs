@@ -1,15 +1,22 @@
 //! The temporal knowledge graph: the ingestion engine, its steps, the data model and
 //! storage.
 //!
-//! [`Engine`] is the entry point: [`Engine::add_episode`] turns an episode into
-//! entities and facts — durable first, replay-safe, claimed across processes, at most
-//! four model calls and one embedding request per episode, one atomic commit (the
-//! pipeline is described in [`ingest`]) —
-//! [`Engine::resume_pending`] finishes pending episodes, and [`Engine::remove_episode`],
-//! [`Engine::add_triplet`] and [`Engine::build_communities`] complete it.
-//! [`search`](mod@search) finds facts, entities, episodes and communities through
-//! FalkorDB's own indices (fulltext, HNSW vectors, breadth-first walks), reranked, with
-//! current / history / as-of time modes.
+//! [`Engine`] is the one handle: it owns the database handle ([`Engine::db`]) and the
+//! models ([`Engine::llm`], [`Engine::embedder`], [`Engine::reranker`]), and names the
+//! graph per call. [`Engine::add_episode`] turns an episode into entities and facts —
+//! durable first, replay-safe, claimed across processes, at most four model calls and
+//! one embedding request per episode, one atomic commit (the pipeline is described in
+//! [`ingest`]) — [`Engine::resume_pending`] finishes pending episodes, and
+//! [`Engine::remove_episode`], [`Engine::add_triplet`] and [`Engine::build_communities`]
+//! complete it. [`Engine::search`] (and [`Engine::search_many`] over several graphs)
+//! runs [`search`](mod@search) with the engine's embedder and reranker: facts,
+//! entities, episodes and communities through FalkorDB's own indices (fulltext, HNSW
+//! vectors, breadth-first walks), reranked, with current / history / as-of time modes.
+//! [`Engine::owned_nodes`] and [`Engine::replace_owned`] read and replace
+//! Lens-owned content; [`Engine::build_indices`] and [`Engine::build_all_indices`]
+//! prepare graphs (readiness lives with the database handle and is forgotten whenever a
+//! graph is deleted: [`FalkorDb::delete_graph`](crate::FalkorDb::delete_graph),
+//! [`clear`], [`Engine::clear`]).
 //!
 //! The steps are public for reuse and testing: [`extract`](mod@extract) makes the one
 //! structured model call that yields an episode's entities and facts (our own prompts
@@ -22,12 +29,13 @@
 //!
 //! [`model`] holds the plain data types — [`Episode`] (`Episodic` nodes), [`EntityNode`]
 //! (`Entity` nodes plus ontology labels), [`EntityEdge`] (facts, `RELATES_TO`
-//! relationships) and [`Community`] — and [`store`] writes and reads them on a FalkorDB
-//! graph named per call: [`build_indices`], [`save_episode`], [`get_episode`],
-//! [`save_entities`], [`get_entities`], [`save_facts`], [`get_facts`],
-//! [`save_mentions`], [`get_mentioned_entities`], [`get_episodes_mentioning`],
-//! [`save_communities`], [`get_communities`], [`save_community_members`],
-//! [`get_community_members`], [`entity_candidates`] and [`clear`].
+//! relationships) and [`Community`] — and [`store`], the layer below the engine, writes
+//! and reads them on a FalkorDB handle and graph given per call: [`build_indices`],
+//! [`save_episode`], [`get_episode`], [`save_entities`], [`get_entities`],
+//! [`save_facts`], [`get_facts`], [`save_mentions`], [`get_mentioned_entities`],
+//! [`get_episodes_mentioning`], [`save_communities`], [`get_communities`],
+//! [`save_community_members`], [`get_community_members`], [`entity_candidates`] and
+//! [`clear`].
 //! Every value reaches Cypher as a parameter; every write `MERGE`s on `uuid`, so
 //! repeating it creates nothing new.
 //!

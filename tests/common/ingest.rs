@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use gralkor::Result;
+use gralkor::falkordb::FalkorDb;
 use gralkor::graph::{Engine, EngineOptions};
 use gralkor::llm::doubles::{HashEmbedder, ScriptedModel};
 use gralkor::llm::{Embedder, GenerateRequest};
@@ -246,7 +247,8 @@ pub fn answer(rules: &Rules, req: &GenerateRequest) -> Result<Value> {
     }
 }
 
-/// A scripted model answering by `rules`, an embedder that counts, and an engine.
+/// A scripted model answering by `rules`, an embedder that counts, and an engine on a
+/// database handle.
 pub struct World {
     pub rules: Rules,
     pub model: ScriptedModel,
@@ -255,16 +257,20 @@ pub struct World {
 }
 
 impl World {
-    pub fn new(rules: Rules) -> World {
-        World::with_options(rules, EngineOptions::default())
+    pub fn new(db: &FalkorDb, rules: Rules) -> World {
+        World::with_options(db, rules, EngineOptions::default())
     }
 
-    pub fn with_options(rules: Rules, options: EngineOptions) -> World {
+    pub fn with_options(db: &FalkorDb, rules: Rules, options: EngineOptions) -> World {
         let r = rules.clone();
         let model = ScriptedModel::new().respond_with(move |req| answer(&r, req));
         let embedder = CountingEmbedder::new();
-        let engine =
-            Engine::new(Arc::new(model.clone()), Arc::new(embedder.clone())).with_options(options);
+        let engine = Engine::new(
+            db.clone(),
+            Arc::new(model.clone()),
+            Arc::new(embedder.clone()),
+        )
+        .with_options(options);
         World {
             rules,
             model,

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use super::{IngestUsage, Work};
+use super::IngestUsage;
+use super::work::Work;
 use crate::Result;
 use crate::graph::model::{EntityEdge, EntityNode};
 use crate::graph::prompts::resolve as p;

@@ -3,7 +3,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::{IngestUsage, Work};
+use super::IngestUsage;
+use super::work::Work;
 use crate::Result;
 use crate::graph::dedup::{self, Candidate, Match, normalize_name};
 use crate::graph::extract::ExtractedEntity;
@@ -98,7 +99,7 @@ pub(super) async fn resolve(
         .opts
         .entity_candidates
         .clamp(1, store::MAX_CANDIDATE_LIMIT);
-    let found = super::retry("entity_candidates", || {
+    let found = super::retry_db_step("entity_candidates", || {
         store::entity_candidates(work.db, work.graph, &queries, limit)
     })
     .await?;

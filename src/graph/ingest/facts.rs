@@ -7,8 +7,9 @@ use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
+use super::IngestUsage;
 use super::entities::Resolved;
-use super::{IngestUsage, Work};
+use super::work::Work;
 use crate::Result;
 use crate::graph::dedup::normalize_name;
 use crate::graph::extract::{ExtractedFact, GENERIC_RELATION_TYPE};
@@ -128,7 +129,7 @@ pub(super) async fn resolve(
             embedding: f.fact_embedding.clone().unwrap_or_default(),
         })
         .collect();
-    let found = super::retry("fact_candidates", || {
+    let found = super::retry_db_step("fact_candidates", || {
         st::fact_candidates(work.db, work.graph, &queries, work.opts.fact_candidates)
     })
     .await?;

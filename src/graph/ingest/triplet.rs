@@ -4,7 +4,7 @@
 use uuid::Uuid;
 
 use super::Engine;
-use crate::falkordb::{FalkorDb, is_identifier, physical_graph_name};
+use crate::falkordb::{is_identifier, physical_graph_name};
 use crate::graph::dedup::{self, Candidate, Match, normalize_name};
 use crate::graph::extract::relation_type;
 use crate::graph::model::{EntityEdge, EntityNode, Timestamp};
@@ -148,23 +148,18 @@ impl Engine {
     ///
     /// ```no_run
     /// use gralkor::graph::{Triplet, TripletEntity};
-    /// # async fn run(db: gralkor::FalkorDb, engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
     /// let t = Triplet::new(
     ///     TripletEntity::new("Alice").label("Person"),
     ///     "works at",
     ///     TripletEntity::new("Acme"),
     ///     "Alice works at Acme.",
     /// );
-    /// let out = engine.add_triplet(&db, "notes", t).await?;
+    /// let out = engine.add_triplet("notes", t).await?;
     /// assert_eq!(out.fact.name, "WORKS_AT");
     /// # Ok(()) }
     /// ```
-    pub async fn add_triplet(
-        &self,
-        db: &FalkorDb,
-        graph: &str,
-        triplet: Triplet,
-    ) -> Result<TripletOutcome> {
+    pub async fn add_triplet(&self, graph: &str, triplet: Triplet) -> Result<TripletOutcome> {
         triplet.validate()?;
         physical_graph_name(graph)?;
         let embedder = self.inner.embedder.as_deref().ok_or_else(|| {
@@ -175,7 +170,8 @@ impl Engine {
         })?;
         let queue = self.queue(graph);
         let _turn = queue.lock().await;
-        self.build_indices(db, graph).await?;
+        self.build_indices(graph).await?;
+        let db = self.db();
         let texts = vec![
             triplet.source.name.trim().to_owned(),
             triplet.target.name.trim().to_owned(),

@@ -1,10 +1,62 @@
-//! The prompt of the single extraction call: entities and facts of one episode.
+//! The prompt of the single extraction call: entities and facts of one episode, and
+//! what it renders from ([`ExtractionInput`], re-exported as
+//! `gralkor::graph::ExtractionInput`).
 
 use std::fmt::Write as _;
 
 use super::{append_instructions, tagged};
-use crate::graph::SourceKind;
-use crate::graph::extract::ExtractionInput;
+use crate::graph::model::{SourceKind, Timestamp};
+use crate::ontology::Ontology;
+
+/// The default usage label of an extraction call.
+pub const DEFAULT_EXTRACTION_LABEL: &str = "extract";
+
+/// What one extraction reads.
+#[derive(Debug, Clone, Copy)]
+pub struct ExtractionInput<'a> {
+    /// The episode's text.
+    pub content: &'a str,
+    /// What kind of text it is; a message's speaker is an entity.
+    pub source: SourceKind,
+    /// Where the episode comes from (`chat`, `meeting notes`, …); may be empty.
+    pub source_description: &'a str,
+    /// When the episode happened; relative times are resolved against it.
+    pub reference_time: Timestamp,
+    /// Earlier episodes' texts, oldest first, given as context only.
+    pub previous_episodes: &'a [String],
+    /// The entity and relationship types to extract.
+    pub ontology: &'a Ontology,
+    /// Labels of entity types not to extract (compared ignoring ASCII case); `Entity`
+    /// drops generic entities.
+    pub excluded_types: &'a [String],
+    /// Extra instructions from the caller, appended to the prompt.
+    pub instructions: Option<&'a str>,
+    /// The usage-accounting label of the call.
+    pub label: &'a str,
+}
+
+impl<'a> ExtractionInput<'a> {
+    /// An input with no source description, previous episodes, excluded types or
+    /// extra instructions, labelled [`DEFAULT_EXTRACTION_LABEL`].
+    pub fn new(
+        content: &'a str,
+        source: SourceKind,
+        reference_time: Timestamp,
+        ontology: &'a Ontology,
+    ) -> Self {
+        ExtractionInput {
+            content,
+            source,
+            source_description: "",
+            reference_time,
+            previous_episodes: &[],
+            ontology,
+            excluded_types: &[],
+            instructions: None,
+            label: DEFAULT_EXTRACTION_LABEL,
+        }
+    }
+}
 
 /// The rules for entities, shared by every source kind.
 const ENTITY_RULES: &str = "\

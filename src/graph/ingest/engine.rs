@@ -1,0 +1,499 @@
+//! The engine handle: [`Engine`] owns the database handle, the models and the
+//! per-graph queues; [`EngineOptions`] are its tunables. The pipeline of one episode is
+//! in `pipeline`, its model steps in `work`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use crate::falkordb::{FalkorDb, IndexEntity, IndexKind, physical_graph_name};
+use crate::graph::communities::{CommunityOptions, CommunityReport, join_all};
+use crate::graph::model::{Episode, EpisodeState};
+use crate::graph::search::{self, SearchRequest, SearchResults};
+use crate::graph::store::{self, OwnedNode, OwnedRelationship, ReplaceCounts, ingest as st};
+use crate::llm::{Embedder, LanguageModel, Reranker};
+use crate::{Error, Result};
+
+/// Tunables of an [`Engine`]. `Default` gives the documented values.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct EngineOptions {
+    /// How long a claim lasts without renewal (server clock); renewed every third of
+    /// it while the episode is processed. Default 60 s. `Duration::ZERO` makes every
+    /// claim immediately takeable (useful in tests of takeover only).
+    pub lease: Duration,
+    /// Previous episodes given to extraction as context. Default 4.
+    pub previous_episodes: usize,
+    /// Candidates per path (exact, vector, fulltext) for each extracted name. Default 10.
+    pub entity_candidates: usize,
+    /// Related facts offered per new fact as possible contradictions. Default 10.
+    pub fact_candidates: usize,
+    /// Characters an entity summary may reach before a model call condenses it.
+    /// Default 1000.
+    pub summary_budget: usize,
+    /// Cosine similarity of name embeddings at or above which an existing entity the
+    /// deterministic pass did not match is still offered to the model as a possible
+    /// duplicate ("Bob Smith" / "Robert Smith"). Default 0.8; above 1 disables it.
+    pub entity_similarity: f32,
+    /// Stale entries a vector index may gather before the engine rebuilds it (see
+    /// [`store::debt`](crate::graph::store::VectorIndex)): FalkorDB 4.16 leaves one each
+    /// time a statement updates a stored entity or fact, and searches ask the index
+    /// for that many extra neighbours until the rebuild. Default 256 (about the HNSW
+    /// `efRuntime` of 300, so the extra neighbours cost little); 0 rebuilds after
+    /// every commit that leaves one.
+    pub vector_rebuild_threshold: i64,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            lease: Duration::from_secs(60),
+            previous_episodes: 4,
+            entity_candidates: 10,
+            fact_candidates: 10,
+            summary_budget: 1000,
+            entity_similarity: 0.8,
+            vector_rebuild_threshold: 256,
+        }
+    }
+}
+
+/// The graph engine: the database handle, the models and the per-graph queues in one
+/// handle. Cheap to clone (clones share the queues, the models and the database
+/// handle); the graph is named per call.
+///
+/// ```
+/// use gralkor::graph::Engine;
+/// use gralkor::llm::doubles::{HashEmbedder, ScriptedModel};
+/// use std::sync::Arc;
+///
+/// # async fn run(db: gralkor::FalkorDb) {
+/// let full = Engine::new(db.clone(), Arc::new(ScriptedModel::new()), Arc::new(HashEmbedder::new(64)));
+/// assert!(full.extracts());
+/// let quick = Engine::episodes_only(db);
+/// assert!(!quick.extracts());
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Engine {
+    pub(super) inner: Arc<Inner>,
+}
+
+pub(super) struct Inner {
+    pub(super) db: FalkorDb,
+    pub(super) llm: Option<Arc<dyn LanguageModel>>,
+    pub(super) embedder: Option<Arc<dyn Embedder>>,
+    pub(super) reranker: Option<Arc<dyn Reranker>>,
+    pub(super) options: EngineOptions,
+    /// This engine's claim owner id (one per engine, shared by its clones).
+    pub(super) writer: String,
+    queues: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("db", &self.db)
+            .field("llm", &self.llm)
+            .field("embedder", &self.embedder)
+            .field("reranker", &self.reranker)
+            .field("options", &self.options)
+            .field("writer", &self.writer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine on `db` that extracts with `llm` and embeds with `embedder`.
+    pub fn new(db: FalkorDb, llm: Arc<dyn LanguageModel>, embedder: Arc<dyn Embedder>) -> Engine {
+        Engine::build(db, Some(llm), Some(embedder))
+    }
+
+    /// An engine on `db` without models: [`add_episode`](Engine::add_episode) stores
+    /// episodes (searchable by their text) and leaves them pending for an engine with
+    /// models to [`resume`](Engine::resume_pending). It creates no vector index.
+    pub fn episodes_only(db: FalkorDb) -> Engine {
+        Engine::build(db, None, None)
+    }
+
+    fn build(
+        db: FalkorDb,
+        llm: Option<Arc<dyn LanguageModel>>,
+        embedder: Option<Arc<dyn Embedder>>,
+    ) -> Engine {
+        Engine {
+            inner: Arc::new(Inner {
+                db,
+                llm,
+                embedder,
+                reranker: None,
+                options: EngineOptions::default(),
+                writer: Uuid::new_v4().to_string(),
+                queues: Arc::default(),
+            }),
+        }
+    }
+
+    /// The same database handle and models with other options (and a queue and claim
+    /// owner id of its own).
+    pub fn with_options(self, options: EngineOptions) -> Engine {
+        let inner = &self.inner;
+        Engine {
+            inner: Arc::new(Inner {
+                db: inner.db.clone(),
+                llm: inner.llm.clone(),
+                embedder: inner.embedder.clone(),
+                reranker: inner.reranker.clone(),
+                options,
+                writer: Uuid::new_v4().to_string(),
+                queues: Arc::default(),
+            }),
+        }
+    }
+
+    /// The same engine with a cross-encoder `reranker` for [`search`](Engine::search)
+    /// (the recipes that rerank by cross-encoder need one). It keeps the queues and the
+    /// claim owner id: ingestion does not use the reranker.
+    pub fn with_reranker(self, reranker: Arc<dyn Reranker>) -> Engine {
+        let inner = &self.inner;
+        Engine {
+            inner: Arc::new(Inner {
+                db: inner.db.clone(),
+                llm: inner.llm.clone(),
+                embedder: inner.embedder.clone(),
+                reranker: Some(reranker),
+                options: inner.options.clone(),
+                writer: inner.writer.clone(),
+                queues: inner.queues.clone(),
+            }),
+        }
+    }
+
+    /// The database handle.
+    pub fn db(&self) -> &FalkorDb {
+        &self.inner.db
+    }
+
+    /// The language model, if this engine extracts.
+    pub fn llm(&self) -> Option<&Arc<dyn LanguageModel>> {
+        self.inner.llm.as_ref()
+    }
+
+    /// The embedder, if this engine extracts (it also embeds search queries).
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.inner.embedder.as_ref()
+    }
+
+    /// The cross-encoder reranker, if one was given ([`with_reranker`](Engine::with_reranker)).
+    pub fn reranker(&self) -> Option<&Arc<dyn Reranker>> {
+        self.inner.reranker.as_ref()
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &EngineOptions {
+        &self.inner.options
+    }
+
+    /// Whether this engine extracts (has models) rather than storing episodes only.
+    pub fn extracts(&self) -> bool {
+        self.inner.llm.is_some()
+    }
+
+    /// The graphs on the database server, in the server's order.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// for graph in engine.list_graphs().await? {
+    ///     println!("{graph}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_graphs(&self) -> Result<Vec<String>> {
+        self.inner.db.list_graphs().await
+    }
+
+    /// Creates the graph's indices (and the unique constraint on episode uuids, and the
+    /// vector-debt counters) unless the engine's database handle — or a clone of it —
+    /// prepared the graph for an engine of the same embedder dimension since the graph
+    /// was last deleted ([`FalkorDb::is_prepared`]), and checks that an existing vector
+    /// index has the embedder's dimension. Called by every write; call it yourself to
+    /// prepare a graph.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+    /// gralkor::graph::Engine::episodes_only(db).build_indices("notes").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn build_indices(&self, graph: &str) -> Result<()> {
+        physical_graph_name(graph)?;
+        let db = &self.inner.db;
+        let dimension = self.inner.embedder.as_ref().map(|e| e.dimension());
+        // Readiness lives with the database handle, which forgets it when the graph
+        // is deleted by any path (`FalkorDb::delete_graph`, `graph::clear`,
+        // `Engine::clear`).
+        let prepared = match dimension {
+            Some(d) => format!("gralkor.engine:{d}"),
+            None => "gralkor.engine:episodes".to_owned(),
+        };
+        if db.is_prepared(graph, &prepared) {
+            return Ok(());
+        }
+        let specs: Vec<_> =
+            store::index_specs(dimension.unwrap_or(1).try_into().unwrap_or(u32::MAX))
+                .into_iter()
+                .filter(|s| dimension.is_some() || !matches!(s.kind, IndexKind::Vector { .. }))
+                .collect();
+        db.create_indices(graph, &specs).await?;
+        db.create_unique_constraint(graph, &IndexEntity::Node("Episodic".into()), "uuid")
+            .await?;
+        if dimension.is_some() {
+            store::debt::prepare(db, graph).await?;
+        }
+        if let Some(want) = dimension {
+            for index in db.list_indices(graph).await? {
+                if let IndexKind::Vector {
+                    dimension: have, ..
+                } = index.kind
+                    && usize::try_from(have).ok() != Some(want)
+                {
+                    return Err(Error::config(
+                        "embedder dimension",
+                        format!(
+                            "must match graph `{graph}`'s vector index on {:?}.{} ({have} \
+                             dimensions, this embedder gives {want}); use the embedder the \
+                             graph was built with or clear the graph",
+                            index.entity, index.property
+                        ),
+                    ));
+                }
+            }
+        }
+        db.mark_prepared(graph, &prepared);
+        Ok(())
+    }
+
+    /// [`build_indices`](Engine::build_indices) for every graph on the server. A graph
+    /// deleted while its indices were being built is recreated, half indexed, by the
+    /// remaining index statements (any graph command creates its key): it is built once
+    /// more — creating indices is idempotent — unless it is gone for good.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// engine.build_all_indices().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn build_all_indices(&self) -> Result<()> {
+        for graph in self.list_graphs().await? {
+            if let Err(first) = self.build_indices(&graph).await {
+                if !self.list_graphs().await?.contains(&graph) {
+                    continue;
+                }
+                tracing::warn!(graph, error = %first, "building indices failed; trying once more");
+                self.build_indices(&graph).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `request` on `graph` with this engine's embedder and reranker (see
+    /// [`graph::search`](mod@crate::graph::search)).
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// use gralkor::graph::search::{COMBINED_HYBRID_SEARCH_RRF, SearchRequest};
+    ///
+    /// let req = SearchRequest::new("Alice Acme", COMBINED_HYBRID_SEARCH_RRF.limit(5));
+    /// let found = engine.search("notes", &req).await?;
+    /// assert!(found.facts.len() <= 5);
+    /// # Ok(()) }
+    /// ```
+    pub async fn search(&self, graph: &str, request: &SearchRequest) -> Result<SearchResults> {
+        search::search(
+            &self.inner.db,
+            graph,
+            request,
+            self.inner.embedder.as_deref(),
+            self.inner.reranker.as_deref(),
+        )
+        .await
+    }
+
+    /// Runs `request` on each of `graphs`, concurrently; the results are in the order
+    /// of `graphs`. The first error fails the whole call.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// use gralkor::graph::search::{COMBINED_HYBRID_SEARCH_RRF, SearchRequest};
+    ///
+    /// let req = SearchRequest::new("Alice", COMBINED_HYBRID_SEARCH_RRF.limit(5));
+    /// let per_graph = engine.search_many(&["notes", "team"], &req).await?;
+    /// assert_eq!(per_graph.len(), 2);
+    /// # Ok(()) }
+    /// ```
+    pub async fn search_many(
+        &self,
+        graphs: &[&str],
+        request: &SearchRequest,
+    ) -> Result<Vec<SearchResults>> {
+        // One per-graph search each, concurrently (each embeds the query); the search
+        // module's multi-graph search that embeds once replaces this one statement.
+        let per_graph = join_all(graphs.iter().map(|graph| self.search(graph, request)));
+        per_graph.await.into_iter().collect()
+    }
+
+    /// Every Lens-owned node of `graph` with its owner, ordered by owner then id (see
+    /// [`store::owned::all_owned_nodes`]).
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// for (lens, node) in engine.owned_nodes("global").await? {
+    ///     println!("{lens}: {}", node.id);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn owned_nodes(&self, graph: &str) -> Result<Vec<(String, OwnedNode)>> {
+        store::owned::all_owned_nodes(&self.inner.db, graph).await
+    }
+
+    /// Replaces everything `owner` owns in `graph` with `nodes` and `relationships`,
+    /// atomically (see [`store::replace_owned`]).
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// use std::collections::BTreeMap;
+    /// use gralkor::graph::OwnedNode;
+    ///
+    /// let node = OwnedNode { id: "payments".into(), labels: vec!["System".into()],
+    ///                        properties: BTreeMap::from([("name".into(), "Payments".into())]) };
+    /// engine.replace_owned("global", "systems", &[node], &[]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn replace_owned(
+        &self,
+        graph: &str,
+        owner: &str,
+        nodes: &[OwnedNode],
+        relationships: &[OwnedRelationship],
+    ) -> Result<ReplaceCounts> {
+        store::replace_owned(&self.inner.db, graph, owner, nodes, relationships).await
+    }
+
+    /// The quarantined episodes of `graph`, oldest reference time first: episodes
+    /// whose commits the database server never answered
+    /// ([`Error::EpisodeQuarantined`]). They stay stored and searchable by their
+    /// text; [`resume_pending`](Engine::resume_pending) skips them.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// for uuid in engine.quarantined("notes").await? {
+    ///     println!("quarantined: {uuid}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn quarantined(&self, graph: &str) -> Result<Vec<Uuid>> {
+        physical_graph_name(graph)?;
+        st::episodes_in(&self.inner.db, graph, EpisodeState::Quarantined).await
+    }
+
+    /// Makes a quarantined episode pending again, for [`resume_pending`](Engine::resume_pending)
+    /// or a replay to process (after upgrading the server that crashed on it, say);
+    /// `false` when it is not quarantined.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine, id: uuid::Uuid) -> gralkor::Result<()> {
+    /// if engine.release_quarantined("notes", id).await? {
+    ///     engine.resume_pending("notes", None).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn release_quarantined(&self, graph: &str, uuid: Uuid) -> Result<bool> {
+        physical_graph_name(graph)?;
+        let queue = self.queue(graph);
+        let _turn = queue.lock().await;
+        st::release_quarantined(&self.inner.db, graph, uuid).await
+    }
+
+    /// Removes an episode and what only it supported; see [`store::remove_episode`].
+    /// Waits for the graph's queue, so it never interleaves with an ingestion.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine, id: uuid::Uuid) -> gralkor::Result<()> {
+    /// let removal = engine.remove_episode("notes", id).await?;
+    /// assert!(removal.episode);
+    /// # Ok(()) }
+    /// ```
+    pub async fn remove_episode(&self, graph: &str, uuid: Uuid) -> Result<store::Removal> {
+        physical_graph_name(graph)?;
+        let queue = self.queue(graph);
+        let _turn = queue.lock().await;
+        store::remove_episode(&self.inner.db, graph, uuid).await
+    }
+
+    /// Rebuilds the communities of `graph` with this engine's models (see
+    /// [`build_communities`](crate::graph::build_communities)), queued with the graph's
+    /// episodes so it never reads a half-processed graph.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// use gralkor::graph::CommunityOptions;
+    ///
+    /// let report = engine.build_communities("notes", &CommunityOptions::default()).await?;
+    /// println!("{} communities", report.communities);
+    /// # Ok(()) }
+    /// ```
+    pub async fn build_communities(
+        &self,
+        graph: &str,
+        options: &CommunityOptions,
+    ) -> Result<CommunityReport> {
+        let (llm, embedder) = self.models()?;
+        physical_graph_name(graph)?;
+        let queue = self.queue(graph);
+        let _turn = queue.lock().await;
+        crate::graph::build_communities(&self.inner.db, graph, llm, embedder, options).await
+    }
+
+    /// The episode with `uuid`, if any.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine, id: uuid::Uuid) -> gralkor::Result<()> {
+    /// if let Some(ep) = engine.get_episode("notes", id).await? {
+    ///     println!("{}", ep.content);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_episode(&self, graph: &str, uuid: Uuid) -> Result<Option<Episode>> {
+        store::get_episode(&self.inner.db, graph, uuid).await
+    }
+
+    /// Deletes `graph` entirely and forgets that its indices were built.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// engine.clear("scratch").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn clear(&self, graph: &str) -> Result<bool> {
+        let queue = self.queue(graph);
+        let _turn = queue.lock().await;
+        store::clear(&self.inner.db, graph).await
+    }
+
+    pub(super) fn queue(&self, graph: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut queues = self.inner.queues.lock().expect("poisoned");
+        queues.retain(|_, q| Arc::strong_count(q) > 1);
+        queues.entry(graph.to_owned()).or_default().clone()
+    }
+
+    pub(super) fn models(&self) -> Result<(&dyn LanguageModel, &dyn Embedder)> {
+        match (&self.inner.llm, &self.inner.embedder) {
+            (Some(l), Some(e)) => Ok((l.as_ref(), e.as_ref())),
+            _ => Err(Error::config(
+                "language model",
+                "is required to extract: this engine stores episodes only",
+            )),
+        }
+    }
+}

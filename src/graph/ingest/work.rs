@@ -1,0 +1,135 @@
+//! The per-episode work: [`Work`] is what the model steps of one claimed episode
+//! share (the graph, the models, the options, the ontology and the held claim), with
+//! the follow-up call helper and the first step, extraction and embeddings. The
+//! resolution steps (`entities`, `facts`, `details`) take a `Work`; the pipeline
+//! chains them.
+
+use tracing::Instrument;
+use uuid::Uuid;
+
+use super::{AddEpisode, EngineOptions, IngestUsage, lease};
+use crate::falkordb::FalkorDb;
+use crate::graph::extract::{Extraction, ExtractionInput, extract};
+use crate::graph::model::Episode;
+use crate::graph::store::ingest as st;
+use crate::llm::{Embedder, LanguageModel};
+use crate::ontology::Ontology;
+use crate::{Error, Result};
+
+/// The model steps of one claimed episode.
+pub(super) struct Work<'a> {
+    pub(super) db: &'a FalkorDb,
+    pub(super) graph: &'a str,
+    pub(super) llm: &'a dyn LanguageModel,
+    pub(super) embedder: &'a dyn Embedder,
+    pub(super) opts: &'a EngineOptions,
+    pub(super) ontology: &'a Ontology,
+    pub(super) lease: &'a lease::Lease,
+}
+
+/// What extraction produced: the entities and facts, and their embeddings.
+pub(super) struct Extracted {
+    pub(super) extraction: Extraction,
+    pub(super) name_vectors: Vec<Vec<f32>>,
+    pub(super) fact_vectors: Vec<Vec<f32>>,
+}
+
+impl Work<'_> {
+    /// One small-model call of a follow-up step: sends `system` and `user` against
+    /// `schema`, counts the call and its tokens, and reads the answer as `T`.
+    pub(super) async fn ask<T: serde::de::DeserializeOwned>(
+        &self,
+        schema: crate::llm::OutputSchema,
+        system: &str,
+        user: String,
+        label: &str,
+        usage: &mut IngestUsage,
+    ) -> Result<T> {
+        let name = schema.name.clone();
+        let request = crate::llm::GenerateRequest::new(schema)
+            .system(system)
+            .user(user)
+            .size(crate::llm::ModelSize::Small)
+            .label(label);
+        let generation = self.llm.generate(&request).await?;
+        usage.llm_calls += 1;
+        usage.tokens += generation.usage;
+        serde_json::from_value(generation.value).map_err(|e| Error::ModelOutput {
+            provider: self.llm.provider().to_owned(),
+            message: format!("`{name}` answer: {e}"),
+        })
+    }
+
+    pub(super) fn check_lease(&self, uuid: Uuid) -> Result<()> {
+        if self.lease.lost() {
+            Err(Error::ClaimLost { uuid })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Extraction (call 1) with the previous episodes as context, and one embedding
+    /// request for every name and fact text.
+    pub(super) async fn extract(
+        &self,
+        episode: &Episode,
+        request: &AddEpisode,
+        usage: &mut IngestUsage,
+    ) -> Result<Extracted> {
+        let previous = st::previous_contents(
+            self.db,
+            self.graph,
+            episode.uuid,
+            episode.valid_at,
+            self.opts.previous_episodes,
+        )
+        .await?;
+        usage.db_round_trips += 1;
+        let mut input = ExtractionInput::new(
+            &episode.content,
+            episode.source,
+            episode.valid_at,
+            self.ontology,
+        );
+        input.source_description = &episode.source_description;
+        input.previous_episodes = &previous;
+        input.excluded_types = &request.excluded_types;
+        input.instructions = request.instructions.as_deref();
+        let extraction = extract(self.llm, &input)
+            .instrument(tracing::info_span!("extract"))
+            .await?;
+        usage.llm_calls += 1;
+        usage.tokens += extraction.usage;
+        self.check_lease(episode.uuid)?;
+
+        // One embedding request for every name and fact text.
+        let texts: Vec<String> = extraction
+            .entities
+            .iter()
+            .map(|e| e.name.clone())
+            .chain(extraction.facts.iter().map(|f| f.fact.clone()))
+            .collect();
+        let mut vectors = if texts.is_empty() {
+            Vec::new()
+        } else {
+            usage.embedding_calls += 1;
+            self.embedder
+                .embed(&texts, "ingest")
+                .instrument(tracing::info_span!("embed", texts = texts.len()))
+                .await?
+        };
+        if vectors.len() != texts.len() {
+            return Err(Error::Protocol(format!(
+                "the embedder returned {} vectors for {} texts",
+                vectors.len(),
+                texts.len()
+            )));
+        }
+        let fact_vectors = vectors.split_off(extraction.entities.len());
+        Ok(Extracted {
+            extraction,
+            name_vectors: vectors,
+            fact_vectors,
+        })
+    }
+}
