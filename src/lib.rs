@@ -7,84 +7,97 @@
 //!
 //! Start with [`NativeClient`] (the memory API over FalkorDB and the models, built
 //! from [`Config::from_env`]) or [`InMemoryClient`] (its deterministic twin for your
-//! tests); both implement the [`Client`] trait. Reflections, the capture buffer and
+//! tests). Both are one implementation, [`MemoryClient`], over two storages, and both
+//! implement the object-safe [`Client`] trait. Reflections, the capture buffer and
 //! recall are still to come.
 //!
-//! ## Layers
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+//! use gralkor::client::{Client, Content, Ingest, OperatorId, Search};
+//! use gralkor::InMemoryClient;
 //!
-//! Arrows point down only; nothing below knows anything above it.
-//!
-//! ```text
-//!  agent glue   memory_search presentation
-//!               capture buffer · recall · memory_add tool             (planned)
-//!  domain       client (trait, StorageClient, NativeClient, InMemoryClient)
-//!               runtime · destination · provenance · lens · reflection (shapes)
-//!               Reflection runs                                       (planned)
-//!  engine       graph: Engine (ingest) · search · communities
-//!                      model · store · extract · dedup · temporal · prompts
-//!               ontology
-//!  adapters     falkordb (storage, embedded server)    llm (providers, limiter)
+//! // The twin needs no server; `NativeClient::connect(Config::from_env()?, …)` is the
+//! // same API over FalkorDB and the models.
+//! let memory = InMemoryClient::new();
+//! let ada = OperatorId::new("ada")?;
+//! memory
+//!     .ingest(&Ingest::new("turn-1", &ada, "personal-chat",
+//!         Content::conversation("Ada: I moved to Lisbon in March.")))
+//!     .await?;
+//! let found = memory.search(&Search::new(&ada, "where does Ada live? Lisbon")).await?;
+//! assert_eq!(found[0].destination, "personal");
+//! assert_eq!(found[0].hit.as_episode().unwrap().content, "Ada: I moved to Lisbon in March.");
+//! memory.shutdown().await?;
+//! # Ok(()) }
 //! ```
 //!
-//! * [`falkordb`] — the only code that speaks the Redis protocol or builds Cypher
-//!   text. A cheap `Clone + Send + Sync` [`FalkorDb`] handle runs parameterised queries
-//!   on a named graph, passed per call. It runs against a remote FalkorDB server or an
+//! ## Rooms and layers
+//!
+//! Each room imports only from rooms below it (re-exports in this file and the shared
+//! [`Error`] aside), so there is no import circle; `tests/layers.rs` checks it.
+//!
+//! ```text
+//!  agent     agent                       memory_search tool and its presentation
+//!  domain    client                      Client trait, MemoryClient<S>, requests, validation
+//!            runtime · reflection        the validated snapshot; Reflection declarations
+//!            lens                        Lenses, Ingest, Ingestion, LensStore
+//!            destination                 named graphs → GraphId for an OperatorId
+//!  storage   storage                     Storage trait, ids, content rule, records,
+//!                                        replace payload, InMemoryStorage, NativeStorage
+//!            provenance                  writer markers and keys
+//!  engine    graph                       Engine (one handle: db + models), search,
+//!                                        communities, store, model, extract, dedup, temporal
+//!            ontology                    entity and relationship types, identifiers
+//!  adapters  falkordb · llm · config     FalkorDB (embedded server, Cypher, indices);
+//!                                        model providers; settings from the environment
+//! ```
+//!
+//! * [`falkordb`] — the only code that speaks the Redis protocol. A cheap
+//!   `Clone + Send + Sync` [`FalkorDb`] handle runs parameterised queries on a named
+//!   graph, passed per call, against a remote server or an
 //!   [embedded](falkordb::EmbeddedServer) child server that the crate provisions,
-//!   starts, supervises and stops. Also: [indices](falkordb::IndexSpec) and the
-//!   [fulltext query sanitiser](falkordb::fulltext_query).
+//!   starts, supervises and stops; it guards statements against the shapes that crash
+//!   FalkorDB. Cypher text is written by the engine's store and search modules and by
+//!   this adapter, always with values as parameters.
 //! * [`llm`] — the only code that speaks HTTP to model providers (OpenAI and
 //!   compatible servers, Google Gemini): structured JSON generation against a schema,
 //!   embeddings and reranking, behind one limiter and one retry policy, with
 //!   deterministic test doubles.
+//! * [`config`] — backend and models from the environment (`Config::from_env`).
 //! * [`ontology`] — the entity and relationship types an extraction may use, declared
-//!   with a builder and checked when built (reserved names, duplicates, unknown
-//!   endpoints, identifiers), projected to a prompt's type list and to JSON schemas.
-//! * [`graph`] — the temporal graph engine: [`graph::Engine`] ingests episodes into
-//!   entities and facts (durable first, at most four model calls per episode, one
-//!   atomic commit, replay-safe, claimed across processes), [`graph::search`](mod@graph::search) finds
-//!   facts, entities, episodes and communities through FalkorDB's own indices, and
-//!   [`graph::build_communities`] clusters entities; plus the data model and storage.
+//!   with a builder and checked when built; the identifier rule the domain uses.
+//! * [`graph`] — the temporal graph engine. [`graph::Engine`] is the one handle: it
+//!   owns the database handle and the models, ingests episodes into entities and facts
+//!   (durable first, at most four model calls per episode, one atomic commit,
+//!   replay-safe, claimed across processes), searches one or many graphs with one
+//!   query embedding, replaces owned content and clusters communities.
+//! * [`provenance`] — who wrote an episode: the terminal marker of every stored source
+//!   description (` [lens: L]`, `reflection:R`, ` [gralkor: direct]`) and the writer
+//!   key stored beside it, which searches filter on.
+//! * [`storage`] — the seam under the memory API: the [`Storage`](storage::Storage)
+//!   trait, [`OperatorId`](storage::OperatorId) and [`GraphId`](storage::GraphId)
+//!   (checked once, when made), the one content rule, the records a search returns,
+//!   the replace-graph payload, and the two storages.
 //! * [`destination`] — named graphs: `global`, `personal` (→ `personal/<operator id>`)
 //!   and literal application names; reserved and retired names.
-//! * [`provenance`] — the terminal writer marker of every stored source description
-//!   (` [lens: L]`, `reflection:R`, ` [gralkor: direct]`), read back by
-//!   [`provenance::parse`]; caller text cannot forge a writer.
-//! * [`lens`] — appending Lenses (ontology + [ingestion process](lens::Ingestion)
-//!   writing through a [`LensStore`](lens::LensStore)), replace-graph Lenses and their
-//!   validated [`Graph`](lens::Graph), the packaged `personal-chat` Lens.
+//! * [`lens`] — appending Lenses (ontology + [ingestion process](lens::Ingestion),
+//!   written with a plain `async fn`, writing through a [`LensStore`](lens::LensStore)),
+//!   replace-graph Lenses, the [`Ingest`](lens::Ingest) request, the packaged
+//!   `personal-chat` Lens.
 //! * [`reflection`] — Reflection declarations (chain-of-thought shape only).
 //! * [`runtime`] — the validated, immutable [`Snapshot`](runtime::Snapshot) of
 //!   Destinations, Lenses and Reflections, held by a [`Runtime`](runtime::Runtime)
 //!   whose replacement is atomic.
-//! * [`client`] — the object-safe [`Client`] trait (ingest, replace, search,
-//!   memory_add, episodes, admin), its request and result values, the validation every
-//!   implementation shares, [`StorageClient`](client::StorageClient) (the client logic
-//!   over any [`Storage`](client::Storage)), [`NativeClient`] over FalkorDB and the
-//!   engine, and [`InMemoryClient`], the deterministic twin for tests.
+//! * [`client`] — the [`Client`] trait (ingest, replace, search, memory_add, episodes,
+//!   admin, shutdown), its serialisable requests and results, the validation every
+//!   operation runs once, and [`MemoryClient`], the client logic over any storage.
 //! * [`agent`] — the `memory_search` tool and its budgeted readable presentation.
-//! * [`config`] — backend and models from the environment (`Config::from_env`).
 //!
 //! Behaviour of Destinations, Lenses and provenance is described for users in
 //! `DESTINATIONS.md`.
 //!
 //! Every fallible call returns [`Result`], whose [`Error`] says what went wrong and,
 //! through [`Error::is_retryable`], whether trying again can help.
-//!
-//! ## Example
-//!
-//! ```no_run
-//! # async fn run() -> gralkor::Result<()> {
-//! use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, Params};
-//! use gralkor::FalkorDb;
-//!
-//! // Starts (and on first use provisions) an embedded FalkorDB in ./memory.
-//! let db = FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new("./memory"))).await?;
-//! db.query("global", "MERGE (:Entity {name: $name})", &Params::new().set("name", "Ada")).await?;
-//! let res = db.ro_query("global", "MATCH (e:Entity) RETURN e.name AS name", &Params::new()).await?;
-//! assert_eq!(res.get(0, "name").and_then(|v| v.as_str()), Some("Ada"));
-//! db.shutdown().await?;
-//! # Ok(()) }
-//! ```
 #![deny(missing_docs)]
 
 pub mod agent;
@@ -97,10 +110,12 @@ pub mod graph;
 pub mod lens;
 pub mod llm;
 pub mod ontology;
-pub mod provenance;
 pub mod reflection;
 pub mod runtime;
 pub mod storage;
+
+/// Who wrote an episode; lives with the storage seam, re-exported at the top.
+pub use storage::provenance;
 
 pub use client::{Client, InMemoryClient, MemoryClient, NativeClient};
 pub use config::Config;

@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::provenance::{self, Writer};
 pub use crate::graph::SourceKind;
 use crate::graph::{MAX_SOURCE_DESCRIPTION_BYTES, check_content};
-use crate::provenance::{self, Writer};
 use crate::{Error, Result};
 
 /// The default number of results per Destination of a search.

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::provenance::Writer;
 use super::{
     CommunityCounts, Content, EpisodeRecord, FactRecord, FactSource, Graph, GraphId, GraphNode,
     GraphQuery, GraphRelationship, Hit, NewEpisode, NodeRecord, OWNER_PROPERTY, ResultType,
@@ -14,7 +15,6 @@ use super::{
 };
 use crate::Result;
 use crate::graph::{GENERIC_RELATION_TYPE, Timestamp};
-use crate::provenance::Writer;
 
 /// Deterministic in-memory [`Storage`]: no extraction, no network.
 ///

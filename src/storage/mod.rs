@@ -30,6 +30,7 @@ mod graph;
 mod ids;
 mod memory;
 mod native;
+pub mod provenance;
 mod records;
 
 use async_trait::async_trait;

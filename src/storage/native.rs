@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use uuid::Uuid;
 
+use super::provenance::{self, Writer};
 use super::{
     CommunityCounts, EpisodeRecord, FactRecord, FactSource, Graph, GraphId, GraphQuery, Hit,
     NewEpisode, NodeRecord, ResultType, ScoredHit, Storage, owned_node_uuid,
@@ -15,7 +16,6 @@ use crate::graph::search::{
     SearchRequest, SearchResults,
 };
 use crate::graph::{self, AddEpisode, CommunityOptions, Engine};
-use crate::provenance::{self, Writer};
 use crate::{Error, Result};
 
 /// Candidates fetched per result wanted when a Lens selector filters them afterwards.

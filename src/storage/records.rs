@@ -11,9 +11,9 @@ use uuid::Uuid;
 
 use super::content::{Content, SourceKind};
 use super::ids::GraphId;
+use super::provenance::{self, Writer};
 use crate::graph::Timestamp;
 use crate::ontology::Ontology;
-use crate::provenance::{self, Writer};
 
 /// One search hit: an episode, a fact, a node or an artefact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -204,7 +204,7 @@ pub fn check_writer_name(field: &str, name: &str) -> Result<()> {
     if name.trim().is_empty() {
         return Err(Error::invalid(field, "must not be blank"));
     }
-    crate::storage::check_name_text(field, name)?;
+    super::check_name_text(field, name)?;
     if name.trim() != name {
         return Err(Error::invalid(
             field,

@@ -1,0 +1,141 @@
+//! The layer rule of `src/lib.rs`: each room imports only from rooms below it, so
+//! there is no import circle between rooms. Reads the sources themselves; comments,
+//! doc links and unit-test modules are not imports.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Each room's height; a room may name rooms strictly lower, and itself.
+fn height(room: &str) -> Option<u32> {
+    Some(match room {
+        "falkordb" | "llm" => 0,
+        "config" | "ontology" => 1,
+        "graph" => 2,
+        "storage" => 3,
+        "destination" => 4,
+        "lens" => 5,
+        "reflection" => 6,
+        "runtime" => 7,
+        "client" => 8,
+        "agent" => 9,
+        _ => return None,
+    })
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn ident(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// The rooms a source file names through `crate::<room>`, outside comments and
+/// before its unit tests.
+fn named_rooms(text: &str) -> Vec<String> {
+    let mut rooms = Vec::new();
+    for line in text.lines() {
+        let code = line.trim_start();
+        if code.starts_with("#[cfg(test)]") {
+            break;
+        }
+        if code.starts_with("//") {
+            continue;
+        }
+        let code = code.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(at) = rest.find("crate::") {
+            rest = &rest[at + 7..];
+            if let Some(group) = rest.strip_prefix('{') {
+                // `crate::{a::X, b, …}`: the first name of each top-level item.
+                let (mut depth, mut item_start) = (0, true);
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => item_start = true,
+                        c if item_start && (c.is_ascii_alphanumeric() || c == '_') => {
+                            item_start = false;
+                            rooms.push(ident(&group[i..]));
+                        }
+                        _ => {}
+                    }
+                }
+            } else {
+                rooms.push(ident(rest));
+            }
+        }
+    }
+    rooms
+}
+
+#[test]
+fn every_room_imports_only_from_rooms_below_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut upward: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut checked = 0;
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let room = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        let Some(own) = height(&room) else {
+            continue; // lib.rs (re-exports) and error.rs (shared by every room)
+        };
+        if rel.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        checked += 1;
+        let text = std::fs::read_to_string(&file).unwrap();
+        for named in named_rooms(&text) {
+            if named == "Error" || named == "Result" || named == "error" || named == room {
+                continue;
+            }
+            // `crate::provenance` is the storage room's, re-exported at the top.
+            let target = if named == "provenance" {
+                "storage"
+            } else {
+                named.as_str()
+            };
+            if target == room {
+                continue;
+            }
+            match height(target) {
+                Some(h) if h < own => {}
+                Some(_) => upward
+                    .entry(rel.display().to_string())
+                    .or_default()
+                    .push(named.clone()),
+                None => panic!("{}: names an unknown room `crate::{named}`", rel.display()),
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} files were read");
+    assert!(
+        upward.is_empty(),
+        "imports from a room at or above: {upward:#?}"
+    );
+}
+
+#[test]
+fn the_reader_sees_imports_and_skips_comments_and_tests() {
+    let text = "use crate::graph::Timestamp;\nuse crate::{Error, storage::{A, B}};\n/// [`x`](crate::agent::y)\nlet a = crate::llm::f(); // crate::client\n#[cfg(test)]\nuse crate::client::Z;\n";
+    assert_eq!(named_rooms(text), ["graph", "Error", "storage", "llm"]);
+}
