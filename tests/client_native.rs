@@ -269,3 +269,54 @@ async fn a_replacement_that_fails_at_the_server_leaves_the_old_graph_whole() {
     );
     db.delete_graph(&dest).await.unwrap();
 }
+
+#[tokio::test]
+async fn one_search_over_three_destinations_makes_one_embedding_request() {
+    let r = Rules::narrator();
+    let model = ScriptedModel::new().respond_with(move |req| answer(&r, req));
+    let embedder = Arc::new(CountingEmbedder::new());
+    let engine = Engine::new(common::db().await, Arc::new(model), embedder.clone());
+    let (a, b) = (
+        format!("a-{}", uuid::Uuid::new_v4().simple()),
+        format!("b-{}", uuid::Uuid::new_v4().simple()),
+    );
+    let client = NativeClient::from_parts(
+        Runtime::new(
+            RuntimeConfig::new()
+                .destination(a.clone())
+                .destination(b.clone())
+                .lens(gralkor::lens::Lens::appending("a-notes", a.clone()))
+                .lens(gralkor::lens::Lens::appending("b-notes", b.clone())),
+        )
+        .unwrap(),
+        NativeStorage::new(engine),
+    );
+    let op = op();
+    for (lens, text) in [
+        ("personal-chat", "Ada: the kiln is in the shed."),
+        ("a-notes", "The kiln fires on Tuesdays."),
+        ("b-notes", "Kiln glaze recipes live in the wiki."),
+    ] {
+        client
+            .ingest(&Ingest::new(text, &op, lens, Content::document(text)))
+            .await
+            .unwrap();
+    }
+    let before = embedder.requests();
+    let found = client
+        .search(
+            &Search::new(&op, "kiln")
+                .destinations(["personal", a.as_str(), b.as_str()])
+                .facts(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        embedder.requests() - before,
+        1,
+        "one query embedding for three graphs"
+    );
+    let mut destinations: Vec<_> = found.iter().map(|r| r.destination.clone()).collect();
+    destinations.dedup();
+    assert_eq!(destinations, ["personal".to_string(), a, b]);
+}
