@@ -99,6 +99,7 @@ pub mod llm;
 pub mod ontology;
 pub mod provenance;
 pub mod reflection;
+mod retry;
 pub mod runtime;
 
 pub use client::{Client, InMemoryClient, NativeClient};

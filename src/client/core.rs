@@ -115,10 +115,8 @@ impl StorageClient {
             }
             let mut per_target: Vec<Option<Vec<_>>> = vec![None; plan.targets.len()];
             while let Some(joined) = set.join_next().await {
-                let (i, found) = joined.map_err(|e| Error::Io {
-                    context: "a Destination search task failed".into(),
-                    source: std::io::Error::other(e.to_string()),
-                })?;
+                let (i, found) =
+                    joined.map_err(|e| Error::task("a Destination search task failed", e))?;
                 // Any failing Destination fails the whole search; the rest are dropped.
                 per_target[i] = Some(found?);
             }

@@ -229,12 +229,11 @@ impl EmbeddedServer {
     pub(crate) fn unavailable(&self) -> Option<Error> {
         match self.state() {
             ServerState::Running | ServerState::Restarting => None,
-            ServerState::Stopped => Some(Error::Connection {
-                context: format!(
-                    "the embedded FalkorDB server on {} was shut down",
+            ServerState::Stopped => Some(Error::Closed {
+                what: format!(
+                    "the embedded FalkorDB server on {}",
                     self.inner.socket.display()
                 ),
-                source: None,
             }),
             ServerState::GaveUp => Some(self.inner.down_error()),
         }
@@ -337,10 +336,7 @@ impl EmbeddedServer {
         // started after its own change.
         let _turn = self.inner.rewrite_turn.lock().await;
         let start = Instant::now();
-        let fail = |e: redis::RedisError| Error::Connection {
-            context: format!("rewriting the AOF: {e}"),
-            source: Some(e),
-        };
+        let fail = |e: redis::RedisError| super::connection_error("rewriting the AOF", e);
         let mut started = false;
         loop {
             if start.elapsed() > REWRITE_DEADLINE {

@@ -55,6 +55,18 @@ use reply::{ParseError, Schema};
 /// Prefix of every physical graph name gralkor creates.
 const GRAPH_PREFIX: &str = "g_";
 
+/// A read-only query's retries on a lost connection: 5 attempts, 50 ms doubling to
+/// 2 s between them (see `connection::read_connections` for why 5).
+const READ_RETRY: crate::retry::Backoff =
+    crate::retry::Backoff::new(5, Duration::from_millis(50), Duration::from_secs(2));
+
+/// Polling the server until an index or a constraint reports its status: 5 ms
+/// doubling to 200 ms, bounded by the caller's deadline.
+const STATUS_POLL: crate::retry::Backoff =
+    crate::retry::Backoff::polling(Duration::from_millis(5), Duration::from_millis(200));
+
+type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
 /// A graph that is always empty (its logical id would be blank, which is never
 /// accepted): read-only queries on a graph that does not exist yet run here, so they
 /// see an empty graph instead of FalkorDB's "empty key" error.
@@ -340,23 +352,15 @@ impl FalkorDb {
         statement::check(query, "query")?;
         let text = params::build_query(query, params)?;
         let span = tracing::debug_span!("falkordb.ro_query", graph);
-        async {
-            let mut delay = Duration::from_millis(50);
-            let mut attempt = 1;
-            loop {
-                match self.run_read(graph, &name, &text).await {
-                    // Only a lost connection is retried: a read that timed out would
-                    // most likely time out again and hold the caller for minutes.
-                    Err(e @ Error::Connection { .. }) if attempt < 5 => {
-                        tracing::warn!(attempt, error = %e, "read failed; retrying");
-                        self.wait_for_server(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(2));
-                        attempt += 1;
-                    }
-                    other => return other,
-                }
-            }
-        }
+        // Only a lost connection is retried: a read that timed out would most likely
+        // time out again and hold the caller for minutes.
+        crate::retry::retry_waiting(
+            "read",
+            READ_RETRY,
+            Error::is_connection,
+            self.server_wait(),
+            || self.run_read(graph, &name, &text),
+        )
         .instrument(span)
         .await
     }
@@ -492,12 +496,20 @@ impl FalkorDb {
         }
     }
 
-    async fn wait_for_server(&self, delay: Duration) {
-        match &self.inner.server {
-            Some(server) => {
-                server.wait_until_up(Duration::from_secs(30)).await;
-            }
-            None => tokio::time::sleep(delay).await,
+    /// What a read waits for before it tries again: the embedded server to be up (a
+    /// restart after a crash, say; bounded by 30 s), or on a remote backend the delay.
+    fn server_wait(&self) -> impl Fn(Duration) -> BoxFuture<()> + 'static {
+        let server = self.inner.server.clone();
+        move |delay| {
+            let server = server.clone();
+            Box::pin(async move {
+                match server {
+                    Some(server) => {
+                        server.wait_until_up(Duration::from_secs(30)).await;
+                    }
+                    None => tokio::time::sleep(delay).await,
+                }
+            })
         }
     }
 
@@ -635,7 +647,7 @@ fn remote_connection_info(remote: &RemoteConfig) -> Result<redis::ConnectionInfo
 fn connection_error(context: &str, e: redis::RedisError) -> Error {
     Error::Connection {
         context: format!("{context}: {e}"),
-        source: Some(e),
+        source: Some(Box::new(e)),
     }
 }
 
