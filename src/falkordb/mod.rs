@@ -481,15 +481,27 @@ impl FalkorDb {
         }
     }
 
-    /// Stops the embedded server if this handle started it (clean stop with a save).
-    /// For remote backends and attached handles this does nothing.
+    /// Closes this handle and every clone of it, and stops the embedded server if this
+    /// handle started it (clean stop with a save; other handles
+    /// [attached](Self::attach) to that server fail from then on too). A remote
+    /// server, or an embedded server this handle was only attached to, keeps running.
+    ///
+    /// From then on every call on the handle or a clone fails at once, without
+    /// touching the network, with [`Error::Closed`], which is not retryable. Calling
+    /// it again is harmless.
     ///
     /// ```no_run
     /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// use gralkor::falkordb::Params;
+    ///
+    /// let clone = db.clone();
     /// db.shutdown().await?; // the embedded server saves and stops
+    /// let err = clone.query("notes", "RETURN 1", &Params::new()).await.unwrap_err();
+    /// assert!(matches!(err, gralkor::Error::Closed { .. }) && !err.is_retryable());
     /// # Ok(()) }
     /// ```
     pub async fn shutdown(&self) -> Result<()> {
+        self.inner.conn.close();
         match (&self.inner.server, self.inner.owns_server) {
             (Some(server), true) => server.shutdown().await,
             _ => Ok(()),
@@ -605,6 +617,12 @@ impl FalkorDb {
     }
 
     fn map_err(&self, graph: &str, e: redis::RedisError) -> Error {
+        // Not a reply from the server, on a handle shut down meanwhile.
+        if e.code().is_none() && self.inner.conn.is_closed() {
+            return Error::Closed {
+                what: "this FalkorDB handle".into(),
+            };
+        }
         // Not a reply from the server, and the embedded server is stopped or down for
         // good: that is the error (a request refused or cut short by the guard).
         if e.code().is_none()
