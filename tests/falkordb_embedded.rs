@@ -465,13 +465,36 @@ mod embedded_server {
     }
 
     #[tokio::test]
-    async fn dropping_the_last_handle_stops_the_server() {
+    async fn dropping_the_last_handle_waits_for_the_server_to_save_and_exit() {
         let dir = data_dir();
         let db = connect(dir.path()).await;
         let pid = db.embedded_server().unwrap().pid().unwrap();
-        assert!(alive(pid));
+        db.query(GRAPH, "CREATE (:V {i: 7})", &Params::new())
+            .await
+            .unwrap();
+        let clone = db.clone();
         drop(db);
-        assert_exits(pid).await;
+        assert!(alive(pid), "a clone still holds the server");
+        drop(clone);
+        // At once: the drop returned only after the child had exited.
+        assert!(
+            !alive(pid),
+            "pid {pid} still running after the last handle went"
+        );
+        let log = std::fs::read_to_string(dir.path().join("falkordb.log")).unwrap();
+        let last_run = &log[log.rfind("Server initialized").unwrap()..];
+        assert!(
+            last_run.contains("DB saved on disk") && last_run.contains("ready to exit"),
+            "the server saved and finished its shutdown before the drop returned:\n{last_run}"
+        );
+        // The directory is free and holds the data.
+        let db = connect(dir.path()).await;
+        let res = db
+            .ro_query(GRAPH, "MATCH (n:V) RETURN n.i AS i", &Params::new())
+            .await
+            .unwrap();
+        assert_eq!(res.get(0, "i").and_then(Value::as_int), Some(7));
+        db.shutdown().await.unwrap();
     }
 
     #[tokio::test]
