@@ -22,7 +22,8 @@
 //! 2 s (the ingest pipeline's policy) is one line:
 //!
 //! ```ignore
-//! retry::retry_when(what, Backoff::new(6, ms(50), secs(2)), Error::is_connection, step).await
+//! // in graph/ingest: the body of `retry(what, step)`
+//! crate::retry::retry_when(what, crate::retry::Backoff::new(6, Duration::from_millis(50), Duration::from_secs(2)), Error::is_connection, step).await
 //! ```
 
 use std::future::Future;

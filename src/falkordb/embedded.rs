@@ -69,7 +69,8 @@ pub enum ServerState {
     /// The child died unexpectedly and the supervisor is starting a new one; reads
     /// wait for it.
     Restarting,
-    /// Stopped by [`EmbeddedServer::shutdown`] (or by dropping the last handle).
+    /// Stopped by [`EmbeddedServer::shutdown`] (or by dropping the last handle):
+    /// every call on a handle to the server fails at once with [`Error::Closed`].
     Stopped,
     /// The supervisor gave up (the child kept dying, or a restart failed): every call
     /// on a handle to the server fails at once with [`Error::ServerDown`].
