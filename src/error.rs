@@ -50,19 +50,22 @@ pub enum Error {
     Connection {
         /// What was being attempted.
         context: String,
-        /// The redis-rs error, when there is one.
+        /// The transport error underneath, when there is one (its type is the Redis
+        /// client's and not part of gralkor's API; walk it through
+        /// [`std::error::Error::source`]).
         #[source]
-        source: Option<redis::RedisError>,
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
-    /// The handle was shut down ([`FalkorDb::shutdown`](crate::FalkorDb::shutdown)
-    /// on it or on any clone), or the embedded server behind it was
+    /// The handle was shut down ([`FalkorDb::shutdown`](crate::FalkorDb::shutdown) or
+    /// [`Client::shutdown`](crate::Client::shutdown) on it or on any clone), or the
+    /// embedded server behind it was
     /// ([`EmbeddedServer::shutdown`](crate::falkordb::EmbeddedServer::shutdown)).
     /// Every later call fails at once with this error, without touching the network;
     /// retrying cannot help: connect a new handle.
     #[error("{what} was shut down")]
     Closed {
-        /// What was shut down, e.g. `this FalkorDB handle`.
+        /// What was shut down, e.g. `this FalkorDB handle`, `this memory client`.
         what: String,
     },
 
@@ -214,6 +217,18 @@ pub enum Error {
         uuid: uuid::Uuid,
     },
 
+    /// A background task gralkor spawned for part of a call panicked or was cancelled
+    /// (the runtime shutting down, say), so the call cannot complete. Not retryable:
+    /// a panic is a bug; the message is in the source.
+    #[error("{context}: {source}")]
+    Task {
+        /// What the task was doing.
+        context: String,
+        /// The runtime's report of the panic or cancellation.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
     /// A local I/O error (files, directories).
     #[error("I/O error: {context}")]
     Io {
@@ -229,7 +244,8 @@ impl Error {
     /// Whether trying the same operation again may succeed: dropped connections,
     /// timeouts, provider rate limits (429) and provider server errors (5xx).
     /// Configuration, input, query and 4xx errors are not retryable, nor is an embedded
-    /// server that is down for good ([`Error::ServerDown`]).
+    /// server that is down for good ([`Error::ServerDown`]), a handle that was shut
+    /// down ([`Error::Closed`]) or a failed task ([`Error::Task`]).
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Connection { .. }
@@ -242,6 +258,12 @@ impl Error {
             },
             _ => false,
         }
+    }
+
+    /// Whether this is a lost (or refused) connection to FalkorDB, the one kind a
+    /// read or an idempotent database step retries by itself.
+    pub(crate) fn is_connection(&self) -> bool {
+        matches!(self, Error::Connection { .. })
     }
 
     /// Whether this is a provider rate limit (HTTP 429).
@@ -266,6 +288,17 @@ impl Error {
         Error::InvalidInput {
             field: field.into(),
             rule: rule.into(),
+        }
+    }
+
+    /// A failed background task (a `tokio` `JoinError`, say).
+    pub(crate) fn task(
+        context: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Task {
+            context: context.into(),
+            source: Box::new(source),
         }
     }
 
@@ -305,6 +338,12 @@ mod tests {
             last_lines: "# Server initialized".into(),
         };
         assert!(!down.is_retryable());
+        let closed = Error::Closed {
+            what: "this FalkorDB handle".into(),
+        };
+        assert!(!closed.is_retryable());
+        assert_eq!(closed.to_string(), "this FalkorDB handle was shut down");
+
         assert_eq!(
             down.to_string(),
             "embedded FalkorDB is down and will not be restarted: the server crashed 6 times \
@@ -316,6 +355,20 @@ mod tests {
                 after: Duration::from_secs(1)
             }
             .is_retryable()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_task_is_its_own_kind_not_io() {
+        let join = tokio::spawn(async { panic!("boom") }).await.unwrap_err();
+        let task = Error::task("a Destination search task failed", join);
+        assert!(matches!(task, Error::Task { .. }), "{task:?}");
+        assert!(!task.is_retryable());
+        let source = std::error::Error::source(&task).expect("the join error is kept");
+        assert!(source.to_string().contains("panicked"), "{source}");
+        assert!(
+            task.to_string()
+                .starts_with("a Destination search task failed: ")
         );
     }
 

@@ -111,6 +111,7 @@ pub mod lens;
 pub mod llm;
 pub mod ontology;
 pub mod reflection;
+mod retry;
 pub mod runtime;
 pub mod storage;
 

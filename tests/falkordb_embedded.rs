@@ -465,13 +465,36 @@ mod embedded_server {
     }
 
     #[tokio::test]
-    async fn dropping_the_last_handle_stops_the_server() {
+    async fn dropping_the_last_handle_waits_for_the_server_to_save_and_exit() {
         let dir = data_dir();
         let db = connect(dir.path()).await;
         let pid = db.embedded_server().unwrap().pid().unwrap();
-        assert!(alive(pid));
+        db.query(GRAPH, "CREATE (:V {i: 7})", &Params::new())
+            .await
+            .unwrap();
+        let clone = db.clone();
         drop(db);
-        assert_exits(pid).await;
+        assert!(alive(pid), "a clone still holds the server");
+        drop(clone);
+        // At once: the drop returned only after the child had exited.
+        assert!(
+            !alive(pid),
+            "pid {pid} still running after the last handle went"
+        );
+        let log = std::fs::read_to_string(dir.path().join("falkordb.log")).unwrap();
+        let last_run = &log[log.rfind("Server initialized").unwrap()..];
+        assert!(
+            last_run.contains("DB saved on disk") && last_run.contains("ready to exit"),
+            "the server saved and finished its shutdown before the drop returned:\n{last_run}"
+        );
+        // The directory is free and holds the data.
+        let db = connect(dir.path()).await;
+        let res = db
+            .ro_query(GRAPH, "MATCH (n:V) RETURN n.i AS i", &Params::new())
+            .await
+            .unwrap();
+        assert_eq!(res.get(0, "i").and_then(Value::as_int), Some(7));
+        db.shutdown().await.unwrap();
     }
 
     #[tokio::test]
@@ -498,9 +521,10 @@ mod embedded_server {
             .query(GRAPH, "RETURN 1", &Params::new())
             .await
             .unwrap_err();
+        assert!(matches!(err, Error::Closed { .. }), "{err:?}");
         assert!(
-            err.is_retryable(),
-            "a stopped server is a connection error: {err:?}"
+            !err.is_retryable(),
+            "a shut-down handle stays shut: {err:?}"
         );
     }
 
@@ -661,7 +685,7 @@ mod configuration {
         })
         .await;
         assert!(up);
-        let db = FalkorDb::connect(cfg).await.unwrap();
+        let db = FalkorDb::connect(cfg.clone()).await.unwrap();
         assert!(!db.serialises_writes(), "remote writes are concurrent");
         let res = db
             .query(
@@ -673,6 +697,17 @@ mod configuration {
             .unwrap();
         assert_eq!(res.get(0, "v"), Some(&Value::from("tcp")));
         assert_eq!(db.list_graphs().await.unwrap(), ["remote"]);
+        // Shutting a remote handle down closes it and its clones, not the server.
+        let clone = db.clone();
+        db.shutdown().await.unwrap();
+        let err = clone
+            .ro_query("remote", "MATCH (n:R) RETURN n.v AS v", &Params::new())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Closed { .. }), "{err:?}");
+        assert!(!err.is_retryable());
+        let again = FalkorDb::connect(cfg).await.unwrap();
+        assert_eq!(again.list_graphs().await.unwrap(), ["remote"]);
         child.kill().unwrap();
         child.wait().unwrap();
     }
@@ -860,7 +895,8 @@ mod supervision {
             .query(GRAPH, "CREATE (:V {i: 2})", &Params::new())
             .await
             .unwrap_err();
-        assert!(matches!(err, Error::Connection { .. }), "{err:?}");
+        assert!(matches!(err, Error::Closed { .. }), "{err:?}");
+        assert!(!err.is_retryable());
         assert_eq!(count_nodes(&fresh).await, 1);
         again.shutdown().await.unwrap();
     }
@@ -966,5 +1002,70 @@ mod supervision {
         let stopped = tokio::time::timeout(Duration::from_secs(30), server.shutdown()).await;
         assert!(matches!(stopped, Ok(Ok(()))), "{stopped:?}");
         assert_eq!(servers_on(server.socket_path()), Vec::<u32>::new());
+    }
+
+    /// Every kind of call on `db` fails with [`Error::Closed`], not retryable, while
+    /// the (paused) clock stands still: nothing waited for a timeout, a retry delay or
+    /// a reconnection.
+    async fn every_call_fails_at_once_as_closed(db: &FalkorDb) {
+        tokio::time::pause();
+        let before = tokio::time::Instant::now();
+        let p = Params::new();
+        let stmts = [("CREATE (:V)".to_string(), Params::new())];
+        let spec = IndexSpec::range_nodes("V", ["i"]);
+        let errors = [
+            db.query(GRAPH, "CREATE (:V)", &p).await.unwrap_err(),
+            db.ro_query(GRAPH, "MATCH (n) RETURN count(n)", &p)
+                .await
+                .unwrap_err(),
+            db.pipeline(GRAPH, &stmts).await.unwrap_err(),
+            db.list_graphs().await.unwrap_err(),
+            db.delete_graph(GRAPH).await.unwrap_err(),
+            db.create_index(GRAPH, &spec).await.unwrap_err(),
+            db.list_indices(GRAPH).await.unwrap_err(),
+        ];
+        assert_eq!(
+            tokio::time::Instant::now(),
+            before,
+            "a closed handle waits for nothing"
+        );
+        tokio::time::resume();
+        for err in errors {
+            assert!(matches!(err, Error::Closed { .. }), "{err:?}");
+            assert!(!err.is_retryable(), "{err:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn after_shutdown_every_clone_fails_at_once_and_is_not_retryable() {
+        let dir = data_dir();
+        let db = connect(dir.path()).await;
+        let clone = db.clone();
+        let reader = clone.clone();
+        write_marker(&db).await;
+        db.shutdown().await.unwrap();
+        every_call_fails_at_once_as_closed(&clone).await;
+        every_call_fails_at_once_as_closed(&reader).await;
+        every_call_fails_at_once_as_closed(&db).await;
+        // The save happened: the data is there for the next server.
+        let (again, fresh) = start_again_at_once(dir.path()).await;
+        drop(fresh);
+        again.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_handle_attached_to_a_server_shut_down_by_its_owner_fails_as_closed() {
+        let dir = data_dir();
+        let owner = connect(dir.path()).await;
+        let server = owner.embedded_server().unwrap().clone();
+        let attached = FalkorDb::attach(&server, Duration::from_secs(30))
+            .await
+            .unwrap();
+        attached
+            .query(GRAPH, "RETURN 1", &Params::new())
+            .await
+            .unwrap();
+        owner.shutdown().await.unwrap();
+        every_call_fails_at_once_as_closed(&attached).await;
     }
 }

@@ -326,7 +326,12 @@ impl<S: Storage> MemoryClient<S> {
             if set.is_empty() {
                 return;
             }
-            while set.join_next().await.is_some() {}
+            while let Some(joined) = set.join_next().await {
+                if let Err(e) = joined {
+                    let e = Error::task("a memory_add background write", e);
+                    tracing::error!(error = %e, "a background write did not finish");
+                }
+            }
         }
     }
 }

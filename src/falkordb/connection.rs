@@ -15,7 +15,7 @@
 //! server's socket).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager};
@@ -40,6 +40,9 @@ pub(super) struct Connection {
     next_read: Arc<AtomicUsize>,
     /// The embedded server behind the connections, if any.
     server: Option<EmbeddedServer>,
+    /// Set by [`FalkorDb::shutdown`](super::FalkorDb::shutdown) on any clone: every
+    /// request fails at once from then on, without touching the network.
+    closed: Arc<AtomicBool>,
 }
 
 impl Connection {
@@ -72,7 +75,24 @@ impl Connection {
             reads: reads.into(),
             next_read: Arc::new(AtomicUsize::new(0)),
             server,
+            closed: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// Fails every request from now on, on this connection and its clones.
+    pub(super) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`close`](Self::close) was called on this connection or a clone.
+    pub(super) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// The error of a request on a closed connection (turned into
+    /// [`Error::Closed`](crate::Error::Closed) by the handle).
+    fn closed_error() -> redis::RedisError {
+        redis::RedisError::from((redis::ErrorKind::Io, "the FalkorDB handle was shut down"))
     }
 
     /// The connection for a request: the next read connection for read-only queries,
@@ -96,7 +116,11 @@ impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         let mut manager = self.pick(is_read(cmd));
         let server = self.server.as_ref();
+        let closed = self.is_closed();
         Box::pin(async move {
+            if closed {
+                return Err(Self::closed_error());
+            }
             let request = manager.req_packed_command(cmd);
             match server {
                 None => request.await,
@@ -113,7 +137,11 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         let mut manager = self.pick(pipeline.cmd_iter().all(is_read));
         let server = self.server.as_ref();
+        let closed = self.is_closed();
         Box::pin(async move {
+            if closed {
+                return Err(Self::closed_error());
+            }
             let request = manager.req_packed_commands(pipeline, offset, count);
             match server {
                 None => request.await,

@@ -1,10 +1,18 @@
 //! Unique constraints (`GRAPH.CONSTRAINT`): the server refuses a second node or
 //! relationship with the same value, whatever client writes it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{FalkorDb, IndexEntity, Params, Value, is_identifier, physical_graph_name};
+use super::{
+    FalkorDb, IndexEntity, Params, STATUS_POLL, Value, is_identifier, physical_graph_name,
+};
+use crate::retry::{Backoff, poll, retry_when};
 use crate::{Error, Result};
+
+/// Creating a constraint while its supporting index is rebuilt: 6 attempts, 10 ms
+/// doubling to 50 ms after each wait for the index.
+const CONSTRAINT_RETRY: Backoff =
+    Backoff::new(6, Duration::from_millis(10), Duration::from_millis(50));
 
 /// How long [`FalkorDb::create_unique_constraint`] waits for the server to finish
 /// checking the existing data.
@@ -48,37 +56,47 @@ impl FalkorDb {
             }
         }
         let name = physical_graph_name(graph)?;
-        let mut attempt = 0;
-        let created = loop {
-            let mut conn = self.inner.conn.clone();
-            let res: redis::RedisResult<redis::Value> = redis::cmd("GRAPH.CONSTRAINT")
-                .arg("CREATE")
-                .arg(&name)
-                .arg("UNIQUE")
-                .arg(kind)
-                .arg(label)
-                .arg("PROPERTIES")
-                .arg(1)
-                .arg(property)
-                .query_async(&mut conn)
-                .await;
-            match res.map_err(|e| self.map_err(graph, e)) {
-                Ok(_) => break true,
-                Err(Error::Query { message, .. }) if message.contains("already exists") => {
-                    break false;
-                }
-                // The supporting index is being rebuilt (another writer just added a
-                // field to the label's index): wait until it is operational, retry.
-                Err(Error::Query { message, .. })
-                    if message.contains("missing supporting exact-match index") && attempt < 5 =>
-                {
-                    attempt += 1;
-                    self.wait_operational(graph, entity).await?;
-                    tokio::time::sleep(Duration::from_millis(10 * attempt)).await;
-                }
-                Err(e) => return Err(e),
-            }
+        let name = &name;
+        // The supporting index is being rebuilt (another writer just added a field to
+        // the label's index): wait until it is operational, then try again.
+        let index_rebuilding = |e: &Error| {
+            matches!(e, Error::Query { message, .. }
+                if message.contains("missing supporting exact-match index"))
         };
+        let mut retrying = false;
+        let created = retry_when(
+            "creating a unique constraint",
+            CONSTRAINT_RETRY,
+            index_rebuilding,
+            || {
+                let again = std::mem::replace(&mut retrying, true);
+                async move {
+                    if again {
+                        self.wait_operational(graph, entity).await?;
+                    }
+                    let mut conn = self.inner.conn.clone();
+                    let res: redis::RedisResult<redis::Value> = redis::cmd("GRAPH.CONSTRAINT")
+                        .arg("CREATE")
+                        .arg(name)
+                        .arg("UNIQUE")
+                        .arg(kind)
+                        .arg(label)
+                        .arg("PROPERTIES")
+                        .arg(1)
+                        .arg(property)
+                        .query_async(&mut conn)
+                        .await;
+                    match res.map_err(|e| self.map_err(graph, e)) {
+                        Ok(_) => Ok(true),
+                        Err(Error::Query { message, .. }) if message.contains("already exists") => {
+                            Ok(false)
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+            },
+        )
+        .await?;
         self.wait_constraint(graph, kind, label, property).await?;
         if created && let Some(server) = self.embedded_server() {
             // Keep the definition in the RDB preamble rather than the AOF tail, as for
@@ -95,9 +113,7 @@ impl FalkorDb {
         label: &str,
         property: &str,
     ) -> Result<()> {
-        let start = Instant::now();
-        let mut delay = Duration::from_millis(5);
-        loop {
+        let built = poll("building a unique constraint", STATUS_POLL, CONSTRAINT_BUILD_DEADLINE, || async {
             let res = self
                 .ro_query(
                     graph,
@@ -112,25 +128,20 @@ impl FalkorDb {
                 )
                 .await?;
             match res.get(0, "status").and_then(Value::as_str) {
-                Some("OPERATIONAL") => return Ok(()),
-                Some("FAILED") => {
-                    return Err(Error::Query {
-                        graph: graph.to_owned(),
-                        message: format!(
-                            "unique constraint on {label}.{property} failed: existing data holds duplicates"
-                        ),
-                    });
-                }
-                _ => {}
+                Some("OPERATIONAL") => Ok(Some(())),
+                Some("FAILED") => Err(Error::Query {
+                    graph: graph.to_owned(),
+                    message: format!(
+                        "unique constraint on {label}.{property} failed: existing data holds duplicates"
+                    ),
+                }),
+                _ => Ok(None),
             }
-            if start.elapsed() > CONSTRAINT_BUILD_DEADLINE {
-                return Err(Error::Timeout {
-                    operation: format!("building the unique constraint on {label}.{property}"),
-                    after: CONSTRAINT_BUILD_DEADLINE,
-                });
-            }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_millis(200));
-        }
+        })
+        .await?;
+        built.ok_or_else(|| Error::Timeout {
+            operation: format!("building the unique constraint on {label}.{property}"),
+            after: CONSTRAINT_BUILD_DEADLINE,
+        })
     }
 }

@@ -33,7 +33,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex as StdMutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex as StdMutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, oneshot, watch};
@@ -54,6 +54,11 @@ const MAX_RESTARTS: usize = 5;
 const RESTART_WINDOW: Duration = Duration::from_secs(60);
 /// Longest an AOF rewrite may take.
 const REWRITE_DEADLINE: Duration = Duration::from_secs(600);
+/// How long dropping the last handle waits for the child to save and exit before it
+/// kills it (the AOF is flushed before the final RDB save starts, so a kill then
+/// loses nothing written), and then for the killed child to be gone.
+const DROP_SAVE_DEADLINE: Duration = Duration::from_secs(10);
+const DROP_KILL_DEADLINE: Duration = Duration::from_secs(5);
 
 /// What the supervisor knows of an embedded server ([`EmbeddedServer::state`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +69,8 @@ pub enum ServerState {
     /// The child died unexpectedly and the supervisor is starting a new one; reads
     /// wait for it.
     Restarting,
-    /// Stopped by [`EmbeddedServer::shutdown`] (or by dropping the last handle).
+    /// Stopped by [`EmbeddedServer::shutdown`] (or by dropping the last handle):
+    /// every call on a handle to the server fails at once with [`Error::Closed`].
     Stopped,
     /// The supervisor gave up (the child kept dying, or a restart failed): every call
     /// on a handle to the server fails at once with [`Error::ServerDown`].
@@ -82,8 +88,10 @@ impl ServerState {
 /// child process. Connect handles to it with [`FalkorDb::attach`](super::FalkorDb::attach).
 ///
 /// The server stops when [`EmbeddedServer::shutdown`] is called (clean stop with a
-/// save), or, best effort, when the last clone is dropped. On Linux the child also
-/// receives `SIGTERM` (and saves) if the owning process dies without either.
+/// save), or when the last clone is dropped: the drop sends `SIGTERM` (the server
+/// saves and exits) and blocks until the child has exited, 10 s at most before it
+/// kills it, so the data directory can be removed right after. On Linux the child
+/// also receives `SIGTERM` (and saves) if the owning process dies without either.
 #[derive(Clone)]
 pub struct EmbeddedServer {
     inner: Arc<Inner>,
@@ -122,6 +130,35 @@ struct Inner {
     write_gate: Arc<Semaphore>,
     /// The data directory's lock; taken (released) by `shutdown` once the child exited.
     lock: StdMutex<Option<File>>,
+    /// The children that have exited, told by their watcher threads: what dropping
+    /// the last handle waits on, without a runtime.
+    exits: Arc<ChildExits>,
+}
+
+/// The pids of the children whose watcher thread has reaped them, with a condition
+/// variable to wait on synchronously (a `Drop` cannot await).
+#[derive(Default)]
+struct ChildExits {
+    exited: StdMutex<Vec<u32>>,
+    changed: Condvar,
+}
+
+impl ChildExits {
+    fn record(&self, pid: u32) {
+        self.exited.lock().expect("child exits poisoned").push(pid);
+        self.changed.notify_all();
+    }
+
+    /// Blocks the calling thread until child `pid` has exited and been reaped, or
+    /// `deadline` passes; whether it exited.
+    fn wait(&self, pid: u32, deadline: Duration) -> bool {
+        let exited = self.exited.lock().expect("child exits poisoned");
+        let (exited, _) = self
+            .changed
+            .wait_timeout_while(exited, deadline, |e| !e.contains(&pid))
+            .expect("child exits poisoned");
+        exited.contains(&pid)
+    }
 }
 
 struct GaveUp {
@@ -174,6 +211,7 @@ impl EmbeddedServer {
             rewrite_turn: tokio::sync::Mutex::new(()),
             write_gate: Arc::new(Semaphore::new(1)),
             lock: StdMutex::new(Some(lock)),
+            exits: Arc::default(),
         });
         let exit = inner.spawn_and_wait().await?;
         tokio::spawn(supervise(Arc::downgrade(&inner), exit));
@@ -229,12 +267,11 @@ impl EmbeddedServer {
     pub(crate) fn unavailable(&self) -> Option<Error> {
         match self.state() {
             ServerState::Running | ServerState::Restarting => None,
-            ServerState::Stopped => Some(Error::Connection {
-                context: format!(
-                    "the embedded FalkorDB server on {} was shut down",
+            ServerState::Stopped => Some(Error::Closed {
+                what: format!(
+                    "the embedded FalkorDB server on {}",
                     self.inner.socket.display()
                 ),
-                source: None,
             }),
             ServerState::GaveUp => Some(self.inner.down_error()),
         }
@@ -337,10 +374,7 @@ impl EmbeddedServer {
         // started after its own change.
         let _turn = self.inner.rewrite_turn.lock().await;
         let start = Instant::now();
-        let fail = |e: redis::RedisError| Error::Connection {
-            context: format!("rewriting the AOF: {e}"),
-            source: Some(e),
-        };
+        let fail = |e: redis::RedisError| super::connection_error("rewriting the AOF", e);
         let mut started = false;
         loop {
             if start.elapsed() > REWRITE_DEADLINE {
@@ -504,8 +538,13 @@ impl Inner {
         if aof_tail_changes_indices(&self.data_dir) {
             self.vector_rebuild_needed.store(true, Ordering::SeqCst);
         }
-        let (pid, mut exit) =
-            spawn_child(&self.binaries.redis_server, &conf, &self.data_dir).await?;
+        let (pid, mut exit) = spawn_child(
+            &self.binaries.redis_server,
+            &conf,
+            &self.data_dir,
+            self.exits.clone(),
+        )
+        .await?;
         info!(pid, socket = %self.socket.display(), "starting embedded FalkorDB");
 
         let start = Instant::now();
@@ -556,8 +595,14 @@ impl Inner {
 /// Spawns `redis-server` from a dedicated thread that then waits for it. The thread
 /// lives exactly as long as the child, which matters on Linux: the child asks for
 /// `SIGTERM` when the thread that forked it dies (`PR_SET_PDEATHSIG`), i.e. when this
-/// process dies, and never earlier.
-async fn spawn_child(binary: &Path, conf: &Path, data_dir: &Path) -> Result<(u32, ExitReceiver)> {
+/// process dies, and never earlier. Once the child is reaped the thread records it in
+/// `exits`, then sends its status.
+async fn spawn_child(
+    binary: &Path,
+    conf: &Path,
+    data_dir: &Path,
+    exits: Arc<ChildExits>,
+) -> Result<(u32, ExitReceiver)> {
     let (pid_tx, pid_rx) = oneshot::channel();
     let (exit_tx, exit_rx) = oneshot::channel();
     let mut cmd = std::process::Command::new(binary);
@@ -588,7 +633,9 @@ async fn spawn_child(binary: &Path, conf: &Path, data_dir: &Path) -> Result<(u32
             }
             Ok(mut child) => {
                 let _ = pid_tx.send(Ok(child.id()));
-                let _ = exit_tx.send(child.wait());
+                let status = child.wait();
+                exits.record(child.id());
+                let _ = exit_tx.send(status);
             }
         })
         .map_err(|e| Error::io("spawning the FalkorDB watcher thread", e))?;
@@ -682,11 +729,34 @@ fn exit_text(
     }
 }
 
+/// Dropping the last handle without [`EmbeddedServer::shutdown`]: SIGTERM makes the
+/// child save and exit, and the drop waits for that — the calling thread blocks, for
+/// [`DROP_SAVE_DEADLINE`] at most, then kills the child and waits
+/// [`DROP_KILL_DEADLINE`] more — so that whoever drops a handle and then removes the
+/// data directory (a `tempfile::TempDir`, say) never removes it under a saving server.
+///
+/// A plain blocking wait on a condition variable, not `block_in_place`: the wait needs
+/// nothing from the async runtime (the watcher thread that reaps the child is a
+/// thread of its own), so it is safe in any runtime flavour, while `block_in_place`
+/// panics on a current-thread runtime.
 impl Drop for Inner {
     fn drop(&mut self) {
         if !self.stopping.swap(true, Ordering::SeqCst) {
-            // Best effort: SIGTERM makes redis-server save and exit on its own.
-            signal(self.pid.load(Ordering::SeqCst), libc::SIGTERM);
+            let pid = self.pid.load(Ordering::SeqCst);
+            if pid != 0 {
+                signal(pid, libc::SIGTERM);
+                if !self.exits.wait(pid, DROP_SAVE_DEADLINE) {
+                    warn!(
+                        pid,
+                        "embedded FalkorDB did not save and exit within {DROP_SAVE_DEADLINE:?} \
+                         of its last handle being dropped; killing it"
+                    );
+                    signal(pid, libc::SIGKILL);
+                    if !self.exits.wait(pid, DROP_KILL_DEADLINE) {
+                        warn!(pid, "embedded FalkorDB did not exit even after SIGKILL");
+                    }
+                }
+            }
         }
         self.release_lock();
     }

@@ -1,12 +1,13 @@
 //! Range, fulltext and vector indices, created idempotently, and the start-up check
 //! that every vector index of the embedded server still answers.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tracing::warn;
 
 use super::params::{check_identifier, encode_value};
-use super::{FalkorDb, Params, Value};
+use super::{FalkorDb, Params, STATUS_POLL, Value};
+use crate::retry::poll;
 use crate::{Error, Result};
 
 /// What an index covers: nodes with a label, or relationships of a type.
@@ -546,26 +547,24 @@ impl FalkorDb {
     }
 
     pub(super) async fn wait_operational(&self, graph: &str, entity: &IndexEntity) -> Result<()> {
-        let start = Instant::now();
-        let mut delay = Duration::from_millis(5);
-        loop {
-            let indices = self.list_indices(graph).await?;
-            if indices
-                .iter()
-                .filter(|i| &i.entity == entity)
-                .all(|i| i.operational)
-            {
-                return Ok(());
-            }
-            if start.elapsed() > INDEX_BUILD_DEADLINE {
-                return Err(Error::Timeout {
-                    operation: format!("building the index on {entity:?} in graph `{graph}`"),
-                    after: INDEX_BUILD_DEADLINE,
-                });
-            }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_millis(200));
-        }
+        let built = poll(
+            "building an index",
+            STATUS_POLL,
+            INDEX_BUILD_DEADLINE,
+            || async {
+                let indices = self.list_indices(graph).await?;
+                Ok(indices
+                    .iter()
+                    .filter(|i| &i.entity == entity)
+                    .all(|i| i.operational)
+                    .then_some(()))
+            },
+        )
+        .await?;
+        built.ok_or_else(|| Error::Timeout {
+            operation: format!("building the index on {entity:?} in graph `{graph}`"),
+            after: INDEX_BUILD_DEADLINE,
+        })
     }
 
     /// Drops and recreates `index` (as [`list_indices`](Self::list_indices) reports it)

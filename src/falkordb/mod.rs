@@ -55,6 +55,18 @@ use reply::{ParseError, Schema};
 /// Prefix of every physical graph name gralkor creates.
 const GRAPH_PREFIX: &str = "g_";
 
+/// A read-only query's retries on a lost connection: 5 attempts, 50 ms doubling to
+/// 2 s between them (see `connection::read_connections` for why 5).
+const READ_RETRY: crate::retry::Backoff =
+    crate::retry::Backoff::new(5, Duration::from_millis(50), Duration::from_secs(2));
+
+/// Polling the server until an index or a constraint reports its status: 5 ms
+/// doubling to 200 ms, bounded by the caller's deadline.
+const STATUS_POLL: crate::retry::Backoff =
+    crate::retry::Backoff::polling(Duration::from_millis(5), Duration::from_millis(200));
+
+type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
 /// A graph that is always empty (its logical id would be blank, which is never
 /// accepted): read-only queries on a graph that does not exist yet run here, so they
 /// see an empty graph instead of FalkorDB's "empty key" error.
@@ -340,23 +352,15 @@ impl FalkorDb {
         statement::check(query, "query")?;
         let text = params::build_query(query, params)?;
         let span = tracing::debug_span!("falkordb.ro_query", graph);
-        async {
-            let mut delay = Duration::from_millis(50);
-            let mut attempt = 1;
-            loop {
-                match self.run_read(graph, &name, &text).await {
-                    // Only a lost connection is retried: a read that timed out would
-                    // most likely time out again and hold the caller for minutes.
-                    Err(e @ Error::Connection { .. }) if attempt < 5 => {
-                        tracing::warn!(attempt, error = %e, "read failed; retrying");
-                        self.wait_for_server(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(2));
-                        attempt += 1;
-                    }
-                    other => return other,
-                }
-            }
-        }
+        // Only a lost connection is retried: a read that timed out would most likely
+        // time out again and hold the caller for minutes.
+        crate::retry::retry_waiting(
+            "read",
+            READ_RETRY,
+            Error::is_connection,
+            self.server_wait(),
+            || self.run_read(graph, &name, &text),
+        )
         .instrument(span)
         .await
     }
@@ -477,27 +481,47 @@ impl FalkorDb {
         }
     }
 
-    /// Stops the embedded server if this handle started it (clean stop with a save).
-    /// For remote backends and attached handles this does nothing.
+    /// Closes this handle and every clone of it, and stops the embedded server if this
+    /// handle started it (clean stop with a save; other handles
+    /// [attached](Self::attach) to that server fail from then on too). A remote
+    /// server, or an embedded server this handle was only attached to, keeps running.
+    ///
+    /// From then on every call on the handle or a clone fails at once, without
+    /// touching the network, with [`Error::Closed`], which is not retryable. Calling
+    /// it again is harmless.
     ///
     /// ```no_run
     /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// use gralkor::falkordb::Params;
+    ///
+    /// let clone = db.clone();
     /// db.shutdown().await?; // the embedded server saves and stops
+    /// let err = clone.query("notes", "RETURN 1", &Params::new()).await.unwrap_err();
+    /// assert!(matches!(err, gralkor::Error::Closed { .. }) && !err.is_retryable());
     /// # Ok(()) }
     /// ```
     pub async fn shutdown(&self) -> Result<()> {
+        self.inner.conn.close();
         match (&self.inner.server, self.inner.owns_server) {
             (Some(server), true) => server.shutdown().await,
             _ => Ok(()),
         }
     }
 
-    async fn wait_for_server(&self, delay: Duration) {
-        match &self.inner.server {
-            Some(server) => {
-                server.wait_until_up(Duration::from_secs(30)).await;
-            }
-            None => tokio::time::sleep(delay).await,
+    /// What a read waits for before it tries again: the embedded server to be up (a
+    /// restart after a crash, say; bounded by 30 s), or on a remote backend the delay.
+    fn server_wait(&self) -> impl Fn(Duration) -> BoxFuture<()> + 'static {
+        let server = self.inner.server.clone();
+        move |delay| {
+            let server = server.clone();
+            Box::pin(async move {
+                match server {
+                    Some(server) => {
+                        server.wait_until_up(Duration::from_secs(30)).await;
+                    }
+                    None => tokio::time::sleep(delay).await,
+                }
+            })
         }
     }
 
@@ -593,6 +617,12 @@ impl FalkorDb {
     }
 
     fn map_err(&self, graph: &str, e: redis::RedisError) -> Error {
+        // Not a reply from the server, on a handle shut down meanwhile.
+        if e.code().is_none() && self.inner.conn.is_closed() {
+            return Error::Closed {
+                what: "this FalkorDB handle".into(),
+            };
+        }
         // Not a reply from the server, and the embedded server is stopped or down for
         // good: that is the error (a request refused or cut short by the guard).
         if e.code().is_none()
@@ -635,7 +665,7 @@ fn remote_connection_info(remote: &RemoteConfig) -> Result<redis::ConnectionInfo
 fn connection_error(context: &str, e: redis::RedisError) -> Error {
     Error::Connection {
         context: format!("{context}: {e}"),
-        source: Some(e),
+        source: Some(Box::new(e)),
     }
 }
 
