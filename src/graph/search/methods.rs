@@ -28,6 +28,26 @@
 //! similarity, and the fulltext method filters every match before it keeps the best.
 //! The result is exact, and its cost follows the size of the set, not of the graph.
 //!
+//! ## Writers
+//!
+//! A writer selection ([`SearchFilters::writers`]) is a filter that often names few
+//! results among many — a Lens that wrote 3 of 500 episodes — so it never relies on
+//! over-fetch. Episodes and facts found by fulltext are filtered on every match
+//! before the best are kept (as for named results); facts of a breadth-first walk are
+//! filtered before each level's cut. Facts found by vector cannot be: the HNSW index
+//! yields neighbours without looking at filters. The vector method therefore filters
+//! the index's `k` nearest as usual and, only when fewer than `n` survive, ranks the
+//! selected writers' facts exactly — the facts listed in the `entity_edges` of their
+//! episodes (looked up through the range index on `Episodic.writer`, then by uuid;
+//! the engine writes every fact an episode produced or supports there), each checked
+//! again against its own `episodes` — and merges the two lists by score. A small
+//! writer costs an exact ranking of its own facts (cheap, and what a selective filter
+//! needs); a large one is filled by the index and never pays for the exact pass.
+//! Raising `k` instead would not be exact for a small writer and would widen every
+//! search. The one-statement RRF path of the fact scope is not used under a writer
+//! selection (it has no room for the second pass); the per-method path fuses the
+//! same way.
+//!
 //! ## Graphs without indices
 //!
 //! FalkorDB answers an index procedure on a missing index with a generic error. When an
@@ -86,14 +106,16 @@ fn uuid_list(list: &[Uuid]) -> Value {
 
 /// The clauses that turn a fact `f` (with `score` and the `carry` variables, written
 /// `", x, y"`) into `f, score, …carry, sources`, looking each supporting episode up by
-/// its indexed uuid (an `IN` over the list would scan every episode).
-fn fact_sources(carry: &str) -> String {
+/// its indexed uuid (an `IN` over the list would scan every episode); under a writer
+/// selection, only the selected writers' episodes are listed.
+fn fact_sources(w: &Where, carry: &str) -> String {
     format!(
         "UNWIND (CASE WHEN size(coalesce(f.episodes, [])) = 0 \
          THEN [null] ELSE f.episodes END) AS eu \
-         OPTIONAL MATCH (ep:Episodic {{uuid: eu}}) \
+         OPTIONAL MATCH (ep:Episodic {{uuid: eu}}){} \
          WITH f, score{carry}, collect(CASE WHEN ep IS NULL THEN NULL \
-              ELSE [ep.uuid, ep.source, ep.source_description] END) AS sources"
+              ELSE [ep.uuid, ep.source, ep.source_description, ep.writer] END) AS sources",
+        w.source_condition()
     )
 }
 
@@ -188,24 +210,28 @@ fn fact_vector_clauses(ctx: Ctx<'_>, w: &Where) -> String {
         ),
     };
     format!(
-        "{source} WHERE score >= $min_sim{} \
+        "{source} WHERE score >= $min_sim{}{} \
          WITH f, score ORDER BY score DESC, f.uuid LIMIT $n",
-        w.and_clause()
+        w.and_clause(),
+        w.sourced("f, score")
     )
 }
 
 /// The clauses that find facts matching `$q`, filter them and keep the best `$n`,
 /// binding `f` and `score`. The best `$k` matches are kept before the filters (see
-/// the module docs), unless the filters name the facts.
+/// the module docs), unless the filters name the facts or select writers.
 fn fact_fulltext_clauses(ctx: Ctx<'_>, w: &Where) -> String {
     let matches = fulltext_matches(
         "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) YIELD relationship, score",
         "relationship",
         "f",
         w,
-        named_facts(ctx.filters).is_some(),
+        named_facts(ctx.filters).is_some() || w.writers(),
     );
-    format!("{matches} WITH f, score ORDER BY score DESC, f.uuid LIMIT $n")
+    format!(
+        "{matches}{} WITH f, score ORDER BY score DESC, f.uuid LIMIT $n",
+        w.sourced("f, score")
+    )
 }
 
 /// The matches of the fulltext procedure `call` (yielding `item` and `score`), bound
@@ -232,7 +258,9 @@ fn fact_vector_index(ctx: Ctx<'_>) -> Index {
     }
 }
 
-/// Facts nearest to `v` with cosine similarity ≥ `min_sim`, best first.
+/// Facts nearest to `v` with cosine similarity ≥ `min_sim`, best first. Under a
+/// writer selection that leaves fewer than `n` of the index's neighbours, the exact
+/// ranking of the selected writers' facts is merged in (see the module docs).
 pub(crate) async fn fact_vector(
     ctx: Ctx<'_>,
     v: &[f32],
@@ -240,20 +268,49 @@ pub(crate) async fn fact_vector(
     min_sim: f64,
 ) -> Result<Vec<FactHit>> {
     let w = ctx.filters.fact_where(ctx.now);
-    let query = format!("{} {}", fact_vector_clauses(ctx, &w), fact_tail());
+    let query = format!("{} {}", fact_vector_clauses(ctx, &w), fact_tail(&w));
     let params = with(&w)
         .set("k", index_k(n))
         .set("v", v.to_vec())
         .set("min_sim", min_sim)
         .set("n", int(n));
     let rows = read(ctx, fact_vector_index(ctx), &query, &params).await?;
-    rows.iter().map(fact_hit).collect()
+    let mut hits: Vec<FactHit> = rows.iter().map(fact_hit).collect::<Result<_>>()?;
+    if w.writers() && named_facts(ctx.filters).is_none() && hits.len() < n {
+        let query = format!(
+            "UNWIND $flt_writers AS flt_w \
+             MATCH (flt_wep:Episodic {{writer: flt_w}}) \
+             UNWIND coalesce(flt_wep.entity_edges, []) AS flt_fu \
+             MATCH ()-[f:RELATES_TO {{uuid: flt_fu}}]->() WITH DISTINCT f \
+             WITH f, 1.0 - vec.cosineDistance(f.fact_embedding, vecf32($v)) AS score \
+             WHERE score >= $min_sim{}{} \
+             WITH f, score ORDER BY score DESC, f.uuid LIMIT $n {}",
+            w.and_clause(),
+            w.sourced("f, score"),
+            fact_tail(&w)
+        );
+        let exact = read(ctx, Index::None, &query, &params).await?;
+        let seen: std::collections::BTreeSet<Uuid> = hits.iter().map(|h| h.fact.uuid).collect();
+        for row in &exact {
+            let hit = fact_hit(row)?;
+            if !seen.contains(&hit.fact.uuid) {
+                hits.push(hit);
+            }
+        }
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.fact.uuid.cmp(&b.fact.uuid))
+        });
+        hits.truncate(n);
+    }
+    Ok(hits)
 }
 
 /// Facts matching the fulltext query `q` (already sanitised), best first.
 pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<FactHit>> {
     let w = ctx.filters.fact_where(ctx.now);
-    let query = format!("{} {}", fact_fulltext_clauses(ctx, &w), fact_tail());
+    let query = format!("{} {}", fact_fulltext_clauses(ctx, &w), fact_tail(&w));
     let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
     let rows = read(ctx, Index::Fulltext("RELATES_TO", false), &query, &params).await?;
     rows.iter().map(fact_hit).collect()
@@ -261,10 +318,10 @@ pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec
 
 /// The clauses that end a fact method's statement, with `f` and `score` bound: the
 /// fact's columns and its sources.
-fn fact_tail() -> String {
+fn fact_tail(w: &Where) -> String {
     format!(
         "{} RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid",
-        fact_sources("")
+        fact_sources(w, "")
     )
 }
 
@@ -316,7 +373,7 @@ pub(crate) async fn fact_hybrid_rrf(
          WITH f, score, pos ORDER BY score DESC, pos LIMIT $limit \
          {sources} \
          RETURN {FACT_COLUMNS}, pos ORDER BY score DESC, pos",
-        sources = fact_sources(", pos"),
+        sources = fact_sources(&w, ", pos"),
     );
     let mut params = with(&w)
         .set("k", index_k(n))
@@ -369,12 +426,13 @@ pub(crate) async fn fact_bfs(
         "UNWIND $frontier AS u \
          MATCH (x:Entity {{uuid: u}}) \
          MATCH (x)-[f:RELATES_TO]-() \
-         WITH DISTINCT f WHERE NOT f.uuid IN $seen{} \
+         WITH DISTINCT f WHERE NOT f.uuid IN $seen{}{} \
          WITH f, $score AS score ORDER BY f.uuid LIMIT $left \
          {sources} \
          RETURN {FACT_COLUMNS} ORDER BY uuid",
         w.and_clause(),
-        sources = fact_sources("")
+        w.sourced("f"),
+        sources = fact_sources(&w, "")
     );
     let mut out: Vec<FactHit> = Vec::new();
     let mut visited: Vec<Uuid> = origins.to_vec();
@@ -524,14 +582,18 @@ pub(crate) async fn entity_bfs(
 
 // ---------------------------------------------------------------- episodes
 
-/// Episodes matching the fulltext query `q` on content and source description.
+/// Episodes matching the fulltext query `q` on content and source description; under
+/// a writer selection, every match is filtered before the best are kept.
 pub(crate) async fn episode_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<EpisodeHit>> {
+    let w = ctx.filters.episode_where();
     let query = format!(
         "CALL db.idx.fulltext.queryNodes('Episodic', $q) YIELD node, score \
-         WITH node AS e, score ORDER BY score DESC LIMIT $n \
-         RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid"
+         WITH node AS e, score {} \
+         WITH e, score ORDER BY score DESC LIMIT $n \
+         RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid",
+        w.where_clause()
     );
-    let params = Params::new().set("q", q).set("n", int(n));
+    let params = with(&w).set("q", q).set("n", int(n));
     let rows = read(ctx, Index::Fulltext("Episodic", true), &query, &params).await?;
     rows.iter().map(episode_hit).collect()
 }
