@@ -664,8 +664,9 @@ mod writers {
             f.episodes = sources.to_vec();
             f
         };
-        // 200 decoys near the query, from other writers' episodes (or none).
-        let mut facts: Vec<EntityEdge> = (0..200)
+        // 1,200 decoys near the query, from other writers' episodes (or none): more than
+        // the widened candidate lists (400), so the last, exact passes are needed.
+        let mut facts: Vec<EntityEdge> = (0..1200)
             .map(|i| {
                 let src = if i % 2 == 0 { other.uuid } else { nobody.uuid };
                 fact(
@@ -676,7 +677,9 @@ mod writers {
             .collect();
         // W's three match the words too, but are far from the query vector; one is
         // also supported by another writer's episode.
-        let far = "wrote a chronicle about quantum gardening marmalade lighthouses";
+        let far = "wrote a chronicle about quantum gardening marmalade lighthouses, \
+                   zebras juggling violins beneath copper volcanoes while seven \
+                   purple astronauts negotiate origami treaties with polite glaciers";
         let f1 = fact(format!("Alice likes tea, {far}"), &[w1.uuid]);
         let f2 = fact(format!("Alice likes tea too, {far}"), &[w2.uuid]);
         let mixed = fact(

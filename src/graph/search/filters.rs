@@ -40,15 +40,12 @@
 //! **before** the limit, so a writer with 3 of 500 matching episodes gets all 3:
 //!
 //! * episodes (fulltext): every match is filtered, then the best are kept;
-//! * facts, fulltext and breadth-first: every candidate's source episodes are looked
-//!   up by uuid and the fact is kept when one of them has a selected writer (the
-//!   fulltext method then filters every match, as for [named](super::methods) results,
-//!   instead of the best `k` only);
-//! * facts, vector: the HNSW index cannot filter, so the index's nearest neighbours are
-//!   filtered as above, and when fewer than the method's `n` survive, the facts of the
-//!   selected writers' episodes (their `entity_edges`, which the engine keeps) are
-//!   ranked exactly by cosine similarity and merged in — see
-//!   [`methods`](super::methods#writers).
+//! * facts: every candidate's source episodes are looked up by uuid and the fact is
+//!   kept when one of them has a selected writer. The index's (or the fulltext
+//!   ranking's) first candidates are filtered, then ten times as many, and when even
+//!   those leave too few, every fulltext match, or for vector an exact ranking of the
+//!   selected writers' facts — see [`methods`](super::methods#writers); the
+//!   breadth-first walk filters each level before its cut.
 //!
 //! A fact hit's `sources` then list only the selected writers' episodes. Entities and
 //! communities have no writer and are not restricted.

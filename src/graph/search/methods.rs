@@ -32,21 +32,30 @@
 //!
 //! A writer selection ([`SearchFilters::writers`]) is a filter that often names few
 //! results among many — a Lens that wrote 3 of 500 episodes — so it never relies on
-//! over-fetch. Episodes and facts found by fulltext are filtered on every match
-//! before the best are kept (as for named results); facts of a breadth-first walk are
-//! filtered before each level's cut. Facts found by vector cannot be: the HNSW index
-//! yields neighbours without looking at filters. The vector method therefore filters
-//! the index's `k` nearest as usual and, only when fewer than `n` survive, ranks the
-//! selected writers' facts exactly — the facts listed in the `entity_edges` of their
-//! episodes (looked up through the range index on `Episodic.writer`, then by uuid;
-//! the engine writes every fact an episode produced or supports there), each checked
-//! again against its own `episodes` — and merges the two lists by score. A small
-//! writer costs an exact ranking of its own facts (cheap, and what a selective filter
-//! needs); a large one is filled by the index and never pays for the exact pass.
-//! Raising `k` instead would not be exact for a small writer and would widen every
-//! search. The one-statement RRF path of the fact scope is not used under a writer
-//! selection (it has no room for the second pass); the per-method path fuses the
-//! same way.
+//! over-fetch alone. Episodes found by fulltext are filtered on every match before the
+//! best are kept (an episode's writer is its own property: the check is cheap).
+//! Facts are kept when one of their source episodes (each looked up by its indexed
+//! uuid) has a selected writer, in up to three passes, each stopping the method once
+//! `n` facts survive:
+//!
+//! 1. the usual candidates filtered: the index's `k` nearest, or the best `k`
+//!    fulltext matches;
+//! 2. the same with [`WRITER_WIDEN`] × `k`;
+//! 3. fulltext: every match filtered (exact); vector: the selected writers' facts —
+//!    those listed in the `entity_edges` of their episodes (found through the range
+//!    index on `Episodic.writer`; the engine lists there every fact an episode
+//!    produced or supports), each checked again against its own `episodes` — ranked
+//!    exactly by cosine similarity and merged with pass 2 by score.
+//!
+//! When a pass leaves `n` survivors they are the best `n` of all the selected facts
+//! (every candidate outside it ranks lower), so the passes only save work. A large
+//! writer is filled by pass 1 or 2; a small one pays for an exact pass over its own
+//! facts (vector) or over every match (fulltext) — measured in
+//! `examples/bench_search.rs` (rows "writer of 1%" and "writer of 50%"). Raising `k`
+//! alone would not be exact for a small writer. The breadth-first walk filters each
+//! level's facts before its cut. The one-statement RRF path of the fact scope is not
+//! used under a writer selection (it has no room for the passes); the per-method path
+//! fuses the same way.
 //!
 //! ## Graphs without indices
 //!
@@ -74,6 +83,10 @@ pub const OVERFETCH: usize = 2;
 
 /// The vector index is asked for at least this many neighbours.
 pub const MIN_INDEX_K: usize = 20;
+
+/// Under a writer selection that leaves too few of the first candidates, the index
+/// (or the fulltext ranking) is asked again for this many times as many.
+pub const WRITER_WIDEN: usize = 10;
 
 /// What every method of one search shares.
 #[derive(Clone, Copy)]
@@ -219,14 +232,14 @@ fn fact_vector_clauses(ctx: Ctx<'_>, w: &Where) -> String {
 
 /// The clauses that find facts matching `$q`, filter them and keep the best `$n`,
 /// binding `f` and `score`. The best `$k` matches are kept before the filters (see
-/// the module docs), unless the filters name the facts or select writers.
-fn fact_fulltext_clauses(ctx: Ctx<'_>, w: &Where) -> String {
+/// the module docs), unless the filters name the facts or `all` matches are asked for.
+fn fact_fulltext_clauses(ctx: Ctx<'_>, w: &Where, all: bool) -> String {
     let matches = fulltext_matches(
         "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) YIELD relationship, score",
         "relationship",
         "f",
         w,
-        named_facts(ctx.filters).is_some() || w.writers(),
+        named_facts(ctx.filters).is_some() || all,
     );
     format!(
         "{matches}{} WITH f, score ORDER BY score DESC, f.uuid LIMIT $n",
@@ -274,9 +287,17 @@ pub(crate) async fn fact_vector(
         .set("v", v.to_vec())
         .set("min_sim", min_sim)
         .set("n", int(n));
-    let rows = read(ctx, fact_vector_index(ctx), &query, &params).await?;
+    let index = fact_vector_index(ctx);
+    let rows = read(ctx, index, &query, &params).await?;
     let mut hits: Vec<FactHit> = rows.iter().map(fact_hit).collect::<Result<_>>()?;
-    if w.writers() && named_facts(ctx.filters).is_none() && hits.len() < n {
+    let selective = w.writers() && named_facts(ctx.filters).is_none();
+    if selective && hits.len() < n {
+        // The index's neighbours, widened (see the module docs).
+        let wide = params.clone().set("k", index_k(n * WRITER_WIDEN));
+        let rows = read(ctx, index, &query, &wide).await?;
+        hits = rows.iter().map(fact_hit).collect::<Result<_>>()?;
+    }
+    if selective && hits.len() < n {
         let query = format!(
             "UNWIND $flt_writers AS flt_w \
              MATCH (flt_wep:Episodic {{writer: flt_w}}) \
@@ -308,11 +329,32 @@ pub(crate) async fn fact_vector(
 }
 
 /// Facts matching the fulltext query `q` (already sanitised), best first.
+/// Under a writer selection, the best `k` matches are filtered first, then the best
+/// [`WRITER_WIDEN`] × `k`, and only when both leave fewer than `n`, every match (see
+/// the module docs).
 pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<FactHit>> {
     let w = ctx.filters.fact_where(ctx.now);
-    let query = format!("{} {}", fact_fulltext_clauses(ctx, &w), fact_tail(&w));
+    let index = Index::Fulltext("RELATES_TO", false);
     let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
-    let rows = read(ctx, Index::Fulltext("RELATES_TO", false), &query, &params).await?;
+    if w.writers() && named_facts(ctx.filters).is_none() {
+        let query = format!(
+            "{} {}",
+            fact_fulltext_clauses(ctx, &w, false),
+            fact_tail(&w)
+        );
+        for k in [index_k(n), index_k(n * WRITER_WIDEN)] {
+            let rows = read(ctx, index, &query, &params.clone().set("k", k)).await?;
+            if rows.len() >= n {
+                return rows.iter().map(fact_hit).collect();
+            }
+        }
+    }
+    let query = format!(
+        "{} {}",
+        fact_fulltext_clauses(ctx, &w, w.writers()),
+        fact_tail(&w)
+    );
+    let rows = read(ctx, index, &query, &params).await?;
     rows.iter().map(fact_hit).collect()
 }
 
@@ -349,7 +391,7 @@ pub(crate) async fn fact_hybrid_rrf(
     let ft = match q {
         Some(_) => format!(
             "CALL {{ {} RETURN collect([f, score]) AS ft }}",
-            fact_fulltext_clauses(ctx, &w)
+            fact_fulltext_clauses(ctx, &w, false)
         ),
         None => "WITH [] AS ft".to_owned(),
     };

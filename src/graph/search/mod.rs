@@ -84,7 +84,7 @@ pub use config::{
     SearchConfig,
 };
 pub use filters::{DateFilter, SearchFilters, TimeMode};
-pub use methods::{MIN_INDEX_K, OVERFETCH};
+pub use methods::{MIN_INDEX_K, OVERFETCH, WRITER_WIDEN};
 pub use results::{CommunityHit, EntityHit, EpisodeHit, EpisodeSource, FactHit, SearchResults};
 
 use self::methods::Ctx;
