@@ -15,7 +15,8 @@
 //! 1. The request is checked; bad input fails with [`Error::InvalidInput`] naming the
 //!    field, before any call.
 //! 2. The query is embedded **once**, if any scope needs it and no
-//!    [`SearchRequest::query_vector`] is given.
+//!    [`SearchRequest::query_vector`] is given — once for every graph of a
+//!    [`search_many`] too, which then searches the graphs concurrently.
 //! 3. The scopes run **concurrently**. Inside a scope, the fulltext and vector
 //!    statements are issued together as two concurrent read-only queries on the
 //!    handle's read connections — as fast as one pipeline in
@@ -24,6 +25,7 @@
 //!    empty graph when the graph does not exist (a search never creates one). Then
 //!    the breadth-first walk if configured (it starts from their hits unless origins
 //!    are given), then the reranker, then [`SearchConfig::min_score`] and the limit.
+//!    Every scope runs this one sequence (the scope runner, parameterised per scope).
 //! 4. Each method is one statement: index call, filters, cut, and — for facts — the
 //!    lookup of their source episodes, all in Cypher ([`methods`] documents
 //!    the over-fetch). Rerankers that need the graph (MMR similarities, node
@@ -35,6 +37,11 @@
 //!    nothing waits on a second round trip. Measured against two concurrent reads and a third statement loading the
 //!    fused winners, it is the faster of the two (`examples/bench_search.rs`), even
 //!    though the server then runs the two index calls one after the other.
+//!
+//! A writer selection ([`SearchFilters::writers`]) runs inside the statements, before
+//! the limit, so a writer with few of many matching episodes or facts gets all of them
+//! ([`methods`](methods#writers) tells how the vector method copes with an index that
+//! cannot filter).
 //!
 //! Only the properties a result needs are projected; embeddings never leave the
 //! server. Episodes are searched by fulltext only: they carry no embedding, because an
