@@ -3,7 +3,7 @@
 //!
 //! Every value travels as a query parameter; lists of records travel as one list of
 //! maps, unwound in Cypher. Labels cannot be parameters, so they are checked with
-//! [`is_identifier`] before any statement is sent.
+//! [`is_identifier`](crate::falkordb::is_identifier) before any statement is sent.
 //!
 //! One file per record kind, and this file the map:
 //!
@@ -26,8 +26,8 @@
 //! ## Embedding dimensions
 //!
 //! A write carrying an embedding first reads the dimension of the matching vector index
-//! with one `db.indexes()` call ([`FalkorDb::list_indices`]) and rejects an embedding of
-//! another length with [`Error::InvalidInput`] naming it (e.g.
+//! with one `db.indexes()` call ([`FalkorDb::list_indices`](crate::falkordb::FalkorDb::list_indices)) and rejects an embedding of
+//! another length with [`Error::InvalidInput`](crate::Error::InvalidInput) naming it (e.g.
 //! `entities[2].name_embedding`), before anything is written. The dimension is looked up
 //! per call rather than passed in or cached: the index is the single source of truth
 //! (it keeps the dimension it was created with), and no state outlives a call. A write
