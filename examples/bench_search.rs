@@ -18,6 +18,10 @@
 //!   on the same facts, returning uuids and scores, issued together and fused with RRF
 //!   in the client — once as two concurrent reads, once as one pipeline;
 //! * **the ratio** of the hybrid fact search (`EDGE_HYBRID_SEARCH_RRF`) to the floor;
+//! * **a writer selection** (`SearchFilters::writers`): the hybrid fact search and the
+//!   vector method for a writer of 1% of the episodes (and so of the facts) and for
+//!   one of half of them — the small writer is served by the exact fallback of the
+//!   vector method, the large one by the index;
 //! * **recall@10** against an exact cosine scan over every fact (tie-aware: a hit
 //!   counts when its distance is within the exact 10th distance), for the raw index at
 //!   k = 10 and for the search's vector path (which over-fetches), plus the latency of
@@ -268,6 +272,16 @@ struct Stats {
     p99: f64,
 }
 
+/// The writer of episode `i`: every even episode is `lens:half`'s (half the graph),
+/// the odd ones are spread over `lens:w1`, `lens:w3`, … `lens:w49` (1% each).
+fn writer_of(i: usize) -> String {
+    if i.is_multiple_of(2) {
+        "lens:half".to_owned()
+    } else {
+        format!("lens:w{}", i % 50)
+    }
+}
+
 fn stats(mut samples: Vec<Duration>) -> Stats {
     samples.sort();
     let p = |q: f64| {
@@ -376,6 +390,7 @@ async fn load(db: &FalkorDb, g: &str, facts: usize, dim: usize) -> gralkor::Resu
     let people: Vec<&Entity> = entities.iter().filter(|e| !e.org).collect();
     let mut fact_rows = Vec::with_capacity(facts);
     let mut episode_text: Vec<String> = vec![String::new(); n_episodes];
+    let mut episode_edges: Vec<Vec<Value>> = vec![Vec::new(); n_episodes];
     let year = 365 * 86_400 * 1_000_000i64;
     let base = "2015-01-01T00:00:00Z".parse::<Timestamp>()?.0;
     for i in 0..facts {
@@ -387,8 +402,10 @@ async fn load(db: &FalkorDb, g: &str, facts: usize, dim: usize) -> gralkor::Resu
         episode_text[ep].push_str(". ");
         let valid = base + (rng.next() % (10 * year as u64)) as i64;
         let retired = i % 10 == 9;
+        let uuid = Uuid::new_v4().to_string();
+        episode_edges[ep].push(uuid.clone().into());
         fact_rows.push(map(vec![
-            ("uuid", Uuid::new_v4().to_string().into()),
+            ("uuid", uuid.into()),
             ("s", s.uuid.clone().into()),
             ("t", t.uuid.clone().into()),
             ("name", name.into()),
@@ -430,13 +447,16 @@ async fn load(db: &FalkorDb, g: &str, facts: usize, dim: usize) -> gralkor::Resu
     let ep_rows: Vec<Value> = episodes
         .iter()
         .zip(&episode_text)
+        .zip(episode_edges)
         .enumerate()
-        .map(|(i, (u, text))| {
+        .map(|(i, ((u, text), edges))| {
             map(vec![
                 ("uuid", u.clone().into()),
                 ("content", text.clone().into()),
                 ("source", ["message", "text", "json"][i % 3].into()),
                 ("desc", format!("import batch {}", i % 50).into()),
+                ("writer", writer_of(i).into()),
+                ("edges", Value::List(edges)),
             ])
         })
         .collect();
@@ -445,7 +465,7 @@ async fn load(db: &FalkorDb, g: &str, facts: usize, dim: usize) -> gralkor::Resu
             g,
             "UNWIND $rows AS r CREATE (:Episodic {uuid: r.uuid, content: r.content, \
              source: r.source, source_description: r.desc, valid_at: 0, created_at: 0, \
-             entity_edges: [], state: 'complete'})",
+             entity_edges: r.edges, state: 'complete', writer: r.writer})",
             &Params::new().set("rows", chunk.to_vec()),
         )
         .await?;
@@ -748,6 +768,47 @@ async fn main() -> gralkor::Result<()> {
                     .center(center_of(i));
                 let t = Instant::now();
                 let r = search::search(&db, &g, &req, None, Some(&WordOverlapReranker)).await?;
+                s.push(t.elapsed());
+                std::hint::black_box(r);
+            }
+            row(name, &stats(s), floor_p95);
+        }
+
+        // A writer selection: a writer with 1% of the episodes (and facts), one with
+        // half of them.
+        let vector_cfg = SearchConfig {
+            facts: Some(ScopeConfig::new(Methods::VECTOR, RerankerKind::Rrf)),
+            ..search::EDGE_HYBRID_SEARCH_RRF
+        };
+        for (name, cfg, writer) in [
+            (
+                "EDGE_HYBRID_SEARCH_RRF, writer of 1%",
+                search::EDGE_HYBRID_SEARCH_RRF,
+                "lens:w1",
+            ),
+            (
+                "EDGE_HYBRID_SEARCH_RRF, writer of 50%",
+                search::EDGE_HYBRID_SEARCH_RRF,
+                "lens:half",
+            ),
+            ("facts: vector only, writer of 1%", vector_cfg, "lens:w1"),
+            ("facts: vector only, writer of 50%", vector_cfg, "lens:half"),
+        ] {
+            if only.as_ref().is_some_and(|o| !o.iter().any(|x| x == name)) {
+                continue;
+            }
+            let filters = search::SearchFilters {
+                writers: vec![writer.to_owned()],
+                ..search::SearchFilters::default()
+            };
+            let mut s = Vec::with_capacity(samples);
+            for i in 0..samples {
+                let (q, v) = &queries[i % queries.len()];
+                let req = SearchRequest::new(q.clone(), cfg)
+                    .query_vector(v.clone())
+                    .filters(filters.clone());
+                let t = Instant::now();
+                let r = search::search(&db, &g, &req, None, None).await?;
                 s.push(t.elapsed());
                 std::hint::black_box(r);
             }

@@ -391,6 +391,112 @@ mod isolation {
     }
 }
 
+mod many {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A [`HashEmbedder`] that counts its calls (not its texts).
+    #[derive(Debug)]
+    struct Counting {
+        inner: HashEmbedder,
+        calls: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl gralkor::llm::Embedder for Counting {
+        fn dimension(&self) -> usize {
+            self.inner.dimension()
+        }
+        async fn embed(&self, texts: &[String], label: &str) -> gralkor::Result<Vec<Vec<f32>>> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            self.inner.embed(texts, label).await
+        }
+        fn provider(&self) -> &str {
+            "counting"
+        }
+        fn model(&self) -> &str {
+            "counting"
+        }
+    }
+
+    #[tokio::test]
+    async fn three_graphs_are_searched_with_one_embedding_and_match_one_graph_searches() {
+        let ws = [
+            world("gsr-many-a").await,
+            world("gsr-many-b").await,
+            world("gsr-many-c").await,
+        ];
+        // The third graph holds one more fact, so the graphs' results differ.
+        let extra = {
+            let mut f = graph::EntityEdge::new(
+                ws[2].e["Carol"],
+                ws[2].e["Paris"],
+                "LIVES_IN",
+                "Carol lives in Paris near Alice",
+            );
+            f.fact_embedding = Some(ws[2].emb.vector(&f.fact));
+            f
+        };
+        graph::save_facts(&ws[2].g.db, &ws[2].g.name, std::slice::from_ref(&extra))
+            .await
+            .unwrap();
+        let counting = Counting {
+            inner: HashEmbedder::new(DIM),
+            calls: AtomicUsize::new(0),
+        };
+        let req = SearchRequest::new("Alice Paris", COMBINED_HYBRID_SEARCH_RRF);
+        let names: Vec<&str> = ws.iter().map(|w| w.g.name.as_str()).collect();
+        let many = search::search_many(&ws[0].g.db, &names, &req, Some(&counting), None)
+            .await
+            .unwrap();
+        assert_eq!(counting.calls.load(Ordering::SeqCst), 1);
+        assert_eq!(many.len(), 3);
+        for (w, got) in ws.iter().zip(&many) {
+            assert_eq!(*got, run(w, &req).await, "{}", w.g.name);
+            assert!(!got.facts.is_empty() && !got.entities.is_empty());
+            assert!(
+                got.facts
+                    .iter()
+                    .all(|h| w.f.values().any(|u| *u == h.fact.uuid) || h.fact.uuid == extra.uuid)
+            );
+        }
+        assert!(many[2].facts.iter().any(|h| h.fact.uuid == extra.uuid));
+        assert!(
+            many[..2]
+                .iter()
+                .all(|r| r.facts.iter().all(|h| h.fact.uuid != extra.uuid))
+        );
+        // The per-graph entry with the vector at hand calls no embedder either.
+        let v = counting.inner.vector("Alice Paris");
+        let one = search::search_with_vector(&ws[1].g.db, &ws[1].g.name, &req, Some(&v), None)
+            .await
+            .unwrap();
+        assert_eq!(one, many[1]);
+        assert_eq!(counting.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn one_bad_graph_fails_the_call_before_any_embedding_and_none_makes_no_call() {
+        let w = world("gsr-many-bad").await;
+        let counting = Counting {
+            inner: HashEmbedder::new(DIM),
+            calls: AtomicUsize::new(0),
+        };
+        let req = SearchRequest::new("Alice Paris", COMBINED_HYBRID_SEARCH_RRF);
+        let err = search::search_many(&w.g.db, &[&w.g.name, "  "], &req, Some(&counting), None)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { .. }), "{err}");
+        assert!(
+            search::search_many(&w.g.db, &[], &req, Some(&counting), None)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(counting.calls.load(Ordering::SeqCst), 0);
+    }
+}
+
 mod input {
     use super::*;
 

@@ -539,3 +539,221 @@ mod named {
         }
     }
 }
+
+mod writers {
+    use super::*;
+    use common::TestGraph;
+    use gralkor::graph::{EntityNode, Episode, EpisodeState, SourceKind};
+    use gralkor::llm::doubles::HashEmbedder;
+    use uuid::Uuid;
+
+    const W: &str = "lens:personal-chat";
+
+    fn episodes_only(limit: usize) -> SearchConfig {
+        SearchConfig {
+            facts: None,
+            entities: None,
+            episodes: Some(ScopeConfig::new(Methods::FULLTEXT, RerankerKind::Rrf)),
+            communities: None,
+            limit,
+            min_score: 0.0,
+        }
+    }
+
+    fn writers(list: &[&str]) -> SearchFilters {
+        SearchFilters {
+            writers: list.iter().map(|w| w.to_string()).collect(),
+            ..SearchFilters::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_writer_with_3_of_500_matching_episodes_finds_all_3() {
+        let g = TestGraph::new("gsf-writer-eps").await;
+        graph::build_indices(&g.db, &g.name, 8).await.unwrap();
+        let emb = HashEmbedder::new(8);
+        let mut mine = BTreeSet::new();
+        for i in 0..500 {
+            let mut ep = Episode::new(
+                format!("Alice talked about the weather on day {i}"),
+                SourceKind::Text,
+                "diary",
+                t("2024-01-01T00:00:00Z"),
+            );
+            ep.state = EpisodeState::Complete;
+            // Three by W; the rest by another Lens, by a writer whose key is a
+            // stopword, or by nobody.
+            ep = match i {
+                7 | 250 | 499 => ep.writer(W),
+                i if i % 3 == 0 => ep.writer("lens:other"),
+                i if i % 3 == 1 => ep.writer("a"),
+                _ => ep,
+            };
+            if ep.writer.as_deref() == Some(W) {
+                mine.insert(ep.uuid);
+            }
+            graph::save_episode(&g.db, &g.name, &ep).await.unwrap();
+        }
+        let find = |filters: SearchFilters| {
+            let req = SearchRequest::new("Alice weather", episodes_only(10)).filters(filters);
+            let (db, name, emb) = (&g.db, &g.name, &emb);
+            async move {
+                search::search(db, name, &req, Some(emb), None)
+                    .await
+                    .unwrap()
+                    .episodes
+            }
+        };
+        // Unfiltered, the limit is filled by others.
+        let all = find(SearchFilters::default()).await;
+        assert_eq!(all.len(), 10);
+        assert!(all.iter().any(|h| h.episode.writer.as_deref() != Some(W)));
+        // Selected, exactly W's three, with their writer.
+        let got = find(writers(&[W])).await;
+        let uuids: BTreeSet<Uuid> = got.iter().map(|h| h.episode.uuid).collect();
+        assert_eq!(uuids, mine);
+        assert!(got.iter().all(|h| h.episode.writer.as_deref() == Some(W)));
+        // A stopword key is selected like any other, and never crashes the server.
+        let got = find(writers(&["a", W])).await;
+        assert_eq!(got.len(), 10);
+        assert!(
+            got.iter()
+                .all(|h| matches!(h.episode.writer.as_deref(), Some("a") | Some(W)))
+        );
+        assert!(find(writers(&["lens:nobody", "the"])).await.is_empty());
+        // A blank writer key is refused, naming it.
+        let req = SearchRequest::new("Alice", episodes_only(10)).filters(writers(&[W, " "]));
+        let err = search::search(&g.db, &g.name, &req, Some(&emb), None)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("filters.writers[1]"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn facts_sourced_by_a_writer_are_all_found_among_many_matching_ones() {
+        const DIM: usize = 64;
+        let g = TestGraph::new("gsf-writer-facts").await;
+        graph::build_indices(&g.db, &g.name, DIM as u32)
+            .await
+            .unwrap();
+        let emb = HashEmbedder::new(DIM);
+        let mut alice = EntityNode::new("Alice");
+        alice.name_embedding = Some(emb.vector("Alice"));
+        let mut tea = EntityNode::new("Tea");
+        tea.name_embedding = Some(emb.vector("Tea"));
+        graph::save_entities(&g.db, &g.name, &[alice.clone(), tea.clone()])
+            .await
+            .unwrap();
+        let episode = |writer: Option<&str>| {
+            let ep = Episode::new(
+                "notes",
+                SourceKind::Text,
+                "diary",
+                t("2024-01-01T00:00:00Z"),
+            );
+            match writer {
+                Some(w) => ep.writer(w),
+                None => ep,
+            }
+        };
+        let (mut w1, mut w2) = (episode(Some(W)), episode(Some(W)));
+        let (other, nobody) = (episode(Some("lens:other")), episode(None));
+        let fact = |text: String, sources: &[Uuid]| {
+            let mut f = EntityEdge::new(alice.uuid, tea.uuid, "LIKES", text);
+            f.fact_embedding = Some(emb.vector(&f.fact));
+            f.episodes = sources.to_vec();
+            f
+        };
+        // 1,200 decoys near the query, from other writers' episodes (or none): more than
+        // the widened candidate lists (400), so the last, exact passes are needed.
+        let mut facts: Vec<EntityEdge> = (0..1200)
+            .map(|i| {
+                let src = if i % 2 == 0 { other.uuid } else { nobody.uuid };
+                fact(
+                    format!("Alice likes tea, Alice likes tea number {i}"),
+                    &[src],
+                )
+            })
+            .collect();
+        // W's three match the words too, but are far from the query vector; one is
+        // also supported by another writer's episode.
+        let far = "wrote a chronicle about quantum gardening marmalade lighthouses, \
+                   zebras juggling violins beneath copper volcanoes while seven \
+                   purple astronauts negotiate origami treaties with polite glaciers";
+        let f1 = fact(format!("Alice likes tea, {far}"), &[w1.uuid]);
+        let f2 = fact(format!("Alice likes tea too, {far}"), &[w2.uuid]);
+        let mixed = fact(
+            format!("Alice likes tea again, {far}"),
+            &[other.uuid, w1.uuid],
+        );
+        let mine: BTreeSet<Uuid> = [f1.uuid, f2.uuid, mixed.uuid].into();
+        w1.entity_edges = vec![f1.uuid, mixed.uuid];
+        w2.entity_edges = vec![f2.uuid];
+        facts.extend([f1, f2, mixed.clone()]);
+        graph::save_facts(&g.db, &g.name, &facts).await.unwrap();
+        for ep in [&w1, &w2, &other, &nobody] {
+            graph::save_episode(&g.db, &g.name, ep).await.unwrap();
+        }
+        // Purge the stale entries the writes counted, so that the index is asked for
+        // its 40 nearest only (not every fact).
+        use gralkor::graph::store::{VectorIndex, rebuild_vector_index, vector_debt};
+        rebuild_vector_index(&g.db, &g.name, VectorIndex::Fact)
+            .await
+            .unwrap();
+        let debt = vector_debt(&g.db, &g.name).await.unwrap();
+        assert!(debt.contains(&(VectorIndex::Fact, 0)), "{debt:?}");
+
+        let find = |config: SearchConfig, filters: SearchFilters| {
+            let req = SearchRequest::new("Alice likes tea", config.limit(10))
+                .filters(filters)
+                .bfs_origins([alice.uuid]);
+            let (db, name, emb) = (&g.db, &g.name, &emb);
+            async move {
+                search::search(db, name, &req, Some(emb), None)
+                    .await
+                    .unwrap()
+                    .facts
+            }
+        };
+        let uuids = |hits: &[search::FactHit]| -> BTreeSet<Uuid> {
+            hits.iter().map(|h| h.fact.uuid).collect()
+        };
+        // Unfiltered, the index's nearest are all decoys.
+        let plain = find(cfg(Methods::VECTOR), SearchFilters::default()).await;
+        assert_eq!(plain.len(), 10);
+        assert!(uuids(&plain).is_disjoint(&mine));
+        for (name, config) in [
+            ("fulltext", cfg(Methods::FULLTEXT)),
+            ("vector", cfg(Methods::VECTOR)),
+            ("hybrid", cfg(Methods::HYBRID)),
+            ("bfs", cfg(Methods::BFS)),
+            ("hybrid+bfs", cfg(Methods::HYBRID_BFS)),
+            ("EDGE_HYBRID_SEARCH_RRF", EDGE_HYBRID_SEARCH_RRF),
+        ] {
+            let got = find(config, writers(&[W, "the"])).await;
+            assert_eq!(uuids(&got), mine, "{name}");
+            let m = got.iter().find(|h| h.fact.uuid == mixed.uuid).unwrap();
+            assert_eq!(m.fact.episodes, [other.uuid, w1.uuid], "{name}");
+            let sources: Vec<(Uuid, Option<&str>)> = m
+                .sources
+                .iter()
+                .map(|s| (s.uuid, s.writer.as_deref()))
+                .collect();
+            assert_eq!(sources, [(w1.uuid, Some(W))], "{name}");
+            assert!(got.windows(2).all(|p| p[0].score >= p[1].score), "{name}");
+        }
+        // The other writer sees its decoys and the shared fact, listing only its source.
+        let got = find(cfg(Methods::VECTOR), writers(&["lens:other"])).await;
+        assert_eq!(got.len(), 10);
+        assert!(got.iter().all(|h| {
+            h.sources
+                .iter()
+                .all(|s| s.uuid == other.uuid && s.writer.as_deref() == Some("lens:other"))
+        }));
+        let got = find(cfg(Methods::FULLTEXT), writers(&["lens:other"])).await;
+        assert!(
+            got.iter()
+                .all(|h| h.sources.len() == 1 && h.sources[0].uuid == other.uuid)
+        );
+    }
+}

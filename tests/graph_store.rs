@@ -128,6 +128,92 @@ mod episodes {
             None
         );
     }
+
+    #[tokio::test]
+    async fn an_episode_written_with_a_writer_reads_back_with_it() {
+        let g = TestGraph::new("gs-ep-writer").await;
+        graph::build_indices(&g.db, &g.name, 2).await.unwrap();
+        let alice = entity("Alice", &[], None);
+        graph::save_entities(&g.db, &g.name, std::slice::from_ref(&alice))
+            .await
+            .unwrap();
+        let ep = episode("Alice wrote this.", "2024-05-01T12:00:00Z").writer("lens:personal-chat");
+        graph::save_episode(&g.db, &g.name, &ep).await.unwrap();
+        let read = graph::get_episode(&g.db, &g.name, ep.uuid)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.writer.as_deref(), Some("lens:personal-chat"));
+        assert_eq!(read, ep);
+        assert_eq!(
+            count(
+                &g,
+                "MATCH (e:Episodic {writer: 'lens:personal-chat'}) RETURN count(e) AS c"
+            )
+            .await,
+            1
+        );
+        // Every episode reader gives it back.
+        graph::save_mentions(&g.db, &g.name, ep.uuid, &[alice.uuid])
+            .await
+            .unwrap();
+        let mentioning = graph::get_episodes_mentioning(&g.db, &g.name, alice.uuid)
+            .await
+            .unwrap();
+        assert_eq!(mentioning, std::slice::from_ref(&ep));
+        // Saved again without a writer, the property is gone.
+        let mut plain = ep.clone();
+        plain.writer = None;
+        graph::save_episode(&g.db, &g.name, &plain).await.unwrap();
+        assert_eq!(
+            graph::get_episode(&g.db, &g.name, ep.uuid)
+                .await
+                .unwrap()
+                .unwrap()
+                .writer,
+            None
+        );
+        assert_eq!(
+            count(
+                &g,
+                "MATCH (e:Episodic) WHERE e.writer IS NOT NULL RETURN count(e) AS c"
+            )
+            .await,
+            0
+        );
+    }
+
+    #[tokio::test]
+    async fn an_old_episode_without_the_writer_property_reads_as_unattributed() {
+        let g = TestGraph::new("gs-ep-old").await;
+        let uuid = uuid::Uuid::new_v4();
+        g.db.query(
+            &g.name,
+            "CREATE (:Episodic {uuid: $uuid, content: 'old text', source: 'text', \
+             source_description: 'notes [lens: chat]', valid_at: 1, created_at: 2, \
+             entity_edges: [], state: 'complete'})",
+            &Params::new().set("uuid", uuid.to_string()),
+        )
+        .await
+        .unwrap();
+        let read = graph::get_episode(&g.db, &g.name, uuid)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.writer, None);
+        assert_eq!(read.source_description, "notes [lens: chat]");
+        assert_eq!(read.state, EpisodeState::Complete);
+        // A writer property of the wrong type is a malformed record, not a silent None.
+        g.db.query(
+            &g.name,
+            "MATCH (e:Episodic {uuid: $uuid}) SET e.writer = 7",
+            &Params::new().set("uuid", uuid.to_string()),
+        )
+        .await
+        .unwrap();
+        let err = graph::get_episode(&g.db, &g.name, uuid).await.unwrap_err();
+        assert!(err.to_string().contains("`writer`"), "{err}");
+    }
 }
 
 mod entities {

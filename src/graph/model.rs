@@ -342,6 +342,12 @@ pub struct Episode {
     pub entity_edges: Vec<Uuid>,
     /// Whether its extraction has been committed.
     pub state: EpisodeState,
+    /// Who wrote it: an opaque writer key (e.g. `lens:personal-chat`), stored as the
+    /// `Episodic` property `writer` and selectable by
+    /// [`SearchFilters::writers`](crate::graph::search::SearchFilters::writers);
+    /// `None` for an unattributed episode (and for a record stored without the
+    /// property).
+    pub writer: Option<String>,
 }
 
 impl Episode {
@@ -361,7 +367,22 @@ impl Episode {
             created_at: Timestamp::now(),
             entity_edges: Vec::new(),
             state: EpisodeState::Pending,
+            writer: None,
         }
+    }
+
+    /// The same episode written by `writer` (see [`Episode::writer`](Episode#structfield.writer)).
+    ///
+    /// ```
+    /// use gralkor::graph::{Episode, SourceKind, Timestamp};
+    ///
+    /// let ep = Episode::new("Alice: hi", SourceKind::Message, "chat", Timestamp::now())
+    ///     .writer("lens:personal-chat");
+    /// assert_eq!(ep.writer.as_deref(), Some("lens:personal-chat"));
+    /// ```
+    pub fn writer(mut self, writer: impl Into<String>) -> Episode {
+        self.writer = Some(writer.into());
+        self
     }
 }
 

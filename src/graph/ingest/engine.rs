@@ -9,7 +9,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::falkordb::{FalkorDb, IndexEntity, IndexKind, physical_graph_name};
-use crate::graph::communities::{CommunityOptions, CommunityReport, join_all};
+use crate::graph::communities::{CommunityOptions, CommunityReport};
 use crate::graph::model::{Episode, EpisodeState};
 use crate::graph::search::{self, SearchRequest, SearchResults};
 use crate::graph::store::{self, OwnedNode, OwnedRelationship, ReplaceCounts, ingest as st};
@@ -320,8 +320,9 @@ impl Engine {
         .await
     }
 
-    /// Runs `request` on each of `graphs`, concurrently; the results are in the order
-    /// of `graphs`. The first error fails the whole call.
+    /// Runs `request` on each of `graphs`, concurrently, embedding the query once for
+    /// all of them; the results are in the order of `graphs`. The first error fails the
+    /// whole call.
     ///
     /// ```no_run
     /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
@@ -337,10 +338,15 @@ impl Engine {
         graphs: &[&str],
         request: &SearchRequest,
     ) -> Result<Vec<SearchResults>> {
-        // One per-graph search each, concurrently (each embeds the query); the search
-        // module's multi-graph search that embeds once replaces this one statement.
-        let per_graph = join_all(graphs.iter().map(|graph| self.search(graph, request)));
-        per_graph.await.into_iter().collect()
+        // The query is embedded once for every graph (see `search::search_many`).
+        search::search_many(
+            &self.inner.db,
+            graphs,
+            request,
+            self.inner.embedder.as_deref(),
+            self.inner.reranker.as_deref(),
+        )
+        .await
     }
 
     /// Every Lens-owned node of `graph` with its owner, ordered by owner then id (see

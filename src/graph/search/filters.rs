@@ -32,6 +32,23 @@
 //! overwrite each other's values (Graphiti names them by position only, and they do).
 //! In Cypher, a comparison with a missing date is not true: `Ne(t)` does not match a
 //! fact without that date; ask for [`DateFilter::IsNull`] explicitly.
+//!
+//! ## Writers
+//!
+//! [`SearchFilters::writers`] selects by the `writer` property of episodes (an
+//! episode without one is never selected). It runs inside each method's statement,
+//! **before** the limit, so a writer with 3 of 500 matching episodes gets all 3:
+//!
+//! * episodes (fulltext): every match is filtered, then the best are kept;
+//! * facts: every candidate's source episodes are looked up by uuid and the fact is
+//!   kept when one of them has a selected writer. The index's (or the fulltext
+//!   ranking's) first candidates are filtered, then ten times as many, and when even
+//!   those leave too few, every fulltext match, or for vector an exact ranking of the
+//!   selected writers' facts — see [`methods`](super::methods#writers); the
+//!   breadth-first walk filters each level before its cut.
+//!
+//! A fact hit's `sources` then list only the selected writers' episodes. Entities and
+//! communities have no writer and are not restricted.
 
 use uuid::Uuid;
 
@@ -112,13 +129,21 @@ pub struct SearchFilters {
     pub expired_at: Vec<Vec<DateFilter>>,
     /// Which facts are seen in time.
     pub time: TimeMode,
+    /// Writer keys ([`Episode::writer`](crate::graph::Episode#structfield.writer)):
+    /// episodes must have one of them as their writer; facts must have at least one
+    /// source episode (`episodes`) with one of them, and a fact hit lists only those
+    /// sources. Entities and communities are not restricted. See the
+    /// [module docs](self#writers).
+    pub writers: Vec<String>,
 }
 
-/// A conjunction of Cypher conditions and their parameters.
+/// A conjunction of Cypher conditions and their parameters, and for facts whether
+/// a writer selection applies (as a clause, [`Where::sourced`]).
 #[derive(Debug, Default)]
 pub(crate) struct Where {
     conditions: Vec<String>,
     pub(crate) params: Params,
+    writers: bool,
 }
 
 impl Where {
@@ -140,6 +165,37 @@ impl Where {
         }
     }
 
+    /// Whether a writer selection applies (facts only).
+    pub(crate) fn writers(&self) -> bool {
+        self.writers
+    }
+
+    /// For facts bound to `f`: clauses keeping only the rows whose fact has a source
+    /// episode with a selected writer, each looked up by its indexed uuid, then
+    /// `WITH DISTINCT {carry}` (`carry` names `f` and whatever else goes on); nothing
+    /// when no writer is selected.
+    pub(crate) fn sourced(&self, carry: &str) -> String {
+        if !self.writers {
+            return String::new();
+        }
+        format!(
+            " UNWIND coalesce(f.episodes, []) AS flt_eu \
+             MATCH (flt_ep:Episodic {{uuid: flt_eu}}) \
+             WHERE toString(flt_ep.writer) IN $flt_writers \
+             WITH DISTINCT {carry} "
+        )
+    }
+
+    /// The condition on a source episode bound to `ep` that a fact's listed sources
+    /// must meet (` WHERE …`), or nothing.
+    pub(crate) fn source_condition(&self) -> &'static str {
+        if self.writers {
+            " WHERE toString(ep.writer) IN $flt_writers"
+        } else {
+            ""
+        }
+    }
+
     fn push(&mut self, condition: String) {
         self.conditions.push(condition);
     }
@@ -156,6 +212,14 @@ fn uuid_list(list: &[Uuid]) -> Value {
 impl SearchFilters {
     /// Checks the filters; errors name the field and the rule.
     pub(crate) fn check(&self) -> Result<()> {
+        for (i, writer) in self.writers.iter().enumerate() {
+            if writer.trim().is_empty() || writer.contains('\0') {
+                return Err(Error::invalid(
+                    format!("filters.writers[{i}]"),
+                    "must be a writer key: not blank, no NUL character",
+                ));
+            }
+        }
         for (name, groups) in self.date_fields() {
             for (i, group) in groups.iter().enumerate() {
                 if group.is_empty() {
@@ -229,6 +293,10 @@ impl SearchFilters {
             );
             w.param("flt_labels", self.entity_labels.clone());
         }
+        if !self.writers.is_empty() {
+            w.writers = true;
+            w.param("flt_writers", self.writers.clone());
+        }
         for (name, groups) in self.date_fields() {
             if groups.is_empty() {
                 continue;
@@ -267,6 +335,16 @@ impl SearchFilters {
                 ors.push(format!("({})", ands.join(" AND ")));
             }
             w.push(format!("({})", ors.join(" OR ")));
+        }
+        w
+    }
+
+    /// The conditions on the episode bound to `e`.
+    pub(crate) fn episode_where(&self) -> Where {
+        let mut w = Where::default();
+        if !self.writers.is_empty() {
+            w.push("toString(e.writer) IN $flt_writers".into());
+            w.param("flt_writers", self.writers.clone());
         }
         w
     }

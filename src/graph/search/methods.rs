@@ -28,6 +28,35 @@
 //! similarity, and the fulltext method filters every match before it keeps the best.
 //! The result is exact, and its cost follows the size of the set, not of the graph.
 //!
+//! ## Writers
+//!
+//! A writer selection ([`SearchFilters::writers`]) is a filter that often names few
+//! results among many — a Lens that wrote 3 of 500 episodes — so it never relies on
+//! over-fetch alone. Episodes found by fulltext are filtered on every match before the
+//! best are kept (an episode's writer is its own property: the check is cheap).
+//! Facts are kept when one of their source episodes (each looked up by its indexed
+//! uuid) has a selected writer, in up to three passes, each stopping the method once
+//! `n` facts survive:
+//!
+//! 1. the usual candidates filtered: the index's `k` nearest, or the best `k`
+//!    fulltext matches;
+//! 2. the same with [`WRITER_WIDEN`] × `k`;
+//! 3. fulltext: every match filtered (exact); vector: the selected writers' facts —
+//!    those listed in the `entity_edges` of their episodes (found through the range
+//!    index on `Episodic.writer`; the engine lists there every fact an episode
+//!    produced or supports), each checked again against its own `episodes` — ranked
+//!    exactly by cosine similarity and merged with pass 2 by score.
+//!
+//! When a pass leaves `n` survivors they are the best `n` of all the selected facts
+//! (every candidate outside it ranks lower), so the passes only save work. A large
+//! writer is filled by pass 1 or 2; a small one pays for an exact pass over its own
+//! facts (vector) or over every match (fulltext) — measured in
+//! `examples/bench_search.rs` (rows "writer of 1%" and "writer of 50%"). Raising `k`
+//! alone would not be exact for a small writer. The breadth-first walk filters each
+//! level's facts before its cut. The one-statement RRF path of the fact scope is not
+//! used under a writer selection (it has no room for the passes); the per-method path
+//! fuses the same way.
+//!
 //! ## Graphs without indices
 //!
 //! FalkorDB answers an index procedure on a missing index with a generic error. When an
@@ -54,6 +83,10 @@ pub const OVERFETCH: usize = 2;
 
 /// The vector index is asked for at least this many neighbours.
 pub const MIN_INDEX_K: usize = 20;
+
+/// Under a writer selection that leaves too few of the first candidates, the index
+/// (or the fulltext ranking) is asked again for this many times as many.
+pub const WRITER_WIDEN: usize = 10;
 
 /// What every method of one search shares.
 #[derive(Clone, Copy)]
@@ -86,14 +119,16 @@ fn uuid_list(list: &[Uuid]) -> Value {
 
 /// The clauses that turn a fact `f` (with `score` and the `carry` variables, written
 /// `", x, y"`) into `f, score, …carry, sources`, looking each supporting episode up by
-/// its indexed uuid (an `IN` over the list would scan every episode).
-fn fact_sources(carry: &str) -> String {
+/// its indexed uuid (an `IN` over the list would scan every episode); under a writer
+/// selection, only the selected writers' episodes are listed.
+fn fact_sources(w: &Where, carry: &str) -> String {
     format!(
         "UNWIND (CASE WHEN size(coalesce(f.episodes, [])) = 0 \
          THEN [null] ELSE f.episodes END) AS eu \
-         OPTIONAL MATCH (ep:Episodic {{uuid: eu}}) \
+         OPTIONAL MATCH (ep:Episodic {{uuid: eu}}){} \
          WITH f, score{carry}, collect(CASE WHEN ep IS NULL THEN NULL \
-              ELSE [ep.uuid, ep.source, ep.source_description] END) AS sources"
+              ELSE [ep.uuid, ep.source, ep.source_description, ep.writer] END) AS sources",
+        w.source_condition()
     )
 }
 
@@ -188,24 +223,28 @@ fn fact_vector_clauses(ctx: Ctx<'_>, w: &Where) -> String {
         ),
     };
     format!(
-        "{source} WHERE score >= $min_sim{} \
+        "{source} WHERE score >= $min_sim{}{} \
          WITH f, score ORDER BY score DESC, f.uuid LIMIT $n",
-        w.and_clause()
+        w.and_clause(),
+        w.sourced("f, score")
     )
 }
 
 /// The clauses that find facts matching `$q`, filter them and keep the best `$n`,
 /// binding `f` and `score`. The best `$k` matches are kept before the filters (see
-/// the module docs), unless the filters name the facts.
-fn fact_fulltext_clauses(ctx: Ctx<'_>, w: &Where) -> String {
+/// the module docs), unless the filters name the facts or `all` matches are asked for.
+fn fact_fulltext_clauses(ctx: Ctx<'_>, w: &Where, all: bool) -> String {
     let matches = fulltext_matches(
         "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) YIELD relationship, score",
         "relationship",
         "f",
         w,
-        named_facts(ctx.filters).is_some(),
+        named_facts(ctx.filters).is_some() || all,
     );
-    format!("{matches} WITH f, score ORDER BY score DESC, f.uuid LIMIT $n")
+    format!(
+        "{matches}{} WITH f, score ORDER BY score DESC, f.uuid LIMIT $n",
+        w.sourced("f, score")
+    )
 }
 
 /// The matches of the fulltext procedure `call` (yielding `item` and `score`), bound
@@ -232,7 +271,9 @@ fn fact_vector_index(ctx: Ctx<'_>) -> Index {
     }
 }
 
-/// Facts nearest to `v` with cosine similarity ≥ `min_sim`, best first.
+/// Facts nearest to `v` with cosine similarity ≥ `min_sim`, best first. Under a
+/// writer selection that leaves fewer than `n` of the index's neighbours, the exact
+/// ranking of the selected writers' facts is merged in (see the module docs).
 pub(crate) async fn fact_vector(
     ctx: Ctx<'_>,
     v: &[f32],
@@ -240,31 +281,89 @@ pub(crate) async fn fact_vector(
     min_sim: f64,
 ) -> Result<Vec<FactHit>> {
     let w = ctx.filters.fact_where(ctx.now);
-    let query = format!("{} {}", fact_vector_clauses(ctx, &w), fact_tail());
+    let query = format!("{} {}", fact_vector_clauses(ctx, &w), fact_tail(&w));
     let params = with(&w)
         .set("k", index_k(n))
         .set("v", v.to_vec())
         .set("min_sim", min_sim)
         .set("n", int(n));
-    let rows = read(ctx, fact_vector_index(ctx), &query, &params).await?;
-    rows.iter().map(fact_hit).collect()
+    let index = fact_vector_index(ctx);
+    let rows = read(ctx, index, &query, &params).await?;
+    let mut hits: Vec<FactHit> = rows.iter().map(fact_hit).collect::<Result<_>>()?;
+    let selective = w.writers() && named_facts(ctx.filters).is_none();
+    if selective && hits.len() < n {
+        // The index's neighbours, widened (see the module docs).
+        let wide = params.clone().set("k", index_k(n * WRITER_WIDEN));
+        let rows = read(ctx, index, &query, &wide).await?;
+        hits = rows.iter().map(fact_hit).collect::<Result<_>>()?;
+    }
+    if selective && hits.len() < n {
+        let query = format!(
+            "UNWIND $flt_writers AS flt_w \
+             MATCH (flt_wep:Episodic {{writer: flt_w}}) \
+             UNWIND coalesce(flt_wep.entity_edges, []) AS flt_fu \
+             MATCH ()-[f:RELATES_TO {{uuid: flt_fu}}]->() WITH DISTINCT f \
+             WITH f, 1.0 - vec.cosineDistance(f.fact_embedding, vecf32($v)) AS score \
+             WHERE score >= $min_sim{}{} \
+             WITH f, score ORDER BY score DESC, f.uuid LIMIT $n {}",
+            w.and_clause(),
+            w.sourced("f, score"),
+            fact_tail(&w)
+        );
+        let exact = read(ctx, Index::None, &query, &params).await?;
+        let seen: std::collections::BTreeSet<Uuid> = hits.iter().map(|h| h.fact.uuid).collect();
+        for row in &exact {
+            let hit = fact_hit(row)?;
+            if !seen.contains(&hit.fact.uuid) {
+                hits.push(hit);
+            }
+        }
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.fact.uuid.cmp(&b.fact.uuid))
+        });
+        hits.truncate(n);
+    }
+    Ok(hits)
 }
 
 /// Facts matching the fulltext query `q` (already sanitised), best first.
+/// Under a writer selection, the best `k` matches are filtered first, then the best
+/// [`WRITER_WIDEN`] × `k`, and only when both leave fewer than `n`, every match (see
+/// the module docs).
 pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<FactHit>> {
     let w = ctx.filters.fact_where(ctx.now);
-    let query = format!("{} {}", fact_fulltext_clauses(ctx, &w), fact_tail());
+    let index = Index::Fulltext("RELATES_TO", false);
     let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
-    let rows = read(ctx, Index::Fulltext("RELATES_TO", false), &query, &params).await?;
+    if w.writers() && named_facts(ctx.filters).is_none() {
+        let query = format!(
+            "{} {}",
+            fact_fulltext_clauses(ctx, &w, false),
+            fact_tail(&w)
+        );
+        for k in [index_k(n), index_k(n * WRITER_WIDEN)] {
+            let rows = read(ctx, index, &query, &params.clone().set("k", k)).await?;
+            if rows.len() >= n {
+                return rows.iter().map(fact_hit).collect();
+            }
+        }
+    }
+    let query = format!(
+        "{} {}",
+        fact_fulltext_clauses(ctx, &w, w.writers()),
+        fact_tail(&w)
+    );
+    let rows = read(ctx, index, &query, &params).await?;
     rows.iter().map(fact_hit).collect()
 }
 
 /// The clauses that end a fact method's statement, with `f` and `score` bound: the
 /// fact's columns and its sources.
-fn fact_tail() -> String {
+fn fact_tail(w: &Where) -> String {
     format!(
         "{} RETURN {FACT_COLUMNS} ORDER BY score DESC, uuid",
-        fact_sources("")
+        fact_sources(w, "")
     )
 }
 
@@ -292,7 +391,7 @@ pub(crate) async fn fact_hybrid_rrf(
     let ft = match q {
         Some(_) => format!(
             "CALL {{ {} RETURN collect([f, score]) AS ft }}",
-            fact_fulltext_clauses(ctx, &w)
+            fact_fulltext_clauses(ctx, &w, false)
         ),
         None => "WITH [] AS ft".to_owned(),
     };
@@ -316,7 +415,7 @@ pub(crate) async fn fact_hybrid_rrf(
          WITH f, score, pos ORDER BY score DESC, pos LIMIT $limit \
          {sources} \
          RETURN {FACT_COLUMNS}, pos ORDER BY score DESC, pos",
-        sources = fact_sources(", pos"),
+        sources = fact_sources(&w, ", pos"),
     );
     let mut params = with(&w)
         .set("k", index_k(n))
@@ -369,12 +468,13 @@ pub(crate) async fn fact_bfs(
         "UNWIND $frontier AS u \
          MATCH (x:Entity {{uuid: u}}) \
          MATCH (x)-[f:RELATES_TO]-() \
-         WITH DISTINCT f WHERE NOT f.uuid IN $seen{} \
+         WITH DISTINCT f WHERE NOT f.uuid IN $seen{}{} \
          WITH f, $score AS score ORDER BY f.uuid LIMIT $left \
          {sources} \
          RETURN {FACT_COLUMNS} ORDER BY uuid",
         w.and_clause(),
-        sources = fact_sources("")
+        w.sourced("f"),
+        sources = fact_sources(&w, "")
     );
     let mut out: Vec<FactHit> = Vec::new();
     let mut visited: Vec<Uuid> = origins.to_vec();
@@ -524,14 +624,18 @@ pub(crate) async fn entity_bfs(
 
 // ---------------------------------------------------------------- episodes
 
-/// Episodes matching the fulltext query `q` on content and source description.
+/// Episodes matching the fulltext query `q` on content and source description; under
+/// a writer selection, every match is filtered before the best are kept.
 pub(crate) async fn episode_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<EpisodeHit>> {
+    let w = ctx.filters.episode_where();
     let query = format!(
         "CALL db.idx.fulltext.queryNodes('Episodic', $q) YIELD node, score \
-         WITH node AS e, score ORDER BY score DESC LIMIT $n \
-         RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid"
+         WITH node AS e, score {} \
+         WITH e, score ORDER BY score DESC LIMIT $n \
+         RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid",
+        w.where_clause()
     );
-    let params = Params::new().set("q", q).set("n", int(n));
+    let params = with(&w).set("q", q).set("n", int(n));
     let rows = read(ctx, Index::Fulltext("Episodic", true), &query, &params).await?;
     rows.iter().map(episode_hit).collect()
 }

@@ -15,7 +15,8 @@
 //! 1. The request is checked; bad input fails with [`Error::InvalidInput`] naming the
 //!    field, before any call.
 //! 2. The query is embedded **once**, if any scope needs it and no
-//!    [`SearchRequest::query_vector`] is given.
+//!    [`SearchRequest::query_vector`] is given — once for every graph of a
+//!    [`search_many`] too, which then searches the graphs concurrently.
 //! 3. The scopes run **concurrently**. Inside a scope, the fulltext and vector
 //!    statements are issued together as two concurrent read-only queries on the
 //!    handle's read connections — as fast as one pipeline in
@@ -24,6 +25,7 @@
 //!    empty graph when the graph does not exist (a search never creates one). Then
 //!    the breadth-first walk if configured (it starts from their hits unless origins
 //!    are given), then the reranker, then [`SearchConfig::min_score`] and the limit.
+//!    Every scope runs this one sequence (the scope runner, parameterised per scope).
 //! 4. Each method is one statement: index call, filters, cut, and — for facts — the
 //!    lookup of their source episodes, all in Cypher ([`methods`] documents
 //!    the over-fetch). Rerankers that need the graph (MMR similarities, node
@@ -35,6 +37,11 @@
 //!    nothing waits on a second round trip. Measured against two concurrent reads and a third statement loading the
 //!    fused winners, it is the faster of the two (`examples/bench_search.rs`), even
 //!    though the server then runs the two index calls one after the other.
+//!
+//! A writer selection ([`SearchFilters::writers`]) runs inside the statements, before
+//! the limit, so a writer with few of many matching episodes or facts gets all of them
+//! ([`methods`](methods#writers) tells how the vector method copes with an index that
+//! cannot filter).
 //!
 //! Only the properties a result needs are projected; embeddings never leave the
 //! server. Episodes are searched by fulltext only: they carry no embedding, because an
@@ -69,8 +76,7 @@ pub mod filters;
 pub mod methods;
 pub mod rerank;
 pub mod results;
-
-use std::collections::{BTreeMap, BTreeSet};
+mod scope;
 
 use uuid::Uuid;
 
@@ -85,11 +91,11 @@ pub use config::{
     SearchConfig,
 };
 pub use filters::{DateFilter, SearchFilters, TimeMode};
-pub use methods::{MIN_INDEX_K, OVERFETCH};
+pub use methods::{MIN_INDEX_K, OVERFETCH, WRITER_WIDEN};
 pub use results::{CommunityHit, EntityHit, EpisodeHit, EpisodeSource, FactHit, SearchResults};
 
-use self::methods::{Ctx, Embedded};
-use self::results::Hit;
+use self::methods::Ctx;
+use self::scope::Scope;
 use crate::falkordb::{DEFAULT_STOPWORDS, FalkorDb, fulltext_query};
 use crate::graph::model::Timestamp;
 use crate::llm::{Embedder, Reranker};
@@ -171,13 +177,8 @@ impl SearchRequest {
         if self.query.contains('\0') {
             return Err(Error::invalid("query", "must not contain a NUL character"));
         }
-        if let Some(v) = &self.query_vector
-            && (v.is_empty() || v.iter().any(|x| !x.is_finite()))
-        {
-            return Err(Error::invalid(
-                "query_vector",
-                "must be a non-empty list of finite numbers",
-            ));
+        if let Some(v) = &self.query_vector {
+            check_vector(v)?;
         }
         if self.config.needs_embedding()
             && self.query_vector.is_none()
@@ -230,9 +231,83 @@ pub async fn search(
 ) -> Result<SearchResults> {
     request.check(embedder.is_some(), reranker.is_some())?;
     crate::falkordb::physical_graph_name(graph)?;
+    let vector = embed_query(request, embedder).await?;
+    run_graph(db, graph, request, vector.as_deref(), reranker).await
+}
+
+/// Runs `request` on each of `graphs`, concurrently, and returns their results in the
+/// order of `graphs`. The query is embedded **once** for all of them (when a scope
+/// needs it and the request has no [`SearchRequest::query_vector`]); every graph is
+/// then searched as [`search`] would with that vector, so each result equals the
+/// one-graph search. Any failing graph fails the call. The request and every graph
+/// name are checked before anything is sent; no graph makes no call at all.
+///
+/// ```no_run
+/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// use gralkor::graph::search::{self, EDGE_HYBRID_SEARCH_RRF, SearchRequest};
+/// use gralkor::llm::doubles::HashEmbedder;
+///
+/// let embedder = HashEmbedder::new(1024);
+/// let req = SearchRequest::new("where does Alice work", EDGE_HYBRID_SEARCH_RRF.limit(5));
+/// let found = search::search_many(&db, &["work", "home"], &req, Some(&embedder), None).await?;
+/// assert_eq!(found.len(), 2);
+/// assert_eq!(embedder.embedded_texts().len(), 1); // one embedding for both graphs
+/// # Ok(()) }
+/// ```
+#[tracing::instrument(skip_all, fields(graphs = graphs.len(), limit = request.config.limit))]
+pub async fn search_many(
+    db: &FalkorDb,
+    graphs: &[&str],
+    request: &SearchRequest,
+    embedder: Option<&dyn Embedder>,
+    reranker: Option<&dyn Reranker>,
+) -> Result<Vec<SearchResults>> {
+    request.check(embedder.is_some(), reranker.is_some())?;
+    for graph in graphs {
+        crate::falkordb::physical_graph_name(graph)?;
+    }
+    if graphs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let vector = embed_query(request, embedder).await?;
+    try_join_all(
+        graphs
+            .iter()
+            .map(|g| run_graph(db, g, request, vector.as_deref(), reranker)),
+    )
+    .await
+}
+
+/// Runs `request` on `graph` with a precomputed query embedding: `query_vector`
+/// (else the request's own [`SearchRequest::query_vector`]) is used for vector search
+/// and MMR, and no embedder is called — the per-graph step of [`search_many`], for
+/// callers that embed the query themselves (see [`embed_query`]).
+pub async fn search_with_vector(
+    db: &FalkorDb,
+    graph: &str,
+    request: &SearchRequest,
+    query_vector: Option<&[f32]>,
+    reranker: Option<&dyn Reranker>,
+) -> Result<SearchResults> {
+    if let Some(v) = query_vector {
+        check_vector(v)?;
+    }
+    request.check(query_vector.is_some(), reranker.is_some())?;
+    crate::falkordb::physical_graph_name(graph)?;
+    let vector = query_vector.or(request.query_vector.as_deref());
+    run_graph(db, graph, request, vector, reranker).await
+}
+
+/// The query embedding `request` needs: its [`SearchRequest::query_vector`] if given,
+/// else one call to `embedder` when a scope uses vector search or MMR and the query is
+/// not blank, else `None`.
+pub async fn embed_query(
+    request: &SearchRequest,
+    embedder: Option<&dyn Embedder>,
+) -> Result<Option<Vec<f32>>> {
     let blank = request.query.trim().is_empty();
-    let vector = match (&request.query_vector, embedder) {
-        (Some(v), _) => Some(v.clone()),
+    match (&request.query_vector, embedder) {
+        (Some(v), _) => Ok(Some(v.clone())),
         (None, Some(e)) if request.config.needs_embedding() && !blank => {
             let mut out = e
                 .embed(std::slice::from_ref(&request.query), SEARCH_LABEL)
@@ -243,11 +318,65 @@ pub async fn search(
                     out.len()
                 )));
             }
-            Some(out.remove(0))
+            Ok(Some(out.remove(0)))
         }
-        _ => None,
-    };
-    let text = if blank {
+        _ => Ok(None),
+    }
+}
+
+fn check_vector(v: &[f32]) -> Result<()> {
+    if v.is_empty() || v.iter().any(|x| !x.is_finite()) {
+        return Err(Error::invalid(
+            "query_vector",
+            "must be a non-empty list of finite numbers",
+        ));
+    }
+    Ok(())
+}
+
+/// Runs every future at once on the current task and returns their outputs in order,
+/// or the first error (the others are then dropped). The futures borrow the caller's
+/// handle and models, so they cannot be spawned.
+async fn try_join_all<T, F>(futures: impl IntoIterator<Item = F>) -> Result<Vec<T>>
+where
+    F: std::future::Future<Output = Result<T>>,
+{
+    use std::task::Poll;
+    let mut pending: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut done: Vec<Option<T>> = pending.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut waiting = false;
+        for (future, slot) in pending.iter_mut().zip(done.iter_mut()) {
+            if slot.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(Ok(out)) => *slot = Some(out),
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => waiting = true,
+                }
+            }
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(Ok(()))
+        }
+    })
+    .await?;
+    Ok(done
+        .into_iter()
+        .map(|o| o.expect("every future completed"))
+        .collect())
+}
+
+/// One graph's search, the request checked and the query embedding at hand.
+async fn run_graph(
+    db: &FalkorDb,
+    graph: &str,
+    request: &SearchRequest,
+    vector: Option<&[f32]>,
+    reranker: Option<&dyn Reranker>,
+) -> Result<SearchResults> {
+    let text = if request.query.trim().is_empty() {
         None
     } else {
         fulltext_query(&request.query, DEFAULT_STOPWORDS)
@@ -260,36 +389,15 @@ pub async fn search(
             now: Timestamp::now(),
         },
         request,
-        vector: vector.as_deref(),
+        vector,
         text: text.as_deref(),
         reranker,
     };
-    let c = &request.config;
     let (facts, entities, episodes, communities) = tokio::try_join!(
-        async {
-            match c.facts {
-                Some(cfg) => s.facts(cfg).await,
-                None => Ok(Vec::new()),
-            }
-        },
-        async {
-            match c.entities {
-                Some(cfg) => s.entities(cfg).await,
-                None => Ok(Vec::new()),
-            }
-        },
-        async {
-            match c.episodes {
-                Some(cfg) => s.episodes(cfg).await,
-                None => Ok(Vec::new()),
-            }
-        },
-        async {
-            match c.communities {
-                Some(cfg) => s.communities(cfg).await,
-                None => Ok(Vec::new()),
-            }
-        },
+        s.run::<scope::Facts>(),
+        s.run::<scope::Entities>(),
+        s.run::<scope::Episodes>(),
+        s.run::<scope::Communities>(),
     )?;
     Ok(SearchResults {
         facts,
@@ -320,260 +428,4 @@ pub async fn search_facts(
     Ok(search(db, graph, &request, Some(embedder), None)
         .await?
         .facts)
-}
-
-/// What the scopes of one search share.
-struct Scope<'a> {
-    ctx: Ctx<'a>,
-    request: &'a SearchRequest,
-    vector: Option<&'a [f32]>,
-    text: Option<&'a str>,
-    reranker: Option<&'a dyn Reranker>,
-}
-
-/// `Some(fut.await)` when `run`, else an empty list — for `try_join!`.
-async fn maybe<T, F>(run: bool, fut: F) -> Result<Vec<T>>
-where
-    F: std::future::Future<Output = Result<Vec<T>>>,
-{
-    if run { fut.await } else { Ok(Vec::new()) }
-}
-
-impl Scope<'_> {
-    fn limit(&self) -> usize {
-        self.request.config.limit
-    }
-
-    /// Candidates per method: twice the limit, as Graphiti.
-    fn n(&self) -> usize {
-        2 * self.limit()
-    }
-
-    /// The breadth-first origins: the request's, else `from_hits`.
-    fn origins(&self, from_hits: impl FnOnce() -> Vec<Uuid>) -> Vec<Uuid> {
-        if self.request.bfs_origins.is_empty() {
-            from_hits()
-        } else {
-            self.request.bfs_origins.clone()
-        }
-    }
-
-    async fn facts(&self, cfg: ScopeConfig) -> Result<Vec<FactHit>> {
-        let (ctx, n, m) = (self.ctx, self.n(), cfg.methods);
-        if cfg.reranker == RerankerKind::Rrf && !m.bfs {
-            let text = self.text.filter(|_| m.fulltext);
-            let vector = self.vector.filter(|_| m.vector);
-            if text.is_none() && vector.is_none() {
-                return Ok(Vec::new());
-            }
-            // The methods, fusion and loading in one statement; `None` when an index
-            // is missing, which the per-method path below tolerates.
-            if let Some(hits) = methods::fact_hybrid_rrf(
-                ctx,
-                text,
-                vector,
-                n,
-                cfg.min_similarity,
-                self.request.config.min_score,
-                self.limit(),
-            )
-            .await?
-            {
-                return Ok(hits);
-            }
-        }
-        let (ft, vec) = tokio::try_join!(
-            maybe(
-                m.fulltext && self.text.is_some(),
-                methods::fact_fulltext(ctx, self.text.unwrap_or_default(), n)
-            ),
-            maybe(
-                m.vector && self.vector.is_some(),
-                methods::fact_vector(ctx, self.vector.unwrap_or_default(), n, cfg.min_similarity)
-            ),
-        )?;
-        let mut lists = vec![ft, vec];
-        if m.bfs {
-            let origins = self.origins(|| {
-                let set: BTreeSet<Uuid> = lists
-                    .iter()
-                    .flatten()
-                    .flat_map(|h| [h.fact.source_uuid, h.fact.target_uuid])
-                    .collect();
-                set.into_iter().collect()
-            });
-            lists.push(methods::fact_bfs(ctx, &origins, cfg.bfs_max_depth, n).await?);
-        }
-        let fused = rerank::rrf(lists);
-        let ordered = match cfg.reranker {
-            RerankerKind::Rrf => fused,
-            RerankerKind::Mmr { lambda } => self.mmr(fused, Embedded::Fact, lambda).await?,
-            RerankerKind::NodeDistance => {
-                let center = self.request.center.expect("checked");
-                let nodes: BTreeSet<Uuid> = fused
-                    .iter()
-                    .flat_map(|h| [h.fact.source_uuid, h.fact.target_uuid])
-                    .collect();
-                let nodes: Vec<Uuid> = nodes.into_iter().collect();
-                let d = methods::distances(ctx, center, &nodes, cfg.bfs_max_depth).await?;
-                rerank::by_distance(fused, |h| {
-                    [h.fact.source_uuid, h.fact.target_uuid]
-                        .iter()
-                        .filter_map(|u| d.get(u).copied())
-                        .min()
-                })
-            }
-            RerankerKind::EpisodeMentions => {
-                rerank::by_count(fused, |h| h.fact.episodes.len() as u64)
-            }
-            RerankerKind::CrossEncoder => self.cross_encode(fused).await?,
-        };
-        Ok(rerank::finish(
-            ordered,
-            self.request.config.min_score,
-            self.limit(),
-        ))
-    }
-
-    async fn entities(&self, cfg: ScopeConfig) -> Result<Vec<EntityHit>> {
-        let (ctx, n, m) = (self.ctx, self.n(), cfg.methods);
-        let (ft, vec) = tokio::try_join!(
-            maybe(
-                m.fulltext && self.text.is_some(),
-                methods::entity_fulltext(ctx, self.text.unwrap_or_default(), n)
-            ),
-            maybe(
-                m.vector && self.vector.is_some(),
-                methods::entity_vector(ctx, self.vector.unwrap_or_default(), n, cfg.min_similarity)
-            ),
-        )?;
-        let mut lists = vec![ft, vec];
-        if m.bfs {
-            let origins = self.origins(|| {
-                let set: BTreeSet<Uuid> = lists.iter().flatten().map(|h| h.entity.uuid).collect();
-                set.into_iter().collect()
-            });
-            lists.push(methods::entity_bfs(ctx, &origins, cfg.bfs_max_depth, n).await?);
-        }
-        let fused = rerank::rrf(lists);
-        let ordered = match cfg.reranker {
-            RerankerKind::Rrf => fused,
-            RerankerKind::Mmr { lambda } => self.mmr(fused, Embedded::Entity, lambda).await?,
-            RerankerKind::NodeDistance => {
-                let center = self.request.center.expect("checked");
-                let nodes: Vec<Uuid> = fused.iter().map(|h| h.entity.uuid).collect();
-                let d = methods::distances(ctx, center, &nodes, cfg.bfs_max_depth).await?;
-                rerank::by_distance(fused, |h| d.get(&h.entity.uuid).copied())
-            }
-            RerankerKind::EpisodeMentions => {
-                let nodes: Vec<Uuid> = fused.iter().map(|h| h.entity.uuid).collect();
-                let counts = methods::mention_counts(ctx, &nodes).await?;
-                rerank::by_count(fused, |h| {
-                    counts.get(&h.entity.uuid).copied().unwrap_or_default()
-                })
-            }
-            RerankerKind::CrossEncoder => self.cross_encode(fused).await?,
-        };
-        Ok(rerank::finish(
-            ordered,
-            self.request.config.min_score,
-            self.limit(),
-        ))
-    }
-
-    async fn episodes(&self, cfg: ScopeConfig) -> Result<Vec<EpisodeHit>> {
-        let found = match self.text {
-            Some(q) if cfg.methods.fulltext => {
-                methods::episode_fulltext(self.ctx, q, self.n()).await?
-            }
-            _ => Vec::new(),
-        };
-        let fused = rerank::rrf(vec![found]);
-        let ordered = match cfg.reranker {
-            RerankerKind::CrossEncoder => self.cross_encode(fused).await?,
-            _ => fused,
-        };
-        Ok(rerank::finish(
-            ordered,
-            self.request.config.min_score,
-            self.limit(),
-        ))
-    }
-
-    async fn communities(&self, cfg: ScopeConfig) -> Result<Vec<CommunityHit>> {
-        let (ctx, n, m) = (self.ctx, self.n(), cfg.methods);
-        let (ft, vec) = tokio::try_join!(
-            maybe(
-                m.fulltext && self.text.is_some(),
-                methods::community_fulltext(ctx, self.text.unwrap_or_default(), n)
-            ),
-            maybe(
-                m.vector && self.vector.is_some(),
-                methods::community_vector(
-                    ctx,
-                    self.vector.unwrap_or_default(),
-                    n,
-                    cfg.min_similarity
-                )
-            ),
-        )?;
-        let fused = rerank::rrf(vec![ft, vec]);
-        let ordered = match cfg.reranker {
-            RerankerKind::Mmr { lambda } => self.mmr(fused, Embedded::Community, lambda).await?,
-            RerankerKind::CrossEncoder => self.cross_encode(fused).await?,
-            _ => fused,
-        };
-        Ok(rerank::finish(
-            ordered,
-            self.request.config.min_score,
-            self.limit(),
-        ))
-    }
-
-    /// MMR over the best 2 × limit of the RRF order (the similarity matrix grows with
-    /// the square of the candidates).
-    async fn mmr<T: Hit>(&self, mut fused: Vec<T>, kind: Embedded, lambda: f64) -> Result<Vec<T>> {
-        let Some(v) = self.vector else {
-            // A blank query: nothing to be relevant to; keep the fused order.
-            return Ok(fused);
-        };
-        fused.truncate(2 * self.limit());
-        let uuids: Vec<Uuid> = fused.iter().map(Hit::uuid).collect();
-        let sims = methods::similarities(self.ctx, kind, &uuids, v).await?;
-        Ok(rerank::mmr(fused, &sims, lambda))
-    }
-
-    /// RRF order cut to 2 × limit, then the cross-encoder's scores. Identical texts
-    /// are scored once.
-    async fn cross_encode<T: Hit>(&self, mut fused: Vec<T>) -> Result<Vec<T>> {
-        fused.truncate(2 * self.limit());
-        if fused.is_empty() {
-            return Ok(fused);
-        }
-        let reranker = self.reranker.expect("checked");
-        let mut unique: BTreeMap<String, usize> = BTreeMap::new();
-        let mut passages: Vec<String> = Vec::new();
-        let slots: Vec<usize> = fused
-            .iter()
-            .map(|h| {
-                let p = h.passage();
-                *unique.entry(p.clone()).or_insert_with(|| {
-                    passages.push(p);
-                    passages.len() - 1
-                })
-            })
-            .collect();
-        let scores = reranker
-            .rerank(&self.request.query, &passages, SEARCH_LABEL)
-            .await?;
-        if scores.len() != passages.len() {
-            return Err(Error::Protocol(format!(
-                "the reranker returned {} scores for {} passages",
-                scores.len(),
-                passages.len()
-            )));
-        }
-        let per_hit: Vec<f64> = slots.iter().map(|&i| scores[i]).collect();
-        Ok(rerank::by_scores(fused, &per_hit))
-    }
 }

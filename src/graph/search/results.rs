@@ -20,6 +20,8 @@ pub struct EpisodeSource {
     pub source: SourceKind,
     /// Where it came from, e.g. `slack #general`.
     pub source_description: String,
+    /// Who wrote it (the episode's writer key), if recorded.
+    pub writer: Option<String>,
 }
 
 /// A fact found by a search.
@@ -29,7 +31,8 @@ pub struct FactHit {
     pub fact: EntityEdge,
     /// The final score (the scope's reranker; higher is better).
     pub score: f64,
-    /// The stored episodes among `fact.episodes`, in that order.
+    /// The stored episodes among `fact.episodes`, in that order (under a writer
+    /// selection, only the selected writers' episodes).
     pub sources: Vec<EpisodeSource>,
 }
 
@@ -167,7 +170,7 @@ pub(crate) const ENTITY_COLUMNS: &str = "n.uuid AS uuid, n.name AS name, \
 pub(crate) const EPISODE_COLUMNS: &str = "e.uuid AS uuid, e.content AS content, \
      e.source AS source, e.source_description AS source_description, \
      e.valid_at AS valid_at, e.created_at AS created_at, e.entity_edges AS entity_edges, \
-     e.state AS state, score";
+     e.state AS state, e.writer AS writer, score";
 
 /// The columns [`community_hit`] reads, for the community bound to `c`.
 pub(crate) const COMMUNITY_COLUMNS: &str = "c.uuid AS uuid, c.name AS name, \
@@ -181,12 +184,12 @@ fn score(r: &Row<'_>) -> Result<f64> {
 pub(crate) fn fact_hit(row: &BTreeMap<String, Value>) -> Result<FactHit> {
     let r = Row::new("fact", row);
     let fact = fact_from_row(row)?;
-    // `sources` holds [uuid, source, description] triples (nulls skipped by collect),
-    // in no particular order: put them in the fact's episode order.
+    // `sources` holds [uuid, source, description, writer] lists (nulls skipped by
+    // collect), in no particular order: put them in the fact's episode order.
     let mut found: BTreeMap<Uuid, EpisodeSource> = BTreeMap::new();
     for s in r.list("sources")? {
         let parts = s.as_list().ok_or_else(|| r.bad("sources"))?;
-        let [uuid, kind, description] = parts else {
+        let [uuid, kind, description, writer] = parts else {
             return Err(r.bad("sources"));
         };
         let uuid = uuid
@@ -198,12 +201,17 @@ pub(crate) fn fact_hit(row: &BTreeMap<String, Value>) -> Result<FactHit> {
             .and_then(SourceKind::parse)
             .ok_or_else(|| r.bad("sources"))?;
         let source_description = description.as_str().unwrap_or_default().to_owned();
+        let writer = match writer {
+            Value::Null => None,
+            w => Some(w.as_str().ok_or_else(|| r.bad("sources"))?.to_owned()),
+        };
         found.insert(
             uuid,
             EpisodeSource {
                 uuid,
                 source,
                 source_description,
+                writer,
             },
         );
     }

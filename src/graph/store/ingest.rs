@@ -33,7 +33,7 @@ pub(crate) async fn write_pending(
                  ON CREATE SET e.content = $content, e.source = $source, \
                      e.source_description = $source_description, e.valid_at = $valid_at, \
                      e.created_at = $created_at, e.entity_edges = [], e.state = 'pending', \
-                     e.generation = 0 \
+                     e.generation = 0, e.writer = $writer \
                  RETURN {EPISODE_COLUMNS}"
             ),
             &Params::new()
@@ -42,7 +42,8 @@ pub(crate) async fn write_pending(
                 .set("source", episode.source.as_str())
                 .set("source_description", episode.source_description.as_str())
                 .set("valid_at", episode.valid_at.0)
-                .set("created_at", episode.created_at.0),
+                .set("created_at", episode.created_at.0)
+                .set("writer", episode.writer.as_deref()),
         )
         .await?;
     let created = res.stats.nodes_created > 0;

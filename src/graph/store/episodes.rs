@@ -1,0 +1,74 @@
+//! Episodes (`Episodic` nodes): write, read, and the row they are read from.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use super::codec::{Row, uuids};
+use crate::Result;
+use crate::falkordb::{FalkorDb, Params, QueryStats, Value};
+use crate::graph::model::{Episode, EpisodeState, SourceKind};
+
+/// Writes `episode` (`MERGE` on its uuid, then every property set to the given
+/// values; a `None` writer removes the `writer` property). Returns what the write changed: saving the same episode again creates no
+/// node.
+pub async fn save_episode(db: &FalkorDb, graph: &str, episode: &Episode) -> Result<QueryStats> {
+    let params = Params::new()
+        .set("uuid", episode.uuid.to_string())
+        .set("content", episode.content.as_str())
+        .set("source", episode.source.as_str())
+        .set("source_description", episode.source_description.as_str())
+        .set("valid_at", episode.valid_at.0)
+        .set("created_at", episode.created_at.0)
+        .set("entity_edges", uuids(&episode.entity_edges))
+        .set("state", episode.state.as_str())
+        .set("writer", episode.writer.as_deref());
+    let res = db
+        .query(
+            graph,
+            "MERGE (e:Episodic {uuid: $uuid}) \
+             SET e.content = $content, e.source = $source, \
+                 e.source_description = $source_description, e.valid_at = $valid_at, \
+                 e.created_at = $created_at, e.entity_edges = $entity_edges, e.state = $state, \
+                 e.writer = $writer",
+            &params,
+        )
+        .await?;
+    Ok(res.stats)
+}
+
+/// The columns [`episode_from_row`] reads, for the episode bound to `e`.
+pub(crate) const EPISODE_COLUMNS: &str = "e.uuid AS uuid, e.content AS content, e.source AS source, \
+     e.source_description AS source_description, e.valid_at AS valid_at, \
+     e.created_at AS created_at, e.entity_edges AS entity_edges, e.state AS state, \
+     e.writer AS writer";
+
+/// The episode with `uuid`, if there is one.
+pub async fn get_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Option<Episode>> {
+    let res = db
+        .ro_query(
+            graph,
+            &format!("MATCH (e:Episodic {{uuid: $uuid}}) RETURN {EPISODE_COLUMNS}"),
+            &Params::new().set("uuid", uuid.to_string()),
+        )
+        .await?;
+    res.into_maps().first().map(episode_from_row).transpose()
+}
+
+/// An episode from a row of [`EPISODE_COLUMNS`].
+pub(crate) fn episode_from_row(row: &BTreeMap<String, Value>) -> Result<Episode> {
+    let r = Row::new("episode", row);
+    let source = r.str("source")?;
+    let state = r.str("state")?;
+    Ok(Episode {
+        uuid: r.uuid("uuid")?,
+        content: r.str("content")?.to_owned(),
+        source: SourceKind::parse(source).ok_or_else(|| r.bad("source"))?,
+        source_description: r.str("source_description")?.to_owned(),
+        valid_at: r.ts("valid_at")?,
+        created_at: r.ts("created_at")?,
+        entity_edges: r.uuid_list("entity_edges")?,
+        state: EpisodeState::parse(state).ok_or_else(|| r.bad("state"))?,
+        writer: r.opt_str("writer")?.map(str::to_owned),
+    })
+}
