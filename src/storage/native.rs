@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::provenance::{self, Writer};
+use super::provenance::Writer;
 use super::{
     CommunityCounts, EpisodeRecord, FactRecord, FactSource, Graph, GraphId, GraphQuery, Hit,
     NewEpisode, NodeRecord, ResultType, ScoredHit, Storage, owned_node_uuid,
@@ -17,9 +17,6 @@ use crate::graph::search::{
 };
 use crate::graph::{self, AddEpisode, CommunityOptions, Engine};
 use crate::{Error, Result};
-
-/// Candidates fetched per result wanted when a Lens selector filters them afterwards.
-const LENS_OVERFETCH: usize = 5;
 
 /// The storage of [`NativeClient`](crate::NativeClient): the [`Engine`] plus a
 /// mapping. Episodes go through the engine (extraction when it has models, episodes
@@ -65,13 +62,6 @@ fn words(text: &str) -> HashSet<String> {
         .collect()
 }
 
-fn lens_of(stored_description: &str) -> Option<String> {
-    match provenance::parse(stored_description).writer {
-        Some(Writer::Lens(l)) => Some(l),
-        _ => None,
-    }
-}
-
 #[async_trait]
 impl Storage for NativeStorage {
     async fn add_episode(&self, episode: NewEpisode) -> Result<Uuid> {
@@ -84,6 +74,7 @@ impl Storage for NativeStorage {
             episode.reference_time,
         )
         .uuid(uuid)
+        .writer(episode.writer.key())
         .source_description(episode.stored_description)
         .ontology(episode.ontology);
         match self.engine.add_episode(graph, request.clone()).await {
@@ -167,13 +158,7 @@ impl Storage for NativeStorage {
 impl NativeStorage {
     /// The engine request for `query`: the same for every graph searched.
     fn request(&self, query: &GraphQuery) -> SearchRequest {
-        let filtered = !query.lenses.is_empty();
-        let fetch = if filtered {
-            (query.limit * LENS_OVERFETCH).min(MAX_SEARCH_LIMIT)
-        } else {
-            query.limit.min(MAX_SEARCH_LIMIT)
-        }
-        .max(1);
+        let fetch = query.limit.clamp(1, MAX_SEARCH_LIMIT);
         let mut config = SearchConfig {
             facts: None,
             entities: None,
@@ -183,6 +168,12 @@ impl NativeStorage {
             min_score: 0.0,
         };
         let mut filters = SearchFilters::default();
+        // The writer filter runs inside the engine's statements, before the limit.
+        filters.writers = query
+            .lenses
+            .iter()
+            .map(|l| Writer::Lens(l.clone()).key())
+            .collect();
         match &query.result_type {
             ResultType::Episodes => {
                 config.episodes = Some(ScopeConfig::new(Methods::FULLTEXT, RerankerKind::Rrf));
@@ -207,30 +198,25 @@ impl NativeStorage {
         results: SearchResults,
         query: &GraphQuery,
     ) -> Result<Vec<ScoredHit>> {
-        let filtered = !query.lenses.is_empty();
-        let selected = |d: &str| !filtered || lens_of(d).is_some_and(|l| query.lenses.contains(&l));
         let mut hits: Vec<ScoredHit> = match &query.result_type {
             ResultType::Episodes => results
                 .episodes
                 .into_iter()
-                .filter(|h| selected(&h.episode.source_description))
                 .map(|h| ScoredHit::new(h.score, Hit::Episode(episode_record(h.episode))))
                 .collect(),
             ResultType::Facts { .. } => results
                 .facts
                 .into_iter()
-                .filter_map(|h| {
+                .map(|h| {
+                    // With a writer filter the engine lists only the selected writers'
+                    // sources.
                     let sources: Vec<FactSource> = h
                         .sources
                         .iter()
-                        .filter(|s| selected(&s.source_description))
                         .map(|s| {
                             FactSource::from_stored(s.uuid, Some(s.source), &s.source_description)
                         })
                         .collect();
-                    if filtered && sources.is_empty() {
-                        return None;
-                    }
                     let f = h.fact;
                     let mut fact = FactRecord::new(f.uuid, f.fact);
                     fact.created_at = Some(f.created_at);
@@ -238,7 +224,7 @@ impl NativeStorage {
                     fact.invalid_at = f.invalid_at;
                     fact.expired_at = f.expired_at;
                     fact.sources = sources;
-                    Some(ScoredHit::new(h.score, Hit::Fact(fact)))
+                    ScoredHit::new(h.score, Hit::Fact(fact))
                 })
                 .collect(),
             ResultType::Nodes { entity_types } => {

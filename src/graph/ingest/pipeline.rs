@@ -60,7 +60,7 @@ impl Engine {
                 created_at: Timestamp::now(),
                 entity_edges: Vec::new(),
                 state: EpisodeState::Pending,
-                writer: None,
+                writer: request.writer.clone(),
             };
             tracing::Span::current().record("uuid", tracing::field::display(episode.uuid));
             let (stored, created) =

@@ -38,6 +38,10 @@ pub struct AddEpisode {
     pub excluded_types: Vec<String>,
     /// Extra instructions appended to the extraction prompt.
     pub instructions: Option<String>,
+    /// Who wrote it: an opaque key stored as the episode's `writer` property, which
+    /// searches filter on ([`SearchFilters::writers`](crate::graph::SearchFilters::writers));
+    /// `None` leaves it unattributed.
+    pub writer: Option<String>,
 }
 
 impl AddEpisode {
@@ -52,6 +56,7 @@ impl AddEpisode {
             ontology: None,
             excluded_types: Vec::new(),
             instructions: None,
+            writer: None,
         }
     }
 
@@ -76,6 +81,12 @@ impl AddEpisode {
     /// Sets the entity types not to extract.
     pub fn excluded_types(mut self, labels: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.excluded_types = labels.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Records who wrote it (see [`AddEpisode::writer`](AddEpisode#structfield.writer)).
+    pub fn writer(mut self, writer: impl Into<String>) -> Self {
+        self.writer = Some(writer.into());
         self
     }
 
