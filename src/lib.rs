@@ -48,8 +48,10 @@
 //!  engine    graph                       Engine (one handle: db + models), search,
 //!                                        communities, store, model, extract, dedup, temporal
 //!            ontology                    entity and relationship types, identifiers
-//!  adapters  falkordb · llm · config     FalkorDB (embedded server, Cypher, indices);
-//!                                        model providers; settings from the environment
+//!  adapters  config                      settings from the environment
+//!            falkordb · llm              FalkorDB (embedded server, Cypher, indices);
+//!                                        model providers
+//!            retry (internal)            the one retry helper (bounded backoff)
 //! ```
 //!
 //! * [`falkordb`] — the only code that speaks the Redis protocol. A cheap

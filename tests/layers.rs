@@ -8,16 +8,17 @@ use std::path::{Path, PathBuf};
 /// Each room's height; a room may name rooms strictly lower, and itself.
 fn height(room: &str) -> Option<u32> {
     Some(match room {
-        "falkordb" | "llm" => 0,
-        "config" | "ontology" => 1,
-        "graph" => 2,
-        "storage" => 3,
-        "destination" => 4,
-        "lens" => 5,
-        "reflection" => 6,
-        "runtime" => 7,
-        "client" => 8,
-        "agent" => 9,
+        "retry" => 0,
+        "falkordb" | "llm" => 1,
+        "config" | "ontology" => 2,
+        "graph" => 3,
+        "storage" => 4,
+        "destination" => 5,
+        "lens" => 6,
+        "reflection" => 7,
+        "runtime" => 8,
+        "client" => 9,
+        "agent" => 10,
         _ => return None,
     })
 }
