@@ -34,7 +34,7 @@
 //! ## Rooms and layers
 //!
 //! Each room imports only from rooms below it (re-exports in this file and the shared
-//! [`Error`] aside), so there is no import circle; `tests/layers.rs` checks it.
+//! [`Error`] aside), so there is no import circle; `tests/client/layers.rs` checks it.
 //!
 //! ```text
 //!  agent     agent                       memory_search tool and its presentation

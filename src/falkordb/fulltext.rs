@@ -18,7 +18,7 @@
 //! term by term, and every example below is one such document and its queries. They
 //! are RediSearch's default ("simple") tokenizer, which works on bytes, not on Unicode
 //! characters. The property test `every_document_is_found_by_its_own_text`
-//! (`tests/falkordb_indices.rs`) checks them again on every run: each term this module
+//! (`tests/falkordb/indices.rs`) checks them again on every run: each term this module
 //! derives from a hostile document finds that document.
 //!
 //! 1. **Separators.** Exactly these ASCII bytes end a term: space, tab and

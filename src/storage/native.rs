@@ -167,13 +167,15 @@ impl NativeStorage {
             limit: fetch,
             min_score: 0.0,
         };
-        let mut filters = SearchFilters::default();
         // The writer filter runs inside the engine's statements, before the limit.
-        filters.writers = query
-            .lenses
-            .iter()
-            .map(|l| Writer::Lens(l.clone()).key())
-            .collect();
+        let mut filters = SearchFilters {
+            writers: query
+                .lenses
+                .iter()
+                .map(|l| Writer::Lens(l.clone()).key())
+                .collect(),
+            ..SearchFilters::default()
+        };
         match &query.result_type {
             ResultType::Episodes => {
                 config.episodes = Some(ScopeConfig::new(Methods::FULLTEXT, RerankerKind::Rrf));

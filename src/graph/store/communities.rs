@@ -269,7 +269,7 @@ pub async fn count_communities(db: &FalkorDb, graph: &str) -> Result<usize> {
 /// reader sees the old communities or the new ones, never a mix or none; and a query
 /// that fails while running is rolled back (its undo log restores what it deleted and
 /// removes what it created — `a_statement_that_fails_midway_is_rolled_back` in
-/// `tests/graph_communities.rs` shows it).
+/// `tests/graph/communities.rs` shows it).
 ///
 /// Embeddings are checked first against the graph's `Community.name_embedding`
 /// vector index (`communities[i].name_embedding` names a wrong length, before

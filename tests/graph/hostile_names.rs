@@ -2,6 +2,7 @@
 //! through every engine operation against this binary's own real server, which must
 //! never restart (test-trees/graph-store.md, "hostile names").
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::collections::BTreeSet;

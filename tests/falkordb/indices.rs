@@ -1,7 +1,7 @@
 //! Indices and the fulltext sanitiser against a real FalkorDB. Mirrors
 //! `test-trees/falkordb.md` (indices, fulltext sanitiser).
 
-mod common;
+use crate::common;
 
 use common::TestGraph;
 use gralkor::falkordb::{

@@ -2,7 +2,7 @@
 //! can inject Cypher, and every reply value type parses. Mirrors
 //! `test-trees/falkordb.md` (parameters, replies).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -1,8 +1,7 @@
 //! The `Client` contract run against `InMemoryClient`, plus what only the twin does:
 //! call recording, canned responses, deterministic matching and fact wrapping.
 
-#[macro_use]
-mod client_contract;
+use crate::client_contract;
 
 use async_trait::async_trait;
 use client_contract::oid;

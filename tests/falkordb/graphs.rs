@@ -1,7 +1,7 @@
 //! Graph identity, isolation, listing, deletion and pipelining. Mirrors
 //! `test-trees/falkordb.md` (graphs, pipelines).
 
-mod common;
+use crate::common;
 
 use common::TestGraph;
 use gralkor::Error;

@@ -1,7 +1,7 @@
 //! Candidate retrieval for entity resolution (exact name, vector KNN, fulltext, in one
 //! round trip) on a real FalkorDB. Mirrors `test-trees/graph-store.md` (candidates).
 
-mod common;
+use crate::common;
 
 use common::TestGraph;
 use common::graph::entity;

@@ -9,7 +9,7 @@
 //! * Names: any Destination, Lens and operator name the runtime accepts can be used to
 //!   ingest, search and replace through both clients; any it rejects names its entry.
 
-mod common;
+use crate::common;
 
 use std::cell::Cell;
 use std::collections::BTreeMap;

@@ -2,8 +2,8 @@
 //! queries across an invalidation, OR-of-AND date groups, types, uuids and labels.
 //! Mirrors `test-trees/graph-search.md` (filters and time).
 
-mod common;
-mod graph_search_support;
+use crate::common;
+use crate::graph_search_support;
 
 use std::collections::BTreeSet;
 

@@ -2,7 +2,7 @@
 //! The environment is simulated with `ModelConfig::from_lookup`; the process
 //! environment is never touched.
 
-mod llm_support;
+use crate::llm_support;
 
 use std::collections::HashMap;
 

@@ -1,6 +1,6 @@
 //! The Gemini client against a fake Gemini on loopback.
 
-mod llm_support;
+use crate::llm_support;
 
 use gralkor::Error;
 use gralkor::llm::gemini::Gemini;

@@ -1,8 +1,8 @@
 //! The rerankers on a real FalkorDB, against hand-computed expected orders. Mirrors
 //! `test-trees/graph-search.md` (rerankers).
 
-mod common;
-mod graph_search_support;
+use crate::common;
+use crate::graph_search_support;
 
 use std::collections::HashMap;
 use std::sync::Mutex;

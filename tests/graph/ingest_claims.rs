@@ -1,7 +1,7 @@
 //! Claims across writers and the model-cost bound of add_episode
 //! (test-trees/graph-ingest.md).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,9 +2,8 @@
 //! embedded FalkorDB, with a scripted model whose every episode yields one fact
 //! carrying the episode's text, and a hashing embedder.
 
-mod common;
-#[macro_use]
-mod client_contract;
+use crate::client_contract;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The OpenAI client against a fake OpenAI on loopback: request bodies, parsing,
 //! structured-output modes, repair, embeddings and reranking.
 
-mod llm_support;
+use crate::llm_support;
 
 use gralkor::Error;
 use gralkor::llm::openai::{OpenAi, OutputMode, TokenCapField};

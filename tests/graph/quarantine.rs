@@ -2,6 +2,7 @@
 //! again and again (test-trees/graph-ingest.md, "quarantine"). This binary has its own
 //! real embedded server, which the test kills while a commit is in flight.
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The limiter as the provider sees it: a gated loopback server counts requests in
 //! flight while the test decides when each is answered.
 
-mod llm_support;
+use crate::llm_support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! `build_communities` on a real FalkorDB with the scripted model and the hash embedder.
 //! Mirrors `test-trees/graph-communities.md`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

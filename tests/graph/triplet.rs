@@ -1,6 +1,6 @@
 //! Engine::add_triplet against a real FalkorDB (test-trees/graph-ingest.md).
 
-mod common;
+use crate::common;
 
 use common::TestGraph;
 use common::graph::t;

@@ -2,8 +2,8 @@
 //! text, empty graphs and limits. Mirrors `test-trees/graph-search.md`; rerankers are in
 //! `graph_search_rerank.rs`, filters and time in `graph_search_filters.rs`.
 
-mod common;
-mod graph_search_support;
+use crate::common;
+use crate::graph_search_support;
 
 use common::TestGraph;
 use gralkor::Error;

@@ -1,7 +1,7 @@
 //! Owned content of replace-graph Lenses on a real FalkorDB: `graph::replace_owned`
 //! and `graph::get_owned`. Mirrors `test-trees/lens.md` (storage section).
 
-mod common;
+use crate::common;
 
 use common::TestGraph;
 use gralkor::falkordb::{Params, Value};

@@ -1,7 +1,7 @@
 //! The retry policy, driven through the real clients against a loopback fake, under
 //! tokio's paused clock (waits are virtual: no test sleeps in real time).
 
-mod llm_support;
+use crate::llm_support;
 
 use std::time::Duration;
 

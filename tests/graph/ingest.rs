@@ -1,7 +1,7 @@
 //! The add_episode pipeline against a real FalkorDB with a scripted model
 //! (test-trees/graph-ingest.md).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Storage of episodes, entities, facts, mentions and communities on a real FalkorDB. Mirrors
 //! `test-trees/graph-store.md`.
 
-mod common;
+use crate::common;
 
 use common::TestGraph;
 use common::graph::{entity, t};

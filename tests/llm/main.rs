@@ -1,0 +1,14 @@
+//! The model providers through their real HTTP clients against fakes on loopback:
+//! configuration, doubles, Gemini, the limiter, OpenAI, retries.
+//!
+//! One test binary per layer (`cargo test --test llm`), so `cargo test` links fewer
+//! binaries and starts fewer servers; each module is one former test file.
+
+mod llm_support;
+
+mod config;
+mod doubles;
+mod gemini;
+mod limiter;
+mod openai;
+mod retry;
