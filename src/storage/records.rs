@@ -227,6 +227,16 @@ pub struct Artefact {
     pub payload: Value,
 }
 
+impl Artefact {
+    /// An artefact.
+    pub fn new(id: impl Into<String>, payload: Value) -> Artefact {
+        Artefact {
+            id: id.into(),
+            payload,
+        }
+    }
+}
+
 /// What community detection made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[non_exhaustive]

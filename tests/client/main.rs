@@ -11,5 +11,6 @@ mod client_contract;
 
 mod hostile;
 mod in_memory;
+mod json;
 mod layers;
 mod native;

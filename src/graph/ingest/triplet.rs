@@ -9,6 +9,7 @@ use crate::graph::dedup::{self, Candidate, Match, normalize_name};
 use crate::graph::extract::relation_type;
 use crate::graph::model::{EntityEdge, EntityNode, Timestamp};
 use crate::graph::store::{self, CandidateQuery, ingest as st};
+use crate::ontology::RESERVED_LABELS;
 use crate::{Error, Result};
 
 /// One endpoint of a [`Triplet`]: a name and, optionally, an ontology label.
@@ -90,7 +91,7 @@ impl Triplet {
                 return Err(Error::invalid(format!("{field}.name"), "must not be blank"));
             }
             if let Some(l) = &e.label
-                && (!is_identifier(l) || ["Entity", "Episodic", "Community"].contains(&l.as_str()))
+                && (!is_identifier(l) || RESERVED_LABELS.contains(&l.as_str()))
             {
                 return Err(Error::invalid(
                     format!("{field}.label"),

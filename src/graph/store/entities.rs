@@ -10,9 +10,8 @@ use super::write::{check_dimensions, run_all};
 use crate::falkordb::{FalkorDb, IndexEntity, Params, QueryStats, Value, is_identifier};
 use crate::graph::dedup::normalize_name;
 use crate::graph::model::EntityNode;
+use crate::ontology::RESERVED_LABELS;
 use crate::{Error, Result};
-
-const RESERVED_LABELS: [&str; 3] = ["Entity", "Episodic", "Community"];
 
 /// The `SET` clause writing an [`entity_row`] bound to `r` onto the entity `n`.
 pub(crate) const SET_ENTITY: &str = "SET n.name = r.name, n.name_key = r.name_key, n.summary = r.summary, \
