@@ -53,8 +53,10 @@
 //! ## Storage layout
 //!
 //! * `(:Episodic {uuid, content, source, source_description, valid_at, created_at,
-//!   entity_edges, state})` — `source` is `message`/`text`/`json`, `state` is
-//!   `pending`/`complete`, `entity_edges` a list of uuid strings.
+//!   entity_edges, state, writer})` — `source` is `message`/`text`/`json`, `state` is
+//!   `pending`/`complete`, `entity_edges` a list of uuid strings, `writer` an opaque
+//!   writer key (absent: unattributed) that
+//!   [`SearchFilters::writers`](search::SearchFilters::writers) selects on.
 //! * `(:Entity:<Label>… {uuid, name, name_key, summary, attributes, name_embedding,
 //!   created_at})` — `name_key` is [`dedup::normalize_name`] of the name, range-indexed
 //!   for the exact path of entity resolution;
@@ -116,6 +118,7 @@ pub use ingest::{
 pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
 pub use search::{
     SearchConfig, SearchFilters, SearchRequest, SearchResults, TimeMode, search, search_facts,
+    search_many,
 };
 pub use store::{
     CandidateQuery, MAX_CANDIDATE_LIMIT, OWNED_ID_KEY, OWNER_KEY, OwnedNode, OwnedRelationship,
