@@ -12,8 +12,9 @@
 //! `FALKORDB_HOST`/`FALKORDB_PORT`; `GRALKOR_LLM_MODEL`, `GRALKOR_EMBEDDER_MODEL` and a
 //! provider key). With no backend configured it uses the directory given, or a
 //! temporary one. With no provider key it runs **episodes only**: every episode is
-//! stored and searchable by its text, and an engine with models can extract the
-//! pending episodes later (`Engine::resume_pending`).
+//! stored and searchable by its text, a fact search (and so `memory_search`) answers
+//! from the episodes not yet extracted, and an engine with models can extract them
+//! later (`Engine::resume_pending`).
 
 use std::time::Instant;
 

@@ -15,7 +15,9 @@ use crate::graph::search::{
     MAX_SEARCH_LIMIT, Methods, RerankerKind, ScopeConfig, SearchConfig, SearchFilters,
     SearchRequest, SearchResults,
 };
-use crate::graph::{self, AddEpisode, CommunityOptions, Engine};
+use crate::graph::{
+    self, AddEpisode, CommunityOptions, Engine, EpisodeState, GENERIC_RELATION_TYPE,
+};
 use crate::{Error, Result};
 
 /// The storage of [`NativeClient`](crate::NativeClient): the [`Engine`] plus a
@@ -183,6 +185,11 @@ impl NativeStorage {
             ResultType::Facts { edge_types } => {
                 config.facts = Some(self.scope());
                 filters.fact_types = edge_types.clone();
+                // Without a language model nothing is extracted: the episodes not yet
+                // extracted stand in as facts (as the twin's do), so memory answers.
+                if !self.engine.extracts() && generic_facts_wanted(edge_types) {
+                    config.episodes = Some(ScopeConfig::new(Methods::FULLTEXT, RerankerKind::Rrf));
+                }
             }
             ResultType::Nodes { entity_types } => {
                 config.entities = Some(self.scope());
@@ -228,6 +235,13 @@ impl NativeStorage {
                     fact.sources = sources;
                     ScoredHit::new(h.score, Hit::Fact(fact))
                 })
+                .chain(
+                    results
+                        .episodes
+                        .into_iter()
+                        .filter(|h| h.episode.state == EpisodeState::Pending)
+                        .map(|h| ScoredHit::new(h.score, Hit::Fact(episode_fact(h.episode)))),
+                )
                 .collect(),
             ResultType::Nodes { entity_types } => {
                 let mut nodes: Vec<ScoredHit> = results
@@ -299,6 +313,26 @@ impl NativeStorage {
         }
         Ok(hits)
     }
+}
+
+/// Whether a fact search for `edge_types` may return episode-backed facts, which are
+/// typed like the generic relationship (any type, or `RELATES_TO` among them).
+fn generic_facts_wanted(edge_types: &[String]) -> bool {
+    edge_types.is_empty() || edge_types.iter().any(|t| t == GENERIC_RELATION_TYPE)
+}
+
+/// A not-yet-extracted episode as a fact: its content, timed by the episode, with the
+/// episode as its single source — the shape the in-memory twin returns.
+fn episode_fact(e: graph::Episode) -> FactRecord {
+    let mut fact = FactRecord::new(e.uuid, e.content);
+    fact.created_at = Some(e.created_at);
+    fact.valid_at = Some(e.valid_at);
+    fact.sources = vec![FactSource::from_stored(
+        e.uuid,
+        Some(e.source),
+        &e.source_description,
+    )];
+    fact
 }
 
 /// An engine episode as the client returns it (writer read from the description).

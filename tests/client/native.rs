@@ -319,3 +319,84 @@ async fn one_search_over_three_destinations_makes_one_embedding_request() {
     destinations.dedup();
     assert_eq!(destinations, ["personal".to_string(), a, b]);
 }
+
+/// The fact texts and source writers of a fact search, sorted.
+fn fact_view(
+    results: &[gralkor::client::SearchResult],
+) -> Vec<(String, String, Vec<Option<Writer>>)> {
+    let mut view: Vec<_> = results
+        .iter()
+        .map(|r| {
+            let f = r.hit.as_fact().expect("a fact");
+            (
+                r.destination.clone(),
+                f.fact.clone(),
+                f.sources.iter().map(|s| s.writer.clone()).collect(),
+            )
+        })
+        .collect();
+    view.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    view
+}
+
+#[tokio::test]
+async fn without_a_language_model_fact_search_answers_from_episodes_as_the_twin_does() {
+    let native = NativeClient::from_parts(
+        Runtime::packaged(),
+        NativeStorage::new(Engine::episodes_only(common::db().await)),
+    );
+    let twin = gralkor::InMemoryClient::new();
+    let op = op();
+    let w = format!("zq{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    for client in [&native as &dyn Client, &twin] {
+        for (i, text) in [
+            format!("Ada: I moved to Lisbon {w} in March."),
+            format!("Ada: my sister still lives in Porto {w}."),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            client
+                .ingest(
+                    &Ingest::new(
+                        format!("t-{i}"),
+                        &op,
+                        "personal-chat",
+                        Content::conversation(text),
+                    )
+                    .source_description("chat"),
+                )
+                .await
+                .unwrap();
+        }
+        client
+            .memory_add(&gralkor::client::MemoryAdd::new(
+                &op,
+                Content::document(format!("Ada prefers tea {w}.")),
+            ))
+            .await
+            .unwrap();
+        client.await_background_writes().await;
+    }
+    let search = Search::new(&op, format!("Lisbon {w}")).facts();
+    let from_native = fact_view(&native.search(&search).await.unwrap());
+    let from_twin = fact_view(&twin.search(&search).await.unwrap());
+    assert_eq!(from_native.len(), 3, "{from_native:?}");
+    assert_eq!(from_native, from_twin);
+    // A Lens selector keeps only that Lens's episodes, inside the search.
+    let lens_only = search.clone().lenses(["personal-chat"]);
+    let native_lens = fact_view(&native.search(&lens_only).await.unwrap());
+    assert_eq!(
+        native_lens,
+        fact_view(&twin.search(&lens_only).await.unwrap())
+    );
+    assert_eq!(native_lens.len(), 2);
+    // And the agent tool answers from memory, offline.
+    let text = gralkor::agent::memory_search(
+        &native,
+        &gralkor::agent::MemorySearch::new(&op, format!("where does Ada live? Lisbon {w}")),
+    )
+    .await
+    .unwrap();
+    assert!(text.contains("I moved to Lisbon"), "{text}");
+}
