@@ -400,3 +400,60 @@ async fn without_a_language_model_fact_search_answers_from_episodes_as_the_twin_
     .unwrap();
     assert!(text.contains("I moved to Lisbon"), "{text}");
 }
+
+#[tokio::test]
+async fn episodes_stored_without_a_model_are_extracted_later_through_the_client() {
+    let db = common::db().await;
+    let op = op();
+    let offline = NativeClient::from_parts(
+        Runtime::packaged(),
+        NativeStorage::new(Engine::episodes_only(db.clone())),
+    );
+    let written = offline
+        .ingest(&Ingest::new(
+            "t-1",
+            &op,
+            "personal-chat",
+            Content::conversation("Ada: I keep bees in Porto."),
+        ))
+        .await
+        .unwrap();
+    let request = gralkor::client::ExtractPending::new(&op).destinations(["personal"]);
+    let err = offline.extract_pending(&request).await.unwrap_err();
+    assert!(
+        matches!(&err, gralkor::Error::Config { .. }) && err.to_string().contains("language model"),
+        "{err}"
+    );
+
+    let r = Rules::narrator();
+    let model = ScriptedModel::new().respond_with(move |req| answer(&r, req));
+    let online = NativeClient::from_parts(
+        Runtime::packaged(),
+        NativeStorage::new(Engine::new(
+            db,
+            Arc::new(model.clone()),
+            Arc::new(CountingEmbedder::new()),
+        )),
+    );
+    let reports = online.extract_pending(&request).await.unwrap();
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].destination, "personal");
+    assert_eq!(reports[0].report.completed, [written[0].episode]);
+    assert!(reports[0].report.failed.is_empty() && reports[0].report.busy.is_empty());
+    assert!(!model.calls().is_empty(), "the episode was extracted");
+    // Its facts now answer, with the Lens as their source's writer; nothing is pending.
+    let facts = online
+        .search(&Search::new(&op, "bees Porto").facts())
+        .await
+        .unwrap();
+    assert!(!facts.is_empty());
+    for r in &facts {
+        let f = r.hit.as_fact().unwrap();
+        assert_eq!(
+            f.sources[0].writer,
+            Some(Writer::Lens("personal-chat".into()))
+        );
+    }
+    let again = online.extract_pending(&request).await.unwrap();
+    assert!(again[0].report.completed.is_empty());
+}
