@@ -457,3 +457,48 @@ async fn episodes_stored_without_a_model_are_extracted_later_through_the_client(
     let again = online.extract_pending(&request).await.unwrap();
     assert!(again[0].report.completed.is_empty());
 }
+
+#[tokio::test]
+async fn an_embedder_of_another_dimension_is_refused_before_any_write() {
+    let dir = tempfile::Builder::new()
+        .prefix("gralkor-dims-")
+        .tempdir()
+        .unwrap();
+    let db = gralkor::FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(dir.path())))
+        .await
+        .unwrap();
+    let r = Rules::narrator();
+    let model = Arc::new(ScriptedModel::new().respond_with(move |req| answer(&r, req)));
+    let with = |dimension| {
+        Engine::new(
+            db.clone(),
+            model.clone(),
+            Arc::new(gralkor::llm::doubles::HashEmbedder::new(dimension)),
+        )
+    };
+    // Nothing stored yet: any dimension is fine.
+    with(16).check_dimensions().await.unwrap();
+    with(8)
+        .add_episode(
+            "dims",
+            gralkor::graph::AddEpisode::new(
+                "Ada: hello",
+                gralkor::graph::SourceKind::Message,
+                gralkor::graph::Timestamp::now(),
+            ),
+        )
+        .await
+        .unwrap();
+    with(8).check_dimensions().await.unwrap();
+    let err = with(16).check_dimensions().await.unwrap_err();
+    assert!(
+        matches!(&err, gralkor::Error::Config { field, .. } if field == "embedder dimension"),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("8 dimensions, this embedder gives 16"),
+        "{err}"
+    );
+    db.shutdown().await.unwrap();
+}
