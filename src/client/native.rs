@@ -60,6 +60,15 @@ impl MemoryClient<NativeStorage> {
             // vectors).
             None => Engine::episodes_only(db),
         };
+        if !engine.extracts() {
+            tracing::info!(
+                "episodes only: episodes are stored and searched by their text; no embedder \
+                 is built until episodes get vectors"
+            );
+        }
+        // An embedder of another dimension than the stored graphs' is refused now,
+        // before any write.
+        engine.check_dimensions().await?;
         Ok(NativeClient::from_parts(
             runtime,
             NativeStorage::new(engine),
