@@ -36,6 +36,8 @@ mod embedding;
 pub mod gemini;
 mod limiter;
 mod listwise;
+#[cfg(feature = "local-embedder")]
+pub mod local;
 pub mod openai;
 mod retry;
 pub mod schema;

