@@ -63,7 +63,19 @@ fn percentiles(mut samples: Vec<Duration>) -> String {
 }
 
 #[tokio::main]
-async fn main() -> gralkor::Result<()> {
+async fn main() {
+    if let Err(e) = try_main().await {
+        eprintln!("error: {e}");
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            eprintln!("  caused by: {cause}");
+            source = cause.source();
+        }
+        std::process::exit(1);
+    }
+}
+
+async fn try_main() -> gralkor::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let nodes: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let dim: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1024);

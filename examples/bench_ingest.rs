@@ -128,7 +128,19 @@ async fn run(engine: &Engine, graphs: usize, episodes: usize) -> Vec<(Duration, 
 }
 
 #[tokio::main]
-async fn main() -> gralkor::Result<()> {
+async fn main() {
+    if let Err(e) = try_main().await {
+        eprintln!("error: {e}");
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            eprintln!("  caused by: {cause}");
+            source = cause.source();
+        }
+        std::process::exit(1);
+    }
+}
+
+async fn try_main() -> gralkor::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let episodes: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(200);
     let delay_ms: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(200);

@@ -342,7 +342,19 @@ async fn phase(
 }
 
 #[tokio::main]
-async fn main() -> gralkor::Result<()> {
+async fn main() {
+    if let Err(e) = try_main().await {
+        eprintln!("error: {e}");
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            eprintln!("  caused by: {cause}");
+            source = cause.source();
+        }
+        std::process::exit(1);
+    }
+}
+
+async fn try_main() -> gralkor::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize, default: f64| {
         args.get(i)

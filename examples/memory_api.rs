@@ -31,7 +31,19 @@ impl Ingestion for Lines {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> gralkor::Result<()> {
+async fn main() {
+    if let Err(e) = try_main().await {
+        eprintln!("error: {e}");
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            eprintln!("  caused by: {cause}");
+            source = cause.source();
+        }
+        std::process::exit(1);
+    }
+}
+
+async fn try_main() -> gralkor::Result<()> {
     let client = InMemoryClient::with_config(
         RuntimeConfig::new()
             .destination("runbooks")

@@ -29,7 +29,19 @@ use gralkor::runtime::RuntimeConfig;
 use serde_json::json;
 
 #[tokio::main]
-async fn main() -> gralkor::Result<()> {
+async fn main() {
+    if let Err(e) = try_main().await {
+        eprintln!("error: {e}");
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            eprintln!("  caused by: {cause}");
+            source = cause.source();
+        }
+        std::process::exit(1);
+    }
+}
+
+async fn try_main() -> gralkor::Result<()> {
     let named = std::env::args().nth(1);
     let temp = tempfile::Builder::new()
         .prefix("gralkor-quickstart-")

@@ -9,15 +9,19 @@
 //! | `FALKORDB_HOST`, `FALKORDB_PORT`, `FALKORDB_USERNAME`, `FALKORDB_PASSWORD`, `FALKORDB_SSL` | a remote FalkorDB; wins over the embedded one |
 //! | `GRALKOR_DATA_DIR` | the embedded FalkorDB's data directory |
 //! | `GRALKOR_FALKORDB_TIMEOUT_MS`, `GRALKOR_FALKORDB_BIN_DIR`, `GRALKOR_CACHE_DIR` | see [`falkordb::env`](crate::falkordb::env) |
-//! | `GRALKOR_LLM_MODEL`, `GRALKOR_EMBEDDER_MODEL` | `provider:model` specs (defaults `google:gemini-3.1-flash-lite`, `google:gemini-embedding-2-preview`) |
+//! | `GRALKOR_LLM_MODEL`, `GRALKOR_EMBEDDER_MODEL` | `provider:model` specs; unset, they follow the keys (below) |
 //! | `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `GOOGLE_API_KEY` | credentials of the providers the two specs select |
 //! | `GRALKOR_LLM_SMALL_MODEL`, `GRALKOR_EMBEDDER_DIMENSION` | see [`ModelConfig::from_lookup`] |
 //!
 //! With no backend configured, [`Config::from_env`] is an error that says what to set.
-//! With no credential for any provider the specs select, the configuration has no
-//! models ([`Config::models`] is `None`): memory is stored and searched as episodes,
-//! without extraction. A partial set of credentials (one role's provider has a key,
-//! the other's does not) is an error naming the missing variable and role.
+//! A role whose variable is unset follows the provider access present:
+//! `GOOGLE_API_KEY` (alone or with `OPENAI_API_KEY`) gives the Google defaults,
+//! `OPENAI_API_KEY` alone the OpenAI defaults, `OPENAI_BASE_URL` alone the OpenAI
+//! defaults on that compatible server without a key, and no key at all the local
+//! embedder `local:all-minilm-l6-v2` with no language model: memory is stored and
+//! searched as episodes, without extraction ([`Config::extracts`] is false). A role
+//! whose variable names a provider without its key is an error naming the missing
+//! variable and the role. [`Config::describe`] says what was chosen and why.
 //!
 //! ```
 //! use std::collections::HashMap;
@@ -26,7 +30,13 @@
 //! let env = HashMap::from([("GRALKOR_DATA_DIR", "/var/lib/app/gralkor")]);
 //! let config = Config::from_lookup(|k| env.get(k).map(|v| v.to_string()))?;
 //! assert!(config.falkordb.embedded.is_some());
-//! assert!(config.models.is_none()); // no provider key: episodes only
+//! assert!(!config.extracts()); // no provider key: episodes only
+//! assert_eq!(
+//!     config.describe(),
+//!     "embedder local:all-minilm-l6-v2 because no provider key is set; extraction off because \
+//!      no provider key is set (set GOOGLE_API_KEY or OPENAI_API_KEY to extract facts); \
+//!      backend embedded FalkorDB with data in /var/lib/app/gralkor"
+//! );
 //!
 //! let err = Config::from_lookup(|_| None).unwrap_err();
 //! assert!(err.to_string().contains("GRALKOR_DATA_DIR"));
@@ -34,10 +44,7 @@
 //! ```
 
 use crate::falkordb::FalkorConfig;
-use crate::llm::{
-    DEFAULT_EMBEDDER_MODEL, DEFAULT_LLM_MODEL, EMBEDDER_MODEL_VAR, LLM_MODEL_VAR, ModelConfig,
-    ModelSpec,
-};
+use crate::llm::ModelConfig;
 use crate::{Error, Result};
 
 /// The backend and the models.
@@ -45,7 +52,8 @@ use crate::{Error, Result};
 pub struct Config {
     /// Where the graph lives.
     pub falkordb: FalkorConfig,
-    /// The model roles; `None` stores and searches episodes without extraction.
+    /// The model roles; `None` (or a configuration without an LLM role) stores and
+    /// searches episodes without extraction. [`Config::from_env`] always sets it.
     pub models: Option<ModelConfig>,
 }
 
@@ -67,7 +75,32 @@ impl Config {
 
     /// Whether episodes are extracted into entities and facts.
     pub fn extracts(&self) -> bool {
-        self.models.is_some()
+        self.models.as_ref().is_some_and(ModelConfig::extracts)
+    }
+
+    /// A sentence naming the chosen models, the backend and why, e.g. `embedder
+    /// local:all-minilm-l6-v2 because no provider key is set; extraction off because
+    /// no provider key is set (…); backend embedded FalkorDB with data in /tmp/g`.
+    /// Never contains a key or a password.
+    pub fn describe(&self) -> String {
+        let models = match &self.models {
+            Some(models) => models.describe(),
+            None => "no models configured: episodes only, without extraction".to_string(),
+        };
+        let backend = match (&self.falkordb.remote, &self.falkordb.embedded) {
+            (Some(remote), _) => format!(
+                "remote FalkorDB at {}:{}{}",
+                remote.host,
+                remote.port,
+                if remote.tls { " over TLS" } else { "" }
+            ),
+            (None, Some(embedded)) => format!(
+                "embedded FalkorDB with data in {}",
+                embedded.data_dir.display()
+            ),
+            (None, None) => "no FalkorDB configured".to_string(),
+        };
+        format!("{models}; backend {backend}")
     }
 
     /// Reads the process environment (see the module docs).
@@ -88,24 +121,9 @@ impl Config {
             ),
             other => other,
         })?;
-        let get = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
-        let llm = ModelSpec::parse(
-            LLM_MODEL_VAR,
-            &get(LLM_MODEL_VAR).unwrap_or_else(|| DEFAULT_LLM_MODEL.into()),
-        )?;
-        let embedder = ModelSpec::parse(
-            EMBEDDER_MODEL_VAR,
-            &get(EMBEDDER_MODEL_VAR).unwrap_or_else(|| DEFAULT_EMBEDDER_MODEL.into()),
-        )?;
-        let any_access = [llm.provider, embedder.provider]
-            .into_iter()
-            .any(|p| get(p.key_var()).is_some())
-            || get("OPENAI_BASE_URL").is_some();
-        let models = if any_access {
-            Some(ModelConfig::from_lookup(&lookup)?)
-        } else {
-            None
-        };
+        // The roles follow the keys present (see `ModelConfig::from_lookup`); with none,
+        // an embedder without a language model.
+        let models = Some(ModelConfig::from_lookup(&lookup)?);
         let config = Config { falkordb, models };
         config.validate()?;
         Ok(config)
@@ -163,49 +181,180 @@ mod tests {
         assert!(!format!("{c:?}").contains("secret"));
     }
 
-    #[test]
-    fn without_any_provider_key_there_are_no_models() {
-        let c = from(&[("GRALKOR_DATA_DIR", "/tmp/g")]).unwrap();
-        assert!(!c.extracts());
-        // A key for a provider no role selects does not count.
-        let c = from(&[("GRALKOR_DATA_DIR", "/tmp/g"), ("OPENAI_API_KEY", "sk")]).unwrap();
-        assert!(c.models.is_none());
+    const DIR: (&str, &str) = ("GRALKOR_DATA_DIR", "/tmp/g");
+
+    fn specs(c: &Config) -> (Option<String>, String) {
+        let m = c.models.as_ref().expect("from_lookup always sets models");
+        (
+            m.llm.as_ref().map(ToString::to_string),
+            m.embedder.to_string(),
+        )
     }
 
     #[test]
-    fn keys_for_the_selected_providers_give_models() {
+    fn without_any_provider_key_the_embedder_is_local_and_extraction_off() {
+        let c = from(&[DIR]).unwrap();
+        assert!(!c.extracts());
+        assert_eq!(specs(&c), (None, "local:all-minilm-l6-v2".to_string()));
+        assert_eq!(
+            c.describe(),
+            "embedder local:all-minilm-l6-v2 because no provider key is set; extraction off \
+             because no provider key is set (set GOOGLE_API_KEY or OPENAI_API_KEY to extract \
+             facts); backend embedded FalkorDB with data in /tmp/g"
+        );
+        // Blank keys count as unset.
+        let c = from(&[DIR, ("OPENAI_API_KEY", " "), ("GOOGLE_API_KEY", "")]).unwrap();
+        assert_eq!(specs(&c), (None, "local:all-minilm-l6-v2".to_string()));
+    }
+
+    #[test]
+    fn an_openai_key_alone_selects_openai_for_both_roles() {
+        let c = from(&[DIR, ("OPENAI_API_KEY", "sk-secret")]).unwrap();
+        assert!(c.extracts());
+        assert_eq!(
+            specs(&c),
+            (
+                Some("openai:gpt-4.1-mini".to_string()),
+                "openai:text-embedding-3-small".to_string()
+            )
+        );
+        let d = c.describe();
+        assert_eq!(
+            d,
+            "embedder openai:text-embedding-3-small because OPENAI_API_KEY is set and \
+             GOOGLE_API_KEY is not; llm openai:gpt-4.1-mini because OPENAI_API_KEY is set and \
+             GOOGLE_API_KEY is not; backend embedded FalkorDB with data in /tmp/g"
+        );
+        assert!(!d.contains("sk-secret"));
+    }
+
+    #[test]
+    fn a_google_key_or_both_keys_keep_the_google_defaults() {
+        let google = (
+            Some("google:gemini-3.1-flash-lite".to_string()),
+            "google:gemini-embedding-2-preview".to_string(),
+        );
+        let c = from(&[DIR, ("GOOGLE_API_KEY", "g")]).unwrap();
+        assert_eq!(specs(&c), google);
+        assert!(
+            c.describe()
+                .contains("llm google:gemini-3.1-flash-lite because GOOGLE_API_KEY is set")
+        );
+        let c = from(&[DIR, ("GOOGLE_API_KEY", "g"), ("OPENAI_API_KEY", "sk")]).unwrap();
+        assert_eq!(specs(&c), google);
+    }
+
+    #[test]
+    fn an_openai_base_url_alone_selects_the_compatible_server_without_a_key() {
+        let c = from(&[DIR, ("OPENAI_BASE_URL", "http://localhost:11434/v1")]).unwrap();
+        assert!(c.extracts());
+        let m = c.models.as_ref().unwrap();
+        assert_eq!(m.llm.as_ref().unwrap().provider, Provider::OpenAi);
+        assert_eq!(m.embedder.provider, Provider::OpenAi);
+        assert!(m.openai.api_key.is_none());
+        assert_eq!(
+            c.describe(),
+            "embedder openai:text-embedding-3-small because OPENAI_BASE_URL names an \
+             OpenAI-compatible server and no provider key is set; llm openai:gpt-4.1-mini \
+             because OPENAI_BASE_URL names an OpenAI-compatible server and no provider key is \
+             set; openai at http://localhost:11434/v1; backend embedded FalkorDB with data in \
+             /tmp/g"
+        );
+        // OpenAI's own URL is not a keyless server: the key is still demanded.
+        let err = from(&[DIR, ("OPENAI_BASE_URL", "https://api.openai.com/v1")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`OPENAI_API_KEY` must be set")
+                && err.contains("the llm and embedder roles select openai"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn explicit_model_variables_win_over_the_keys() {
         let c = from(&[
-            ("GRALKOR_DATA_DIR", "/tmp/g"),
+            DIR,
             ("GRALKOR_LLM_MODEL", "openai:gpt-4.1-mini"),
             ("OPENAI_API_KEY", "sk"),
             ("GOOGLE_API_KEY", "g"),
         ])
         .unwrap();
-        let m = c.models.unwrap();
-        assert_eq!(m.llm.provider, Provider::OpenAi);
+        let m = c.models.as_ref().unwrap();
+        assert_eq!(m.llm.as_ref().unwrap().provider, Provider::OpenAi);
         assert_eq!(m.embedder.provider, Provider::Google);
+        assert!(c.describe().starts_with(
+            "embedder google:gemini-embedding-2-preview because GOOGLE_API_KEY is set; \
+             llm openai:gpt-4.1-mini because GRALKOR_LLM_MODEL selects it"
+        ));
+        // A local embedder next to a Google LLM.
+        let c = from(&[
+            DIR,
+            ("GRALKOR_EMBEDDER_MODEL", "local:all-minilm-l6-v2"),
+            ("GOOGLE_API_KEY", "g"),
+        ])
+        .unwrap();
+        assert_eq!(
+            specs(&c),
+            (
+                Some("google:gemini-3.1-flash-lite".to_string()),
+                "local:all-minilm-l6-v2".to_string()
+            )
+        );
     }
 
     #[test]
-    fn a_partial_set_of_keys_names_the_missing_variable() {
+    fn a_missing_key_for_an_explicit_provider_names_the_variable_and_the_role() {
         let err = from(&[
-            ("GRALKOR_DATA_DIR", "/tmp/g"),
+            DIR,
             ("GRALKOR_LLM_MODEL", "openai:gpt-4.1-mini"),
+            (
+                "GRALKOR_EMBEDDER_MODEL",
+                "google:gemini-embedding-2-preview",
+            ),
             ("OPENAI_API_KEY", "sk"),
         ])
         .unwrap_err()
         .to_string();
         assert!(
-            err.contains("GOOGLE_API_KEY") && err.contains("embedder"),
+            err.contains("GOOGLE_API_KEY") && err.contains("the embedder role selects google"),
             "{err}"
         );
-        let err = from(&[
-            ("GRALKOR_DATA_DIR", "/tmp/g"),
-            ("GRALKOR_LLM_MODEL", "anthropic:claude"),
-        ])
-        .unwrap_err()
-        .to_string();
+        // No key at all: the explicit LLM still needs its key (the embedder is local).
+        let err = from(&[DIR, ("GRALKOR_LLM_MODEL", "google:gemini-3.1-flash-lite")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`GOOGLE_API_KEY` must be set and not blank: the llm role selects google"),
+            "{err}"
+        );
+        let err = from(&[DIR, ("GRALKOR_LLM_MODEL", "anthropic:claude")])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("GRALKOR_LLM_MODEL"), "{err}");
+    }
+
+    #[test]
+    fn describe_names_a_remote_backend_and_no_models() {
+        let c = from(&[
+            ("FALKORDB_HOST", "db.internal"),
+            ("FALKORDB_PORT", "6380"),
+            ("FALKORDB_PASSWORD", "hunter2"),
+            ("GOOGLE_API_KEY", "g"),
+        ])
+        .unwrap();
+        let d = c.describe();
+        assert!(
+            d.ends_with("; backend remote FalkorDB at db.internal:6380"),
+            "{d}"
+        );
+        assert!(!d.contains("hunter2"));
+        let bare = Config::new(c.falkordb.clone());
+        assert_eq!(
+            bare.describe(),
+            "no models configured: episodes only, without extraction; backend remote FalkorDB \
+             at db.internal:6380"
+        );
     }
 
     #[test]

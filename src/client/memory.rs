@@ -1,5 +1,6 @@
 //! [`MemoryClient`]: the [`Client`] logic, written once over any [`Storage`].
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -11,12 +12,15 @@ use uuid::Uuid;
 use super::Client;
 use super::SearchResult;
 use super::in_memory::{Call, Canned, Recorder};
-use super::request::{BuildCommunities, EpisodeRef, MemoryAdd, Replace, Search};
+use super::request::{
+    BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace, Search,
+};
 use super::validate::{
-    MemoryAddPlan, validate_build_communities, validate_episode_ref, validate_ingest,
-    validate_memory_add, validate_replace, validate_search,
+    MemoryAddPlan, validate_build_communities, validate_episode_ref, validate_extract_pending,
+    validate_ingest, validate_memory_add, validate_replace, validate_search,
 };
 use crate::lens::{Ingest, IngestedRepresentation, Lens, LensStore};
+use crate::ontology::Ontology;
 use crate::provenance::Writer;
 use crate::runtime::{Runtime, Snapshot};
 use crate::storage::{CommunityCounts, EpisodeRecord, GraphId, NewEpisode, OperatorId, Storage};
@@ -312,6 +316,58 @@ impl<S: Storage> MemoryClient<S> {
                     .await
             }
         )
+    }
+
+    /// Extracts the episodes stored but not yet extracted in the request's
+    /// Destinations (written while no language model was configured, or whose
+    /// extraction failed), each with the ontology of the Lens that wrote it (direct
+    /// writes and unattributed episodes with the generic one). Destinations are done
+    /// one after another; the report says, per Destination, which episodes were
+    /// completed, which another writer holds (busy) and which failed again (they stay
+    /// pending). A storage without a language model refuses with a configuration error;
+    /// one that never defers extraction (the twin) reports nothing pending.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use gralkor::client::{ExtractPending, InMemoryClient, OperatorId};
+    ///
+    /// let client = InMemoryClient::new();
+    /// let reports = client.extract_pending(&ExtractPending::new(OperatorId::new("op")?)).await?;
+    /// assert_eq!(reports.len(), 2); // the operator's `personal` and `global`
+    /// assert!(reports.iter().all(|r| r.report.completed.is_empty()));
+    /// # Ok(()) }
+    /// ```
+    pub async fn extract_pending(
+        &self,
+        request: &ExtractPending,
+    ) -> Result<Vec<DestinationExtraction>> {
+        self.open()?;
+        let snapshot = self.runtime().snapshot();
+        let targets = validate_extract_pending(request, &snapshot)?;
+        // Each Lens's episodes are extracted with that Lens's ontology.
+        let ontologies: BTreeMap<String, Ontology> = snapshot
+            .lenses()
+            .iter()
+            .filter_map(|l| {
+                Some((
+                    Writer::Lens(l.name().to_string()).key(),
+                    l.ontology()?.clone(),
+                ))
+            })
+            .collect();
+        let mut out = Vec::with_capacity(targets.len());
+        for t in targets {
+            let report = self
+                .inner
+                .storage
+                .extract_pending(&t.graph, &ontologies)
+                .instrument(
+                    tracing::info_span!("gralkor.extract_pending", destination = %t.destination),
+                )
+                .await?;
+            out.push(DestinationExtraction::new(t.destination, report));
+        }
+        Ok(out)
     }
 
     async fn drain_background(&self) {

@@ -55,19 +55,22 @@ pub use in_memory::{Call, Canned, InMemoryClient};
 pub use memory::MemoryClient;
 pub use native::NativeClient;
 pub use request::{
-    BuildCommunities, DEFAULT_MEMORY_ADD_DESCRIPTION, EpisodeRef, MemoryAdd, Replace, Route, Search,
+    BuildCommunities, DEFAULT_MEMORY_ADD_DESCRIPTION, DestinationExtraction, EpisodeRef,
+    ExtractPending, MemoryAdd, Replace, Route, Search,
 };
 pub use validate::{
     MemoryAddPlan, SearchPlan, Target, validate_build_communities, validate_episode_ref,
-    validate_ingest, validate_memory_add, validate_replace, validate_search,
+    validate_extract_pending, validate_ingest, validate_memory_add, validate_replace,
+    validate_search,
 };
 
 /// The values the requests and results are made of, re-exported from the layers that
 /// own them so a user of the memory API needs only this module.
 pub use crate::lens::{Ingest, IngestedRepresentation};
 pub use crate::storage::{
-    Artefact, CommunityCounts, Content, DEFAULT_MAX_RESULTS, EpisodeRecord, FactRecord, FactSource,
-    GraphId, Hit, MAX_RESULTS_LIMIT, NodeRecord, OperatorId, ResultType, SourceKind,
+    Artefact, CommunityCounts, Content, DEFAULT_MAX_RESULTS, EpisodeRecord, ExtractionReport,
+    FactRecord, FactSource, GraphId, Hit, MAX_RESULTS_LIMIT, NodeRecord, OperatorId, ResultType,
+    SourceKind,
 };
 
 use crate::Result;

@@ -8,6 +8,7 @@ use crate::Result;
 use crate::config::Config;
 use crate::falkordb::FalkorDb;
 use crate::graph::Engine;
+use crate::llm::Models;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::storage::NativeStorage;
 
@@ -41,15 +42,33 @@ impl MemoryClient<NativeStorage> {
     /// configured, and validates `runtime`. Nothing is written.
     pub async fn connect(config: Config, runtime: RuntimeConfig) -> Result<NativeClient> {
         config.validate()?;
+        tracing::info!("gralkor connecting: {}", config.describe());
         let runtime = Runtime::new(runtime)?;
         let db = FalkorDb::connect(config.falkordb.clone()).await?;
-        let engine = match &config.models {
-            Some(models) => {
-                let m = models.build()?;
-                Engine::new(db, m.llm, m.embedder).with_reranker(m.reranker)
-            }
+        let engine = match config.models.as_ref().filter(|m| m.extracts()) {
+            Some(models) => match models.build()? {
+                Models {
+                    llm: Some(llm),
+                    embedder,
+                    reranker: Some(reranker),
+                    ..
+                } => Engine::new(db, llm, embedder).with_reranker(reranker),
+                _ => Engine::episodes_only(db),
+            },
+            // Without a language model the engine stores episodes only and has no use
+            // for an embedder yet, so none is built (issue 12 §3 gives episodes
+            // vectors).
             None => Engine::episodes_only(db),
         };
+        if !engine.extracts() {
+            tracing::info!(
+                "episodes only: episodes are stored and searched by their text; no embedder \
+                 is built until episodes get vectors"
+            );
+        }
+        // An embedder of another dimension than the stored graphs' is refused now,
+        // before any write.
+        engine.check_dimensions().await?;
         Ok(NativeClient::from_parts(
             runtime,
             NativeStorage::new(engine),

@@ -279,3 +279,65 @@ impl BuildCommunities {
         self
     }
 }
+
+/// Extract the episodes stored but not yet extracted (written while no language model
+/// was configured, or whose extraction failed) in some Destinations, each with the
+/// ontology of the Lens that wrote it.
+///
+/// ```
+/// use gralkor::client::{ExtractPending, OperatorId};
+///
+/// let all = ExtractPending::new(OperatorId::new("op")?);
+/// assert!(all.destinations.is_empty()); // every Destination the operator can read
+/// let some = ExtractPending::new(OperatorId::new("op")?).destinations(["personal"]);
+/// assert_eq!(some.destinations, ["personal"]);
+/// # Ok::<(), gralkor::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ExtractPending {
+    /// The operator.
+    pub operator_id: OperatorId,
+    /// The Destinations (empty: every accessible one, as a selector-free search).
+    #[serde(default)]
+    pub destinations: Vec<String>,
+}
+
+impl ExtractPending {
+    /// Every Destination the operator can read.
+    pub fn new(operator: impl Into<OperatorId>) -> ExtractPending {
+        ExtractPending {
+            operator_id: operator.into(),
+            destinations: Vec::new(),
+        }
+    }
+
+    /// Only these Destinations.
+    pub fn destinations<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.destinations = names.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// One Destination's extraction report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct DestinationExtraction {
+    /// The Destination's name.
+    pub destination: String,
+    /// What happened to its pending episodes.
+    pub report: crate::storage::ExtractionReport,
+}
+
+impl DestinationExtraction {
+    /// A Destination's report.
+    pub fn new(
+        destination: impl Into<String>,
+        report: crate::storage::ExtractionReport,
+    ) -> DestinationExtraction {
+        DestinationExtraction {
+            destination: destination.into(),
+            report,
+        }
+    }
+}

@@ -7,7 +7,9 @@
 
 use std::collections::HashSet;
 
-use super::request::{BuildCommunities, EpisodeRef, MemoryAdd, Replace, Route, Search};
+use super::request::{
+    BuildCommunities, EpisodeRef, ExtractPending, MemoryAdd, Replace, Route, Search,
+};
 use crate::lens::{Ingest, Lens};
 use crate::ontology::is_identifier;
 use crate::provenance::Writer;
@@ -146,28 +148,7 @@ pub fn validate_search(request: &Search, snapshot: &Snapshot) -> Result<SearchPl
         }
     }
 
-    let mut targets = Vec::new();
-    if request.destinations.is_empty() {
-        for d in snapshot.destinations() {
-            targets.push(Target {
-                destination: d.name().to_string(),
-                graph: d.graph_id(&request.operator_id)?,
-            });
-        }
-    } else {
-        let mut seen = HashSet::new();
-        for (i, name) in request.destinations.iter().enumerate() {
-            let t = target(
-                snapshot,
-                &format!("destinations[{i}]"),
-                name,
-                &request.operator_id,
-            )?;
-            if seen.insert(t.destination.clone()) {
-                targets.push(t);
-            }
-        }
-    }
+    let targets = destinations(snapshot, &request.destinations, &request.operator_id)?;
 
     Ok(SearchPlan {
         targets,
@@ -190,6 +171,42 @@ fn check_types(field: &str, types: &[String]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Checks an extraction request and resolves its Destinations (distinct, in order;
+/// every accessible one when none is named).
+pub fn validate_extract_pending(
+    request: &ExtractPending,
+    snapshot: &Snapshot,
+) -> Result<Vec<Target>> {
+    destinations(snapshot, &request.destinations, &request.operator_id)
+}
+
+/// The Destinations a selector names (distinct, requested order), or every accessible
+/// one when it is empty.
+fn destinations(
+    snapshot: &Snapshot,
+    names: &[String],
+    operator: &OperatorId,
+) -> Result<Vec<Target>> {
+    let mut targets = Vec::new();
+    if names.is_empty() {
+        for d in snapshot.destinations() {
+            targets.push(Target {
+                destination: d.name().to_string(),
+                graph: d.graph_id(operator)?,
+            });
+        }
+    } else {
+        let mut seen = HashSet::new();
+        for (i, name) in names.iter().enumerate() {
+            let t = target(snapshot, &format!("destinations[{i}]"), name, operator)?;
+            if seen.insert(t.destination.clone()) {
+                targets.push(t);
+            }
+        }
+    }
+    Ok(targets)
 }
 
 /// Where a validated `memory_add` writes.

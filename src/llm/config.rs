@@ -1,5 +1,11 @@
 //! Which models play which role, with which credentials: `GRALKOR_LLM_MODEL`,
 //! `GRALKOR_EMBEDDER_MODEL` and the provider keys.
+//!
+//! A role whose variable is unset follows the keys present (see
+//! [`ModelConfig::from_lookup`]): `GOOGLE_API_KEY` (with or without `OPENAI_API_KEY`)
+//! selects the Google defaults, `OPENAI_API_KEY` alone the OpenAI defaults,
+//! `OPENAI_BASE_URL` alone an OpenAI-compatible server without a key, and no key at
+//! all the local embedder with no language model (extraction off).
 
 use std::fmt;
 use std::sync::Arc;
@@ -17,10 +23,20 @@ use crate::{Error, Result};
 pub const LLM_MODEL_VAR: &str = "GRALKOR_LLM_MODEL";
 /// Environment variable of the embedder role's spec.
 pub const EMBEDDER_MODEL_VAR: &str = "GRALKOR_EMBEDDER_MODEL";
-/// Default LLM spec.
+/// Default LLM spec when `GOOGLE_API_KEY` is set.
 pub const DEFAULT_LLM_MODEL: &str = "google:gemini-3.1-flash-lite";
-/// Default embedder spec.
+/// Default embedder spec when `GOOGLE_API_KEY` is set.
 pub const DEFAULT_EMBEDDER_MODEL: &str = "google:gemini-embedding-2-preview";
+/// Default LLM spec when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set and
+/// `GOOGLE_API_KEY` is not.
+pub const DEFAULT_OPENAI_LLM_MODEL: &str = "openai:gpt-4.1-mini";
+/// Default embedder spec when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set and
+/// `GOOGLE_API_KEY` is not.
+pub const DEFAULT_OPENAI_EMBEDDER_MODEL: &str = "openai:text-embedding-3-small";
+/// Default embedder spec with no provider key and no `OPENAI_BASE_URL`.
+pub const DEFAULT_LOCAL_EMBEDDER_MODEL: &str = "local:all-minilm-l6-v2";
+/// The in-process embedding models a `local:` spec may name, with their vector size.
+pub const LOCAL_EMBEDDING_MODELS: &[(&str, usize)] = &[("all-minilm-l6-v2", 384)];
 
 /// A supported model provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -29,26 +45,36 @@ pub enum Provider {
     OpenAi,
     /// Google Gemini.
     Google,
+    /// An embedding model run inside the process (embedder role only; no key).
+    Local,
 }
 
 impl Provider {
     /// Every supported provider.
-    pub const ALL: [Provider; 2] = [Provider::OpenAi, Provider::Google];
+    pub const ALL: [Provider; 3] = [Provider::OpenAi, Provider::Google, Provider::Local];
 
-    /// The name used in specs: `openai` or `google`.
+    /// The name used in specs: `openai`, `google` or `local`.
     pub fn as_str(self) -> &'static str {
         match self {
             Provider::OpenAi => "openai",
             Provider::Google => "google",
+            Provider::Local => "local",
         }
     }
 
-    /// The environment variable holding this provider's API key.
-    pub fn key_var(self) -> &'static str {
+    /// The environment variable holding this provider's API key; `None` for `local`,
+    /// which needs none.
+    pub fn key_var(self) -> Option<&'static str> {
         match self {
-            Provider::OpenAi => "OPENAI_API_KEY",
-            Provider::Google => "GOOGLE_API_KEY",
+            Provider::OpenAi => Some("OPENAI_API_KEY"),
+            Provider::Google => Some("GOOGLE_API_KEY"),
+            Provider::Local => None,
         }
+    }
+
+    /// Whether this provider can play the LLM role (`local` serves embeddings only).
+    pub fn serves_llm(self) -> bool {
+        self != Provider::Local
     }
 
     fn parse(name: &str) -> Option<Provider> {
@@ -68,7 +94,7 @@ impl fmt::Display for Provider {
     }
 }
 
-/// A `provider:model` spec such as `openai:gpt-4.1-mini`.
+/// A `provider:model` spec such as `openai:gpt-4.1-mini` or `local:all-minilm-l6-v2`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ModelSpec {
     /// Who serves the model.
@@ -106,6 +132,8 @@ impl ModelSpec {
     /// let spec = ModelSpec::parse("GRALKOR_LLM_MODEL", " openai : gpt-4.1-mini ").unwrap();
     /// assert_eq!(spec, ModelSpec::new(Provider::OpenAi, "gpt-4.1-mini"));
     /// assert!(ModelSpec::parse("GRALKOR_LLM_MODEL", "anthropic:claude").is_err());
+    /// let local = ModelSpec::parse("GRALKOR_EMBEDDER_MODEL", "local:all-minilm-l6-v2").unwrap();
+    /// assert_eq!(local.provider, Provider::Local);
     /// ```
     pub fn parse(field: &str, spec: &str) -> Result<ModelSpec> {
         Self::parse_inner(spec).map_err(|e| match e {
@@ -161,10 +189,95 @@ impl fmt::Debug for ProviderAccess {
     }
 }
 
+/// Why a role has the spec it has: named explicitly, or a default that follows the
+/// provider access present when the environment was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Choice {
+    /// Given to the builder ([`ModelConfig::new`], [`ModelConfig::embedder_only`]).
+    Given,
+    /// Named by the role's variable (`GRALKOR_LLM_MODEL`, `GRALKOR_EMBEDDER_MODEL`).
+    Variable,
+    /// The Google default: `GOOGLE_API_KEY` is set (with or without `OPENAI_API_KEY`).
+    GoogleKey,
+    /// The OpenAI default: `OPENAI_API_KEY` is set and `GOOGLE_API_KEY` is not.
+    OpenAiKey,
+    /// The OpenAI default on a compatible server: `OPENAI_BASE_URL` is set and no
+    /// provider key is.
+    OpenAiBaseUrl,
+    /// No provider key and no `OPENAI_BASE_URL`: the local embedder, no language
+    /// model.
+    NoProviderKey,
+}
+
+impl Choice {
+    /// The default choice for the access present.
+    pub fn from_access(google_key: bool, openai_key: bool, openai_base_url: bool) -> Choice {
+        if google_key {
+            Choice::GoogleKey
+        } else if openai_key {
+            Choice::OpenAiKey
+        } else if openai_base_url {
+            Choice::OpenAiBaseUrl
+        } else {
+            Choice::NoProviderKey
+        }
+    }
+
+    /// The default specs of this choice: the LLM role's (`None`: extraction off) and
+    /// the embedder role's. `Given` and `Variable` have none.
+    pub fn defaults(self) -> Option<(Option<&'static str>, &'static str)> {
+        match self {
+            Choice::Given | Choice::Variable => None,
+            Choice::GoogleKey => Some((Some(DEFAULT_LLM_MODEL), DEFAULT_EMBEDDER_MODEL)),
+            Choice::OpenAiKey | Choice::OpenAiBaseUrl => Some((
+                Some(DEFAULT_OPENAI_LLM_MODEL),
+                DEFAULT_OPENAI_EMBEDDER_MODEL,
+            )),
+            Choice::NoProviderKey => Some((None, DEFAULT_LOCAL_EMBEDDER_MODEL)),
+        }
+    }
+
+    /// The reason as a clause: "because GOOGLE_API_KEY is set". `var` names the role's
+    /// variable.
+    pub fn because(self, var: &str) -> String {
+        match self {
+            Choice::Given => "as configured".to_string(),
+            Choice::Variable => format!("because {var} selects it"),
+            Choice::GoogleKey => "because GOOGLE_API_KEY is set".to_string(),
+            Choice::OpenAiKey => {
+                "because OPENAI_API_KEY is set and GOOGLE_API_KEY is not".to_string()
+            }
+            Choice::OpenAiBaseUrl => "because OPENAI_BASE_URL names an OpenAI-compatible server \
+                 and no provider key is set"
+                .to_string(),
+            Choice::NoProviderKey => "because no provider key is set".to_string(),
+        }
+    }
+}
+
+/// Why each role has its spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Selection {
+    /// The LLM role (also why there is none).
+    pub llm: Choice,
+    /// The embedder role.
+    pub embedder: Choice,
+}
+
+impl Selection {
+    /// Both roles given to the builder.
+    pub const GIVEN: Selection = Selection {
+        llm: Choice::Given,
+        embedder: Choice::Given,
+    };
+}
+
 /// The model roles and everything needed to build their clients.
 ///
 /// The LLM and the embedder each pick a provider from their own spec; the reranker
-/// follows the LLM's provider. Only a provider some role selects needs a key.
+/// follows the LLM's provider. Only a provider some role selects needs a key. Without
+/// an LLM ([`ModelConfig::embedder_only`], or no provider key in the environment)
+/// nothing is extracted: episodes only.
 /// [`ModelConfig::from_env`] reads the environment; the builder methods set
 /// everything explicitly, and the environment is never read again after that.
 ///
@@ -189,8 +302,8 @@ impl fmt::Debug for ProviderAccess {
 /// ```
 #[derive(Debug, Clone)]
 pub struct ModelConfig {
-    /// The LLM role (`GRALKOR_LLM_MODEL`).
-    pub llm: ModelSpec,
+    /// The LLM role (`GRALKOR_LLM_MODEL`); `None`: no extraction.
+    pub llm: Option<ModelSpec>,
     /// The LLM provider's model for small requests (`GRALKOR_LLM_SMALL_MODEL`);
     /// the LLM model when unset.
     pub small_llm_model: Option<String>,
@@ -209,10 +322,12 @@ pub struct ModelConfig {
     pub retry: RetryPolicy,
     /// The reqwest client to use (a default one when `None`).
     pub http_client: Option<reqwest::Client>,
+    /// Why each role has its spec (see [`ModelConfig::describe`]).
+    pub selection: Selection,
 }
 
 impl Default for ModelConfig {
-    /// The default specs, no keys.
+    /// The Google default specs, no keys.
     fn default() -> Self {
         ModelConfig::new(
             ModelSpec::new(Provider::Google, "gemini-3.1-flash-lite"),
@@ -224,19 +339,34 @@ impl Default for ModelConfig {
 /// The model clients a gralkor instance uses, sharing limiters and one usage meter.
 #[derive(Debug, Clone)]
 pub struct Models {
-    /// Structured generation.
-    pub llm: Arc<dyn LanguageModel>,
+    /// Structured generation; `None` without an LLM role (no extraction).
+    pub llm: Option<Arc<dyn LanguageModel>>,
     /// Embeddings.
     pub embedder: Arc<dyn Embedder>,
-    /// Reranking.
-    pub reranker: Arc<dyn Reranker>,
-    /// Where every call of the three is recorded.
+    /// Reranking; present exactly when `llm` is.
+    pub reranker: Option<Arc<dyn Reranker>>,
+    /// Where every call is recorded.
     pub usage: UsageMeter,
+}
+
+fn local_dimension(model: &str) -> Option<usize> {
+    LOCAL_EMBEDDING_MODELS
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(model.trim()))
+        .map(|(_, d)| *d)
+}
+
+fn shown(spec: Option<&ModelSpec>) -> String {
+    spec.map_or_else(|| "unset".to_string(), |s| format!("`{s}`"))
 }
 
 impl ModelConfig {
     /// Two roles, no credentials, default limits and retry policy.
     pub fn new(llm: ModelSpec, embedder: ModelSpec) -> Self {
+        ModelConfig::with_roles(Some(llm), embedder)
+    }
+
+    fn with_roles(llm: Option<ModelSpec>, embedder: ModelSpec) -> Self {
         ModelConfig {
             llm,
             small_llm_model: None,
@@ -247,7 +377,25 @@ impl ModelConfig {
             limits: LimiterSettings::default(),
             retry: RetryPolicy::default(),
             http_client: None,
+            selection: Selection::GIVEN,
         }
+    }
+
+    /// An embedder without a language model: episodes are embedded, never extracted.
+    ///
+    /// ```
+    /// use gralkor::llm::{ModelConfig, ModelSpec, Provider};
+    /// let config = ModelConfig::embedder_only(ModelSpec::new(Provider::Local, "all-minilm-l6-v2"));
+    /// config.validate().unwrap();
+    /// assert!(!config.extracts());
+    /// ```
+    pub fn embedder_only(embedder: ModelSpec) -> Self {
+        ModelConfig::with_roles(None, embedder)
+    }
+
+    /// Whether an LLM role is configured (episodes are extracted).
+    pub fn extracts(&self) -> bool {
+        self.llm.is_some()
     }
 
     /// Reads the process environment; see [`ModelConfig::from_lookup`].
@@ -256,10 +404,20 @@ impl ModelConfig {
     }
 
     /// Reads settings through `lookup` (a variable name → its value) and validates
-    /// them. Variables: `GRALKOR_LLM_MODEL` (default `google:gemini-3.1-flash-lite`),
-    /// `GRALKOR_EMBEDDER_MODEL` (default `google:gemini-embedding-2-preview`),
+    /// them. Variables: `GRALKOR_LLM_MODEL`, `GRALKOR_EMBEDDER_MODEL`,
     /// `GRALKOR_LLM_SMALL_MODEL`, `GRALKOR_EMBEDDER_DIMENSION`, `OPENAI_API_KEY`,
     /// `OPENAI_BASE_URL`, `GOOGLE_API_KEY`. Blank values count as unset.
+    ///
+    /// A role whose variable is set uses that spec, and a provider it selects must
+    /// have its key (an error naming the variable and the role otherwise). A role
+    /// whose variable is unset follows the access present ([`Choice::from_access`]):
+    ///
+    /// | access | LLM role | embedder role |
+    /// |---|---|---|
+    /// | `GOOGLE_API_KEY` (with or without `OPENAI_API_KEY`) | `google:gemini-3.1-flash-lite` | `google:gemini-embedding-2-preview` |
+    /// | `OPENAI_API_KEY` alone | `openai:gpt-4.1-mini` | `openai:text-embedding-3-small` |
+    /// | `OPENAI_BASE_URL` alone | `openai:gpt-4.1-mini` at that server, no key | `openai:text-embedding-3-small` there |
+    /// | none | none: extraction off | `local:all-minilm-l6-v2` |
     ///
     /// ```
     /// use std::collections::HashMap;
@@ -271,29 +429,50 @@ impl ModelConfig {
     ///     ("GOOGLE_API_KEY", "AIza-test"),
     /// ]);
     /// let config = ModelConfig::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap();
-    /// assert_eq!(config.llm.provider, Provider::OpenAi);
+    /// assert_eq!(config.llm.unwrap().provider, Provider::OpenAi);
     /// assert_eq!(config.embedder.to_string(), "google:gemini-embedding-2-preview");
+    ///
+    /// let offline = ModelConfig::from_lookup(|_| None).unwrap();
+    /// assert!(offline.llm.is_none());
+    /// assert_eq!(offline.embedder.to_string(), "local:all-minilm-l6-v2");
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let llm_raw = get(LLM_MODEL_VAR).unwrap_or_else(|| DEFAULT_LLM_MODEL.to_string());
-        let emb_raw = get(EMBEDDER_MODEL_VAR).unwrap_or_else(|| DEFAULT_EMBEDDER_MODEL.to_string());
+        let default = Choice::from_access(
+            get("GOOGLE_API_KEY").is_some(),
+            get("OPENAI_API_KEY").is_some(),
+            get("OPENAI_BASE_URL").is_some(),
+        );
+        let (llm_default, emb_default) = default.defaults().expect("a default choice");
+        let (llm_raw, llm_choice) = match get(LLM_MODEL_VAR) {
+            Some(raw) => (Some(raw), Choice::Variable),
+            None => (llm_default.map(str::to_string), default),
+        };
+        let (emb_raw, emb_choice) = match get(EMBEDDER_MODEL_VAR) {
+            Some(raw) => (raw, Choice::Variable),
+            None => (emb_default.to_string(), default),
+        };
+        let llm_shown = llm_raw
+            .as_deref()
+            .map_or_else(|| "unset".to_string(), |r| format!("`{}`", r.trim()));
         let parse = |field: &str, raw: &str| {
             ModelSpec::parse_inner(raw).map_err(|e| match e {
                 SpecError::Form => form_error(field, raw),
                 SpecError::UnknownProvider(p) => Error::config(
                     field,
                     format!(
-                        "names unsupported provider `{p}` ({LLM_MODEL_VAR}=`{}`, {EMBEDDER_MODEL_VAR}=`{}`); \
+                        "names unsupported provider `{p}` ({LLM_MODEL_VAR}={llm_shown}, {EMBEDDER_MODEL_VAR}=`{}`); \
                          supported providers: {}",
-                        llm_raw.trim(),
                         emb_raw.trim(),
                         Provider::supported_list()
                     ),
                 ),
             })
         };
-        let llm = parse(LLM_MODEL_VAR, &llm_raw)?;
+        let llm = llm_raw
+            .as_deref()
+            .map(|raw| parse(LLM_MODEL_VAR, raw))
+            .transpose()?;
         let embedder = parse(EMBEDDER_MODEL_VAR, &emb_raw)?;
         let embedder_dimension = match get("GRALKOR_EMBEDDER_DIMENSION") {
             None => None,
@@ -308,6 +487,7 @@ impl ModelConfig {
             },
         };
         let config = ModelConfig {
+            llm,
             small_llm_model: get("GRALKOR_LLM_SMALL_MODEL").map(|m| m.trim().to_string()),
             embedder_dimension,
             openai: ProviderAccess {
@@ -318,10 +498,54 @@ impl ModelConfig {
                 api_key: get("GOOGLE_API_KEY"),
                 base_url: None,
             },
-            ..ModelConfig::new(llm, embedder)
+            selection: Selection {
+                llm: llm_choice,
+                embedder: emb_choice,
+            },
+            ..ModelConfig::with_roles(None, embedder)
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// A sentence naming the chosen models and why, e.g. `embedder
+    /// local:all-minilm-l6-v2 because no provider key is set; extraction off because no
+    /// provider key is set (set GOOGLE_API_KEY or OPENAI_API_KEY to extract facts)`.
+    /// Never contains a key.
+    ///
+    /// ```
+    /// use gralkor::llm::ModelConfig;
+    /// let config = ModelConfig::from_lookup(|k| (k == "OPENAI_API_KEY").then(|| "sk".into())).unwrap();
+    /// assert_eq!(
+    ///     config.describe(),
+    ///     "embedder openai:text-embedding-3-small because OPENAI_API_KEY is set and GOOGLE_API_KEY is not; \
+    ///      llm openai:gpt-4.1-mini because OPENAI_API_KEY is set and GOOGLE_API_KEY is not"
+    /// );
+    /// ```
+    pub fn describe(&self) -> String {
+        let embedder = format!(
+            "embedder {} {}",
+            self.embedder,
+            self.selection.embedder.because(EMBEDDER_MODEL_VAR)
+        );
+        let llm = match &self.llm {
+            Some(spec) => format!("llm {spec} {}", self.selection.llm.because(LLM_MODEL_VAR)),
+            None => match self.selection.llm {
+                Choice::Given | Choice::Variable => {
+                    "extraction off (no language model configured)".to_string()
+                }
+                other => format!(
+                    "extraction off {} (set GOOGLE_API_KEY or OPENAI_API_KEY to extract facts)",
+                    other.because(LLM_MODEL_VAR)
+                ),
+            },
+        };
+        match self.openai.base_url.as_deref() {
+            Some(url) if self.uses(Provider::OpenAi) => {
+                format!("{embedder}; {llm}; openai at {}", url.trim())
+            }
+            _ => format!("{embedder}; {llm}"),
+        }
     }
 
     /// Sets the OpenAI key.
@@ -381,27 +605,52 @@ impl ModelConfig {
     fn access(&self, provider: Provider) -> &ProviderAccess {
         match provider {
             Provider::OpenAi => &self.openai,
-            Provider::Google => &self.google,
+            // `local` has no credentials; `validate` skips it before asking.
+            Provider::Google | Provider::Local => &self.google,
         }
     }
 
-    /// Checks that every provider some role selects has a non-blank key, and that
-    /// model names, the embedding size (known or given) and limits make sense.
-    /// Nothing is built or contacted.
+    fn roles(&self) -> impl Iterator<Item = (&'static str, &'static str, &ModelSpec)> {
+        [
+            self.llm.as_ref().map(|s| ("llm", LLM_MODEL_VAR, s)),
+            Some(("embedder", EMBEDDER_MODEL_VAR, &self.embedder)),
+        ]
+        .into_iter()
+        .flatten()
+    }
+
+    fn uses(&self, provider: Provider) -> bool {
+        self.roles().any(|(_, _, s)| s.provider == provider)
+    }
+
+    /// Checks that every provider some role selects has a non-blank key (`local`
+    /// needs none, and serves the embedder role only), and that model names, the
+    /// embedding size (known or given) and limits make sense. Nothing is built or
+    /// contacted.
     pub fn validate(&self) -> Result<()> {
-        for (field, spec) in [
-            (LLM_MODEL_VAR, &self.llm),
-            (EMBEDDER_MODEL_VAR, &self.embedder),
-        ] {
+        for (_, field, spec) in self.roles() {
             if spec.model.trim().is_empty() {
                 return Err(form_error(field, &format!("{}:", spec.provider)));
             }
         }
+        if let Some(spec) = self.llm.as_ref().filter(|s| !s.provider.serves_llm()) {
+            return Err(Error::config(
+                LLM_MODEL_VAR,
+                format!(
+                    "names provider `{}`, which serves the embedder role only (got `{spec}`); \
+                     the llm role needs one of: openai, google",
+                    spec.provider
+                ),
+            ));
+        }
         for provider in Provider::ALL {
-            let roles: Vec<&str> = [("llm", &self.llm), ("embedder", &self.embedder)]
-                .into_iter()
-                .filter(|(_, spec)| spec.provider == provider)
-                .map(|(role, _)| role)
+            let Some(key_var) = provider.key_var() else {
+                continue;
+            };
+            let roles: Vec<&str> = self
+                .roles()
+                .filter(|(_, _, spec)| spec.provider == provider)
+                .map(|(role, _, _)| role)
                 .collect();
             if roles.is_empty() {
                 continue;
@@ -428,15 +677,42 @@ impl ModelConfig {
                     ""
                 };
                 return Err(Error::config(
-                    provider.key_var(),
+                    key_var,
                     format!(
-                        "must be set and not blank: {who} ({LLM_MODEL_VAR}=`{}`, {EMBEDDER_MODEL_VAR}=`{}`){hint}",
-                        self.llm, self.embedder
+                        "must be set and not blank: {who} ({LLM_MODEL_VAR}={}, {EMBEDDER_MODEL_VAR}=`{}`){hint}",
+                        shown(self.llm.as_ref()),
+                        self.embedder
                     ),
                 ));
             }
         }
-        resolve_dimension(&self.embedder.model, self.embedder_dimension)?;
+        if self.embedder.provider == Provider::Local {
+            let Some(native) = local_dimension(&self.embedder.model) else {
+                return Err(Error::config(
+                    EMBEDDER_MODEL_VAR,
+                    format!(
+                        "names local model `{}`, which gralkor does not have; local models: {}",
+                        self.embedder.model.trim(),
+                        LOCAL_EMBEDDING_MODELS
+                            .iter()
+                            .map(|(name, _)| *name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            };
+            if let Some(n) = self.embedder_dimension.filter(|n| *n != native) {
+                return Err(Error::config(
+                    "GRALKOR_EMBEDDER_DIMENSION",
+                    format!(
+                        "must be {native} or unset for `{}` (got {n}): local vectors are not shortened",
+                        self.embedder
+                    ),
+                ));
+            }
+        } else {
+            resolve_dimension(&self.embedder.model, self.embedder_dimension)?;
+        }
         if let Some(url) = &self.openai.base_url {
             check_base_url("OPENAI_BASE_URL", url)?;
         }
@@ -487,45 +763,69 @@ impl ModelConfig {
         b.build()
     }
 
-    /// Validates, then builds the three clients. Requests to one provider key share
-    /// one limiter (see [`Limiter::shared`](super::Limiter::shared)), and all three
-    /// record into one new [`UsageMeter`].
+    /// Validates, then builds the clients. Requests to one provider key share one
+    /// limiter (see [`Limiter::shared`](super::Limiter::shared)), and all record into
+    /// one new [`UsageMeter`].
     ///
     /// The reranker follows the LLM's provider: for OpenAI with a non-reasoning model,
     /// the log-probability [`OpenAiReranker`](super::openai::OpenAiReranker) on the
-    /// small model; otherwise a [`ListwiseReranker`] over the LLM.
+    /// small model; otherwise a [`ListwiseReranker`] over the LLM. Without an LLM
+    /// there is no reranker.
+    ///
+    /// A `local:` embedder is a configuration error in this build: the in-process
+    /// embedding model is not compiled in yet.
     pub fn build(&self) -> Result<Models> {
         self.validate()?;
+        if self.embedder.provider == Provider::Local {
+            return Err(Error::config(
+                EMBEDDER_MODEL_VAR,
+                format!(
+                    "selects the local embedder `{}` ({}), which is not available in this build \
+                     yet; set GOOGLE_API_KEY or OPENAI_API_KEY, or {EMBEDDER_MODEL_VAR} to an \
+                     `openai:` or `google:` model",
+                    self.embedder,
+                    self.selection.embedder.because(EMBEDDER_MODEL_VAR)
+                ),
+            ));
+        }
         let usage = UsageMeter::new();
-        let openai_needed = [&self.llm, &self.embedder]
-            .iter()
-            .any(|s| s.provider == Provider::OpenAi);
-        let google_needed = [&self.llm, &self.embedder]
-            .iter()
-            .any(|s| s.provider == Provider::Google);
-        let openai = openai_needed.then(|| self.openai(&usage)).transpose()?;
-        let google = google_needed.then(|| self.gemini(&usage)).transpose()?;
-        let small = self
-            .small_llm_model
-            .clone()
-            .unwrap_or_else(|| self.llm.model.clone());
-        let (llm, reranker): (Arc<dyn LanguageModel>, Arc<dyn Reranker>) = match self.llm.provider {
-            Provider::OpenAi => {
-                let conn = openai.as_ref().expect("built above");
-                let llm: Arc<dyn LanguageModel> =
-                    Arc::new(conn.chat(&self.llm.model).with_small_model(&small));
-                let reranker: Arc<dyn Reranker> = if is_reasoning_model(&small) {
-                    Arc::new(ListwiseReranker::new(llm.clone()))
-                } else {
-                    Arc::new(conn.reranker(&small))
-                };
-                (llm, reranker)
-            }
-            Provider::Google => {
-                let conn = google.as_ref().expect("built above");
-                let llm: Arc<dyn LanguageModel> =
-                    Arc::new(conn.chat(&self.llm.model).with_small_model(&small));
-                (llm.clone(), Arc::new(ListwiseReranker::new(llm)))
+        let openai = self
+            .uses(Provider::OpenAi)
+            .then(|| self.openai(&usage))
+            .transpose()?;
+        let google = self
+            .uses(Provider::Google)
+            .then(|| self.gemini(&usage))
+            .transpose()?;
+        let (llm, reranker) = match &self.llm {
+            None => (None, None),
+            Some(spec) => {
+                let small = self
+                    .small_llm_model
+                    .clone()
+                    .unwrap_or_else(|| spec.model.clone());
+                let (llm, reranker): (Arc<dyn LanguageModel>, Arc<dyn Reranker>) =
+                    match spec.provider {
+                        Provider::OpenAi => {
+                            let conn = openai.as_ref().expect("built above");
+                            let llm: Arc<dyn LanguageModel> =
+                                Arc::new(conn.chat(&spec.model).with_small_model(&small));
+                            let reranker: Arc<dyn Reranker> = if is_reasoning_model(&small) {
+                                Arc::new(ListwiseReranker::new(llm.clone()))
+                            } else {
+                                Arc::new(conn.reranker(&small))
+                            };
+                            (llm, reranker)
+                        }
+                        Provider::Google => {
+                            let conn = google.as_ref().expect("built above");
+                            let llm: Arc<dyn LanguageModel> =
+                                Arc::new(conn.chat(&spec.model).with_small_model(&small));
+                            (llm.clone(), Arc::new(ListwiseReranker::new(llm)))
+                        }
+                        Provider::Local => unreachable!("validate rejects a local llm"),
+                    };
+                (Some(llm), Some(reranker))
             }
         };
         let embedder: Arc<dyn Embedder> = match self.embedder.provider {
@@ -541,6 +841,7 @@ impl ModelConfig {
                     .expect("built above")
                     .embedder(&self.embedder.model, self.embedder_dimension)?,
             ),
+            Provider::Local => unreachable!("returned above"),
         };
         Ok(Models {
             llm,

@@ -46,8 +46,9 @@ mod transport;
 mod usage;
 
 pub use config::{
-    DEFAULT_EMBEDDER_MODEL, DEFAULT_LLM_MODEL, EMBEDDER_MODEL_VAR, LLM_MODEL_VAR, ModelConfig,
-    ModelSpec, Models, Provider, ProviderAccess,
+    Choice, DEFAULT_EMBEDDER_MODEL, DEFAULT_LLM_MODEL, DEFAULT_LOCAL_EMBEDDER_MODEL,
+    DEFAULT_OPENAI_EMBEDDER_MODEL, DEFAULT_OPENAI_LLM_MODEL, EMBEDDER_MODEL_VAR, LLM_MODEL_VAR,
+    LOCAL_EMBEDDING_MODELS, ModelConfig, ModelSpec, Models, Provider, ProviderAccess, Selection,
 };
 pub use limiter::{Limiter, LimiterSettings, LimiterStats, Permit};
 pub use listwise::{DEFAULT_LISTWISE_BATCH, ListwiseReranker};

@@ -48,8 +48,8 @@ pub use ids::{GraphId, MAX_NAME_BYTES, OperatorId, RESERVED_PREFIXES, check_name
 pub use memory::InMemoryStorage;
 pub use native::NativeStorage;
 pub use records::{
-    Artefact, CommunityCounts, EpisodeRecord, FactRecord, FactSource, GraphQuery, Hit, NewEpisode,
-    NodeRecord, ResultType, ScoredHit,
+    Artefact, CommunityCounts, EpisodeRecord, ExtractionReport, FactRecord, FactSource, GraphQuery,
+    Hit, NewEpisode, NodeRecord, ResultType, ScoredHit,
 };
 
 use crate::Result;
@@ -90,6 +90,18 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Detects communities in one graph.
     async fn build_communities(&self, graph: &GraphId) -> Result<CommunityCounts>;
+
+    /// Extracts the episodes of `graph` that are stored but not yet extracted, each
+    /// with the ontology its writer key maps to in `ontologies` (the generic one when
+    /// absent). Default: nothing is ever pending (a storage that does not extract).
+    async fn extract_pending(
+        &self,
+        graph: &GraphId,
+        ontologies: &std::collections::BTreeMap<String, crate::ontology::Ontology>,
+    ) -> Result<ExtractionReport> {
+        let _ = (graph, ontologies);
+        Ok(ExtractionReport::default())
+    }
 
     /// Releases what the storage holds (stops an embedded server it started). Called
     /// once by the client's `shutdown`, after background writes finished. Default:

@@ -6,9 +6,11 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::provenance::Writer;
+use std::collections::BTreeMap;
+
 use super::{
-    CommunityCounts, EpisodeRecord, FactRecord, FactSource, Graph, GraphId, GraphQuery, Hit,
-    NewEpisode, NodeRecord, ResultType, ScoredHit, Storage, owned_node_uuid,
+    CommunityCounts, EpisodeRecord, ExtractionReport, FactRecord, FactSource, Graph, GraphId,
+    GraphQuery, Hit, NewEpisode, NodeRecord, ResultType, ScoredHit, Storage, owned_node_uuid,
 };
 use crate::falkordb::FalkorDb;
 use crate::graph::search::{
@@ -18,6 +20,7 @@ use crate::graph::search::{
 use crate::graph::{
     self, AddEpisode, CommunityOptions, Engine, EpisodeState, GENERIC_RELATION_TYPE,
 };
+use crate::ontology::Ontology;
 use crate::{Error, Result};
 
 /// The storage of [`NativeClient`](crate::NativeClient): the [`Engine`] plus a
@@ -150,6 +153,29 @@ impl Storage for NativeStorage {
             .build_communities(graph.as_str(), &CommunityOptions::default())
             .await?;
         Ok(CommunityCounts::new(report.communities, report.members))
+    }
+
+    async fn extract_pending(
+        &self,
+        graph: &GraphId,
+        ontologies: &BTreeMap<String, Ontology>,
+    ) -> Result<ExtractionReport> {
+        let resumed = self
+            .engine
+            .resume_pending_by_writer(graph.as_str(), &|writer| {
+                writer.and_then(|key| ontologies.get(key).cloned())
+            })
+            .await?;
+        Ok(ExtractionReport {
+            completed: resumed.completed.iter().map(|o| o.episode.uuid).collect(),
+            busy: resumed.busy,
+            failed: resumed
+                .failed
+                .into_iter()
+                .map(|(uuid, e)| (uuid, e.to_string()))
+                .collect(),
+            quarantined: resumed.quarantined,
+        })
     }
 
     async fn shutdown(&self) -> Result<()> {

@@ -405,3 +405,17 @@ impl GraphQuery {
         self
     }
 }
+
+/// What extracting a graph's pending episodes did.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ExtractionReport {
+    /// Episodes extracted by this call, oldest first.
+    pub completed: Vec<Uuid>,
+    /// Episodes another live writer holds (try again later).
+    pub busy: Vec<Uuid>,
+    /// Episodes that failed again, with the error's message; they stay pending.
+    pub failed: Vec<(Uuid, String)>,
+    /// Episodes set aside after unanswered commits, which the call did not process.
+    pub quarantined: Vec<Uuid>,
+}

@@ -150,7 +150,11 @@ async fn connect_from_config_without_models_stores_searchable_episodes_and_shuts
         .search(&Search::new(&op, "allotment gate").facts())
         .await
         .unwrap();
-    assert!(facts.is_empty(), "episodes only: nothing extracted yet");
+    // Episodes only: nothing is extracted, so the episode stands in as its fact.
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    let fact = facts[0].hit.as_fact().expect("a fact");
+    assert!(fact.fact.contains("4711"), "{fact:?}");
+    assert_eq!(fact.sources[0].episode, episodes[0].hit.as_episode().unwrap().uuid);
     let server = client.storage().db().embedded_server().unwrap().clone();
     client.shutdown().await.unwrap();
     assert!(server.pid().is_none(), "the embedded server stopped");
@@ -399,4 +403,106 @@ async fn without_a_language_model_fact_search_answers_from_episodes_as_the_twin_
     .await
     .unwrap();
     assert!(text.contains("I moved to Lisbon"), "{text}");
+}
+
+#[tokio::test]
+async fn episodes_stored_without_a_model_are_extracted_later_through_the_client() {
+    let db = common::db().await;
+    let op = op();
+    let offline = NativeClient::from_parts(
+        Runtime::packaged(),
+        NativeStorage::new(Engine::episodes_only(db.clone())),
+    );
+    let written = offline
+        .ingest(&Ingest::new(
+            "t-1",
+            &op,
+            "personal-chat",
+            Content::conversation("Ada: I keep bees in Porto."),
+        ))
+        .await
+        .unwrap();
+    let request = gralkor::client::ExtractPending::new(&op).destinations(["personal"]);
+    let err = offline.extract_pending(&request).await.unwrap_err();
+    assert!(
+        matches!(&err, gralkor::Error::Config { .. }) && err.to_string().contains("language model"),
+        "{err}"
+    );
+
+    let r = Rules::narrator();
+    let model = ScriptedModel::new().respond_with(move |req| answer(&r, req));
+    let online = NativeClient::from_parts(
+        Runtime::packaged(),
+        NativeStorage::new(Engine::new(
+            db,
+            Arc::new(model.clone()),
+            Arc::new(CountingEmbedder::new()),
+        )),
+    );
+    let reports = online.extract_pending(&request).await.unwrap();
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].destination, "personal");
+    assert_eq!(reports[0].report.completed, [written[0].episode]);
+    assert!(reports[0].report.failed.is_empty() && reports[0].report.busy.is_empty());
+    assert!(!model.calls().is_empty(), "the episode was extracted");
+    // Its facts now answer, with the Lens as their source's writer; nothing is pending.
+    let facts = online
+        .search(&Search::new(&op, "bees Porto").facts())
+        .await
+        .unwrap();
+    assert!(!facts.is_empty());
+    for r in &facts {
+        let f = r.hit.as_fact().unwrap();
+        assert_eq!(
+            f.sources[0].writer,
+            Some(Writer::Lens("personal-chat".into()))
+        );
+    }
+    let again = online.extract_pending(&request).await.unwrap();
+    assert!(again[0].report.completed.is_empty());
+}
+
+#[tokio::test]
+async fn an_embedder_of_another_dimension_is_refused_before_any_write() {
+    let dir = tempfile::Builder::new()
+        .prefix("gralkor-dims-")
+        .tempdir()
+        .unwrap();
+    let db = gralkor::FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(dir.path())))
+        .await
+        .unwrap();
+    let r = Rules::narrator();
+    let model = Arc::new(ScriptedModel::new().respond_with(move |req| answer(&r, req)));
+    let with = |dimension| {
+        Engine::new(
+            db.clone(),
+            model.clone(),
+            Arc::new(gralkor::llm::doubles::HashEmbedder::new(dimension)),
+        )
+    };
+    // Nothing stored yet: any dimension is fine.
+    with(16).check_dimensions().await.unwrap();
+    with(8)
+        .add_episode(
+            "dims",
+            gralkor::graph::AddEpisode::new(
+                "Ada: hello",
+                gralkor::graph::SourceKind::Message,
+                gralkor::graph::Timestamp::now(),
+            ),
+        )
+        .await
+        .unwrap();
+    with(8).check_dimensions().await.unwrap();
+    let err = with(16).check_dimensions().await.unwrap_err();
+    assert!(
+        matches!(&err, gralkor::Error::Config { field, .. } if field == "embedder dimension"),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("8 dimensions, this embedder gives 16"),
+        "{err}"
+    );
+    db.shutdown().await.unwrap();
 }

