@@ -154,7 +154,10 @@ async fn connect_from_config_without_models_stores_searchable_episodes_and_shuts
     assert_eq!(facts.len(), 1, "{facts:?}");
     let fact = facts[0].hit.as_fact().expect("a fact");
     assert!(fact.fact.contains("4711"), "{fact:?}");
-    assert_eq!(fact.sources[0].episode, episodes[0].hit.as_episode().unwrap().uuid);
+    assert_eq!(
+        fact.sources[0].episode,
+        episodes[0].hit.as_episode().unwrap().uuid
+    );
     let server = client.storage().db().embedded_server().unwrap().clone();
     client.shutdown().await.unwrap();
     assert!(server.pid().is_none(), "the embedded server stopped");
