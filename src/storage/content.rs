@@ -73,6 +73,24 @@ impl Content {
     }
 }
 
+/// The words of `text` for the storages' word matching: runs of letters and digits,
+/// lowercased.
+pub(super) fn words(text: &str) -> std::collections::HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The share of `wanted` found among `text`'s [`words`] (0 when nothing is shared).
+pub(super) fn overlap(wanted: &std::collections::HashSet<String>, text: &str) -> f64 {
+    if wanted.is_empty() {
+        return 0.0;
+    }
+    let found = words(text);
+    wanted.iter().filter(|w| found.contains(*w)).count() as f64 / wanted.len() as f64
+}
+
 /// Checks content with the engine's one rule
 /// ([`check_content`]) on what will be stored: non-blank text, a non-empty JSON object
 /// or array, no NUL characters, at most

@@ -7,14 +7,15 @@ use async_trait::async_trait;
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::content::{overlap, words};
 use super::provenance::Writer;
 use super::{
-    CommunityCounts, Content, EpisodeRecord, FactRecord, FactSource, Graph, GraphId, GraphNode,
-    GraphQuery, GraphRelationship, Hit, NewEpisode, NodeRecord, OWNER_PROPERTY, ResultType,
-    ScoredHit, Storage, owned_node_uuid,
+    CommunityCounts, Content, EpisodeRecord, FactRecord, Graph, GraphId, GraphNode, GraphQuery,
+    GraphRelationship, Hit, NewEpisode, NodeRecord, OWNER_PROPERTY, ResultType, ScoredHit, Storage,
+    owned_node_uuid,
 };
 use crate::Result;
-use crate::graph::{GENERIC_RELATION_TYPE, Timestamp};
+use crate::graph::Timestamp;
 
 /// Deterministic in-memory [`Storage`]: no extraction, no network.
 ///
@@ -71,24 +72,8 @@ impl StoredEpisode {
     }
 }
 
-fn words(text: &str) -> HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
 fn owner(properties: &serde_json::Map<String, Value>) -> Option<&str> {
     properties.get(OWNER_PROPERTY).and_then(Value::as_str)
-}
-
-/// The share of `wanted` found in `text`'s words (0 when nothing is shared).
-fn overlap(wanted: &HashSet<String>, text: &str) -> f64 {
-    if wanted.is_empty() {
-        return 0.0;
-    }
-    let found = words(text);
-    wanted.iter().filter(|w| found.contains(*w)).count() as f64 / wanted.len() as f64
 }
 
 impl InMemoryStorage {
@@ -245,19 +230,19 @@ fn search_graph(
             .map(|(score, e)| ScoredHit::new(score, Hit::Episode(e.record())))
             .collect(),
         ResultType::Facts { edge_types } => {
-            if !edge_types.is_empty() && !edge_types.iter().any(|t| t == GENERIC_RELATION_TYPE) {
+            if !ResultType::episode_facts_wanted(edge_types) {
                 Vec::new()
             } else {
                 matching
                     .map(|(score, e)| {
-                        let mut fact = FactRecord::new(e.uuid, e.content.encoded());
-                        fact.created_at = Some(e.created_at);
-                        fact.valid_at = Some(e.valid_at);
-                        fact.sources = vec![FactSource::from_stored(
+                        let fact = FactRecord::from_episode(
                             e.uuid,
-                            Some(e.content.kind()),
+                            e.content.encoded(),
+                            e.content.kind(),
                             &e.stored_description,
-                        )];
+                            e.valid_at,
+                            e.created_at,
+                        );
                         ScoredHit::new(score, Hit::Fact(fact))
                     })
                     .collect()

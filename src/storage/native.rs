@@ -1,13 +1,12 @@
 //! [`NativeStorage`]: the graph engine (FalkorDB and the models) plus a mapping.
 
-use std::collections::HashSet;
-
 use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::provenance::Writer;
 use std::collections::BTreeMap;
 
+use super::content::{overlap, words};
 use super::{
     CommunityCounts, EpisodeRecord, ExtractionReport, FactRecord, FactSource, Graph, GraphId,
     GraphQuery, Hit, NewEpisode, NodeRecord, ResultType, ScoredHit, Storage, owned_node_uuid,
@@ -17,9 +16,7 @@ use crate::graph::search::{
     MAX_SEARCH_LIMIT, Methods, RerankerKind, ScopeConfig, SearchConfig, SearchFilters,
     SearchRequest, SearchResults,
 };
-use crate::graph::{
-    self, AddEpisode, CommunityOptions, Engine, EpisodeState, GENERIC_RELATION_TYPE,
-};
+use crate::graph::{self, AddEpisode, CommunityOptions, Engine, EpisodeState};
 use crate::ontology::Ontology;
 use crate::{Error, Result};
 
@@ -58,13 +55,6 @@ impl NativeStorage {
         };
         ScopeConfig::new(methods, RerankerKind::Rrf)
     }
-}
-
-fn words(text: &str) -> HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
 }
 
 #[async_trait]
@@ -213,7 +203,7 @@ impl NativeStorage {
                 filters.fact_types = edge_types.clone();
                 // Without a language model nothing is extracted: the episodes not yet
                 // extracted stand in as facts (as the twin's do), so memory answers.
-                if !self.engine.extracts() && generic_facts_wanted(edge_types) {
+                if !self.engine.extracts() && ResultType::episode_facts_wanted(edge_types) {
                     config.episodes = Some(ScopeConfig::new(Methods::FULLTEXT, RerankerKind::Rrf));
                 }
             }
@@ -313,9 +303,8 @@ impl NativeStorage {
                     text.push_str(s);
                 }
             }
-            let found = words(&text);
-            let shared = wanted.iter().filter(|w| found.contains(*w)).count();
-            if shared == 0 {
+            let score = overlap(&wanted, &text);
+            if score == 0.0 {
                 continue;
             }
             let attributes: serde_json::Map<String, serde_json::Value> = owned
@@ -332,33 +321,22 @@ impl NativeStorage {
             let mut node = NodeRecord::new(owned_node_uuid(graph, &owned.id), name);
             node.labels = owned.labels;
             node.attributes = serde_json::Value::Object(attributes);
-            hits.push(ScoredHit::new(
-                shared as f64 / wanted.len().max(1) as f64,
-                Hit::Node(node),
-            ));
+            hits.push(ScoredHit::new(score, Hit::Node(node)));
         }
         Ok(hits)
     }
 }
 
-/// Whether a fact search for `edge_types` may return episode-backed facts, which are
-/// typed like the generic relationship (any type, or `RELATES_TO` among them).
-fn generic_facts_wanted(edge_types: &[String]) -> bool {
-    edge_types.is_empty() || edge_types.iter().any(|t| t == GENERIC_RELATION_TYPE)
-}
-
-/// A not-yet-extracted episode as a fact: its content, timed by the episode, with the
-/// episode as its single source — the shape the in-memory twin returns.
+/// A not-yet-extracted episode as a fact, in the twin's shape.
 fn episode_fact(e: graph::Episode) -> FactRecord {
-    let mut fact = FactRecord::new(e.uuid, e.content);
-    fact.created_at = Some(e.created_at);
-    fact.valid_at = Some(e.valid_at);
-    fact.sources = vec![FactSource::from_stored(
+    FactRecord::from_episode(
         e.uuid,
-        Some(e.source),
+        e.content,
+        e.source,
         &e.source_description,
-    )];
-    fact
+        e.valid_at,
+        e.created_at,
+    )
 }
 
 /// An engine episode as the client returns it (writer read from the description).

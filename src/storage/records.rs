@@ -174,6 +174,28 @@ pub struct FactRecord {
 }
 
 impl FactRecord {
+    /// A stored, not-yet-extracted episode standing in as a fact (what a storage that
+    /// does not extract returns for a fact search): its content, timed by the episode,
+    /// with the episode as its single source.
+    pub fn from_episode(
+        uuid: Uuid,
+        content: impl Into<String>,
+        source_kind: SourceKind,
+        stored_description: &str,
+        valid_at: Timestamp,
+        created_at: Timestamp,
+    ) -> FactRecord {
+        let mut fact = FactRecord::new(uuid, content);
+        fact.created_at = Some(created_at);
+        fact.valid_at = Some(valid_at);
+        fact.sources = vec![FactSource::from_stored(
+            uuid,
+            Some(source_kind),
+            stored_description,
+        )];
+        fact
+    }
+
     /// A fact with no times and no sources.
     pub fn new(uuid: Uuid, fact: impl Into<String>) -> FactRecord {
         FactRecord {
@@ -283,6 +305,16 @@ pub enum ResultType {
 }
 
 impl ResultType {
+    /// Whether a fact search restricted to `edge_types` may return episode-backed facts
+    /// ([`FactRecord::from_episode`]), which are typed like the generic relationship:
+    /// any type, or `RELATES_TO` among them.
+    pub(crate) fn episode_facts_wanted(edge_types: &[String]) -> bool {
+        edge_types.is_empty()
+            || edge_types
+                .iter()
+                .any(|t| t == crate::graph::GENERIC_RELATION_TYPE)
+    }
+
     /// `episodes`, `facts`, `nodes` or `artefacts`.
     pub fn as_str(&self) -> &'static str {
         match self {
