@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::provenance::{self, Writer};
+use super::provenance::Writer;
 pub use crate::graph::SourceKind;
 use crate::graph::{MAX_SOURCE_DESCRIPTION_BYTES, check_content};
 use crate::{Error, Result};
@@ -122,11 +122,7 @@ pub fn validate_source_description(field: &str, description: &str, writer: &Writ
     if description.contains('\0') {
         return Err(Error::invalid(field, "must not contain NUL characters"));
     }
-    let stored = match writer {
-        Writer::Lens(name) => provenance::lens_description(description, name),
-        Writer::Direct => provenance::direct_description(description),
-        Writer::Reflection(name) => provenance::reflection_description(name),
-    };
+    let stored = writer.describe(description);
     if stored.len() <= MAX_SOURCE_DESCRIPTION_BYTES {
         return Ok(());
     }
