@@ -45,27 +45,40 @@ impl MemoryClient<NativeStorage> {
         tracing::info!("gralkor connecting: {}", config.describe());
         let runtime = Runtime::new(runtime)?;
         let db = FalkorDb::connect(config.falkordb.clone()).await?;
-        let engine = match config.models.as_ref().filter(|m| m.extracts()) {
-            Some(models) => match models.build()? {
-                Models {
-                    llm: Some(llm),
+        let engine = match config.models.as_ref() {
+            Some(models) => {
+                let Models {
+                    llm,
                     embedder,
-                    reranker: Some(reranker),
+                    reranker,
                     ..
-                } => Engine::new(db, llm, embedder).with_reranker(reranker),
-                _ => Engine::episodes_only(db),
-            },
-            // Without a language model the engine stores episodes only and has no use
-            // for an embedder yet, so none is built (issue 12 §3 gives episodes
-            // vectors).
-            None => Engine::episodes_only(db),
+                } = models.build()?;
+                // An in-process model is provisioned and loaded now, so a missing one
+                // is an error here rather than at the first write.
+                embedder.warm_up().await?;
+                match (llm, reranker) {
+                    (Some(llm), Some(reranker)) => {
+                        Engine::new(db, llm, embedder).with_reranker(reranker)
+                    }
+                    (Some(llm), None) => Engine::new(db, llm, embedder),
+                    (None, _) => {
+                        tracing::info!(
+                            embedder = %format!("{}:{}", embedder.provider(), embedder.model()),
+                            "no language model: episodes are stored with their embeddings \
+                             and searched by text and meaning; nothing is extracted"
+                        );
+                        Engine::without_llm(db, embedder)
+                    }
+                }
+            }
+            None => {
+                tracing::info!(
+                    "no models: episodes are stored and searched by their text; nothing is \
+                     embedded or extracted"
+                );
+                Engine::episodes_only(db)
+            }
         };
-        if !engine.extracts() {
-            tracing::info!(
-                "episodes only: episodes are stored and searched by their text; no embedder \
-                 is built until episodes get vectors"
-            );
-        }
         // An embedder of another dimension than the stored graphs' is refused now,
         // before any write.
         engine.check_dimensions().await?;

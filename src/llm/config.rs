@@ -772,17 +772,21 @@ impl ModelConfig {
     /// small model; otherwise a [`ListwiseReranker`] over the LLM. Without an LLM
     /// there is no reranker.
     ///
-    /// A `local:` embedder is a configuration error in this build: the in-process
-    /// embedding model is not compiled in yet.
+    /// A `local:` embedder is a [`DeferredLocalEmbedder`](super::local::DeferredLocalEmbedder)
+    /// (found or provisioned, then loaded, on [`Embedder::warm_up`] or its first use)
+    /// when the crate is built with the `local-embedder` feature (on by default), and
+    /// a configuration error naming the feature otherwise.
     pub fn build(&self) -> Result<Models> {
         self.validate()?;
+        #[cfg(not(feature = "local-embedder"))]
         if self.embedder.provider == Provider::Local {
             return Err(Error::config(
                 EMBEDDER_MODEL_VAR,
                 format!(
-                    "selects the local embedder `{}` ({}), which is not available in this build \
-                     yet; set GOOGLE_API_KEY or OPENAI_API_KEY, or {EMBEDDER_MODEL_VAR} to an \
-                     `openai:` or `google:` model",
+                    "selects the local embedder `{}` ({}), which needs gralkor's \
+                     `local-embedder` feature (on by default; this build turned it off); \
+                     enable it, or set GOOGLE_API_KEY or OPENAI_API_KEY, or \
+                     {EMBEDDER_MODEL_VAR} to an `openai:` or `google:` model",
                     self.embedder,
                     self.selection.embedder.because(EMBEDDER_MODEL_VAR)
                 ),
@@ -841,6 +845,11 @@ impl ModelConfig {
                     .expect("built above")
                     .embedder(&self.embedder.model, self.embedder_dimension)?,
             ),
+            #[cfg(feature = "local-embedder")]
+            Provider::Local => Arc::new(super::local::DeferredLocalEmbedder::new(
+                super::local::LocalModelConfig::default(),
+            )),
+            #[cfg(not(feature = "local-embedder"))]
             Provider::Local => unreachable!("returned above"),
         };
         Ok(Models {

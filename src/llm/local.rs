@@ -473,6 +473,74 @@ impl Model {
     }
 }
 
+/// A [`LocalEmbedder`] that is found (or provisioned) and loaded on first use — or
+/// on [`Embedder::warm_up`] — rather than when it is made: what
+/// [`ModelConfig::build`](super::ModelConfig::build) returns for a `local:` spec, so
+/// building the model clients stays synchronous. Cheap to clone (clones share the
+/// model once loaded); a failed load is returned to that caller and tried again by
+/// the next.
+///
+/// ```no_run
+/// # async fn run() -> gralkor::Result<()> {
+/// use gralkor::llm::Embedder;
+/// use gralkor::llm::local::{DeferredLocalEmbedder, LocalModelConfig};
+///
+/// let embedder = DeferredLocalEmbedder::new(LocalModelConfig::default());
+/// embedder.warm_up().await?; // provisions and loads now, not at the first embed
+/// assert_eq!(embedder.embed(&["Ada moved to Lisbon.".into()], "example").await?[0].len(), 384);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct DeferredLocalEmbedder {
+    config: LocalModelConfig,
+    loaded: Arc<tokio::sync::OnceCell<LocalEmbedder>>,
+}
+
+impl DeferredLocalEmbedder {
+    /// An embedder that will load the model as `config` says.
+    pub fn new(config: LocalModelConfig) -> Self {
+        DeferredLocalEmbedder {
+            config,
+            loaded: Arc::default(),
+        }
+    }
+
+    /// The loaded model, loading it first if needed.
+    pub async fn loaded(&self) -> Result<&LocalEmbedder> {
+        self.loaded
+            .get_or_try_init(|| LocalEmbedder::load(&self.config))
+            .await
+    }
+}
+
+#[async_trait]
+impl Embedder for DeferredLocalEmbedder {
+    fn dimension(&self) -> usize {
+        DIMENSION
+    }
+
+    async fn embed(&self, texts: &[String], label: &str) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.loaded().await?.embed(texts, label).await
+    }
+
+    async fn warm_up(&self) -> Result<()> {
+        let loaded = self.loaded().await?;
+        info!(model = MODEL, dir = %loaded.model_dir().display(), "local embedder ready");
+        Ok(())
+    }
+
+    fn provider(&self) -> &str {
+        PROVIDER
+    }
+
+    fn model(&self) -> &str {
+        MODEL
+    }
+}
+
 #[async_trait]
 impl Embedder for LocalEmbedder {
     fn dimension(&self) -> usize {

@@ -196,15 +196,16 @@ impl NativeStorage {
         };
         match &query.result_type {
             ResultType::Episodes => {
-                config.episodes = Some(ScopeConfig::new(Methods::FULLTEXT, RerankerKind::Rrf));
+                config.episodes = Some(self.scope());
             }
             ResultType::Facts { edge_types } => {
                 config.facts = Some(self.scope());
                 filters.fact_types = edge_types.clone();
                 // Without a language model nothing is extracted: the episodes not yet
-                // extracted stand in as facts (as the twin's do), so memory answers.
+                // extracted stand in as facts (as the twin's do), found by the same
+                // hybrid search, so memory answers.
                 if !self.engine.extracts() && ResultType::episode_facts_wanted(edge_types) {
-                    config.episodes = Some(ScopeConfig::new(Methods::FULLTEXT, RerankerKind::Rrf));
+                    config.episodes = Some(self.scope());
                 }
             }
             ResultType::Nodes { entity_types } => {

@@ -118,6 +118,28 @@ impl Engine {
         Engine::build(db, None, None)
     }
 
+    /// An engine on `db` with an embedder and no language model: it extracts nothing,
+    /// but [`add_episode`](Engine::add_episode) stores each episode with its content
+    /// embedding (one embedding request), so episode searches are hybrid (fulltext and
+    /// vector, fused). Episodes stay pending for an engine with a language model to
+    /// [`resume`](Engine::resume_pending). This is the offline engine: with the
+    /// in-process embedder (feature `local-embedder`) it needs no network at all.
+    ///
+    /// ```
+    /// use gralkor::graph::Engine;
+    /// use gralkor::llm::doubles::HashEmbedder;
+    /// use std::sync::Arc;
+    ///
+    /// # async fn run(db: gralkor::FalkorDb) {
+    /// let offline = Engine::without_llm(db, Arc::new(HashEmbedder::new(64)));
+    /// assert!(!offline.extracts());
+    /// assert!(offline.embedder().is_some());
+    /// # }
+    /// ```
+    pub fn without_llm(db: FalkorDb, embedder: Arc<dyn Embedder>) -> Engine {
+        Engine::build(db, None, Some(embedder))
+    }
+
     fn build(
         db: FalkorDb,
         llm: Option<Arc<dyn LanguageModel>>,
@@ -181,7 +203,8 @@ impl Engine {
         self.inner.llm.as_ref()
     }
 
-    /// The embedder, if this engine extracts (it also embeds search queries).
+    /// The embedder, if this engine has one: it embeds episodes, extracted names and
+    /// facts, and search queries.
     pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
         self.inner.embedder.as_ref()
     }

@@ -63,8 +63,20 @@ impl Engine {
                 writer: request.writer.clone(),
             };
             tracing::Span::current().record("uuid", tracing::field::display(episode.uuid));
-            let (stored, created) =
-                retry_db_step("write_pending", || st::write_pending(db, graph, &episode)).await?;
+            // Without a language model the episode is embedded before it is written
+            // (with one, extraction embeds it with its names and facts, in the same
+            // request): one embedding request either way.
+            let embedding = match self.embedder() {
+                Some(embedder) if !self.extracts() => {
+                    usage.embedding_calls += 1;
+                    Some(embed_episode(embedder.as_ref(), &episode.content).await?)
+                }
+                _ => None,
+            };
+            let (stored, created) = retry_db_step("write_pending", || {
+                st::write_pending(db, graph, &episode, embedding.as_deref())
+            })
+            .await?;
             usage.db_round_trips += 1;
             if !created {
                 same_episode(&stored, &episode)?;
@@ -352,6 +364,7 @@ async fn resolve(
         extraction,
         name_vectors,
         fact_vectors,
+        episode_vector,
     } = extracted;
     let resolved = entities::resolve(work, &extraction.entities, name_vectors.clone(), usage)
         .instrument(tracing::info_span!("resolve_entities"))
@@ -386,10 +399,27 @@ async fn resolve(
             updated_facts: facts.updates,
             entity_edges,
             fresh_keys: resolved.fresh_keys,
+            episode_embedding: Some(episode_vector.clone()),
         },
         facts: outcome_facts,
         invalidated: facts.invalidated,
     })
+}
+
+/// The content embedding of an episode (one embedding request): see
+/// [`store::episode_embedding_text`].
+async fn embed_episode(embedder: &dyn crate::llm::Embedder, content: &str) -> Result<Vec<f32>> {
+    let mut vectors = embedder
+        .embed(&[store::episode_embedding_text(content)], "ingest")
+        .instrument(tracing::info_span!("embed", texts = 1))
+        .await?;
+    match (vectors.pop(), vectors.is_empty()) {
+        (Some(v), true) => Ok(v),
+        _ => Err(Error::Protocol(format!(
+            "the embedder returned {} vectors for 1 text",
+            vectors.len() + 1
+        ))),
+    }
 }
 
 /// Checks a replay against the stored episode's immutable fields.

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::debt::{self, VectorIndex};
+use super::episodes::episode_embedding_clause;
 use super::{
     EPISODE_COLUMNS, FACT_COLUMNS, SET_ENTITY, SET_FACT, checked_labels, entity_row,
     episode_from_row, fact_from_row, fact_row, link_uuid, rows, uuids,
@@ -18,12 +19,14 @@ use crate::falkordb::{FalkorDb, Params, QueryResult, Value};
 use crate::graph::model::{EntityEdge, EntityNode, Episode, EpisodeState, Timestamp};
 use crate::{Error, Result};
 
-/// Writes `episode` as pending unless an episode with its uuid exists, and returns the
+/// Writes `episode` as pending unless an episode with its uuid exists, with its
+/// content `embedding` (when given, and unless the episode has one), and returns the
 /// stored episode and whether this call created it. One round trip.
 pub(crate) async fn write_pending(
     db: &FalkorDb,
     graph: &str,
     episode: &Episode,
+    embedding: Option<&[f32]>,
 ) -> Result<(Episode, bool)> {
     let res = db
         .query(
@@ -34,7 +37,9 @@ pub(crate) async fn write_pending(
                      e.source_description = $source_description, e.valid_at = $valid_at, \
                      e.created_at = $created_at, e.entity_edges = [], e.state = 'pending', \
                      e.generation = 0, e.writer = $writer \
-                 RETURN {EPISODE_COLUMNS}"
+                 {embedding} \
+                 RETURN {EPISODE_COLUMNS}",
+                embedding = episode_embedding_clause("embedding", "e")
             ),
             &Params::new()
                 .set("uuid", episode.uuid.to_string())
@@ -43,7 +48,8 @@ pub(crate) async fn write_pending(
                 .set("source_description", episode.source_description.as_str())
                 .set("valid_at", episode.valid_at.0)
                 .set("created_at", episode.created_at.0)
-                .set("writer", episode.writer.as_deref()),
+                .set("writer", episode.writer.as_deref())
+                .set("embedding", embedding.map(<[f32]>::to_vec)),
         )
         .await?;
     let created = res.stats.nodes_created > 0;
@@ -432,6 +438,8 @@ pub(crate) struct CommitSet {
     /// Normalised names that no entity may have when the episode commits: the new
     /// entities' names that no stored entity had at resolution (see [`Committed`]).
     pub fresh_keys: Vec<String>,
+    /// The episode's content embedding, written unless the episode has one.
+    pub episode_embedding: Option<Vec<f32>>,
 }
 
 /// How a fenced commit ended.
@@ -561,6 +569,11 @@ async fn commit(
             i64::try_from(set.updated_facts.len()).unwrap_or(i64::MAX),
         );
     if fence.is_some() {
+        query.push_str(&episode_embedding_clause(
+            "episode_embedding",
+            "ep, debt_entity, debt_fact",
+        ));
+        params = params.set("episode_embedding", set.episode_embedding.clone());
         query.push_str(
             "FOREACH (r IN $mentions | \
                MERGE (n:Entity {uuid: r.entity}) \
