@@ -17,6 +17,7 @@ mod graph_search_support;
 mod candidates;
 mod communities;
 mod dedup;
+mod episode_vectors;
 mod extract;
 mod ingest;
 mod ingest_claims;

@@ -249,8 +249,27 @@ fn local_specs_name_a_known_model_and_serve_the_embedder_role_only() {
         .unwrap();
 }
 
+#[cfg(feature = "local-embedder")]
 #[test]
-fn building_a_local_embedder_says_it_is_not_in_this_build_yet() {
+fn with_no_key_the_models_are_the_local_embedder_and_no_language_model() {
+    use gralkor::llm::Embedder;
+    let models = from(&[]).unwrap().build().unwrap();
+    assert!(models.llm.is_none() && models.reranker.is_none());
+    // Built without touching the disk or the network: loading waits for `warm_up` or
+    // the first embed.
+    assert_eq!(
+        (
+            models.embedder.provider(),
+            models.embedder.model(),
+            models.embedder.dimension()
+        ),
+        ("local", "all-MiniLM-L6-v2", 384)
+    );
+}
+
+#[cfg(not(feature = "local-embedder"))]
+#[test]
+fn without_the_feature_building_a_local_embedder_names_the_feature() {
     let err = from(&[]).unwrap().build().unwrap_err();
     let Error::Config { field, rule } = err else {
         panic!("expected a config error, got {err:?}")
@@ -259,8 +278,9 @@ fn building_a_local_embedder_says_it_is_not_in_this_build_yet() {
     assert_eq!(
         rule,
         "selects the local embedder `local:all-minilm-l6-v2` (because no provider key is set), \
-         which is not available in this build yet; set GOOGLE_API_KEY or OPENAI_API_KEY, or \
-         GRALKOR_EMBEDDER_MODEL to an `openai:` or `google:` model"
+         which needs gralkor's `local-embedder` feature (on by default; this build turned it \
+         off); enable it, or set GOOGLE_API_KEY or OPENAI_API_KEY, or GRALKOR_EMBEDDER_MODEL \
+         to an `openai:` or `google:` model"
     );
 }
 

@@ -466,7 +466,9 @@ impl Engine {
 
     /// Rebuilds the communities of `graph` with this engine's models (see
     /// [`build_communities`](crate::graph::build_communities)), queued with the graph's
-    /// episodes so it never reads a half-processed graph.
+    /// episodes so it never reads a half-processed graph. Without a language model, a
+    /// graph with no entities has nothing to cluster (an empty report); one with
+    /// entities is [`Error::Config`]: naming communities needs the model.
     ///
     /// ```no_run
     /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
@@ -481,8 +483,13 @@ impl Engine {
         graph: &str,
         options: &CommunityOptions,
     ) -> Result<CommunityReport> {
-        let (llm, embedder) = self.models()?;
         physical_graph_name(graph)?;
+        if !self.extracts() && !self.has_entities(graph).await? {
+            // Nothing was extracted, so there is nothing to cluster: not an error
+            // without a language model, as for the in-memory twin.
+            return Ok(CommunityReport::default());
+        }
+        let (llm, embedder) = self.models()?;
         let queue = self.queue(graph);
         let _turn = queue.lock().await;
         crate::graph::build_communities(&self.inner.db, graph, llm, embedder, options).await
@@ -512,6 +519,20 @@ impl Engine {
         let queue = self.queue(graph);
         let _turn = queue.lock().await;
         store::clear(&self.inner.db, graph).await
+    }
+
+    /// Whether `graph` holds any entity (reading only; a missing graph holds none).
+    async fn has_entities(&self, graph: &str) -> Result<bool> {
+        let res = self
+            .inner
+            .db
+            .ro_query(
+                graph,
+                "MATCH (n:Entity) RETURN n.uuid AS uuid LIMIT 1",
+                &crate::falkordb::Params::new(),
+            )
+            .await?;
+        Ok(!res.into_maps().is_empty())
     }
 
     pub(super) fn queue(&self, graph: &str) -> Arc<tokio::sync::Mutex<()>> {
