@@ -16,8 +16,11 @@ use crate::storage::NativeStorage;
 /// ([`MemoryClient`]) over a [`NativeStorage`].
 ///
 /// Build it from [`Config`] (`Config::from_env()` reads the seed's variables) and a
-/// [`RuntimeConfig`]. Without model configuration it stores episodes only (searchable
-/// by text; an engine with models can [`resume`](Engine::resume_pending) them later).
+/// [`RuntimeConfig`]. With an embedder and no language model (no provider key: the
+/// in-process `local:` embedder) it stores episodes with their embeddings and
+/// searches them by text and meaning; without model configuration, by text only.
+/// Either way an engine with a language model extracts them later
+/// ([`extract_pending`](MemoryClient::extract_pending)).
 ///
 /// ```no_run
 /// use gralkor::client::{Client, Content, Ingest, NativeClient, OperatorId, Search};

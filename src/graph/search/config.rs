@@ -338,7 +338,7 @@ pub const COMMUNITY_HYBRID_SEARCH_MMR: SearchConfig = only_communities(MMR, 10);
 pub const COMMUNITY_HYBRID_SEARCH_CROSS_ENCODER: SearchConfig =
     only_communities(RerankerKind::CrossEncoder, 3);
 
-/// All four scopes with RRF (episodes fulltext only).
+/// All four scopes with RRF (episodes fulltext only, as Graphiti's recipe).
 pub const COMBINED_HYBRID_SEARCH_RRF: SearchConfig = SearchConfig {
     facts: scope(Methods::HYBRID, RerankerKind::Rrf),
     entities: scope(Methods::HYBRID, RerankerKind::Rrf),
