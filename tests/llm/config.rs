@@ -252,7 +252,6 @@ fn local_specs_name_a_known_model_and_serve_the_embedder_role_only() {
 #[cfg(feature = "local-embedder")]
 #[test]
 fn with_no_key_the_models_are_the_local_embedder_and_no_language_model() {
-    use gralkor::llm::Embedder;
     let models = from(&[]).unwrap().build().unwrap();
     assert!(models.llm.is_none() && models.reranker.is_none());
     // Built without touching the disk or the network: loading waits for `warm_up` or
