@@ -16,7 +16,20 @@ use crate::graph::store::{self, OwnedNode, OwnedRelationship, ReplaceCounts, ing
 use crate::llm::{Embedder, LanguageModel, Reranker};
 use crate::{Error, Result};
 
-/// Tunables of an [`Engine`]. `Default` gives the documented values.
+/// Tunables of an [`Engine`]. `Default` (or [`EngineOptions::new`]) gives the
+/// documented values; the methods named like the fields set one each.
+///
+/// ```
+/// use std::time::Duration;
+/// use gralkor::graph::EngineOptions;
+///
+/// let options = EngineOptions::new()
+///     .lease(Duration::from_secs(30))
+///     .previous_episodes(2)
+///     .summary_budget(600);
+/// assert_eq!(options.previous_episodes, 2);
+/// assert_eq!(options.fact_candidates, EngineOptions::default().fact_candidates);
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct EngineOptions {
@@ -57,6 +70,55 @@ impl Default for EngineOptions {
             entity_similarity: 0.8,
             vector_rebuild_threshold: 256,
         }
+    }
+}
+
+impl EngineOptions {
+    /// The documented defaults.
+    pub fn new() -> Self {
+        EngineOptions::default()
+    }
+
+    /// Sets [`lease`](EngineOptions::lease).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Sets [`previous_episodes`](EngineOptions::previous_episodes).
+    pub fn previous_episodes(mut self, n: usize) -> Self {
+        self.previous_episodes = n;
+        self
+    }
+
+    /// Sets [`entity_candidates`](EngineOptions::entity_candidates).
+    pub fn entity_candidates(mut self, n: usize) -> Self {
+        self.entity_candidates = n;
+        self
+    }
+
+    /// Sets [`fact_candidates`](EngineOptions::fact_candidates).
+    pub fn fact_candidates(mut self, n: usize) -> Self {
+        self.fact_candidates = n;
+        self
+    }
+
+    /// Sets [`summary_budget`](EngineOptions::summary_budget).
+    pub fn summary_budget(mut self, chars: usize) -> Self {
+        self.summary_budget = chars;
+        self
+    }
+
+    /// Sets [`entity_similarity`](EngineOptions::entity_similarity).
+    pub fn entity_similarity(mut self, similarity: f32) -> Self {
+        self.entity_similarity = similarity;
+        self
+    }
+
+    /// Sets [`vector_rebuild_threshold`](EngineOptions::vector_rebuild_threshold).
+    pub fn vector_rebuild_threshold(mut self, stale: i64) -> Self {
+        self.vector_rebuild_threshold = stale;
+        self
     }
 }
 
