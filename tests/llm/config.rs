@@ -600,3 +600,44 @@ async fn built_models_record_every_call_in_one_meter() {
     assert_eq!(usage.by_label["embed_query"].prompt_tokens, 4);
     assert_eq!(usage.by_provider["openai"].calls, 2);
 }
+
+#[test]
+fn chat_and_embedding_limits_are_read_from_the_environment_apart() {
+    let c = from(&[
+        ("OPENAI_API_KEY", "k"),
+        ("GRALKOR_LLM_MAX_IN_FLIGHT", "3"),
+        ("GRALKOR_LLM_TOKENS_PER_MINUTE", "90000"),
+        ("GRALKOR_EMBEDDER_MAX_IN_FLIGHT", "16"),
+        ("GRALKOR_EMBEDDER_REQUESTS_PER_MINUTE", "500"),
+    ])
+    .unwrap();
+    assert_eq!(
+        (
+            c.limits.max_in_flight,
+            c.limits.requests_per_minute,
+            c.limits.tokens_per_minute
+        ),
+        (3, None, Some(90000))
+    );
+    assert_eq!(
+        (
+            c.embedding_limits.max_in_flight,
+            c.embedding_limits.requests_per_minute,
+            c.embedding_limits.tokens_per_minute
+        ),
+        (16, Some(500), None)
+    );
+    // Unset: the documented defaults, 8 in flight and no per-minute budget, each.
+    let d = from(&[("OPENAI_API_KEY", "k")]).unwrap();
+    assert_eq!(d.limits, gralkor::llm::LimiterSettings::default());
+    assert_eq!(d.embedding_limits, gralkor::llm::LimiterSettings::default());
+    assert_eq!(d.limits.max_in_flight, 8);
+    for bad in ["0", "-1", "many"] {
+        let (field, rule, _) = config_error(&[
+            ("OPENAI_API_KEY", "k"),
+            ("GRALKOR_EMBEDDER_MAX_IN_FLIGHT", bad),
+        ]);
+        assert_eq!(field, "GRALKOR_EMBEDDER_MAX_IN_FLIGHT");
+        assert_eq!(rule, format!("must be a positive integer (got `{bad}`)"));
+    }
+}
