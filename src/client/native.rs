@@ -48,14 +48,16 @@ impl MemoryClient<NativeStorage> {
         tracing::info!("gralkor connecting: {}", config.describe());
         let runtime = Runtime::new(runtime)?;
         let db = FalkorDb::connect(config.falkordb.clone()).await?;
+        let mut meter = None;
         let engine = match config.models.as_ref() {
             Some(models) => {
                 let Models {
                     llm,
                     embedder,
                     reranker,
-                    ..
+                    usage,
                 } = models.build()?;
+                meter = Some(usage);
                 // An in-process model is provisioned and loaded now, so a missing one
                 // is an error here rather than at the first write.
                 embedder.warm_up().await?;
@@ -85,10 +87,29 @@ impl MemoryClient<NativeStorage> {
         // An embedder of another dimension than the stored graphs' is refused now,
         // before any write.
         engine.check_dimensions().await?;
-        Ok(NativeClient::from_parts(
-            runtime,
-            NativeStorage::new(engine),
-        ))
+        let mut storage = NativeStorage::new(engine);
+        if let Some(meter) = meter {
+            storage = storage.with_usage(meter);
+        }
+        Ok(NativeClient::from_parts(runtime, storage))
+    }
+
+    /// What the model clients have used so far — calls, tokens, latency, retries and
+    /// failures, in all, per label (`extract`, `resolve_facts`, `search`, …) and per
+    /// provider — when the client was built with models ([`connect`](Self::connect)
+    /// with a model configuration, or a storage given
+    /// [`with_usage`](NativeStorage::with_usage)). Each ingest also reports its own
+    /// cost ([`IngestedRepresentation::cost`](crate::client::IngestedRepresentation::cost)).
+    ///
+    /// ```no_run
+    /// # async fn run(client: gralkor::NativeClient) {
+    /// if let Some(usage) = client.usage() {
+    ///     println!("{} model calls so far", usage.total.calls);
+    /// }
+    /// # }
+    /// ```
+    pub fn usage(&self) -> Option<crate::llm::UsageSnapshot> {
+        self.storage().usage().map(crate::llm::UsageMeter::snapshot)
     }
 
     /// A client over an existing storage (for your own engine, with its options,

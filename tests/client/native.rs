@@ -75,12 +75,27 @@ async fn a_replayed_ingest_stores_nothing_twice() {
     );
     let first = client.ingest(&request).await.unwrap();
     let calls = model.calls().len();
+    // The ingest reports what it cost, as the model and the embedder saw it.
+    let cost = &first[0].cost;
+    assert_eq!(cost.model_calls as usize, calls);
+    assert_eq!(cost.model_calls_by_step.get("extract"), Some(&1));
+    assert_eq!(
+        cost.model_calls_by_step.values().sum::<u32>(),
+        cost.model_calls
+    );
+    assert_eq!(cost.embedding_requests as usize, embedder.requests());
+    assert!(cost.prompt_tokens > 0 && cost.db_round_trips > 0 && cost.wall_time_us > 0);
     let again = client.ingest(&request).await.unwrap();
     assert_eq!(
         again[0].episode, first[0].episode,
         "same request, same episode"
     );
     assert_eq!(model.calls().len(), calls, "a replay extracts nothing");
+    assert_eq!(
+        (again[0].cost.model_calls, again[0].cost.embedding_requests),
+        (0, 0),
+        "and costs no model call"
+    );
     let graph = format!("personal/{op}");
     let n = db
         .ro_query(

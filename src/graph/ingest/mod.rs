@@ -113,7 +113,7 @@ pub use engine::{Engine, EngineOptions};
 pub use triplet::{Triplet, TripletEntity, TripletOutcome};
 pub use types::{
     AddEpisode, EpisodeOutcome, IngestUsage, MAX_CONTENT_BYTES, MAX_SOURCE_DESCRIPTION_BYTES,
-    OutcomeStatus, ResumeReport,
+    OutcomeStatus, ResumeReport, StepCalls,
 };
 
 use retry::retry_db_step;

@@ -44,6 +44,7 @@ impl Engine {
     pub async fn add_episode(&self, graph: &str, request: AddEpisode) -> Result<EpisodeOutcome> {
         request.validate()?;
         physical_graph_name(graph)?;
+        let started = std::time::Instant::now();
         let db = self.db();
         let queue = self.queue(graph);
         let _turn = queue.lock().await;
@@ -105,6 +106,10 @@ impl Engine {
         }
         .instrument(span)
         .await
+        .map(|mut outcome| {
+            outcome.usage.elapsed = started.elapsed();
+            outcome
+        })
     }
 
     /// Finishes every pending episode of `graph`, oldest reference time first, with
@@ -171,8 +176,12 @@ impl Engine {
                 db_round_trips: 2,
                 ..IngestUsage::default()
             };
+            let started = std::time::Instant::now();
             match self.process(graph, episode, &request, usage).await {
-                Ok(outcome) => report.completed.push(outcome),
+                Ok(mut outcome) => {
+                    outcome.usage.elapsed = started.elapsed();
+                    report.completed.push(outcome);
+                }
                 Err(Error::EpisodeBusy { uuid }) => report.busy.push(uuid),
                 Err(e) => report.failed.push((uuid, e)),
             }

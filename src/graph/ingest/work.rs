@@ -55,6 +55,7 @@ impl Work<'_> {
             .label(label);
         let generation = self.llm.generate(&request).await?;
         usage.llm_calls += 1;
+        usage.steps.count(label);
         usage.tokens += generation.usage;
         serde_json::from_value(generation.value).map_err(|e| Error::ModelOutput {
             provider: self.llm.provider().to_owned(),
@@ -101,6 +102,7 @@ impl Work<'_> {
             .instrument(tracing::info_span!("extract"))
             .await?;
         usage.llm_calls += 1;
+        usage.steps.count("extract");
         usage.tokens += extraction.usage;
         self.check_lease(episode.uuid)?;
 
