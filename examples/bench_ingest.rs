@@ -23,10 +23,11 @@
 //! The real OpenAI client (HTTP, limiter, retries) talks to it; the real engine writes
 //! to an embedded FalkorDB in a temporary directory. For one graph, then for 8 graphs
 //! at once (each its own copy of the world), it prints episodes per second, model
-//! calls and embedding requests per episode (and per schema), p50/p95 latency, and
-//! the identical-graph check against the world's ground truth: facts (endpoints,
-//! relation, text, valid/invalid times, expiry and supporting episodes), entities,
-//! duplicates, and invalidations at the successor's valid time.
+//! calls and embedding requests per episode (and per schema), p50/p95 latency, the
+//! share of episodes that took one model call, and the identical-graph check against
+//! the world's ground truth: facts (endpoints, relation, text, valid/invalid times,
+//! expiry and supporting episodes), entities, duplicates, and invalidations at the
+//! successor's valid time.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -749,8 +750,8 @@ async fn try_main() -> gralkor::Result<()> {
             .count(),
     );
     println!(
-        "{:<7} {:>10} {:>13} {:>13} {:>8} {:>8}  per schema (requests per episode)",
-        "graphs", "episodes/s", "llm calls/ep", "embed req/ep", "p50 ms", "p95 ms"
+        "{:<7} {:>10} {:>13} {:>13} {:>8} {:>8} {:>9}  per schema (requests per episode)",
+        "graphs", "episodes/s", "llm calls/ep", "embed req/ep", "p50 ms", "p95 ms", "1-call ep"
     );
     let mut all_identical = true;
     let mut checks = Vec::new();
@@ -780,13 +781,14 @@ async fn try_main() -> gralkor::Result<()> {
             .map(|(k, v)| format!("{k} {:.3}", v as f64 / n as f64))
             .collect();
         println!(
-            "{:<7} {:>10.2} {:>13.3} {:>13.3} {:>8.0} {:>8.0}  {}",
+            "{:<7} {:>10.2} {:>13.3} {:>13.3} {:>8.0} {:>8.0} {:>8.1}%  {}",
             graphs,
             n as f64 / wall.as_secs_f64(),
             chat_calls as f64 / n as f64,
             embed_calls as f64 / n as f64,
             percentile(&latencies, 0.50),
             percentile(&latencies, 0.95),
+            100.0 * results.iter().filter(|r| r.1 == 1).count() as f64 / n as f64,
             per_schema.join(", "),
         );
         for g in 0..graphs {

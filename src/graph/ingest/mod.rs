@@ -55,7 +55,8 @@
 //!      [`temporal`](super::temporal)'s rules
 //!      ([`temporal::could_take_effect`](super::temporal::could_take_effect): an earlier
 //!      open fact it would end, a later one that would end it, or the new fact arrives
-//!      with an end date). A fact whose every candidate is undated or tied is not asked:
+//!      with an end date). A fact none of whose candidates could change a date this
+//!      way (undated ones, ties, facts already over when it begins) is not asked:
 //!      whatever the model marked, the rules would change nothing.
 //!
 //!    No such fact, no call. A duplicate adds the episode to the existing fact;
@@ -66,11 +67,12 @@
 //!    same entities, in a span the stored fact already covers. A current fact that
 //!    contradicts it contradicts the stored fact over that same span, and both being
 //!    current means that pair was already resolved — the model found them compatible
-//!    when the later of the two arrived, or the temporal rules could not order them (a
-//!    missing or equal date). Asking again would bring no new statement and no new date;
-//!    and a duplicate, whoever recognises it, ends nothing (the model's answer for a fact
-//!    it calls a duplicate is not applied to other facts), so the call could only
-//!    confirm. A restatement that *does* bring a date — an earlier start, a start where
+//!    when the later of the two arrived (if the other was among its candidates), or the
+//!    temporal rules could not order them (a missing or equal date). Asking again would
+//!    bring no new statement and no new date; and a duplicate, whoever recognises it,
+//!    ends nothing (the model's answer for a fact it calls a duplicate is not applied to
+//!    other facts, as before this rule), so the call could only confirm — the graph is
+//!    the same with or without it. A restatement that *does* bring a date — an earlier start, a start where
 //!    none was known, an end — is not exact by the rule above and goes to the model,
 //!    where the contradiction rules apply as before. Another new fact of the same
 //!    episode can still contradict (and end) the fact a restatement confirms.
