@@ -22,6 +22,7 @@ mod extract;
 mod ingest;
 mod ingest_claims;
 mod owned;
+mod restatements;
 mod search;
 mod search_filters;
 mod search_rerank;
