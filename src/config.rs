@@ -367,7 +367,10 @@ mod tests {
     #[test]
     fn describe_names_a_cluster_and_its_seeds() {
         let c = from(&[
-            ("FALKORDB_CLUSTER_NODES", "10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000"),
+            (
+                "FALKORDB_CLUSTER_NODES",
+                "10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000",
+            ),
             ("FALKORDB_PASSWORD", "hunter2"),
         ])
         .unwrap();

@@ -262,12 +262,9 @@ impl Link {
                 // Every pipeline of the handle is on one graph: its first command's.
                 let first = pipeline.cmd_iter().next();
                 match first.and_then(cluster_route) {
-                    Some(RoutingInfo::SingleNode(route)) => Box::pin(conn.route_pipeline(
-                        pipeline.clone(),
-                        offset,
-                        count,
-                        route,
-                    )),
+                    Some(RoutingInfo::SingleNode(route)) => {
+                        Box::pin(conn.route_pipeline(pipeline.clone(), offset, count, route))
+                    }
                     _ => conn.req_packed_commands(pipeline, offset, count),
                 }
             }
@@ -335,7 +332,11 @@ mod tests {
         assert_eq!(key_slot(b"123456789"), 0x31C3 % 16384);
         assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
         assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"));
-        assert_ne!(key_slot(b"foo{}{bar}"), key_slot(b"bar"), "an empty tag hashes the whole key");
+        assert_ne!(
+            key_slot(b"foo{}{bar}"),
+            key_slot(b"bar"),
+            "an empty tag hashes the whole key"
+        );
         assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
     }
 
