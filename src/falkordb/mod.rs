@@ -6,7 +6,11 @@
 //! the graph is an argument of every call, never state of the handle — and parses the
 //! replies into typed [`Value`]s.
 //!
-//! * [`config`](FalkorConfig): remote server or embedded child server; remote wins.
+//! * [`config`](FalkorConfig): remote server (or a Redis Cluster of them,
+//!   [`RemoteConfig::cluster`]) or embedded child server; remote wins. On a cluster
+//!   every command on a graph goes to the shard holding its key and
+//!   [`FalkorDb::list_graphs`] asks every primary (see `connection`); nothing above
+//!   this module knows which it is.
 //! * [`EmbeddedServer`]: provisions, starts, supervises and stops the child server.
 //! * [`Params`]: parameters, encoded into FalkorDB's `CYPHER k=v …` prefix (FalkorDB
 //!   has no server-side binding, so this encoder is the injection boundary).
@@ -814,6 +818,28 @@ mod tests {
         assert_eq!(logical_graph_id("g_4A"), None, "uppercase hex is not ours");
         let e = physical_graph_name("").unwrap_err();
         assert_eq!(e.to_string(), "invalid input: `graph` must not be blank");
+    }
+
+    #[test]
+    fn cluster_refusals_are_retryable_connection_errors() {
+        use redis::{ErrorKind, ServerErrorKind as K};
+        for kind in [K::Moved, K::Ask, K::TryAgain, K::ClusterDown, K::MasterDown] {
+            let e = redis::RedisError::from((ErrorKind::Server(kind), "refused"));
+            let e = map_redis_error("g", e, Duration::from_secs(1));
+            assert!(e.is_retryable() && is_cluster_refusal(&e), "{kind:?}: {e}");
+            assert!(e.to_string().contains("before running it"), "{e}");
+        }
+        let e = redis::RedisError::from((ErrorKind::Server(K::ResponseError), "boom"));
+        let e = map_redis_error("g", e, Duration::from_secs(1));
+        assert!(!is_cluster_refusal(&e), "{e}");
+        let lost = connection_error(
+            "x",
+            redis::RedisError::from((ErrorKind::Io, "connection reset")),
+        );
+        assert!(
+            !is_cluster_refusal(&lost),
+            "a lost connection may have run the write"
+        );
     }
 
     #[test]
