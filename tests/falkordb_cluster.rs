@@ -103,7 +103,12 @@ impl Cluster {
         for i in 0..primaries + replicas {
             let node_dir = dir.path().join(format!("node{i}"));
             std::fs::create_dir_all(&node_dir).unwrap();
-            nodes.push(spawn_node(&bins.redis_server, &bins.module, &node_dir));
+            nodes.push(spawn_node(
+                &bins.redis_server,
+                &bins.module,
+                &node_dir,
+                node_timeout(replicas),
+            ));
         }
         let cluster = Cluster {
             nodes,
@@ -258,7 +263,13 @@ impl Drop for Cluster {
     }
 }
 
-fn spawn_node(server: &Path, module: &Path, dir: &Path) -> Node {
+/// The cluster node timeout in ms: short where a replica is to take over fast, long
+/// enough elsewhere that a node slowed by a loaded machine is never thought failed.
+fn node_timeout(replicas: usize) -> u32 {
+    if replicas > 0 { 1000 } else { 5000 }
+}
+
+fn spawn_node(server: &Path, module: &Path, dir: &Path, node_timeout: u32) -> Node {
     let (port, bus) = free_ports();
     let mut cmd = Command::new(server);
     cmd.current_dir(dir)
@@ -270,8 +281,8 @@ fn spawn_node(server: &Path, module: &Path, dir: &Path) -> Node {
         ])
         .args(["--bind", "127.0.0.1", "--cluster-enabled", "yes"])
         .args(["--cluster-config-file", "nodes.conf"])
-        // Fast failure detection; a replica may take over whatever its lag.
-        .args(["--cluster-node-timeout", "500"])
+        // A replica may take over whatever its lag.
+        .args(["--cluster-node-timeout", &node_timeout.to_string()])
         .args(["--cluster-replica-validity-factor", "0"])
         .args([
             "--save",
