@@ -317,6 +317,16 @@ fn spawn_node(server: &Path, module: &Path, dir: &Path, node_timeout: u32) -> No
     }
 }
 
+/// How many `kind` (`ASK`, `MOVED`) redirections the node at `port` has answered
+/// (`INFO errorstats`).
+async fn redirections(port: u16, kind: &str) -> u64 {
+    let stats = node_text(port, &["INFO", "errorstats"]).await.unwrap();
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("errorstat_{kind}:count=")))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
 fn episode(content: &str) -> AddEpisode {
     AddEpisode::new(content, SourceKind::Message, t("2024-03-01T09:00:00Z"))
         .source_description("chat")
@@ -404,6 +414,83 @@ mod cluster {
             .unwrap();
         assert_eq!(r.get(0, "c").and_then(|v| v.as_int()), Some(0));
         let mut want = graphs.clone();
+        want.sort();
+        assert_eq!(db.list_graphs().await.unwrap(), want);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_graph_moved_to_another_shard_is_followed_through_ask_and_moved() {
+        let cluster = Cluster::start(3, 0).await;
+        let db = cluster.connect().await;
+        let graphs = cluster.graph_per_shard("reshard").await;
+        let world = World::new(&db, Rules::narrator());
+        let (graph, from, to) = (&graphs[0], 0, 1);
+        world
+            .engine
+            .add_episode(graph, episode("Ada moved to Lisbon"))
+            .await
+            .unwrap();
+        let name = physical_graph_name(graph).unwrap();
+        let slot = match node_cmd(cluster.nodes[0].port, &["CLUSTER", "KEYSLOT", &name])
+            .await
+            .unwrap()
+        {
+            redis::Value::Int(s) => s.to_string(),
+            other => panic!("{other:?}"),
+        };
+        let (from_port, to_port) = (cluster.nodes[from].port, cluster.nodes[to].port);
+        let from_id = node_text(from_port, &["CLUSTER", "MYID"]).await.unwrap();
+        let to_id = node_text(to_port, &["CLUSTER", "MYID"]).await.unwrap();
+        // Mid-migration: the key has moved but the slot is still the old primary's,
+        // which answers ASK; the handle's layout still says `from`.
+        node_cmd(
+            to_port,
+            &["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id],
+        )
+        .await
+        .unwrap();
+        node_cmd(
+            from_port,
+            &["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id],
+        )
+        .await
+        .unwrap();
+        let to_port_text = to_port.to_string();
+        node_cmd(
+            from_port,
+            &["MIGRATE", "127.0.0.1", &to_port_text, &name, "0", "10000"],
+        )
+        .await
+        .unwrap();
+        assert!(cluster.graphs_on(to).await.contains(&name));
+        assert!(!cluster.graphs_on(from).await.contains(&name));
+        let request = SearchRequest::new("Ada moved", EDGE_HYBRID_SEARCH_RRF.limit(5));
+        let during = world.engine.search(graph, &request).await.unwrap();
+        assert_eq!(during.facts.len(), 1, "read through ASK");
+        assert!(
+            redirections(from_port, "ASK").await > 0,
+            "the old primary answered ASK"
+        );
+        // Done: the slot is the new primary's everywhere, and the old one answers MOVED.
+        for node in &cluster.nodes {
+            node_cmd(node.port, &["CLUSTER", "SETSLOT", &slot, "NODE", &to_id])
+                .await
+                .unwrap();
+        }
+        let out = world
+            .engine
+            .add_episode(graph, episode("Ada moved to Porto"))
+            .await
+            .unwrap();
+        assert_eq!(out.facts.len(), 1, "written through MOVED");
+        assert!(
+            redirections(from_port, "MOVED").await > 0,
+            "the old primary answered MOVED"
+        );
+        let after = world.engine.search(graph, &request).await.unwrap();
+        assert_eq!(after.facts.len(), 2);
+        assert!(cluster.graphs_on(to).await.contains(&name));
+        let mut want = graphs[..1].to_vec();
         want.sort();
         assert_eq!(db.list_graphs().await.unwrap(), want);
     }
