@@ -724,7 +724,16 @@ async fn try_main() -> gralkor::Result<()> {
         context: "creating a temporary data directory".into(),
         source: e,
     })?;
-    let db = FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(dir.path()))).await?;
+    // BENCH_CLUSTER=host:port,… ingests into a FalkorDB cluster (its seed nodes, as in
+    // FALKORDB_CLUSTER_NODES) instead of an embedded server.
+    let config = match std::env::var("BENCH_CLUSTER").ok() {
+        Some(nodes) => {
+            println!("bench_ingest: FalkorDB cluster at {nodes}");
+            FalkorConfig::from_lookup(|k| (k == "FALKORDB_CLUSTER_NODES").then(|| nodes.clone()))?
+        }
+        None => FalkorConfig::embedded(EmbeddedConfig::new(dir.path())),
+    };
+    let db = FalkorDb::connect(config).await?;
     let engine = Engine::new(
         db.clone(),
         Arc::new(openai.chat("fake-chat")),
