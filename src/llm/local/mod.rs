@@ -1,7 +1,8 @@
 //! An in-process [`Embedder`]: sentence-transformers/all-MiniLM-L6-v2 on the CPU.
 //!
-//! Behind the `local-embedder` cargo feature. The model runs through candle's BERT
-//! (pure Rust) with the `tokenizers` crate; the output is what sentence-transformers
+//! Behind the `local-embedder` cargo feature (on by default). The model runs through
+//! a BERT encoder of this crate over candle's tensors (pure Rust) with the
+//! `tokenizers` crate; the output is what sentence-transformers
 //! computes for this model (its `modules.json`): the BERT encoder's last hidden state,
 //! mean-pooled over the attention mask, then L2-normalised — 384 numbers per text.
 //! Inputs are cut at 256 word pieces (the model's `max_seq_length`). Inference is
@@ -37,7 +38,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+
+mod bert;
+use bert::{Bert, BertConfig};
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 use tracing::info;
@@ -318,7 +321,7 @@ pub fn verify_weights(path: &Path) -> Result<()> {
 }
 
 struct Model {
-    bert: BertModel,
+    bert: Bert,
     tokenizer: Tokenizer,
     device: Device,
 }
@@ -386,7 +389,7 @@ impl LocalEmbedder {
             .map_err(|e| Error::io(format!("reading {}", weights.display()), e))?;
         let vb = VarBuilder::from_buffered_safetensors(weights_bytes, DType::F32, &device)
             .map_err(|e| model_error(format!("reading {}: {e}", weights.display())))?;
-        let bert = BertModel::load(vb, &config)
+        let bert = Bert::load(vb, &config)
             .map_err(|e| model_error(format!("loading {}: {e}", weights.display())))?;
         let tokenizer_path = dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
@@ -454,18 +457,8 @@ impl Model {
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
             let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
             let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
-            let types = ids.zeros_like()?;
-            let hidden = self.bert.forward(&ids, &types, Some(&mask))?; // (n, len, 384)
-            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
-            let summed = hidden.broadcast_mul(&mask)?.sum(1)?; // (n, 384)
-            let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?; // (n, 1)
-            let mean = summed.broadcast_div(&counts)?;
-            let norms = mean
-                .sqr()?
-                .sum_keepdim(1)?
-                .sqrt()?
-                .clamp(1e-12f32, f32::MAX)?;
-            mean.broadcast_div(&norms)?.to_vec2::<f32>()
+            let hidden = self.bert.forward(&ids, &mask)?; // (n, len, 384)
+            bert::pool(&hidden, &mask)?.to_vec2::<f32>()
         };
         let vectors = run().map_err(|e| model_error(format!("inference: {e}")))?;
         super::embedding::check_vectors(PROVIDER, MODEL, DIMENSION, &vectors)?;
