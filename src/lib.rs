@@ -103,6 +103,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+mod cache;
 pub mod client;
 pub mod config;
 pub mod destination;

@@ -31,7 +31,7 @@ pub mod env {
     pub const BIN_DIR: &str = "GRALKOR_FALKORDB_BIN_DIR";
     /// Where provisioned binaries are cached (default `$XDG_CACHE_HOME/gralkor` or
     /// `$HOME/.cache/gralkor`).
-    pub const CACHE_DIR: &str = "GRALKOR_CACHE_DIR";
+    pub const CACHE_DIR: &str = crate::cache::CACHE_DIR_VAR;
 }
 
 /// The default response timeout: 60 seconds.

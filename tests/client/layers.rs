@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// Each room's height; a room may name rooms strictly lower, and itself.
 fn height(room: &str) -> Option<u32> {
     Some(match room {
-        "retry" => 0,
+        "retry" | "cache" => 0,
         "falkordb" | "llm" => 1,
         "config" | "ontology" => 2,
         "graph" => 3,

