@@ -434,6 +434,20 @@ pub(crate) struct CommitSet {
     pub fresh_keys: Vec<String>,
 }
 
+/// [`SET_ENTITY`] for the commit: an entity that has a name embedding keeps it, one
+/// without gets the row's. The engine never reads stored embeddings back (entity
+/// candidates carry the server's similarity instead, see
+/// [`entity_candidates`](super::entity_candidates)), so a stored entity's row
+/// carries no embedding, or the one of the name that resolved to it.
+fn set_entity_keeping_embedding() -> String {
+    let keep = "n.name_embedding = CASE WHEN n.name_embedding IS NOT NULL THEN n.name_embedding \
+                WHEN r.name_embedding IS NULL THEN NULL ELSE vecf32(r.name_embedding) END";
+    let (head, _) = SET_ENTITY
+        .split_once("n.name_embedding =")
+        .expect("SET_ENTITY sets the name embedding last");
+    format!("{head}{keep}")
+}
+
 /// How a fenced commit ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Committed {
@@ -522,7 +536,8 @@ async fn commit(
             format!("SET n:{} ", labels.join(":"))
         };
         query.push_str(&format!(
-            "FOREACH (r IN $entities{g} | MERGE (n:Entity {{uuid: r.uuid}}) {set_labels}{SET_ENTITY}) "
+            "FOREACH (r IN $entities{g} | MERGE (n:Entity {{uuid: r.uuid}}) {set_labels}{}) ",
+            set_entity_keeping_embedding()
         ));
         params = params.set(format!("entities{g}"), Value::List(rows));
     }
