@@ -254,6 +254,37 @@ mod resolution {
     use gralkor::graph::{AddEpisode, SourceKind};
 
     #[tokio::test]
+    async fn an_episode_costs_four_database_round_trips() {
+        let g = TestGraph::new("gs-cand-trips").await;
+        let w = World::new(&g.db, Rules::default());
+        w.rules.extraction(
+            "met",
+            extraction(
+                &[("Alice", 0), ("Bob", 0)],
+                &[("Alice", "met", "Bob", "Alice met Bob.", None, None)],
+            ),
+        );
+        for day in ["01", "02"] {
+            let out = w
+                .engine
+                .add_episode(
+                    &g.name,
+                    AddEpisode::new(
+                        format!("Alice met Bob on the {day}th."),
+                        SourceKind::Text,
+                        common::graph::t(&format!("2024-01-{day}T00:00:00Z")),
+                    ),
+                )
+                .await
+                .unwrap();
+            // The write with the claim and the context, the entity candidates, the
+            // fact candidates, the commit.
+            assert_eq!(out.usage.db_round_trips, 4, "{day}: {:?}", out.usage);
+            assert_eq!(out.facts.len(), 1);
+        }
+    }
+
+    #[tokio::test]
     async fn a_stored_entity_keeps_its_name_embedding_and_one_without_gets_the_names() {
         let g = TestGraph::new("gs-cand-keep").await;
         let w = World::new(&g.db, Rules::default());
