@@ -126,51 +126,87 @@ pub(crate) fn build_query(query: &str, params: &Params) -> Result<String> {
     Ok(out)
 }
 
-/// Writes `value` as a Cypher literal.
+/// Writes `value` as a Cypher literal; `field` names it in an error.
 pub(crate) fn encode_value(out: &mut String, value: &Value, field: &str) -> Result<()> {
+    encode(out, value).map_err(|bad| {
+        let mut name = field.to_owned();
+        for part in bad.path.iter().rev() {
+            name.push_str(part);
+        }
+        Error::invalid(name, bad.rule)
+    })
+}
+
+/// A value [`encode`] refused: the rule, and the path to it from the parameter
+/// (innermost first: `[2]`, `.key`), built only on the way out of an error, so that
+/// encoding allocates no field names.
+struct Bad {
+    path: Vec<String>,
+    rule: &'static str,
+}
+
+impl Bad {
+    fn new(rule: &'static str) -> Bad {
+        Bad {
+            path: Vec::new(),
+            rule,
+        }
+    }
+
+    fn at(mut self, part: String) -> Bad {
+        self.path.push(part);
+        self
+    }
+}
+
+const NOT_FINITE: &str = "must be a finite number (NaN and infinity cannot be stored)";
+
+fn encode(out: &mut String, value: &Value) -> Result<(), Bad> {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(i) => {
             let _ = write!(out, "{i}");
         }
-        Value::Float(f) => encode_float(out, *f, field)?,
-        Value::String(s) => encode_string(out, s, field)?,
+        Value::Float(f) => encode_float(out, *f)?,
+        Value::String(s) => encode_string(out, s)?,
         Value::List(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                encode_value(out, item, &format!("{field}[{i}]"))?;
+                encode(out, item).map_err(|b| b.at(format!("[{i}]")))?;
             }
             out.push(']');
         }
         Value::Map(entries) => {
             out.push('{');
             for (i, (k, v)) in entries.iter().enumerate() {
-                let key_field = format!("{field}.{k}");
-                check_identifier(&key_field, k)?;
+                if !is_identifier(k) {
+                    return Err(Bad::new(
+                        "must be an identifier: an ASCII letter or `_` followed by ASCII letters, digits or `_`",
+                    )
+                    .at(format!(".{k}")));
+                }
                 if i > 0 {
                     out.push(',');
                 }
                 out.push_str(k);
                 out.push(':');
-                encode_value(out, v, &key_field)?;
+                encode(out, v).map_err(|b| b.at(format!(".{k}")))?;
             }
             out.push('}');
         }
         Value::Vector(v) => {
+            out.reserve(v.len() * 16 + 2);
             out.push('[');
             for (i, x) in v.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
                 if !x.is_finite() {
-                    return Err(Error::invalid(
-                        format!("{field}[{i}]"),
-                        "must be a finite number (NaN and infinity cannot be stored)",
-                    ));
+                    return Err(Bad::new(NOT_FINITE).at(format!("[{i}]")));
                 }
                 encode_f32(out, *x);
             }
@@ -184,8 +220,7 @@ pub(crate) fn encode_value(out: &mut String, value: &Value, field: &str) -> Resu
         | Value::Date(_)
         | Value::Time(_)
         | Value::Duration(_) => {
-            return Err(Error::invalid(
-                field,
+            return Err(Bad::new(
                 "must be null, a boolean, number, string, list, map or vector: graph elements \
                  and temporal values cannot be sent as parameters",
             ));
@@ -194,29 +229,23 @@ pub(crate) fn encode_value(out: &mut String, value: &Value, field: &str) -> Resu
     Ok(())
 }
 
-fn encode_float(out: &mut String, f: f64, field: &str) -> Result<()> {
+fn encode_float(out: &mut String, f: f64) -> Result<(), Bad> {
     if !f.is_finite() {
-        return Err(Error::invalid(
-            field,
-            "must be a finite number (NaN and infinity cannot be stored)",
-        ));
+        return Err(Bad::new(NOT_FINITE));
     }
     if f != 0.0 && !f.is_normal() {
-        return Err(Error::invalid(
-            field,
+        return Err(Bad::new(
             "must not be a subnormal number (smaller in magnitude than 2.2250738585072014e-308): \
              FalkorDB's parser rejects it",
         ));
     }
     // `{:e}` gives the shortest representation that round-trips, e.g. `1.5e0`, `1e300`.
-    let s = format!("{f:e}");
-    match s.find('e') {
-        Some(pos) if !s[..pos].contains('.') => {
-            out.push_str(&s[..pos]);
-            out.push_str(".0");
-            out.push_str(&s[pos..]);
-        }
-        _ => out.push_str(&s),
+    let start = out.len();
+    let _ = write!(out, "{f:e}");
+    if let Some(e) = out[start..].find('e')
+        && !out[start..start + e].contains('.')
+    {
+        out.insert_str(start + e, ".0");
     }
     Ok(())
 }
@@ -238,9 +267,9 @@ fn encode_f32(out: &mut String, x: f32) {
     }
 }
 
-fn encode_string(out: &mut String, s: &str, field: &str) -> Result<()> {
+fn encode_string(out: &mut String, s: &str) -> Result<(), Bad> {
     if s.contains('\0') {
-        return Err(Error::invalid(field, "must not contain a NUL character"));
+        return Err(Bad::new("must not contain a NUL character"));
     }
     out.reserve(s.len() + 2);
     out.push('\'');
