@@ -4,6 +4,7 @@
 //! cargo run --release --example bench_new_destinations            # 1,000 graphs, 1024-d
 //! cargo run --release --example bench_new_destinations -- 200 64  # graphs, dimension
 //! GRALKOR_BENCH_PHASES=1 cargo run --release --example bench_new_destinations -- 20
+//! GRALKOR_BENCH_KEEP=1 cargo run --release --example bench_new_destinations -- 100
 //! ```
 //!
 //! One engine with models (a scripted extractor that answers at once and a hashing
@@ -102,6 +103,10 @@ async fn try_main() -> gralkor::Result<()> {
     }
 
     println!("bench_new_destinations: {graphs} new graphs, {dim}-d embeddings, embedded FalkorDB");
+    // A written 1024-d graph holds about 12 MB (FalkorDB's vector indices allocate in
+    // blocks), so the written graphs are deleted after their measurements unless
+    // GRALKOR_BENCH_KEEP is set; the empty graphs stay.
+    let keep = std::env::var_os("GRALKOR_BENCH_KEEP").is_some();
     let before = used_memory(&socket).await?;
     let mut first = Vec::with_capacity(graphs);
     let mut second = Vec::with_capacity(graphs);
@@ -161,6 +166,9 @@ async fn try_main() -> gralkor::Result<()> {
             )
             .await?;
         second.push(start.elapsed());
+        if !keep {
+            engine.clear(&graph).await?;
+        }
     }
     let after_writes = used_memory(&socket).await?;
     // Memory of empty prepared graphs: a fresh batch, indices only.
@@ -176,7 +184,7 @@ async fn try_main() -> gralkor::Result<()> {
     summary("preparing an empty graph", prepare);
     println!(
         "server memory: {:.1} KiB per empty prepared graph ({} graphs: {} -> {} bytes); \
-         {:.1} KiB per graph with two episodes",
+         {:.1} KiB per graph with two episodes (0 unless GRALKOR_BENCH_KEEP)",
         (empty_after.saturating_sub(empty_before)) as f64 / 1024.0 / graphs as f64,
         graphs,
         empty_before,

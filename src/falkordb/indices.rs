@@ -546,9 +546,10 @@ impl FalkorDb {
     /// On the embedded backend, schedules the AOF rewrite that follows an index change
     /// (see [`persist_index_change`](Self::persist_index_change)) in the background
     /// instead of awaiting it. Requests coalesce: while one rewrite waits for its turn,
-    /// it covers every later change, so a burst of new graphs costs one or two
-    /// rewrites, not one each. A failed rewrite is logged; the next start's check of
-    /// the AOF tail covers it.
+    /// it covers every later change, so a burst of new graphs costs a few rewrites, not
+    /// one each; and a rewrite waits nine times as long as the previous one took (30 s
+    /// at most) before it starts, since it forks the server and writes all of its data.
+    /// A failed rewrite is logged; the next start's check of the AOF tail covers it.
     pub(crate) fn persist_index_change_later(&self) {
         let Some(server) = self.embedded_server() else {
             return;
