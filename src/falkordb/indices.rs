@@ -440,7 +440,9 @@ impl FalkorDb {
                 creating.len()
             }
             // Another writer created one of them meanwhile: one spec at a time, which
-            // tells apart what this call created and tolerates what it did not.
+            // tolerates what it did not create. (What this call's pipeline did create
+            // before or after the refused statement is not counted then: racing
+            // creators may each count less.)
             Err(Error::Query { message, .. }) if message.contains("already indexed") => {
                 let mut created = 0;
                 for spec in specs {
@@ -452,11 +454,10 @@ impl FalkorDb {
             }
             Err(e) => return Err(e),
         };
+        // Something may have been created even when nothing is counted (a race).
+        self.persist_index_change_later();
         let listed = self.list_indices(graph).await?;
         self.wait_all_operational(graph, specs, listed).await?;
-        if created > 0 {
-            self.persist_index_change_later();
-        }
         Ok(created)
     }
 
@@ -564,7 +565,9 @@ impl FalkorDb {
             return;
         }
         entry.queued = true;
-        let server = server.clone();
+        // Not a handle: the rewrite must not keep a server running that its owner
+        // dropped meanwhile.
+        let server = server.downgrade();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             entry.queued = false;
             return;
@@ -586,14 +589,25 @@ impl FalkorDb {
                 entry.requested
             };
             let start = std::time::Instant::now();
-            if let Err(e) = server.rewrite_aof().await {
-                warn!(error = %e, "the background AOF rewrite after an index change failed");
-            }
+            // Gone (every handle dropped): its shutdown rewrote the AOF, or its next
+            // start rebuilds what the tail holds.
+            let rewritten = match server.upgrade() {
+                Some(server) => match server.rewrite_aof().await {
+                    Ok(()) => true,
+                    Err(e) => {
+                        warn!(error = %e, "the background AOF rewrite after an index change failed");
+                        false
+                    }
+                },
+                None => false,
+            };
             let mut queued = deferred_rewrites()
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             let entry = queued.entry(key).or_default();
-            entry.done = entry.done.max(covers);
+            if rewritten {
+                entry.done = entry.done.max(covers);
+            }
             entry.last_took = start.elapsed();
         });
     }

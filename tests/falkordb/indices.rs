@@ -115,11 +115,9 @@ mod indices {
             g.db.create_indices(&g.name, &specs),
             other.create_indices(&g.name, &specs)
         );
+        // Each counts what it knows it created (racing, that may be less than it did).
         let (a, b) = (a.unwrap(), b.unwrap());
-        assert!(
-            a + b >= specs.len() && a + b <= 2 * specs.len(),
-            "{a} + {b}"
-        );
+        assert!(a <= specs.len() && b <= specs.len(), "{a}, {b}");
         let listed = g.db.list_indices(&g.name).await.unwrap();
         assert_eq!(listed.len(), 7, "{listed:?}");
         assert!(listed.iter().all(|i| i.operational));
