@@ -107,6 +107,36 @@ mod indices {
     }
 
     #[tokio::test]
+    async fn a_new_graphs_indices_answer_right_after_the_batch() {
+        let g = TestGraph::new("idx-fresh").await;
+        g.db.create_indices(&g.name, &batch()).await.unwrap();
+        g.db.query(
+            &g.name,
+            "CREATE (:Entity {uuid: 'u1', name: 'Dmitri', summary: 'lives in Porto', emb: vecf32([1.0, 0.0, 0.0, 0.0])})",
+            &Params::new(),
+        )
+        .await
+        .unwrap();
+        // No wait of any kind between the write and the queries.
+        let knn = g.db.ro_query(
+            &g.name,
+            "CALL db.idx.vector.queryNodes('Entity', 'emb', 1, vecf32([0.9, 0.1, 0.0, 0.0])) YIELD node RETURN node.uuid AS u",
+            &Params::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(knn.get(0, "u"), Some(&Value::from("u1")));
+        let text = g.db.ro_query(
+            &g.name,
+            "CALL db.idx.fulltext.queryNodes('Entity', 'porto') YIELD node RETURN node.uuid AS u",
+            &Params::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(text.get(0, "u"), Some(&Value::from("u1")));
+    }
+
+    #[tokio::test]
     async fn concurrent_batches_on_a_new_graph_both_succeed() {
         let g = TestGraph::new("idx-race").await;
         let other = common::db().await;

@@ -254,6 +254,67 @@ mod resolution {
     use gralkor::graph::{AddEpisode, SourceKind};
 
     #[tokio::test]
+    async fn a_search_right_after_a_new_graphs_first_write_finds_it() {
+        use gralkor::graph::search::{COMBINED_HYBRID_SEARCH_RRF, SearchRequest};
+        let g = TestGraph::new("gs-cand-new").await;
+        let w = World::new(&g.db, Rules::default());
+        w.rules.extraction(
+            "Porto",
+            extraction(
+                &[("Dmitri", 0), ("Porto", 0)],
+                &[(
+                    "Dmitri",
+                    "lives in",
+                    "Porto",
+                    "Dmitri lives in Porto.",
+                    None,
+                    None,
+                )],
+            ),
+        );
+        // No build_indices first: the write prepares the graph without waiting for
+        // an AOF rewrite, and every index answers at once.
+        let out = w
+            .engine
+            .add_episode(
+                &g.name,
+                AddEpisode::new(
+                    "Dmitri moved to Porto.",
+                    SourceKind::Text,
+                    common::graph::t("2024-01-01T00:00:00Z"),
+                ),
+            )
+            .await
+            .unwrap();
+        let found = w
+            .engine
+            .search(
+                &g.name,
+                &SearchRequest::new("Dmitri Porto", COMBINED_HYBRID_SEARCH_RRF.limit(5)),
+            )
+            .await
+            .unwrap();
+        assert!(
+            found
+                .episodes
+                .iter()
+                .any(|e| e.episode.uuid == out.episode.uuid),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .facts
+                .iter()
+                .any(|f| f.fact.fact == "Dmitri lives in Porto."),
+            "{found:?}"
+        );
+        assert!(
+            found.entities.iter().any(|e| e.entity.name == "Dmitri"),
+            "{found:?}"
+        );
+    }
+
+    #[tokio::test]
     async fn an_episode_costs_four_database_round_trips() {
         let g = TestGraph::new("gs-cand-trips").await;
         let w = World::new(&g.db, Rules::default());
