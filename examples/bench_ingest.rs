@@ -1,55 +1,452 @@
-//! Ingestion throughput and model cost against a fake OpenAI-compatible provider on
-//! loopback that answers every request after a fixed delay.
+//! Ingestion throughput and model cost on a scripted world, against a fake
+//! OpenAI-compatible provider on loopback that answers like a perfect model.
 //!
 //! ```text
-//! cargo run --release --example bench_ingest                # 200 episodes, 200 ms a call
-//! cargo run --release --example bench_ingest -- 80 100      # episodes, delay in ms
+//! cargo run --release --example bench_ingest                # 200 episodes, 200 ms a model call
+//! cargo run --release --example bench_ingest -- 80 100 20   # episodes, model ms, embedding ms
 //! ```
 //!
-//! The real OpenAI client (HTTP, limiter, retries) talks to the fake provider; the real
-//! engine writes to an embedded FalkorDB in a temporary directory. Prints, for one
-//! graph and for 8 graphs ingested concurrently: episodes per second, language-model
-//! calls and embedding requests per episode, and p50/p95 latency per episode.
+//! The world: 40 people, 15 companies and 10 cities. Each person is introduced ("Ana
+//! Lima works at Acme Robotics and lives in Lisbon."); then come exact restatements
+//! ("Ana Lima still works at Acme Robotics."), paraphrases ("Ana Lima is employed by
+//! Acme Robotics."), new acquaintances ("Ana Lima knows Ben Costa.", later restated),
+//! and 20 contradictions: 10 job changes and 10 moves, each to a company or city the
+//! person never had. Episode `e` happens on day `e` from 2024-01-01.
+//!
+//! The fake provider answers every schema as a perfect model would: extraction from
+//! the episode (a fact that holds now starts at the reference time, as the extraction
+//! prompt asks), entity resolution by equal names, fact resolution by meaning (a
+//! paraphrase is a duplicate; another job or another home of the same person is a
+//! contradiction), summaries by a short sentence. Model answers come after the model
+//! delay, embeddings after the embedding delay. It counts requests per schema.
+//!
+//! The real OpenAI client (HTTP, limiter, retries) talks to it; the real engine writes
+//! to an embedded FalkorDB in a temporary directory. For one graph, then for 8 graphs
+//! at once (each its own copy of the world), it prints episodes per second, model
+//! calls and embedding requests per episode (and per schema), p50/p95 latency, the
+//! share of episodes that took one model call, and the identical-graph check against
+//! the world's ground truth: facts (endpoints, relation, text, valid/invalid times,
+//! expiry and supporting episodes), entities, duplicates, and invalidations at the
+//! successor's valid time.
 
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, FalkorDb};
-use gralkor::graph::{AddEpisode, Engine, SourceKind, Timestamp};
+use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, FalkorDb, Params, Value as Cell};
+use gralkor::graph::{self, AddEpisode, Engine, SourceKind, Timestamp};
 use gralkor::llm::openai::OpenAi;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use uuid::Uuid;
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 mod support;
-use support::percentile;
+use support::{Rng, percentile};
 
 const DIM: usize = 64;
+const DAY_MICROS: i64 = 86_400 * 1_000_000;
 
-/// The fake provider: answers chat completions for the engine's four schemas and
-/// embeddings, after `delay`, counting requests.
-struct FakeProvider {
-    delay: Duration,
-    chat: Arc<AtomicUsize>,
-    embed: Arc<AtomicUsize>,
+#[rustfmt::skip]
+const FIRST: [&str; 40] = [
+    "Ana", "Bruno", "Carla", "Dmitri", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas",
+    "Kemal", "Lucia", "Marek", "Nadia", "Oskar", "Priya", "Quentin", "Rosa", "Sven", "Tamara",
+    "Umar", "Vera", "Wiktor", "Ximena", "Yusuf", "Zofia", "Anders", "Beatriz", "Cyril", "Daria",
+    "Emil", "Fatima", "Gustav", "Hanna", "Igor", "Julia", "Karim", "Lena", "Mateo", "Nora",
+];
+#[rustfmt::skip]
+const LAST: [&str; 40] = [
+    "Lima", "Okafor", "Silva", "Novak", "Rossi", "Haddad", "Berg", "Tanaka", "Costa", "Weber",
+    "Yilmaz", "Moreno", "Kowalski", "Petrova", "Lindqvist", "Sharma", "Dubois", "Marin",
+    "Olsen", "Ivanova", "Farouk", "Horvath", "Zielinski", "Reyes", "Demir", "Nowak",
+    "Andersen", "Ferreira", "Laurent", "Sokolova", "Fischer", "Rahman", "Nilsson", "Kruger",
+    "Volkov", "Hoffmann", "Mansour", "Brandt", "Herrera", "Jansen",
+];
+#[rustfmt::skip]
+const COMPANIES: [&str; 15] = [
+    "Acme Robotics", "Globex Systems", "Initech Labs", "Umbrella Health", "Stark Industries",
+    "Wayne Logistics", "Cyberdyne Software", "Soylent Foods", "Tyrell Genetics",
+    "Hooli Search", "Vandelay Imports", "Wonka Confections", "Oscorp Energy",
+    "Massive Dynamic", "Aperture Science",
+];
+#[rustfmt::skip]
+const CITIES: [&str; 10] = [
+    "Lisbon", "Madrid", "Berlin", "Vienna", "Prague", "Dublin", "Warsaw", "Zurich", "Munich",
+    "Geneva",
+];
+
+/// One fact of an extraction: (source, relation, target, text).
+type Said = (String, &'static str, String, String);
+
+/// The extraction of one episode text: entity names and facts; every fact starts at
+/// the reference time.
+#[derive(Clone)]
+struct Script {
+    entities: Vec<String>,
+    facts: Vec<Said>,
 }
 
-fn episode_text(i: usize) -> String {
-    format!(
-        "Member {:03} met Member {:03} at Venue {:02}.",
-        i % 80,
-        (i * 7 + 3) % 80,
-        i % 25
-    )
+/// A fact of the ground truth.
+#[derive(Clone, Debug)]
+struct TruthFact {
+    source: String,
+    relation: &'static str,
+    target: String,
+    text: String,
+    valid_at: Timestamp,
+    invalid_at: Option<Timestamp>,
+    support: usize,
+}
+
+/// The scripted world: episodes in order, their extractions, and the ground truth.
+struct World {
+    episodes: Vec<(String, Timestamp)>,
+    scripts: HashMap<String, Script>,
+    facts: Vec<TruthFact>,
+    entities: Vec<String>,
+    /// Episodes by kind, for the report.
+    mix: BTreeMap<&'static str, usize>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Restate,
+    Paraphrase,
+    Knows,
+    Job,
+    Move,
+}
+
+impl World {
+    fn new(episodes: usize) -> World {
+        let people: Vec<String> = (0..40)
+            .map(|i| format!("{} {}", FIRST[i], LAST[i]))
+            .collect();
+        let base: Timestamp = "2024-01-01T00:00:00Z".parse().expect("time");
+        let mut w = World {
+            episodes: Vec::new(),
+            scripts: HashMap::new(),
+            facts: Vec::new(),
+            entities: Vec::new(),
+            mix: BTreeMap::new(),
+        };
+        let mut rng = Rng(0x5eed_2026);
+        // Per person: indices of their current job and home facts, and their history.
+        let mut job: Vec<usize> = Vec::new();
+        let mut home: Vec<usize> = Vec::new();
+        let mut worked: Vec<Vec<usize>> = vec![Vec::new(); 40];
+        let mut lived: Vec<Vec<usize>> = vec![Vec::new(); 40];
+        let mut knows: HashMap<(usize, usize), usize> = HashMap::new();
+        // The contradictions and the other kinds, placed after the introductions.
+        let rest = episodes.saturating_sub(40);
+        let mut kinds = vec![Kind::Restate; rest];
+        let mut slots: Vec<usize> = (0..rest).collect();
+        for (kind, n) in [
+            (Kind::Job, 10),
+            (Kind::Move, 10),
+            (Kind::Knows, 15),
+            (Kind::Paraphrase, 10),
+        ] {
+            for _ in 0..n.min(slots.len()) {
+                let s = slots.swap_remove(rng.below(slots.len()));
+                kinds[s] = kind;
+            }
+        }
+        for e in 0..episodes {
+            let at = Timestamp(base.0 + e as i64 * DAY_MICROS);
+            let (text, script, label) = if e < 40.min(episodes) {
+                let (c, y) = (rng.below(COMPANIES.len()), rng.below(CITIES.len()));
+                let p = &people[e];
+                worked[e].push(c);
+                lived[e].push(y);
+                job.push(w.new_fact(p, "WORKS_AT", COMPANIES[c], at));
+                home.push(w.new_fact(p, "LIVES_IN", CITIES[y], at));
+                w.entity(p);
+                w.entity(COMPANIES[c]);
+                w.entity(CITIES[y]);
+                let text = format!("{p} works at {} and lives in {}.", COMPANIES[c], CITIES[y]);
+                (text, w.script_of(&[job[e], home[e]], &[]), "introduction")
+            } else {
+                let i = rng.below(40.min(episodes));
+                let p = people[i].clone();
+                match kinds[e - 40] {
+                    Kind::Restate => {
+                        let r = rng.below(3);
+                        let ids: Vec<usize> = match r {
+                            0 => vec![job[i]],
+                            1 => vec![home[i]],
+                            _ => vec![job[i], home[i]],
+                        };
+                        for &f in &ids {
+                            w.facts[f].support += 1;
+                        }
+                        let text = match r {
+                            0 => format!("{p} still works at {}.", w.facts[job[i]].target),
+                            1 => format!("{p} still lives in {}.", w.facts[home[i]].target),
+                            _ => format!(
+                                "{p} works at {} and lives in {}.",
+                                w.facts[job[i]].target, w.facts[home[i]].target
+                            ),
+                        };
+                        (text, w.script_of(&ids, &[]), "restatement")
+                    }
+                    Kind::Paraphrase => {
+                        let f = job[i];
+                        w.facts[f].support += 1;
+                        let c = w.facts[f].target.clone();
+                        let said = format!("{p} is employed by {c}.");
+                        let script = Script {
+                            entities: vec![p.clone(), c.clone()],
+                            facts: vec![(p.clone(), "WORKS_AT", c.clone(), said.clone())],
+                        };
+                        (said, script, "paraphrase")
+                    }
+                    Kind::Knows => {
+                        let mut j = rng.below(40.min(episodes));
+                        if j == i {
+                            j = (j + 1) % 40.min(episodes);
+                        }
+                        let (a, b) = (i.min(j), i.max(j));
+                        let label = if let Some(&f) = knows.get(&(a, b)) {
+                            w.facts[f].support += 1;
+                            "acquaintance restated"
+                        } else {
+                            let f = w.new_fact(&people[a], "KNOWS", &people[b], at);
+                            knows.insert((a, b), f);
+                            "new acquaintance"
+                        };
+                        let f = knows[&(a, b)];
+                        let text = format!("{} knows {}.", people[a], people[b]);
+                        (text, w.script_of(&[f], &[]), label)
+                    }
+                    Kind::Job => {
+                        let off = rng.below(COMPANIES.len());
+                        let c = (0..COMPANIES.len())
+                            .map(|k| (k + off) % COMPANIES.len())
+                            .find(|c| !worked[i].contains(c))
+                            .expect("a new company");
+                        let old = job[i];
+                        w.facts[old].invalid_at = Some(at);
+                        worked[i].push(c);
+                        job[i] = w.new_fact(&p, "WORKS_AT", COMPANIES[c], at);
+                        w.entity(COMPANIES[c]);
+                        let was = w.facts[old].target.clone();
+                        let text = format!("{p} left {was} and now works at {}.", COMPANIES[c]);
+                        (text, w.script_of(&[job[i]], &[was]), "job change")
+                    }
+                    Kind::Move => {
+                        let off = rng.below(CITIES.len());
+                        let y = (0..CITIES.len())
+                            .map(|k| (k + off) % CITIES.len())
+                            .find(|y| !lived[i].contains(y))
+                            .expect("a new city");
+                        let old = home[i];
+                        w.facts[old].invalid_at = Some(at);
+                        lived[i].push(y);
+                        home[i] = w.new_fact(&p, "LIVES_IN", CITIES[y], at);
+                        w.entity(CITIES[y]);
+                        let was = w.facts[old].target.clone();
+                        let text = format!("{p} moved from {was} to {}.", CITIES[y]);
+                        (text, w.script_of(&[home[i]], &[was]), "move")
+                    }
+                }
+            };
+            *w.mix.entry(label).or_default() += 1;
+            w.scripts.insert(text.clone(), script);
+            w.episodes.push((text, at));
+        }
+        w
+    }
+
+    fn entity(&mut self, name: &str) {
+        if !self.entities.iter().any(|e| e == name) {
+            self.entities.push(name.to_owned());
+        }
+    }
+
+    fn new_fact(
+        &mut self,
+        source: &str,
+        relation: &'static str,
+        target: &str,
+        at: Timestamp,
+    ) -> usize {
+        let verb = match relation {
+            "WORKS_AT" => "works at",
+            "LIVES_IN" => "lives in",
+            _ => "knows",
+        };
+        self.facts.push(TruthFact {
+            source: source.to_owned(),
+            relation,
+            target: target.to_owned(),
+            text: format!("{source} {verb} {target}."),
+            valid_at: at,
+            invalid_at: None,
+            support: 1,
+        });
+        self.facts.len() - 1
+    }
+
+    /// The extraction restating the ground-truth facts `ids`, also naming `others`.
+    fn script_of(&self, ids: &[usize], others: &[String]) -> Script {
+        let mut entities: Vec<String> = Vec::new();
+        let mut facts = Vec::new();
+        for &f in ids {
+            let t = &self.facts[f];
+            for n in [&t.source, &t.target] {
+                if !entities.contains(n) {
+                    entities.push(n.clone());
+                }
+            }
+            facts.push((
+                t.source.clone(),
+                t.relation,
+                t.target.clone(),
+                t.text.clone(),
+            ));
+        }
+        entities.extend(others.iter().cloned());
+        Script { entities, facts }
+    }
+}
+
+/// What a fact text means in this world: (subject, kind, object).
+fn meaning(text: &str) -> Option<(&str, &'static str, &str)> {
+    let text = text.trim().trim_end_matches('.');
+    for (verb, kind) in [
+        (" works at ", "job"),
+        (" is employed by ", "job"),
+        (" lives in ", "home"),
+        (" knows ", "knows"),
+    ] {
+        if let Some((s, o)) = text.split_once(verb) {
+            return Some((s, kind, o));
+        }
+    }
+    None
+}
+
+/// `(number, text)` of a prompt line "`prefix`N…: text [valid_at …]" or "… (…) — …".
+fn item<'a>(line: &'a str, prefix: &str) -> Option<(i64, &'a str)> {
+    let rest = line.strip_prefix(prefix)?;
+    let end = rest.find(|c: char| !c.is_ascii_digit())?;
+    let n = rest[..end].parse().ok()?;
+    let text = rest.split_once(": ")?.1;
+    let text = text.split(" [valid_at").next()?.split(" (").next()?.trim();
+    Some((n, text))
+}
+
+fn tag<'a>(prompt: &'a str, name: &str) -> &'a str {
+    prompt
+        .split(&format!("<{name}>"))
+        .nth(1)
+        .and_then(|t| t.split(&format!("</{name}>")).next())
+        .unwrap_or("")
+        .trim()
+}
+
+/// The perfect model's answer to one request.
+fn answer(world: &World, schema: &str, prompt: &str) -> Value {
+    match schema {
+        "extraction" => {
+            let at = tag(prompt, "REFERENCE_TIME");
+            let script = world.scripts.get(tag(prompt, "CURRENT_EPISODE"));
+            let Some(s) = script else {
+                return json!({"entities": [], "facts": []});
+            };
+            json!({
+                "entities": s.entities.iter().map(|n| json!({"name": n, "type_id": 0})).collect::<Vec<_>>(),
+                "facts": s.facts.iter().map(|(a, r, b, t)| json!({
+                    "source": a, "target": b, "relation_type": r, "fact": t,
+                    "valid_at": at, "invalid_at": null,
+                })).collect::<Vec<_>>(),
+            })
+        }
+        "entity_resolution" => {
+            let mut out: Vec<Value> = Vec::new();
+            let mut current: Option<String> = None;
+            for line in prompt.lines() {
+                if let Some((i, name)) = item(line, "item ") {
+                    current = Some(name.to_lowercase());
+                    out.push(json!({"id": i, "duplicate_of": -1}));
+                } else if let (Some(name), Some((k, existing))) =
+                    (&current, item(line, "candidate "))
+                {
+                    let last = out.last_mut().expect("an item");
+                    if last["duplicate_of"] == -1 && existing.to_lowercase() == *name {
+                        last["duplicate_of"] = json!(k);
+                    }
+                }
+            }
+            json!({"resolutions": out})
+        }
+        "fact_resolution" => {
+            let mut out: Vec<Value> = Vec::new();
+            let mut current = None;
+            for line in prompt.lines() {
+                if let Some((i, text)) = item(line, "new fact ") {
+                    current = meaning(text);
+                    out.push(json!({"id": i, "duplicate_of": -1, "contradicts": []}));
+                } else if let (Some(new), Some((k, text))) = (current, item(line, "existing ")) {
+                    let Some(old) = meaning(text) else { continue };
+                    let last = out.last_mut().expect("a new fact");
+                    if line.contains("(same entities)") && old == new && last["duplicate_of"] == -1
+                    {
+                        last["duplicate_of"] = json!(k);
+                    } else if new.1 != "knows" && old.0 == new.0 && old.1 == new.1 && old.2 != new.2
+                    {
+                        last["contradicts"]
+                            .as_array_mut()
+                            .expect("list")
+                            .push(json!(k));
+                    }
+                }
+            }
+            json!({"facts": out})
+        }
+        _ => {
+            let mut out = Vec::new();
+            let mut current = None;
+            for line in prompt.lines() {
+                if let Some((i, name)) = item(line, "entity ") {
+                    current = Some((i, name.to_owned()));
+                } else if line == "requested: summary"
+                    && let Some((i, name)) = &current
+                {
+                    out.push(json!({"id": i, "summary": format!("{name}, a person, place or company of the world.")}));
+                }
+            }
+            json!({"summaries": out})
+        }
+    }
+}
+
+/// The fake provider: answers chat completions for the engine's four schemas and
+/// embeddings after their delays, counting requests per schema.
+struct FakeProvider {
+    world: Arc<World>,
+    model_delay: Duration,
+    embed_delay: Duration,
+    counts: Arc<Mutex<BTreeMap<String, usize>>>,
+    chat: Arc<AtomicUsize>,
 }
 
 impl Respond for FakeProvider {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        let reply = if request.url.path().ends_with("/embeddings") {
-            self.embed.fetch_add(1, Ordering::Relaxed);
+        let count = |schema: &str| {
+            *self
+                .counts
+                .lock()
+                .expect("counts")
+                .entry(schema.to_owned())
+                .or_default() += 1;
+        };
+        if request.url.path().ends_with("/embeddings") {
+            count("(embeddings)");
             let data: Vec<Value> = body["input"]
                 .as_array()
                 .into_iter()
@@ -57,33 +454,35 @@ impl Respond for FakeProvider {
                 .enumerate()
                 .map(|(i, text)| json!({"index": i, "embedding": vector(text.as_str().unwrap_or(""))}))
                 .collect();
-            json!({"data": data, "usage": {"prompt_tokens": 1, "total_tokens": 1}})
-        } else {
-            self.chat.fetch_add(1, Ordering::Relaxed);
-            let prompt: String = body["messages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|m| m["content"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n");
-            let answer = support::answer(
-                body["response_format"]["json_schema"]["name"]
-                    .as_str()
-                    .unwrap_or(""),
-                &prompt,
-            );
-            json!({
-                "id": "fake", "object": "chat.completion",
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": answer.to_string(), "refusal": null}}],
-                "usage": {"prompt_tokens": prompt.len() / 4, "completion_tokens": 50,
-                          "total_tokens": prompt.len() / 4 + 50}
-            })
-        };
+            let reply = json!({"data": data, "usage": {"prompt_tokens": 1, "total_tokens": 1}});
+            return ResponseTemplate::new(200)
+                .set_body_json(reply)
+                .set_delay(self.embed_delay);
+        }
+        self.chat.fetch_add(1, Ordering::Relaxed);
+        let schema = body["response_format"]["json_schema"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        count(&schema);
+        let prompt: String = body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["content"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let answer = answer(&self.world, &schema, &prompt);
+        let reply = json!({
+            "id": "fake", "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": answer.to_string(), "refusal": null}}],
+            "usage": {"prompt_tokens": prompt.len() / 4, "completion_tokens": 50,
+                      "total_tokens": prompt.len() / 4 + 50}
+        });
         ResponseTemplate::new(200)
             .set_body_json(reply)
-            .set_delay(self.delay)
+            .set_delay(self.model_delay)
     }
 }
 
@@ -98,17 +497,18 @@ fn vector(text: &str) -> Vec<f32> {
     v.into_iter().map(|x| x / n).collect()
 }
 
-async fn run(engine: &Engine, graphs: usize, episodes: usize) -> Vec<(Duration, u32, u32)> {
+/// Per episode: latency, model calls, embedding requests.
+type Sample = (Duration, u32, u32);
+
+async fn run(engine: &Engine, world: &Arc<World>, graphs: usize, tag: &str) -> Vec<Sample> {
     let mut tasks = Vec::new();
     for g in 0..graphs {
-        let engine = engine.clone();
-        let per_graph = episodes / graphs;
+        let (engine, world) = (engine.clone(), world.clone());
+        let graph = format!("bench-{tag}-{g}");
         tasks.push(tokio::spawn(async move {
-            let graph = format!("bench-{graphs}-{g}");
             let mut out = Vec::new();
-            for i in 0..per_graph {
-                let text = episode_text(g * per_graph + i);
-                let request = AddEpisode::new(text, SourceKind::Text, Timestamp::now());
+            for (text, at) in &world.episodes {
+                let request = AddEpisode::new(text.clone(), SourceKind::Text, *at);
                 let start = Instant::now();
                 let outcome = engine.add_episode(&graph, request).await.expect("ingest");
                 out.push((
@@ -125,6 +525,163 @@ async fn run(engine: &Engine, graphs: usize, episodes: usize) -> Vec<(Duration, 
         all.extend(t.await.expect("task"));
     }
     all
+}
+
+/// The comparison of one stored graph with the ground truth.
+struct Check {
+    facts_matched: usize,
+    facts_stored: usize,
+    entities_matched: usize,
+    entities_stored: usize,
+    duplicate_entities: usize,
+    duplicate_facts: usize,
+    invalidations_matched: usize,
+    invalidations_expected: usize,
+    differences: Vec<String>,
+}
+
+impl Check {
+    fn identical(&self, world: &World) -> bool {
+        self.differences.is_empty()
+            && self.facts_matched == world.facts.len()
+            && self.entities_matched == world.entities.len()
+    }
+}
+
+/// A fact as compared: endpoints, relation, text, valid and invalid time, whether it is
+/// expired, and how many episodes support it.
+type Key = (
+    String,
+    String,
+    String,
+    String,
+    Timestamp,
+    Option<Timestamp>,
+    bool,
+    usize,
+);
+
+async fn check(db: &FalkorDb, graph: &str, world: &World) -> gralkor::Result<Check> {
+    let nodes = db
+        .ro_query(
+            graph,
+            "MATCH (n:Entity) RETURN n.uuid AS u, n.name AS name",
+            &Params::new(),
+        )
+        .await?;
+    let mut names: HashMap<Uuid, String> = HashMap::new();
+    let mut stored_names: Vec<String> = Vec::new();
+    for row in nodes.into_maps() {
+        let (Some(Cell::String(u)), Some(Cell::String(n))) = (row.get("u"), row.get("name")) else {
+            continue;
+        };
+        names.insert(Uuid::parse_str(u).unwrap_or_default(), n.clone());
+        stored_names.push(n.clone());
+    }
+    let res = db
+        .ro_query(
+            graph,
+            "MATCH ()-[f:RELATES_TO]->() RETURN f.uuid AS u",
+            &Params::new(),
+        )
+        .await?;
+    let ids: Vec<Uuid> = res
+        .column_values("u")
+        .filter_map(|v| v.as_str().and_then(|s| Uuid::parse_str(s).ok()))
+        .collect();
+    let stored = graph::get_facts(db, graph, &ids).await?;
+    let name = |u: &Uuid| names.get(u).cloned().unwrap_or_else(|| format!("?{u}"));
+    let mut got: Vec<Key> = stored
+        .iter()
+        .map(|f| {
+            (
+                name(&f.source_uuid),
+                f.name.clone(),
+                name(&f.target_uuid),
+                f.fact.clone(),
+                f.valid_at.unwrap_or_default(),
+                f.invalid_at,
+                f.expired_at.is_some(),
+                f.episodes.len(),
+            )
+        })
+        .collect();
+    let mut want: Vec<Key> = world
+        .facts
+        .iter()
+        .map(|f| {
+            (
+                f.source.clone(),
+                f.relation.to_owned(),
+                f.target.clone(),
+                f.text.clone(),
+                f.valid_at,
+                f.invalid_at,
+                f.invalid_at.is_some(),
+                f.support,
+            )
+        })
+        .collect();
+    got.sort();
+    want.sort();
+    let mut differences = Vec::new();
+    let mut facts_matched = 0;
+    let mut rest = got.clone();
+    for w in &want {
+        if let Some(p) = rest.iter().position(|g| g == w) {
+            rest.remove(p);
+            facts_matched += 1;
+        } else {
+            differences.push(format!("missing fact {w:?}"));
+        }
+    }
+    differences.extend(rest.iter().map(|g| format!("unexpected fact {g:?}")));
+    let invalidations_expected = world
+        .facts
+        .iter()
+        .filter(|f| f.invalid_at.is_some())
+        .count();
+    let invalidations_matched = want
+        .iter()
+        .filter(|w| w.5.is_some() && got.contains(w))
+        .count();
+    let mut current: Vec<(String, String, String)> = got
+        .iter()
+        .filter(|g| !g.6)
+        .map(|g| (g.0.clone(), g.2.clone(), graph::dedup::normalize_fact(&g.3)))
+        .collect();
+    let all_current = current.len();
+    current.sort();
+    current.dedup();
+    let duplicate_facts = all_current - current.len();
+    let mut keys: Vec<String> = stored_names
+        .iter()
+        .map(|n| graph::dedup::normalize_name(n))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let duplicate_entities = stored_names.len() - keys.len();
+    let entities_matched = world
+        .entities
+        .iter()
+        .filter(|e| stored_names.contains(e))
+        .count();
+    for n in &stored_names {
+        if !world.entities.contains(n) {
+            differences.push(format!("unexpected entity {n}"));
+        }
+    }
+    Ok(Check {
+        facts_matched,
+        facts_stored: got.len(),
+        entities_matched,
+        entities_stored: stored_names.len(),
+        duplicate_entities,
+        duplicate_facts,
+        invalidations_matched,
+        invalidations_expected,
+        differences,
+    })
 }
 
 #[tokio::main]
@@ -144,14 +701,19 @@ async fn try_main() -> gralkor::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let episodes: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(200);
     let delay_ms: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(200);
+    let embed_ms: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(0);
 
-    let (chat, embed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let world = Arc::new(World::new(episodes));
+    let counts: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();
+    let chat = Arc::new(AtomicUsize::new(0));
     let server = MockServer::start().await;
     Mock::given(any())
         .respond_with(FakeProvider {
-            delay: Duration::from_millis(delay_ms),
+            world: world.clone(),
+            model_delay: Duration::from_millis(delay_ms),
+            embed_delay: Duration::from_millis(embed_ms),
+            counts: counts.clone(),
             chat: chat.clone(),
-            embed: embed.clone(),
         })
         .mount(&server)
         .await;
@@ -162,42 +724,117 @@ async fn try_main() -> gralkor::Result<()> {
         context: "creating a temporary data directory".into(),
         source: e,
     })?;
-    let db = FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(dir.path()))).await?;
+    // BENCH_CLUSTER=host:port,… ingests into a FalkorDB cluster (its seed nodes, as in
+    // FALKORDB_CLUSTER_NODES) instead of an embedded server.
+    let config = match std::env::var("BENCH_CLUSTER").ok() {
+        Some(nodes) => {
+            println!("bench_ingest: FalkorDB cluster at {nodes}");
+            FalkorConfig::from_lookup(|k| (k == "FALKORDB_CLUSTER_NODES").then(|| nodes.clone()))?
+        }
+        None => FalkorConfig::embedded(EmbeddedConfig::new(dir.path())),
+    };
+    let db = FalkorDb::connect(config).await?;
     let engine = Engine::new(
         db.clone(),
         Arc::new(openai.chat("fake-chat")),
         Arc::new(openai.embedder("fake-embed", Some(DIM))?),
     );
-    println!("bench_ingest: {episodes} episodes, fake provider answering after {delay_ms} ms");
     println!(
-        "{:<10} {:>10} {:>14} {:>14} {:>12} {:>12}",
-        "graphs", "episodes/s", "llm calls/ep", "embed req/ep", "p50 ms", "p95 ms"
+        "bench_ingest: {} episodes a graph ({}), {} people, {} entities, {} facts ({} invalidated); \
+         model answers after {delay_ms} ms, embeddings after {embed_ms} ms",
+        world.episodes.len(),
+        world
+            .mix
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        40.min(episodes),
+        world.entities.len(),
+        world.facts.len(),
+        world
+            .facts
+            .iter()
+            .filter(|f| f.invalid_at.is_some())
+            .count(),
     );
+    println!(
+        "{:<7} {:>10} {:>13} {:>13} {:>8} {:>8} {:>9}  per schema (requests per episode)",
+        "graphs", "episodes/s", "llm calls/ep", "embed req/ep", "p50 ms", "p95 ms", "1-call ep"
+    );
+    let mut all_identical = true;
+    let mut checks = Vec::new();
     for graphs in [1, 8] {
-        let (c0, e0) = (chat.load(Ordering::Relaxed), embed.load(Ordering::Relaxed));
+        let c0 = chat.load(Ordering::Relaxed);
+        let before = counts.lock().expect("counts").clone();
+        let tag = format!("x{graphs}");
         let start = Instant::now();
-        let results = run(&engine, graphs, episodes).await;
+        let results = run(&engine, &world, graphs, &tag).await;
         let wall = start.elapsed();
         let n = results.len();
         let mut latencies: Vec<Duration> = results.iter().map(|r| r.0).collect();
         latencies.sort();
         let reported: u32 = results.iter().map(|r| r.1).sum();
         let chat_calls = chat.load(Ordering::Relaxed) - c0;
-        let embed_calls = embed.load(Ordering::Relaxed) - e0;
         assert_eq!(
             reported as usize, chat_calls,
             "usage must match what the provider saw"
         );
+        let embed_calls: u32 = results.iter().map(|r| r.2).sum();
+        let per_schema: Vec<String> = counts
+            .lock()
+            .expect("counts")
+            .iter()
+            .map(|(k, v)| (k, v - before.get(k).copied().unwrap_or(0)))
+            .filter(|(_, v)| *v > 0)
+            .map(|(k, v)| format!("{k} {:.3}", v as f64 / n as f64))
+            .collect();
         println!(
-            "{:<10} {:>10.2} {:>14.2} {:>14.2} {:>12.0} {:>12.0}",
+            "{:<7} {:>10.2} {:>13.3} {:>13.3} {:>8.0} {:>8.0} {:>8.1}%  {}",
             graphs,
             n as f64 / wall.as_secs_f64(),
             chat_calls as f64 / n as f64,
             embed_calls as f64 / n as f64,
             percentile(&latencies, 0.50),
             percentile(&latencies, 0.95),
+            100.0 * results.iter().filter(|r| r.1 == 1).count() as f64 / n as f64,
+            per_schema.join(", "),
         );
+        for g in 0..graphs {
+            let c = check(&db, &format!("bench-{tag}-{g}"), &world).await?;
+            all_identical &= c.identical(&world);
+            checks.push((format!("{graphs} graphs, graph {g}"), c));
+        }
     }
+    println!("identical-graph check against the ground truth:");
+    for (label, c) in &checks {
+        println!(
+            "  {label}: facts {}/{} (stored {}), entities {}/{} (stored {}), duplicates {} entities + {} facts, \
+             invalidations at the successor's valid time {}/{} — {}",
+            c.facts_matched,
+            world.facts.len(),
+            c.facts_stored,
+            c.entities_matched,
+            world.entities.len(),
+            c.entities_stored,
+            c.duplicate_entities,
+            c.duplicate_facts,
+            c.invalidations_matched,
+            c.invalidations_expected,
+            if c.identical(&world) {
+                "identical"
+            } else {
+                "DIFFERENT"
+            },
+        );
+        for d in c.differences.iter().take(5) {
+            println!("    {d}");
+        }
+    }
+    println!(
+        "all graphs identical to the ground truth: {}",
+        if all_identical { "yes" } else { "NO" }
+    );
     db.shutdown().await?;
     Ok(())
 }

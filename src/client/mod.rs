@@ -69,8 +69,8 @@ pub use validate::{
 pub use crate::lens::{Ingest, IngestedRepresentation};
 pub use crate::storage::{
     Artefact, CommunityCounts, Content, DEFAULT_MAX_RESULTS, EpisodeRecord, ExtractionReport,
-    FactRecord, FactSource, GraphId, Hit, MAX_RESULTS_LIMIT, NodeRecord, OperatorId, ResultType,
-    SourceKind,
+    FactRecord, FactSource, GraphId, Hit, IngestCost, MAX_RESULTS_LIMIT, NodeRecord, OperatorId,
+    ResultType, SourceKind,
 };
 
 use crate::Result;

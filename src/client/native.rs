@@ -16,8 +16,11 @@ use crate::storage::NativeStorage;
 /// ([`MemoryClient`]) over a [`NativeStorage`].
 ///
 /// Build it from [`Config`] (`Config::from_env()` reads the seed's variables) and a
-/// [`RuntimeConfig`]. Without model configuration it stores episodes only (searchable
-/// by text; an engine with models can [`resume`](Engine::resume_pending) them later).
+/// [`RuntimeConfig`]. With an embedder and no language model (no provider key: the
+/// in-process `local:` embedder) it stores episodes with their embeddings and
+/// searches them by text and meaning; without model configuration, by text only.
+/// Either way an engine with a language model extracts them later
+/// ([`extract_pending`](MemoryClient::extract_pending)).
 ///
 /// ```no_run
 /// use gralkor::client::{Client, Content, Ingest, NativeClient, OperatorId, Search};
@@ -45,34 +48,68 @@ impl MemoryClient<NativeStorage> {
         tracing::info!("gralkor connecting: {}", config.describe());
         let runtime = Runtime::new(runtime)?;
         let db = FalkorDb::connect(config.falkordb.clone()).await?;
-        let engine = match config.models.as_ref().filter(|m| m.extracts()) {
-            Some(models) => match models.build()? {
-                Models {
-                    llm: Some(llm),
+        let mut meter = None;
+        let engine = match config.models.as_ref() {
+            Some(models) => {
+                let Models {
+                    llm,
                     embedder,
-                    reranker: Some(reranker),
-                    ..
-                } => Engine::new(db, llm, embedder).with_reranker(reranker),
-                _ => Engine::episodes_only(db),
-            },
-            // Without a language model the engine stores episodes only and has no use
-            // for an embedder yet, so none is built (issue 12 §3 gives episodes
-            // vectors).
-            None => Engine::episodes_only(db),
+                    reranker,
+                    usage,
+                } = models.build()?;
+                meter = Some(usage);
+                // An in-process model is provisioned and loaded now, so a missing one
+                // is an error here rather than at the first write.
+                embedder.warm_up().await?;
+                match (llm, reranker) {
+                    (Some(llm), Some(reranker)) => {
+                        Engine::new(db, llm, embedder).with_reranker(reranker)
+                    }
+                    (Some(llm), None) => Engine::new(db, llm, embedder),
+                    (None, _) => {
+                        tracing::info!(
+                            embedder = %format!("{}:{}", embedder.provider(), embedder.model()),
+                            "no language model: episodes are stored with their embeddings \
+                             and searched by text and meaning; nothing is extracted"
+                        );
+                        Engine::without_llm(db, embedder)
+                    }
+                }
+            }
+            None => {
+                tracing::info!(
+                    "no models: episodes are stored and searched by their text; nothing is \
+                     embedded or extracted"
+                );
+                Engine::episodes_only(db)
+            }
         };
-        if !engine.extracts() {
-            tracing::info!(
-                "episodes only: episodes are stored and searched by their text; no embedder \
-                 is built until episodes get vectors"
-            );
-        }
         // An embedder of another dimension than the stored graphs' is refused now,
         // before any write.
         engine.check_dimensions().await?;
-        Ok(NativeClient::from_parts(
-            runtime,
-            NativeStorage::new(engine),
-        ))
+        let mut storage = NativeStorage::new(engine);
+        if let Some(meter) = meter {
+            storage = storage.with_usage(meter);
+        }
+        Ok(NativeClient::from_parts(runtime, storage))
+    }
+
+    /// What the model clients have used so far — calls, tokens, latency, retries and
+    /// failures, in all, per label (`extract`, `resolve_facts`, `search`, …) and per
+    /// provider — when the client was built with models ([`connect`](Self::connect)
+    /// with a model configuration, or a storage given
+    /// [`with_usage`](NativeStorage::with_usage)). Each ingest also reports its own
+    /// cost ([`IngestedRepresentation::cost`](crate::client::IngestedRepresentation::cost)).
+    ///
+    /// ```no_run
+    /// # async fn run(client: gralkor::NativeClient) {
+    /// if let Some(usage) = client.usage() {
+    ///     println!("{} model calls so far", usage.total.calls);
+    /// }
+    /// # }
+    /// ```
+    pub fn usage(&self) -> Option<crate::llm::UsageSnapshot> {
+        self.storage().usage().map(crate::llm::UsageMeter::snapshot)
     }
 
     /// A client over an existing storage (for your own engine, with its options,

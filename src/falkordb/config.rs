@@ -17,6 +17,12 @@ pub mod env {
     pub const PASSWORD: &str = "FALKORDB_PASSWORD";
     /// `true` to connect to the remote server over TLS (needs the `tls` feature).
     pub const SSL: &str = "FALKORDB_SSL";
+    /// A FalkorDB run as a Redis Cluster: its seed nodes, `host:port` separated by
+    /// commas (`10.0.0.1:6379,10.0.0.2:6379`; an IPv6 host in brackets). Setting it
+    /// selects the remote backend in cluster mode; `FALKORDB_HOST` and `FALKORDB_PORT`
+    /// are then optional (when set, they are the first seed). The credentials and
+    /// `FALKORDB_SSL` apply to every node.
+    pub const CLUSTER_NODES: &str = "FALKORDB_CLUSTER_NODES";
     /// Data directory of the embedded server. Ignored when a remote host is set.
     pub const DATA_DIR: &str = "GRALKOR_DATA_DIR";
     /// Response timeout in milliseconds (positive integer; default 60000).
@@ -58,7 +64,29 @@ pub struct FalkorConfig {
     pub connect_timeout: Duration,
 }
 
-/// A remote FalkorDB server (self-hosted, FalkorDB Cloud, or TLS-fronted).
+/// A remote FalkorDB server (self-hosted, FalkorDB Cloud, or TLS-fronted), or a
+/// FalkorDB run as a Redis Cluster ([`RemoteConfig::cluster`]).
+///
+/// In cluster mode `host:port` and [`seeds`](Self::seeds) are only where the client
+/// first learns the cluster's layout: every command on a graph then goes to the
+/// primary holding the graph's key (each graph is one key, so graphs spread over the
+/// shards), listing graphs asks every primary, and a redirection (`MOVED`/`ASK`)
+/// during resharding or a primary's failover is followed and retried, bounded.
+///
+/// ```
+/// use gralkor::falkordb::{FalkorConfig, RemoteConfig};
+///
+/// let c = RemoteConfig::cluster([("10.0.0.1", 6379), ("10.0.0.2", 6379)]).unwrap();
+/// assert!(c.cluster);
+/// assert_eq!((c.host.as_str(), c.port, c.seeds.len()), ("10.0.0.1", 6379, 1));
+/// assert!(FalkorConfig::remote(c).validate().is_ok());
+///
+/// let bad = RemoteConfig::new("10.0.0.1", 6379).with_seed("10.0.0.2", 6379);
+/// assert_eq!(
+///     FalkorConfig::remote(bad).validate().unwrap_err().to_string(),
+///     "invalid configuration: `falkordb.remote.seeds` are only for a cluster (set `cluster`)"
+/// );
+/// ```
 #[derive(Clone)]
 pub struct RemoteConfig {
     /// Host name or address; must not be blank.
@@ -71,6 +99,12 @@ pub struct RemoteConfig {
     pub password: Option<String>,
     /// Connect over TLS (requires the crate's `tls` feature).
     pub tls: bool,
+    /// The server is a Redis Cluster: `host:port` is one of its nodes, and commands
+    /// are routed to the node holding each graph.
+    pub cluster: bool,
+    /// Further cluster nodes to learn the layout from when `host:port` does not answer
+    /// (cluster mode only; the same credentials and TLS setting apply).
+    pub seeds: Vec<(String, u16)>,
 }
 
 impl std::fmt::Debug for RemoteConfig {
@@ -81,6 +115,8 @@ impl std::fmt::Debug for RemoteConfig {
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("tls", &self.tls)
+            .field("cluster", &self.cluster)
+            .field("seeds", &self.seeds)
             .finish()
     }
 }
@@ -179,7 +215,39 @@ impl RemoteConfig {
             username: None,
             password: None,
             tls: false,
+            cluster: false,
+            seeds: Vec::new(),
         }
+    }
+
+    /// A Redis Cluster reached through these seed nodes (at least one): the first is
+    /// `host:port`, the others [`seeds`](Self::seeds). No credentials, no TLS.
+    pub fn cluster<H: Into<String>>(nodes: impl IntoIterator<Item = (H, u16)>) -> Result<Self> {
+        let mut nodes = nodes.into_iter().map(|(h, p)| (h.into(), p));
+        let (host, port) = nodes.next().ok_or_else(|| {
+            Error::config("falkordb.remote.seeds", "a cluster needs at least one node")
+        })?;
+        let mut c = RemoteConfig::new(host, port).with_cluster(true);
+        c.seeds = nodes.collect();
+        Ok(c)
+    }
+
+    /// Treats the server as a Redis Cluster (or not).
+    pub fn with_cluster(mut self, cluster: bool) -> Self {
+        self.cluster = cluster;
+        self
+    }
+
+    /// Adds a further cluster seed node.
+    pub fn with_seed(mut self, host: impl Into<String>, port: u16) -> Self {
+        self.seeds.push((host.into(), port));
+        self
+    }
+
+    /// Every node to learn the cluster's layout from: `host:port`, then the seeds.
+    pub fn nodes(&self) -> impl Iterator<Item = (&str, u16)> {
+        std::iter::once((self.host.trim(), self.port))
+            .chain(self.seeds.iter().map(|(h, p)| (h.trim(), *p)))
     }
 
     /// Authenticates with `username` and `password`.
@@ -214,6 +282,26 @@ impl RemoteConfig {
                 "falkordb.remote.username",
                 "must not be blank when set",
             ));
+        }
+        if !self.seeds.is_empty() && !self.cluster {
+            return Err(Error::config(
+                "falkordb.remote.seeds",
+                "are only for a cluster (set `cluster`)",
+            ));
+        }
+        for (i, (host, port)) in self.seeds.iter().enumerate() {
+            if host.trim().is_empty() {
+                return Err(Error::config(
+                    format!("falkordb.remote.seeds[{i}].host"),
+                    "must not be blank",
+                ));
+            }
+            if *port == 0 {
+                return Err(Error::config(
+                    format!("falkordb.remote.seeds[{i}].port"),
+                    "must be between 1 and 65535",
+                ));
+            }
         }
         if self.tls && !cfg!(feature = "tls") {
             return Err(Error::config(
@@ -305,23 +393,38 @@ impl FalkorConfig {
             }
             cfg.response_timeout = Duration::from_millis(ms as u64);
         }
-        if let Some(host) = lookup(env::HOST) {
-            let port = get(env::PORT)
-                .ok_or_else(|| Error::config(env::PORT, "must be set when FALKORDB_HOST is set"))?;
-            let port: u16 = port.trim().parse().ok().filter(|p| *p > 0).ok_or_else(|| {
-                Error::config(env::PORT, "must be an integer between 1 and 65535")
-            })?;
+        let cluster_nodes = get(env::CLUSTER_NODES)
+            .map(|v| parse_nodes(&v))
+            .transpose()?;
+        let host = lookup(env::HOST);
+        if host.is_some() || cluster_nodes.is_some() {
             let tls = match get(env::SSL).as_deref().map(str::trim) {
                 None | Some("false") | Some("0") => false,
                 Some("true") | Some("1") => true,
                 Some(_) => return Err(Error::config(env::SSL, "must be `true` or `false`")),
             };
+            let mut nodes = Vec::new();
+            if let Some(host) = host {
+                let port = get(env::PORT).ok_or_else(|| {
+                    Error::config(env::PORT, "must be set when FALKORDB_HOST is set")
+                })?;
+                let port: u16 = port.trim().parse().ok().filter(|p| *p > 0).ok_or_else(|| {
+                    Error::config(env::PORT, "must be an integer between 1 and 65535")
+                })?;
+                nodes.push((host, port));
+            }
+            let cluster = cluster_nodes.is_some();
+            nodes.extend(cluster_nodes.unwrap_or_default());
+            let mut nodes = nodes.into_iter();
+            let (host, port) = nodes.next().expect("a host or at least one cluster node");
             cfg.remote = Some(RemoteConfig {
                 host,
                 port,
                 username: get(env::USERNAME),
                 password: lookup(env::PASSWORD).filter(|p| !p.is_empty()),
                 tls,
+                cluster,
+                seeds: nodes.collect(),
             });
         }
         if let Some(dir) = get(env::DATA_DIR) {
@@ -365,10 +468,118 @@ impl FalkorConfig {
     }
 }
 
+/// Parses `FALKORDB_CLUSTER_NODES`: `host:port` entries separated by commas, at least
+/// one; an IPv6 host in brackets (`[::1]:7000`).
+fn parse_nodes(value: &str) -> Result<Vec<(String, u16)>> {
+    let rule = |i: usize, entry: &str| {
+        Error::config(
+            env::CLUSTER_NODES,
+            format!(
+                "must be a comma-separated list of host:port with ports 1-65535 \
+                 (entry {} is `{entry}`)",
+                i + 1
+            ),
+        )
+    };
+    let nodes = value
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .enumerate()
+        .map(|(i, entry)| {
+            let (host, port) = entry.rsplit_once(':').ok_or_else(|| rule(i, entry))?;
+            let host = host
+                .strip_prefix('[')
+                .and_then(|h| h.strip_suffix(']'))
+                .unwrap_or(host)
+                .trim();
+            let port = port.trim().parse::<u16>().ok().filter(|p| *p > 0);
+            match port {
+                Some(port) if !host.is_empty() => Ok((host.to_owned(), port)),
+                _ => Err(rule(i, entry)),
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if nodes.is_empty() {
+        return Err(Error::config(
+            env::CLUSTER_NODES,
+            "must name at least one host:port when set",
+        ));
+    }
+    Ok(nodes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn cluster_nodes_select_a_cluster_with_its_seeds() {
+        let c = from(&[("FALKORDB_CLUSTER_NODES", "a:7000, [::1]:7001,b:7002")]).unwrap();
+        let r = c.remote.unwrap();
+        assert!(r.cluster);
+        assert_eq!((r.host.as_str(), r.port), ("a", 7000));
+        assert_eq!(
+            r.seeds,
+            vec![("::1".to_string(), 7001), ("b".to_string(), 7002)]
+        );
+        let c = from(&[
+            ("FALKORDB_HOST", "h"),
+            ("FALKORDB_PORT", "6379"),
+            ("FALKORDB_CLUSTER_NODES", "a:7000"),
+            ("FALKORDB_PASSWORD", "pw"),
+        ])
+        .unwrap();
+        let r = c.remote.unwrap();
+        assert!(r.cluster);
+        assert_eq!(
+            r.nodes().collect::<Vec<_>>(),
+            vec![("h", 6379), ("a", 7000)]
+        );
+        assert_eq!(r.password.as_deref(), Some("pw"));
+        // Without the variable, a single server as before.
+        let r = from(&[("FALKORDB_HOST", "h"), ("FALKORDB_PORT", "1")])
+            .unwrap()
+            .remote
+            .unwrap();
+        assert!(!r.cluster && r.seeds.is_empty());
+    }
+
+    #[test]
+    fn cluster_validation_names_the_field() {
+        for (bad, entry) in [
+            ("a", "entry 1 is `a`"),
+            ("a:7000,b:0", "entry 2 is `b:0`"),
+            ("a:7000,:7001", "entry 2 is `:7001`"),
+            ("a:x", "entry 1 is `a:x`"),
+        ] {
+            let e = from(&[("FALKORDB_CLUSTER_NODES", bad)]).unwrap_err();
+            let e = e.to_string();
+            assert!(
+                e.contains("`FALKORDB_CLUSTER_NODES` must be a comma-separated list of host:port")
+                    && e.contains(entry),
+                "{bad}: {e}"
+            );
+        }
+        let e = from(&[("FALKORDB_CLUSTER_NODES", " , ")]).unwrap_err();
+        assert!(e.to_string().contains("at least one host:port"), "{e}");
+        let e = RemoteConfig::cluster(Vec::<(String, u16)>::new()).unwrap_err();
+        assert!(e.to_string().contains("`falkordb.remote.seeds`"), "{e}");
+        let c = RemoteConfig::cluster([("a", 1)]).unwrap().with_seed(" ", 2);
+        let e = FalkorConfig::remote(c).validate().unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`falkordb.remote.seeds[0].host` must not be blank"),
+            "{e}"
+        );
+        let c = RemoteConfig::cluster([("a", 1), ("b", 0)]).unwrap();
+        let e = FalkorConfig::remote(c).validate().unwrap_err();
+        assert!(
+            e.to_string().contains("`falkordb.remote.seeds[0].port`"),
+            "{e}"
+        );
+    }
 
     fn from(pairs: &[(&str, &str)]) -> Result<FalkorConfig> {
         let m: HashMap<String, String> = pairs

@@ -6,7 +6,11 @@
 //! the graph is an argument of every call, never state of the handle — and parses the
 //! replies into typed [`Value`]s.
 //!
-//! * [`config`](FalkorConfig): remote server or embedded child server; remote wins.
+//! * [`config`](FalkorConfig): remote server (or a Redis Cluster of them,
+//!   [`RemoteConfig::cluster`]) or embedded child server; remote wins. On a cluster
+//!   every command on a graph goes to the shard holding its key and
+//!   [`FalkorDb::list_graphs`] asks every primary (see `connection`); nothing above
+//!   this module knows which it is.
 //! * [`EmbeddedServer`]: provisions, starts, supervises and stops the child server.
 //! * [`Params`]: parameters, encoded into FalkorDB's `CYPHER k=v …` prefix (FalkorDB
 //!   has no server-side binding, so this encoder is the injection boundary).
@@ -59,6 +63,13 @@ const GRAPH_PREFIX: &str = "g_";
 /// 2 s between them (see `connection::read_connections` for why 5).
 const READ_RETRY: crate::retry::Backoff =
     crate::retry::Backoff::new(5, Duration::from_millis(50), Duration::from_secs(2));
+
+/// A request a cluster refused before running it (`MOVED`/`ASK` redirections that
+/// outlasted redis-rs's own retries, `TRYAGAIN` during a slot migration,
+/// `CLUSTERDOWN`/`MASTERDOWN` while a replica takes over a primary): tried again, 5
+/// attempts from 100 ms doubling to 2 s — safe for writes too, since nothing ran.
+const CLUSTER_REFUSAL_RETRY: crate::retry::Backoff =
+    crate::retry::Backoff::new(5, Duration::from_millis(100), Duration::from_secs(2));
 
 /// Polling the server until an index or a constraint reports its status: 5 ms
 /// doubling to 200 ms, bounded by the caller's deadline.
@@ -152,8 +163,16 @@ impl FalkorDb {
     pub async fn connect(config: FalkorConfig) -> Result<FalkorDb> {
         config.validate()?;
         if let Some(remote) = &config.remote {
-            let info = remote_connection_info(remote)?;
-            let conn = connection::Connection::open(info, &config, None).await?;
+            let conn = if remote.cluster {
+                let nodes = remote
+                    .nodes()
+                    .map(|(host, port)| remote_connection_info(remote, host, port))
+                    .collect::<Result<Vec<_>>>()?;
+                connection::Connection::open_cluster(nodes, &config).await?
+            } else {
+                let info = remote_connection_info(remote, remote.host.trim(), remote.port)?;
+                connection::Connection::open(info, &config, None).await?
+            };
             return Ok(Self::from_parts(conn, None, false, config.response_timeout));
         }
         let embedded = config
@@ -404,11 +423,14 @@ impl FalkorDb {
         }
         let span = tracing::debug_span!("falkordb.pipeline", graph, statements = statements.len());
         async {
-            let mut conn = self.inner.conn.clone();
-            let replies: Vec<redis::Value> = pipe
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.map_err(graph, e))?;
+            let replies: Vec<redis::Value> = self
+                .refusals_retried(graph, || async {
+                    let mut conn = self.inner.conn.clone();
+                    pipe.query_async(&mut conn)
+                        .await
+                        .map_err(|e| self.map_err(graph, e))
+                })
+                .await?;
             let mut out = Vec::with_capacity(replies.len());
             for (i, reply) in replies.into_iter().enumerate() {
                 if let redis::Value::ServerError(err) = &reply {
@@ -425,7 +447,8 @@ impl FalkorDb {
         .await
     }
 
-    /// The logical ids of every gralkor graph on the server.
+    /// The logical ids of every gralkor graph on the server — on a cluster, on every
+    /// primary.
     ///
     /// ```no_run
     /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
@@ -435,13 +458,12 @@ impl FalkorDb {
     /// # Ok(()) }
     /// ```
     pub async fn list_graphs(&self) -> Result<Vec<String>> {
-        let mut conn = self.inner.conn.clone();
-        let names: Vec<String> = redis::cmd("GRAPH.LIST")
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| self.map_err("*", e))?;
+        // On a cluster the command goes to every primary and the lists are merged
+        // (connection::cluster_route).
+        let names: Vec<String> = self.send("*", &redis::cmd("GRAPH.LIST")).await?;
         let mut ids: Vec<String> = names.iter().filter_map(|n| logical_graph_id(n)).collect();
         ids.sort();
+        ids.dedup();
         Ok(ids)
     }
 
@@ -463,17 +485,15 @@ impl FalkorDb {
             .lock()
             .expect("prepared set poisoned")
             .retain(|(g, _)| g != graph);
-        let mut conn = self.inner.conn.clone();
-        let res: redis::RedisResult<redis::Value> = redis::cmd("GRAPH.DELETE")
-            .arg(&name)
-            .query_async(&mut conn)
-            .await;
+        let mut cmd = redis::cmd("GRAPH.DELETE");
+        cmd.arg(&name);
+        let res: Result<redis::Value> = self.send(graph, &cmd).await;
         self.inner
             .schemas
             .lock()
             .expect("schema cache poisoned")
             .remove(&name);
-        match res.map_err(|e| self.map_err(graph, e)) {
+        match res {
             Ok(_) => Ok(true),
             // FalkorDB answers "Invalid graph operation on empty key" for a missing graph.
             Err(Error::Query { message, .. }) if message.contains("empty key") => Ok(false),
@@ -545,15 +565,36 @@ impl FalkorDb {
 
     /// Sends one graph command and parses its reply.
     async fn run(&self, graph: &str, name: &str, command: &str, text: &str) -> Result<QueryResult> {
-        let mut conn = self.inner.conn.clone();
-        let reply: redis::Value = redis::cmd(command)
-            .arg(name)
-            .arg(text)
-            .arg("--compact")
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| self.map_err(graph, e))?;
+        let mut cmd = redis::cmd(command);
+        cmd.arg(name).arg(text).arg("--compact");
+        let reply: redis::Value = self.send(graph, &cmd).await?;
         self.parse(graph, name, &reply).await
+    }
+
+    /// Sends one command; on a cluster, tries again what the cluster refused before
+    /// running it ([`CLUSTER_REFUSAL_RETRY`]).
+    async fn send<T: redis::FromRedisValue>(&self, graph: &str, cmd: &redis::Cmd) -> Result<T> {
+        self.refusals_retried(graph, || async {
+            let mut conn = self.inner.conn.clone();
+            cmd.query_async(&mut conn)
+                .await
+                .map_err(|e| self.map_err(graph, e))
+        })
+        .await
+    }
+
+    /// Runs `op`, again on a cluster refusal when the backend is a cluster.
+    async fn refusals_retried<T, F, Fut>(&self, graph: &str, op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        if !self.inner.conn.is_cluster() {
+            let mut op = op;
+            return op().await;
+        }
+        let what = format!("request on graph `{graph}` refused by the cluster");
+        crate::retry::retry_when(&what, CLUSTER_REFUSAL_RETRY, is_cluster_refusal, op).await
     }
 
     /// Parses a reply, refreshing the graph's schema cache once if it names an id the
@@ -634,13 +675,19 @@ impl FalkorDb {
     }
 }
 
-fn remote_connection_info(remote: &RemoteConfig) -> Result<redis::ConnectionInfo> {
+/// The connection info for one node of `remote`: `host:port` with its credentials
+/// and TLS setting.
+fn remote_connection_info(
+    remote: &RemoteConfig,
+    host: &str,
+    port: u16,
+) -> Result<redis::ConnectionInfo> {
     let addr = if remote.tls {
         #[cfg(feature = "tls")]
         {
             redis::ConnectionAddr::TcpTls {
-                host: remote.host.trim().to_owned(),
-                port: remote.port,
+                host: host.to_owned(),
+                port,
                 insecure: false,
                 tls_params: None,
             }
@@ -648,7 +695,7 @@ fn remote_connection_info(remote: &RemoteConfig) -> Result<redis::ConnectionInfo
         #[cfg(not(feature = "tls"))]
         unreachable!("validated: tls requires the `tls` feature")
     } else {
-        redis::ConnectionAddr::Tcp(remote.host.trim().to_owned(), remote.port)
+        redis::ConnectionAddr::Tcp(host.to_owned(), port)
     };
     let mut settings = redis::RedisConnectionInfo::default();
     if let Some(u) = &remote.username {
@@ -660,6 +707,28 @@ fn remote_connection_info(remote: &RemoteConfig) -> Result<redis::ConnectionInfo
     let info = redis::IntoConnectionInfo::into_connection_info(addr)
         .map_err(|e| connection_error("building connection info", e))?;
     Ok(info.set_redis_settings(settings))
+}
+
+/// Whether the cluster refused the request before running it (see
+/// [`CLUSTER_REFUSAL_RETRY`]): a [`Error::Connection`] over such a Redis error.
+fn is_cluster_refusal(e: &Error) -> bool {
+    match e {
+        Error::Connection {
+            source: Some(source),
+            ..
+        } => source
+            .downcast_ref::<redis::RedisError>()
+            .is_some_and(refused_by_cluster),
+        _ => false,
+    }
+}
+
+fn refused_by_cluster(e: &redis::RedisError) -> bool {
+    use redis::ServerErrorKind as K;
+    matches!(
+        e.kind(),
+        redis::ErrorKind::Server(K::Moved | K::Ask | K::TryAgain | K::ClusterDown | K::MasterDown)
+    )
 }
 
 fn connection_error(context: &str, e: redis::RedisError) -> Error {
@@ -706,6 +775,13 @@ fn map_redis_error(graph: &str, e: redis::RedisError, after: Duration) -> Error 
     ) {
         return connection_error("server is loading its data", e);
     }
+    if refused_by_cluster(&e) {
+        // Retryable: nothing ran (a slot moving, a primary failing over).
+        return connection_error(
+            &format!("the cluster refused the request on graph `{graph}` before running it"),
+            e,
+        );
+    }
     match e.code() {
         Some(code) => {
             let text = match e.detail() {
@@ -742,6 +818,28 @@ mod tests {
         assert_eq!(logical_graph_id("g_4A"), None, "uppercase hex is not ours");
         let e = physical_graph_name("").unwrap_err();
         assert_eq!(e.to_string(), "invalid input: `graph` must not be blank");
+    }
+
+    #[test]
+    fn cluster_refusals_are_retryable_connection_errors() {
+        use redis::{ErrorKind, ServerErrorKind as K};
+        for kind in [K::Moved, K::Ask, K::TryAgain, K::ClusterDown, K::MasterDown] {
+            let e = redis::RedisError::from((ErrorKind::Server(kind), "refused"));
+            let e = map_redis_error("g", e, Duration::from_secs(1));
+            assert!(e.is_retryable() && is_cluster_refusal(&e), "{kind:?}: {e}");
+            assert!(e.to_string().contains("before running it"), "{e}");
+        }
+        let e = redis::RedisError::from((ErrorKind::Server(K::ResponseError), "boom"));
+        let e = map_redis_error("g", e, Duration::from_secs(1));
+        assert!(!is_cluster_refusal(&e), "{e}");
+        let lost = connection_error(
+            "x",
+            redis::RedisError::from((ErrorKind::Io, "connection reset")),
+        );
+        assert!(
+            !is_cluster_refusal(&lost),
+            "a lost connection may have run the write"
+        );
     }
 
     #[test]

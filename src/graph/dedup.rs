@@ -173,6 +173,28 @@ pub fn normalize_name(name: &str) -> String {
         .to_lowercase()
 }
 
+/// The canonical form of a fact's text for recognising an exact restatement: the same
+/// rule as [`normalize_name`], applied to the whole sentence.
+///
+/// Exactly: runs of Unicode whitespace become one space; leading and trailing whitespace
+/// and the edge punctuation of [`normalize_name`] (so a trailing `.`, `!`, `?`, `…`,
+/// closing quotes and brackets) are removed from both ends, repeatedly; then the text is
+/// lowercased with Unicode case mapping. Nothing inside the sentence changes: words,
+/// their order, inner punctuation, digits and dates stay, so "Alice works at Acme." and
+/// "alice  works at ACME" are one statement and "Alice worked at Acme" or "Alice works
+/// at Acme, Inc." are not (those are for the model to judge). Idempotent.
+///
+/// ```
+/// use gralkor::graph::dedup::normalize_fact;
+///
+/// assert_eq!(normalize_fact("Alice  works at\tAcme."), "alice works at acme");
+/// assert_eq!(normalize_fact("\"Alice works at Acme!\" "), "alice works at acme");
+/// assert_ne!(normalize_fact("Alice worked at Acme."), normalize_fact("Alice works at Acme."));
+/// ```
+pub fn normalize_fact(text: &str) -> String {
+    normalize_name(text)
+}
+
 fn is_edge_punctuation(c: char) -> bool {
     matches!(
         c,
@@ -477,6 +499,32 @@ mod tests {
         assert_eq!(normalize_name("C#"), "c#");
         assert_eq!(normalize_name("..."), "");
         assert_eq!(normalize_name(""), "");
+    }
+
+    #[test]
+    fn fact_normalisation_keeps_the_sentence_and_drops_case_spacing_and_edges() {
+        assert_eq!(
+            normalize_fact("  Alice\t works at  Acme. "),
+            normalize_fact("alice works at ACME")
+        );
+        assert_eq!(
+            normalize_fact("(Alice works at Acme.)"),
+            "alice works at acme"
+        );
+        assert_eq!(
+            normalize_fact("Alice works at Acme?!"),
+            "alice works at acme"
+        );
+        assert_ne!(
+            normalize_fact("Alice works at Acme, Inc."),
+            normalize_fact("Alice works at Acme")
+        );
+        assert_ne!(
+            normalize_fact("Acme works at Alice."),
+            normalize_fact("Alice works at Acme.")
+        );
+        let once = normalize_fact("  «Alice works at Acme.» ");
+        assert_eq!(normalize_fact(&once), once);
     }
 
     #[test]

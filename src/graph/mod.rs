@@ -112,7 +112,7 @@ pub use extract::{
 };
 pub use ingest::{
     AddEpisode, Engine, EngineOptions, EpisodeOutcome, IngestUsage, MAX_CONTENT_BYTES,
-    MAX_SOURCE_DESCRIPTION_BYTES, OutcomeStatus, ResumeReport, Triplet, TripletEntity,
+    MAX_SOURCE_DESCRIPTION_BYTES, OutcomeStatus, ResumeReport, StepCalls, Triplet, TripletEntity,
     TripletOutcome,
 };
 pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};

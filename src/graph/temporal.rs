@@ -273,6 +273,84 @@ pub fn resolve_edges(new: &EntityEdge, contradicted: &[EntityEdge], now: Timesta
     resolve(FactTimes::from(new), &contradicted, now)
 }
 
+/// Whether a restatement with times `new` adds no date to the stored fact `existing`
+/// it restates word for word: its span lies inside the stored span, so it tells the
+/// graph nothing the stored fact does not.
+///
+/// Exactly, all three:
+/// * `new.invalid_at` is unknown, or equal to `existing.invalid_at` (a restatement that
+///   says the fact ended, when the stored one does not say so or says otherwise, is news);
+/// * `new.valid_at` is unknown, or `existing.valid_at` is known, at or before it, and
+///   `new.valid_at` is before `existing.invalid_at` when that is known (the fact was
+///   already true then: "Alice works at Acme" said in June of a fact stored since
+///   January; an earlier start, or a start where the stored one is unknown, is news);
+/// * `new.expired_at` is unknown or equal to `existing.expired_at`.
+///
+/// The fact-resolution step confirms such a restatement without asking the model (see
+/// the ingestion module's step 6); any other one goes to the model.
+///
+/// ```
+/// use gralkor::graph::temporal::{adds_no_date, FactTimes};
+/// use gralkor::graph::Timestamp;
+/// use uuid::Uuid;
+///
+/// let f = |v: Option<i64>, i: Option<i64>| FactTimes {
+///     uuid: Uuid::new_v4(),
+///     valid_at: v.map(Timestamp),
+///     invalid_at: i.map(Timestamp),
+///     expired_at: None,
+/// };
+/// assert!(adds_no_date(&f(Some(20), None), &f(Some(10), None)));
+/// assert!(adds_no_date(&f(None, None), &f(Some(10), None)));
+/// assert!(!adds_no_date(&f(Some(5), None), &f(Some(10), None)), "an earlier start");
+/// assert!(!adds_no_date(&f(Some(20), None), &f(None, None)), "a start where none was known");
+/// assert!(!adds_no_date(&f(Some(20), Some(30)), &f(Some(10), None)), "an end");
+/// assert!(!adds_no_date(&f(Some(30), None), &f(Some(10), Some(30))), "after the end");
+/// ```
+pub fn adds_no_date(new: &FactTimes, existing: &FactTimes) -> bool {
+    let end_known = new.invalid_at.is_none() || new.invalid_at == existing.invalid_at;
+    let start_inside = match new.valid_at {
+        None => true,
+        Some(start) => {
+            existing.valid_at.is_some_and(|v| v <= start)
+                && existing.invalid_at.is_none_or(|end| start < end)
+        }
+    };
+    let expiry_known = new.expired_at.is_none() || new.expired_at == existing.expired_at;
+    end_known && start_inside && expiry_known
+}
+
+/// Whether marking `existing` as contradicted by `new` would change any date: whether
+/// [`resolve`] of `new` against `existing` alone is not [empty](Resolution::is_empty).
+///
+/// When this is false for every candidate of a new fact, the contradiction half of the
+/// model's answer cannot change the graph whatever it says: rule 1 cannot fire (the new
+/// fact arrives without an `invalid_at`, or already expired), rule 2 finds no candidate
+/// that became true strictly later, and rules 3–6 leave every candidate alone (mostly:
+/// a date is missing). Jointly and singly agree — [`resolve`] over several candidates
+/// changes something exactly when it changes something for one of them — so the test
+/// is made per candidate. The answer does not depend on `now`.
+///
+/// ```
+/// use gralkor::graph::temporal::{could_take_effect, FactTimes};
+/// use gralkor::graph::Timestamp;
+/// use uuid::Uuid;
+///
+/// let f = |v: Option<i64>| FactTimes {
+///     uuid: Uuid::new_v4(),
+///     valid_at: v.map(Timestamp),
+///     invalid_at: None,
+///     expired_at: None,
+/// };
+/// assert!(could_take_effect(&f(Some(20)), &f(Some(10))), "rule 5");
+/// assert!(could_take_effect(&f(Some(10)), &f(Some(20))), "rule 2");
+/// assert!(!could_take_effect(&f(None), &f(Some(10))), "rule 6");
+/// assert!(!could_take_effect(&f(Some(10)), &f(Some(10))), "a tie");
+/// ```
+pub fn could_take_effect(new: &FactTimes, existing: &FactTimes) -> bool {
+    !resolve(*new, std::slice::from_ref(existing), Timestamp(0)).is_empty()
+}
+
 /// Whether `fact` holds at `at`: true in the world (`valid_at` unknown or at or before
 /// `at`, and `invalid_at` unknown or after `at` — a half-open span) and not yet retired
 /// (`expired_at` unknown or after `at`).
@@ -688,6 +766,106 @@ mod tests {
         assert_eq!(r.new_fact.invalid_at, Some(Timestamp(mar25)));
         assert_eq!(r.new_fact.expired_at, Some(now));
         assert!(r.invalidated.is_empty());
+    }
+
+    #[test]
+    fn a_restatement_adds_no_date_only_inside_the_stored_span() {
+        let cases: &[(Span, Span, bool, &str)] = &[
+            ((N, N, N), (N, N, N), true, "no dates anywhere"),
+            (
+                (N, N, N),
+                (Some(10), Some(20), N),
+                true,
+                "no dates on the restatement",
+            ),
+            ((Some(10), N, N), (Some(10), N, N), true, "the same start"),
+            (
+                (Some(15), N, N),
+                (Some(10), N, N),
+                true,
+                "said later, still true",
+            ),
+            (
+                (Some(15), N, N),
+                (Some(10), Some(20), N),
+                true,
+                "inside a closed span",
+            ),
+            (
+                (Some(15), Some(20), N),
+                (Some(10), Some(20), N),
+                true,
+                "the same end",
+            ),
+            ((Some(5), N, N), (Some(10), N, N), false, "an earlier start"),
+            (
+                (Some(10), N, N),
+                (N, N, N),
+                false,
+                "a start where none was known",
+            ),
+            (
+                (Some(20), N, N),
+                (Some(10), Some(20), N),
+                false,
+                "at the stored end",
+            ),
+            (
+                (Some(25), N, N),
+                (Some(10), Some(20), N),
+                false,
+                "after the stored end",
+            ),
+            (
+                (N, Some(20), N),
+                (Some(10), N, N),
+                false,
+                "an end where none was known",
+            ),
+            (
+                (N, Some(30), N),
+                (Some(10), Some(20), N),
+                false,
+                "another end",
+            ),
+            ((N, N, Some(3)), (Some(10), N, N), false, "an expiry"),
+        ];
+        for &(new, existing, expected, name) in cases {
+            assert_eq!(
+                adds_no_date(&fact(0, new), &fact(1, existing)),
+                expected,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_contradiction_takes_effect_exactly_when_resolve_changes_something() {
+        let spans: Vec<Span> = [N, Some(10), Some(20), Some(30)]
+            .into_iter()
+            .flat_map(|v| [N, Some(15), Some(25)].map(move |i| (v, i, N)))
+            .chain([(Some(10), N, Some(5)), (N, Some(20), Some(5))])
+            .collect();
+        for &a in &spans {
+            for &b in &spans {
+                let (new, old) = (fact(0, a), fact(1, b));
+                let joint = resolve(new, &[old], Timestamp(NOW));
+                assert_eq!(
+                    could_take_effect(&new, &old),
+                    !joint.is_empty(),
+                    "{a:?} {b:?}"
+                );
+                // Several candidates: something changes iff it does for one of them.
+                for &c in &spans {
+                    let other = fact(2, c);
+                    assert_eq!(
+                        !resolve(new, &[old, other], Timestamp(NOW)).is_empty(),
+                        could_take_effect(&new, &old) || could_take_effect(&new, &other),
+                        "{a:?} {b:?} {c:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@ use uuid::Uuid;
 
 use crate::Result;
 use crate::graph::Timestamp;
-use crate::storage::{Content, OperatorId};
+use crate::storage::{Content, IngestCost, OperatorId};
 use crate::{Error, storage};
 
 /// Content sent through an appending Lens.
@@ -101,4 +101,8 @@ pub struct IngestedRepresentation {
     pub content: Content,
     /// The stored episode's uuid.
     pub episode: Uuid,
+    /// What storing it cost (model calls by step, tokens, embedding requests,
+    /// database round trips, wall time).
+    #[serde(default)]
+    pub cost: IngestCost,
 }

@@ -109,7 +109,7 @@ impl LensStore {
         )
         .ontology(ontology)
         .replay_key(format!("{}#{}", self.ingest_id, self.written_count()));
-        let uuid = self.storage.add_episode(episode).await?;
+        let stored = self.storage.add_episode(episode).await?;
         self.written
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -117,9 +117,10 @@ impl LensStore {
                 id: self.ingest_id.clone(),
                 lens: self.lens.name().to_string(),
                 content,
-                episode: uuid,
+                episode: stored.uuid,
+                cost: stored.cost,
             });
-        Ok(uuid)
+        Ok(stored.uuid)
     }
 
     /// Searches the episodes of the Lens's Destination graph (every writer), at most

@@ -316,8 +316,15 @@ pub struct ModelConfig {
     pub openai: ProviderAccess,
     /// Google credentials (`GOOGLE_API_KEY`).
     pub google: ProviderAccess,
-    /// Limits applied per provider key.
+    /// Limits of chat requests (generation and reranking), per provider key
+    /// (`GRALKOR_LLM_MAX_IN_FLIGHT`, `GRALKOR_LLM_REQUESTS_PER_MINUTE`,
+    /// `GRALKOR_LLM_TOKENS_PER_MINUTE`). Default: 8 in flight, no per-minute budget.
     pub limits: LimiterSettings,
+    /// Limits of embedding requests, per provider key, apart from the chat ones
+    /// (`GRALKOR_EMBEDDER_MAX_IN_FLIGHT`, `GRALKOR_EMBEDDER_REQUESTS_PER_MINUTE`,
+    /// `GRALKOR_EMBEDDER_TOKENS_PER_MINUTE`). Default: 8 in flight, no per-minute
+    /// budget.
+    pub embedding_limits: LimiterSettings,
     /// The retry policy of every client.
     pub retry: RetryPolicy,
     /// The reqwest client to use (a default one when `None`).
@@ -375,6 +382,7 @@ impl ModelConfig {
             openai: ProviderAccess::default(),
             google: ProviderAccess::default(),
             limits: LimiterSettings::default(),
+            embedding_limits: LimiterSettings::default(),
             retry: RetryPolicy::default(),
             http_client: None,
             selection: Selection::GIVEN,
@@ -486,8 +494,32 @@ impl ModelConfig {
                 }
             },
         };
+        let limits = |role: &str| -> Result<LimiterSettings> {
+            let defaults = LimiterSettings::default();
+            let number = |what: &str| -> Result<Option<u32>> {
+                let var = format!("GRALKOR_{role}_{what}");
+                get(&var)
+                    .map(|raw| match raw.trim().parse::<u32>() {
+                        Ok(n) if n > 0 => Ok(n),
+                        _ => Err(Error::config(
+                            var.as_str(),
+                            format!("must be a positive integer (got `{}`)", raw.trim()),
+                        )),
+                    })
+                    .transpose()
+            };
+            Ok(LimiterSettings {
+                max_in_flight: number("MAX_IN_FLIGHT")?
+                    .map_or(defaults.max_in_flight, |n| n as usize),
+                requests_per_minute: number("REQUESTS_PER_MINUTE")?
+                    .or(defaults.requests_per_minute),
+                tokens_per_minute: number("TOKENS_PER_MINUTE")?.or(defaults.tokens_per_minute),
+            })
+        };
         let config = ModelConfig {
             llm,
+            limits: limits("LLM")?,
+            embedding_limits: limits("EMBEDDER")?,
             small_llm_model: get("GRALKOR_LLM_SMALL_MODEL").map(|m| m.trim().to_string()),
             embedder_dimension,
             openai: ProviderAccess {
@@ -584,9 +616,15 @@ impl ModelConfig {
         self
     }
 
-    /// Sets the per-key limits.
+    /// Sets the per-key limits of chat requests.
     pub fn limits(mut self, limits: LimiterSettings) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sets the per-key limits of embedding requests.
+    pub fn embedding_limits(mut self, limits: LimiterSettings) -> Self {
+        self.embedding_limits = limits;
         self
     }
 
@@ -722,6 +760,12 @@ impl ModelConfig {
         if self.limits.max_in_flight == 0 {
             return Err(Error::config("limits.max_in_flight", "must be at least 1"));
         }
+        if self.embedding_limits.max_in_flight == 0 {
+            return Err(Error::config(
+                "embedding_limits.max_in_flight",
+                "must be at least 1",
+            ));
+        }
         if self
             .small_llm_model
             .as_deref()
@@ -738,6 +782,7 @@ impl ModelConfig {
     fn openai(&self, usage: &UsageMeter) -> Result<OpenAi> {
         let mut b = OpenAi::builder(self.openai.api_key.clone().unwrap_or_default())
             .limits(self.limits)
+            .embedding_limits(self.embedding_limits)
             .retry(self.retry)
             .usage(usage.clone());
         if let Some(url) = &self.openai.base_url {
@@ -752,6 +797,7 @@ impl ModelConfig {
     fn gemini(&self, usage: &UsageMeter) -> Result<Gemini> {
         let mut b = Gemini::builder(self.google.api_key.clone().unwrap_or_default())
             .limits(self.limits)
+            .embedding_limits(self.embedding_limits)
             .retry(self.retry)
             .usage(usage.clone());
         if let Some(url) = &self.google.base_url {
@@ -772,17 +818,21 @@ impl ModelConfig {
     /// small model; otherwise a [`ListwiseReranker`] over the LLM. Without an LLM
     /// there is no reranker.
     ///
-    /// A `local:` embedder is a configuration error in this build: the in-process
-    /// embedding model is not compiled in yet.
+    /// A `local:` embedder is a [`DeferredLocalEmbedder`](super::local::DeferredLocalEmbedder)
+    /// (found or provisioned, then loaded, on [`Embedder::warm_up`] or its first use)
+    /// when the crate is built with the `local-embedder` feature (on by default), and
+    /// a configuration error naming the feature otherwise.
     pub fn build(&self) -> Result<Models> {
         self.validate()?;
+        #[cfg(not(feature = "local-embedder"))]
         if self.embedder.provider == Provider::Local {
             return Err(Error::config(
                 EMBEDDER_MODEL_VAR,
                 format!(
-                    "selects the local embedder `{}` ({}), which is not available in this build \
-                     yet; set GOOGLE_API_KEY or OPENAI_API_KEY, or {EMBEDDER_MODEL_VAR} to an \
-                     `openai:` or `google:` model",
+                    "selects the local embedder `{}` ({}), which needs gralkor's \
+                     `local-embedder` feature (on by default; this build turned it off); \
+                     enable it, or set GOOGLE_API_KEY or OPENAI_API_KEY, or \
+                     {EMBEDDER_MODEL_VAR} to an `openai:` or `google:` model",
                     self.embedder,
                     self.selection.embedder.because(EMBEDDER_MODEL_VAR)
                 ),
@@ -841,6 +891,11 @@ impl ModelConfig {
                     .expect("built above")
                     .embedder(&self.embedder.model, self.embedder_dimension)?,
             ),
+            #[cfg(feature = "local-embedder")]
+            Provider::Local => Arc::new(super::local::DeferredLocalEmbedder::new(
+                super::local::LocalModelConfig::default(),
+            )),
+            #[cfg(not(feature = "local-embedder"))]
             Provider::Local => unreachable!("returned above"),
         };
         Ok(Models {

@@ -75,6 +75,20 @@ impl GeminiBuilder {
         self
     }
 
+    /// Use this limiter for embedding requests. Without it the process-wide embedding
+    /// limiter for this endpoint and key is used: embeddings have a budget of their
+    /// own, apart from chat requests.
+    pub fn embedding_limiter(mut self, limiter: Limiter) -> Self {
+        self.settings.embedding_limiter = Some(limiter);
+        self
+    }
+
+    /// Settings for the embedding limiter created for this key when none is given.
+    pub fn embedding_limits(mut self, limits: LimiterSettings) -> Self {
+        self.settings.embedding_limits = limits;
+        self
+    }
+
     /// The retry policy.
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.settings.retry = retry;
@@ -155,9 +169,14 @@ impl Gemini {
         })
     }
 
-    /// The limiter every request of this connection goes through.
+    /// The limiter every generation request of this connection goes through.
     pub fn limiter(&self) -> &Limiter {
         &self.inner.transport.limiter
+    }
+
+    /// The limiter every embedding request of this connection goes through.
+    pub fn embedding_limiter(&self) -> &Limiter {
+        &self.inner.transport.embedding_limiter
     }
 
     /// The meter every request of this connection is recorded in.
@@ -426,7 +445,7 @@ impl GeminiEmbedder {
         };
         let auth = self.conn.auth();
         let call = Call {
-            operation: "embed",
+            operation: super::transport::EMBED_OPERATION,
             label: &label,
             url: self.conn.url(&self.model, method),
             headers: &auth,

@@ -335,6 +335,14 @@ pub trait Embedder: Send + Sync + fmt::Debug {
     /// the usage accounting.
     async fn embed(&self, texts: &[String], label: &str) -> Result<Vec<Vec<f32>>>;
 
+    /// Makes the embedder ready to answer without delay — an in-process model is
+    /// found, provisioned and loaded — so that a missing model is an error when the
+    /// memory connects, not at the first write. Nothing to do for a remote provider
+    /// (the default).
+    async fn warm_up(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// The provider name.
     fn provider(&self) -> &str;
 

@@ -18,7 +18,11 @@ use crate::{Error, Result};
 pub(crate) struct Transport {
     pub provider: &'static str,
     pub http: reqwest::Client,
+    /// Chat (generation and reranking) requests.
     pub limiter: Limiter,
+    /// Embedding requests: a budget of their own, so a burst of one kind never
+    /// starves the other (and a 429 on one holds only its callers).
+    pub embedding_limiter: Limiter,
     pub retry: RetryPolicy,
     pub usage: UsageMeter,
 }
@@ -32,6 +36,8 @@ pub(crate) struct ClientSettings {
     pub http: Option<reqwest::Client>,
     pub limiter: Option<Limiter>,
     pub limits: LimiterSettings,
+    pub embedding_limiter: Option<Limiter>,
+    pub embedding_limits: LimiterSettings,
     pub retry: RetryPolicy,
     pub usage: Option<UsageMeter>,
 }
@@ -53,6 +59,8 @@ impl ClientSettings {
             http: None,
             limiter: None,
             limits: LimiterSettings::default(),
+            embedding_limiter: None,
+            embedding_limits: LimiterSettings::default(),
             retry: RetryPolicy::default(),
             usage: None,
         }
@@ -64,6 +72,7 @@ impl ClientSettings {
             .field("api_key", &"<redacted>")
             .field("base_url", &self.base_url)
             .field("limits", &self.limits)
+            .field("embedding_limits", &self.embedding_limits)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
@@ -86,6 +95,14 @@ impl ClientSettings {
         let limiter = self
             .limiter
             .unwrap_or_else(|| Limiter::shared(provider, &base_url, &self.api_key, self.limits));
+        let embedding_limiter = self.embedding_limiter.unwrap_or_else(|| {
+            Limiter::shared(
+                &format!("{provider} embeddings"),
+                &base_url,
+                &self.api_key,
+                self.embedding_limits,
+            )
+        });
         Ok(Endpoint {
             api_key: self.api_key,
             base_url,
@@ -93,6 +110,7 @@ impl ClientSettings {
                 provider,
                 http: self.http.unwrap_or_else(default_http_client),
                 limiter,
+                embedding_limiter,
                 retry: self.retry,
                 usage: self.usage.unwrap_or_default(),
             },
@@ -112,6 +130,9 @@ pub(crate) fn check_base_url(field: &str, url: &str) -> Result<String> {
     }
     Ok(url.to_string())
 }
+
+/// The [`Call::operation`] of embedding requests.
+pub(crate) const EMBED_OPERATION: &str = "embed";
 
 /// One logical request.
 pub(crate) struct Call<'a> {
@@ -137,6 +158,16 @@ pub(crate) fn default_http_client() -> reqwest::Client {
 }
 
 impl Transport {
+    /// The limiter `call` goes through: the embedding one for `embed` calls, the
+    /// chat one for the rest.
+    fn limiter_for(&self, call: &Call<'_>) -> &Limiter {
+        if call.operation == EMBED_OPERATION {
+            &self.embedding_limiter
+        } else {
+            &self.limiter
+        }
+    }
+
     /// POSTs `call.body` as JSON and returns the JSON reply and the usage `usage_of`
     /// reads from it, retrying as the policy says. Records the call in the meter.
     pub async fn post(
@@ -148,7 +179,7 @@ impl Transport {
         let mut attempts = 0u32;
         let result = loop {
             attempts += 1;
-            let permit = self.limiter.acquire(call.estimated_tokens).await;
+            let permit = self.limiter_for(call).acquire(call.estimated_tokens).await;
             let span = tracing::info_span!(
                 "llm_http",
                 provider = self.provider,
@@ -189,7 +220,7 @@ impl Transport {
                         break Err(err);
                     };
                     if let Some(ra) = retry_after {
-                        self.limiter.cool_down(Instant::now() + ra);
+                        self.limiter_for(call).cool_down(Instant::now() + ra);
                     }
                     tracing::warn!(
                         provider = self.provider,

@@ -37,13 +37,13 @@ pub struct InMemoryStorage {
 
 #[derive(Debug, Default, Clone)]
 struct GraphState {
-    episodes: Vec<StoredEpisode>,
+    episodes: Vec<HeldEpisode>,
     nodes: Vec<GraphNode>,
     relationships: Vec<GraphRelationship>,
 }
 
 #[derive(Debug, Clone)]
-struct StoredEpisode {
+struct HeldEpisode {
     uuid: Uuid,
     content: Content,
     stored_description: String,
@@ -52,7 +52,7 @@ struct StoredEpisode {
     created_at: Timestamp,
 }
 
-impl StoredEpisode {
+impl HeldEpisode {
     fn record(&self) -> EpisodeRecord {
         EpisodeRecord::from_stored(
             self.uuid,
@@ -126,14 +126,15 @@ impl InMemoryStorage {
 
 #[async_trait]
 impl Storage for InMemoryStorage {
-    async fn add_episode(&self, episode: NewEpisode) -> Result<Uuid> {
+    async fn add_episode(&self, episode: NewEpisode) -> Result<super::StoredEpisode> {
+        let started = std::time::Instant::now();
         let mut graphs = self.lock();
         let state = graphs
             .entry(episode.graph.as_str().to_string())
             .or_default();
         // A replayed write (same derived uuid) stores nothing twice.
         if !state.episodes.iter().any(|e| e.uuid == episode.uuid) {
-            state.episodes.push(StoredEpisode {
+            state.episodes.push(HeldEpisode {
                 uuid: episode.uuid,
                 content: episode.content,
                 stored_description: episode.stored_description,
@@ -142,7 +143,11 @@ impl Storage for InMemoryStorage {
                 created_at: Timestamp::now(),
             });
         }
-        Ok(episode.uuid)
+        let cost = super::IngestCost {
+            wall_time_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            ..super::IngestCost::default()
+        };
+        Ok(super::StoredEpisode::new(episode.uuid, cost))
     }
 
     async fn search(&self, graphs: &[GraphId], query: &GraphQuery) -> Result<Vec<Vec<ScoredHit>>> {
@@ -184,7 +189,7 @@ impl Storage for InMemoryStorage {
             g.episodes
                 .iter()
                 .find(|e| e.uuid == uuid)
-                .map(StoredEpisode::record)
+                .map(HeldEpisode::record)
         }))
     }
 
@@ -214,7 +219,7 @@ fn search_graph(
     wanted: &HashSet<String>,
     query: &GraphQuery,
 ) -> Vec<ScoredHit> {
-    let by_lens = |e: &StoredEpisode| {
+    let by_lens = |e: &HeldEpisode| {
         query.lenses.is_empty()
             || e.lens()
                 .is_some_and(|l| query.lenses.iter().any(|q| q == l))

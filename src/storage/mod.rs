@@ -49,7 +49,7 @@ pub use memory::InMemoryStorage;
 pub use native::NativeStorage;
 pub use records::{
     Artefact, CommunityCounts, EpisodeRecord, ExtractionReport, FactRecord, FactSource, GraphQuery,
-    Hit, NewEpisode, NodeRecord, ResultType, ScoredHit,
+    Hit, IngestCost, NewEpisode, NodeRecord, ResultType, ScoredHit, StoredEpisode,
 };
 
 use crate::Result;
@@ -63,9 +63,10 @@ use crate::Result;
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
     /// Stores one episode (and, for an extracting storage, extracts it with the
-    /// episode's ontology); returns its uuid. The same replay key in the same graph
-    /// by the same writer gives the same uuid and stores nothing twice.
-    async fn add_episode(&self, episode: NewEpisode) -> Result<Uuid>;
+    /// episode's ontology); returns its uuid and what storing it cost. The same replay
+    /// key in the same graph by the same writer gives the same uuid and stores nothing
+    /// twice.
+    async fn add_episode(&self, episode: NewEpisode) -> Result<StoredEpisode>;
 
     /// Searches `graphs` (distinct, in the caller's order) with one query: one list
     /// of hits per graph, in that order, each in retrieval order, at most

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use super::content::{overlap, words};
 use super::{
     CommunityCounts, EpisodeRecord, ExtractionReport, FactRecord, FactSource, Graph, GraphId,
-    GraphQuery, Hit, NewEpisode, NodeRecord, ResultType, ScoredHit, Storage, owned_node_uuid,
+    GraphQuery, Hit, IngestCost, NewEpisode, NodeRecord, ResultType, ScoredHit, Storage,
+    StoredEpisode, owned_node_uuid,
 };
 use crate::falkordb::FalkorDb;
 use crate::graph::search::{
@@ -17,6 +18,7 @@ use crate::graph::search::{
     SearchRequest, SearchResults,
 };
 use crate::graph::{self, AddEpisode, CommunityOptions, Engine, EpisodeState};
+use crate::llm::UsageMeter;
 use crate::ontology::Ontology;
 use crate::{Error, Result};
 
@@ -28,13 +30,30 @@ use crate::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct NativeStorage {
     engine: Engine,
+    usage: Option<UsageMeter>,
 }
 
 impl NativeStorage {
     /// A storage over `engine`: its embedder enables vector search, its reranker the
     /// cross-encoder recipes.
     pub fn new(engine: Engine) -> NativeStorage {
-        NativeStorage { engine }
+        NativeStorage {
+            engine,
+            usage: None,
+        }
+    }
+
+    /// The same storage reporting `usage`, the meter the engine's model clients
+    /// record into ([`Models::usage`](crate::llm::Models::usage)).
+    pub fn with_usage(mut self, usage: UsageMeter) -> NativeStorage {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// The meter the model clients record every call into (per label and per
+    /// provider), when it was given.
+    pub fn usage(&self) -> Option<&UsageMeter> {
+        self.usage.as_ref()
     }
 
     /// The database handle.
@@ -59,7 +78,7 @@ impl NativeStorage {
 
 #[async_trait]
 impl Storage for NativeStorage {
-    async fn add_episode(&self, episode: NewEpisode) -> Result<Uuid> {
+    async fn add_episode(&self, episode: NewEpisode) -> Result<StoredEpisode> {
         let uuid = episode.uuid;
         let graph = episode.graph.as_str();
         let defaulted_time = !episode.reference_time_given;
@@ -72,7 +91,8 @@ impl Storage for NativeStorage {
         .writer(episode.writer.key())
         .source_description(episode.stored_description)
         .ontology(episode.ontology);
-        match self.engine.add_episode(graph, request.clone()).await {
+        let started = std::time::Instant::now();
+        let mut cost = match self.engine.add_episode(graph, request.clone()).await {
             // A replay without a reference time keeps the time the first write chose;
             // only a replay pays for the extra read.
             Err(Error::EpisodeConflict {
@@ -85,13 +105,16 @@ impl Storage for NativeStorage {
                     .await?
                     .ok_or_else(|| Error::NotFound(format!("episode {uuid}")))?;
                 request.reference_time = stored.valid_at;
-                self.engine.add_episode(graph, request).await?;
+                let outcome = self.engine.add_episode(graph, request).await?;
+                let mut cost = IngestCost::from_usage(&outcome.usage);
+                // The refused first attempt and the read.
+                cost.db_round_trips += 2;
+                cost
             }
-            other => {
-                other?;
-            }
-        }
-        Ok(uuid)
+            other => IngestCost::from_usage(&other?.usage),
+        };
+        cost.wall_time_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        Ok(StoredEpisode::new(uuid, cost))
     }
 
     async fn search(&self, graphs: &[GraphId], query: &GraphQuery) -> Result<Vec<Vec<ScoredHit>>> {
@@ -196,15 +219,16 @@ impl NativeStorage {
         };
         match &query.result_type {
             ResultType::Episodes => {
-                config.episodes = Some(ScopeConfig::new(Methods::FULLTEXT, RerankerKind::Rrf));
+                config.episodes = Some(self.scope());
             }
             ResultType::Facts { edge_types } => {
                 config.facts = Some(self.scope());
                 filters.fact_types = edge_types.clone();
                 // Without a language model nothing is extracted: the episodes not yet
-                // extracted stand in as facts (as the twin's do), so memory answers.
+                // extracted stand in as facts (as the twin's do), found by the same
+                // hybrid search, so memory answers.
                 if !self.engine.extracts() && ResultType::episode_facts_wanted(edge_types) {
-                    config.episodes = Some(ScopeConfig::new(Methods::FULLTEXT, RerankerKind::Rrf));
+                    config.episodes = Some(self.scope());
                 }
             }
             ResultType::Nodes { entity_types } => {

@@ -451,3 +451,79 @@ pub struct ExtractionReport {
     /// Episodes set aside after unanswered commits, which the call did not process.
     pub quarantined: Vec<Uuid>,
 }
+
+/// What storing one episode cost: language-model calls (in all and by pipeline step),
+/// their tokens, embedding requests, database round trips and the wall time of the
+/// write. A storage that calls no model (the in-memory one, or an engine without a
+/// language model) reports zero calls.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct IngestCost {
+    /// Language-model calls.
+    pub model_calls: u32,
+    /// The same calls by step (`extract`, `resolve_entities`, `resolve_facts`,
+    /// `entity_details`); steps without a call are left out.
+    pub model_calls_by_step: std::collections::BTreeMap<String, u32>,
+    /// Input tokens of those calls.
+    pub prompt_tokens: u64,
+    /// Output tokens of those calls.
+    pub completion_tokens: u64,
+    /// Embedding requests.
+    pub embedding_requests: u32,
+    /// Statements (or pipelines) sent to the database, each one round trip.
+    pub db_round_trips: u32,
+    /// Wall time of the write, in microseconds.
+    pub wall_time_us: u64,
+}
+
+impl IngestCost {
+    /// The cost of an engine ingest.
+    pub fn from_usage(usage: &crate::graph::IngestUsage) -> IngestCost {
+        IngestCost {
+            model_calls: usage.llm_calls,
+            model_calls_by_step: usage
+                .steps
+                .by_name()
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(step, n)| (step.to_owned(), n))
+                .collect(),
+            prompt_tokens: usage.tokens.prompt_tokens,
+            completion_tokens: usage.tokens.completion_tokens,
+            embedding_requests: usage.embedding_calls,
+            db_round_trips: usage.db_round_trips,
+            wall_time_us: u64::try_from(usage.elapsed.as_micros()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// Adds `other` to this cost (a Lens that writes several episodes, or a replay
+    /// that wrote twice).
+    pub fn add(&mut self, other: &IngestCost) {
+        self.model_calls += other.model_calls;
+        for (step, n) in &other.model_calls_by_step {
+            *self.model_calls_by_step.entry(step.clone()).or_default() += n;
+        }
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.embedding_requests += other.embedding_requests;
+        self.db_round_trips += other.db_round_trips;
+        self.wall_time_us += other.wall_time_us;
+    }
+}
+
+/// A stored episode: its uuid and what storing it cost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StoredEpisode {
+    /// The episode's uuid.
+    pub uuid: Uuid,
+    /// What storing it cost.
+    pub cost: IngestCost,
+}
+
+impl StoredEpisode {
+    /// An episode stored at `cost`.
+    pub fn new(uuid: Uuid, cost: IngestCost) -> StoredEpisode {
+        StoredEpisode { uuid, cost }
+    }
+}

@@ -278,7 +278,7 @@ struct FailingGraph {
 
 #[async_trait]
 impl Storage for FailingGraph {
-    async fn add_episode(&self, episode: NewEpisode) -> Result<Uuid> {
+    async fn add_episode(&self, episode: NewEpisode) -> Result<gralkor::storage::StoredEpisode> {
         self.inner.add_episode(episode).await
     }
     async fn search(&self, graphs: &[GraphId], query: &GraphQuery) -> Result<Vec<Vec<ScoredHit>>> {

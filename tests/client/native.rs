@@ -29,6 +29,23 @@ async fn native(config: RuntimeConfig) -> NativeClient {
 
 run_contract!(|config| client_contract::boxed(native(config)));
 
+/// The same contract against the offline native client: an embedder, no language
+/// model (episodes embedded and searched hybrid, fact searches answered by the
+/// episodes not yet extracted — the twin's shape).
+mod offline {
+    use super::*;
+
+    async fn offline(config: RuntimeConfig) -> NativeClient {
+        let engine = Engine::without_llm(common::db().await, Arc::new(CountingEmbedder::new()));
+        NativeClient::from_parts(
+            Runtime::new(config).expect("valid contract configuration"),
+            NativeStorage::new(engine),
+        )
+    }
+
+    run_contract!(|config| client_contract::boxed(offline(config)));
+}
+
 use gralkor::client::{Client, Content, Hit, Ingest, Search};
 use gralkor::config::Config;
 use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, Params, Value};
@@ -58,12 +75,27 @@ async fn a_replayed_ingest_stores_nothing_twice() {
     );
     let first = client.ingest(&request).await.unwrap();
     let calls = model.calls().len();
+    // The ingest reports what it cost, as the model and the embedder saw it.
+    let cost = &first[0].cost;
+    assert_eq!(cost.model_calls as usize, calls);
+    assert_eq!(cost.model_calls_by_step.get("extract"), Some(&1));
+    assert_eq!(
+        cost.model_calls_by_step.values().sum::<u32>(),
+        cost.model_calls
+    );
+    assert_eq!(cost.embedding_requests as usize, embedder.requests());
+    assert!(cost.prompt_tokens > 0 && cost.db_round_trips > 0 && cost.wall_time_us > 0);
     let again = client.ingest(&request).await.unwrap();
     assert_eq!(
         again[0].episode, first[0].episode,
         "same request, same episode"
     );
     assert_eq!(model.calls().len(), calls, "a replay extracts nothing");
+    assert_eq!(
+        (again[0].cost.model_calls, again[0].cost.embedding_requests),
+        (0, 0),
+        "and costs no model call"
+    );
     let graph = format!("personal/{op}");
     let n = db
         .ro_query(
@@ -161,6 +193,71 @@ async fn connect_from_config_without_models_stores_searchable_episodes_and_shuts
     let server = client.storage().db().embedded_server().unwrap().clone();
     client.shutdown().await.unwrap();
     assert!(server.pid().is_none(), "the embedded server stopped");
+}
+
+/// The first run of a user with no provider key: `Config::from_lookup` picks the local
+/// embedder and no language model; `connect` provisions and loads it; a question that
+/// shares no content word with the remembered turn is answered by meaning.
+#[cfg(feature = "local-embedder")]
+#[tokio::test]
+async fn with_no_key_connect_uses_the_local_model_and_memory_search_answers_by_meaning() {
+    let dir = tempfile::Builder::new()
+        .prefix("gralkor-offline-")
+        .tempdir()
+        .unwrap();
+    let data = dir.path().display().to_string();
+    let config = Config::from_lookup(|k| (k == "GRALKOR_DATA_DIR").then(|| data.clone())).unwrap();
+    assert!(!config.extracts());
+    assert!(
+        config.describe().starts_with(
+            "embedder local:all-minilm-l6-v2 because no provider key is set; extraction off"
+        ),
+        "{}",
+        config.describe()
+    );
+    let client = NativeClient::connect(config, RuntimeConfig::new())
+        .await
+        .unwrap();
+    assert!(!client.storage().engine().extracts());
+    let embedder = client
+        .storage()
+        .engine()
+        .embedder()
+        .expect("the local embedder");
+    assert_eq!((embedder.provider(), embedder.dimension()), ("local", 384));
+    let op = op();
+    for (id, text) in [
+        ("t-1", "Ada: I moved to Lisbon in March."),
+        ("t-2", "Ada: the boiler is serviced every October."),
+    ] {
+        client
+            .ingest(&Ingest::new(
+                id,
+                &op,
+                "personal-chat",
+                Content::conversation(text),
+            ))
+            .await
+            .unwrap();
+    }
+    // No content word of the turn is in the question ("city", "living"), so the
+    // fulltext index alone finds nothing: the vector method does.
+    let question = "which city is she living in";
+    let facts = client
+        .search(&Search::new(&op, question).facts().max_results(1))
+        .await
+        .unwrap();
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    assert!(
+        facts[0].hit.as_fact().unwrap().fact.contains("Lisbon"),
+        "{facts:?}"
+    );
+    let text =
+        gralkor::agent::memory_search(&client, &gralkor::agent::MemorySearch::new(&op, question))
+            .await
+            .unwrap();
+    assert!(text.contains("I moved to Lisbon"), "{text}");
+    client.shutdown().await.unwrap();
 }
 
 /// The Lens's whole graph as stored: nodes sorted by id (labels sorted), relationships
@@ -348,10 +445,14 @@ fn fact_view(
 
 #[tokio::test]
 async fn without_a_language_model_fact_search_answers_from_episodes_as_the_twin_does() {
-    let native = NativeClient::from_parts(
-        Runtime::packaged(),
-        NativeStorage::new(Engine::episodes_only(common::db().await)),
-    );
+    let db = common::db().await;
+    offline_answers_as_the_twin_does(Engine::episodes_only(db.clone())).await;
+    offline_answers_as_the_twin_does(Engine::without_llm(db, Arc::new(CountingEmbedder::new())))
+        .await;
+}
+
+async fn offline_answers_as_the_twin_does(engine: Engine) {
+    let native = NativeClient::from_parts(Runtime::packaged(), NativeStorage::new(engine));
     let twin = gralkor::InMemoryClient::new();
     let op = op();
     let w = format!("zq{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);

@@ -1206,7 +1206,7 @@ async fn a_graph_deleted_behind_the_engines_back_is_prepared_again() {
             .await
             .unwrap()
             .len(),
-        3,
+        4,
         "the vector-debt counters are back"
     );
     // A clone of the handle shares what was prepared, and forgets it with the graph.

@@ -608,7 +608,7 @@ mod input {
                 SearchRequest::new(
                     "a",
                     SearchConfig {
-                        episodes: Some(ScopeConfig::new(Methods::HYBRID, RerankerKind::Rrf)),
+                        episodes: Some(ScopeConfig::new(Methods::HYBRID_BFS, RerankerKind::Rrf)),
                         ..EDGE_HYBRID_SEARCH_RRF
                     },
                 ),

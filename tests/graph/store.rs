@@ -49,13 +49,14 @@ mod indices {
                 "fact_embedding",
             ),
             (IndexEntity::Node("Community".into()), "name_embedding"),
+            (IndexEntity::Node("EpisodeEmbedding".into()), "embedding"),
         ] {
             assert!(
                 vectors.contains(&(entity.clone(), prop.to_string(), 8)),
                 "{entity:?}.{prop} in {vectors:?}"
             );
         }
-        assert_eq!(vectors.len(), 3);
+        assert_eq!(vectors.len(), 4);
         let fulltext = |e: IndexEntity, p: &str| {
             listed.iter().any(|i| {
                 i.entity == e && i.property == p && matches!(i.kind, IndexKind::Fulltext { .. })

@@ -249,8 +249,26 @@ fn local_specs_name_a_known_model_and_serve_the_embedder_role_only() {
         .unwrap();
 }
 
+#[cfg(feature = "local-embedder")]
 #[test]
-fn building_a_local_embedder_says_it_is_not_in_this_build_yet() {
+fn with_no_key_the_models_are_the_local_embedder_and_no_language_model() {
+    let models = from(&[]).unwrap().build().unwrap();
+    assert!(models.llm.is_none() && models.reranker.is_none());
+    // Built without touching the disk or the network: loading waits for `warm_up` or
+    // the first embed.
+    assert_eq!(
+        (
+            models.embedder.provider(),
+            models.embedder.model(),
+            models.embedder.dimension()
+        ),
+        ("local", "all-MiniLM-L6-v2", 384)
+    );
+}
+
+#[cfg(not(feature = "local-embedder"))]
+#[test]
+fn without_the_feature_building_a_local_embedder_names_the_feature() {
     let err = from(&[]).unwrap().build().unwrap_err();
     let Error::Config { field, rule } = err else {
         panic!("expected a config error, got {err:?}")
@@ -259,8 +277,9 @@ fn building_a_local_embedder_says_it_is_not_in_this_build_yet() {
     assert_eq!(
         rule,
         "selects the local embedder `local:all-minilm-l6-v2` (because no provider key is set), \
-         which is not available in this build yet; set GOOGLE_API_KEY or OPENAI_API_KEY, or \
-         GRALKOR_EMBEDDER_MODEL to an `openai:` or `google:` model"
+         which needs gralkor's `local-embedder` feature (on by default; this build turned it \
+         off); enable it, or set GOOGLE_API_KEY or OPENAI_API_KEY, or GRALKOR_EMBEDDER_MODEL \
+         to an `openai:` or `google:` model"
     );
 }
 
@@ -580,4 +599,45 @@ async fn built_models_record_every_call_in_one_meter() {
     assert_eq!(usage.by_label["reflect"].completion_tokens, 2);
     assert_eq!(usage.by_label["embed_query"].prompt_tokens, 4);
     assert_eq!(usage.by_provider["openai"].calls, 2);
+}
+
+#[test]
+fn chat_and_embedding_limits_are_read_from_the_environment_apart() {
+    let c = from(&[
+        ("OPENAI_API_KEY", "k"),
+        ("GRALKOR_LLM_MAX_IN_FLIGHT", "3"),
+        ("GRALKOR_LLM_TOKENS_PER_MINUTE", "90000"),
+        ("GRALKOR_EMBEDDER_MAX_IN_FLIGHT", "16"),
+        ("GRALKOR_EMBEDDER_REQUESTS_PER_MINUTE", "500"),
+    ])
+    .unwrap();
+    assert_eq!(
+        (
+            c.limits.max_in_flight,
+            c.limits.requests_per_minute,
+            c.limits.tokens_per_minute
+        ),
+        (3, None, Some(90000))
+    );
+    assert_eq!(
+        (
+            c.embedding_limits.max_in_flight,
+            c.embedding_limits.requests_per_minute,
+            c.embedding_limits.tokens_per_minute
+        ),
+        (16, Some(500), None)
+    );
+    // Unset: the documented defaults, 8 in flight and no per-minute budget, each.
+    let d = from(&[("OPENAI_API_KEY", "k")]).unwrap();
+    assert_eq!(d.limits, gralkor::llm::LimiterSettings::default());
+    assert_eq!(d.embedding_limits, gralkor::llm::LimiterSettings::default());
+    assert_eq!(d.limits.max_in_flight, 8);
+    for bad in ["0", "-1", "many"] {
+        let (field, rule, _) = config_error(&[
+            ("OPENAI_API_KEY", "k"),
+            ("GRALKOR_EMBEDDER_MAX_IN_FLIGHT", bad),
+        ]);
+        assert_eq!(field, "GRALKOR_EMBEDDER_MAX_IN_FLIGHT");
+        assert_eq!(rule, format!("must be a positive integer (got `{bad}`)"));
+    }
 }

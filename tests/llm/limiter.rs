@@ -38,7 +38,7 @@ fn reply(path: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn in_flight_requests_never_exceed_the_cap_across_chat_and_embeddings() {
+async fn one_limiter_given_for_both_caps_chat_and_embeddings_together() {
     let server = GatedServer::start(reply).await;
     let limiter = Limiter::new(
         "openai",
@@ -54,7 +54,9 @@ async fn in_flight_requests_never_exceed_the_cap_across_chat_and_embeddings() {
             attempt_timeout: None,
             ..RetryPolicy::default()
         })
+        // Chat and embeddings have limiters of their own unless one is given for both.
         .limiter(limiter.clone())
+        .embedding_limiter(limiter.clone())
         .build()
         .unwrap();
     let llm = Arc::new(conn.chat("gpt-4.1-mini"));

@@ -151,3 +151,22 @@ async fn local_embedder_refuses_other_weights_and_incomplete_directories() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_deferred_embedder_loads_on_warm_up_and_embeds_as_the_loaded_one() {
+    use gralkor::llm::local::DeferredLocalEmbedder;
+    let real = embedder().await;
+    let deferred = DeferredLocalEmbedder::new(LocalModelConfig::with_model_dir(real.model_dir()));
+    deferred.warm_up().await.unwrap();
+    let texts = vec!["Ada moved to Lisbon in March.".to_string()];
+    let a = deferred.embed(&texts, "test").await.unwrap();
+    let b = real.embed(&texts, "test").await.unwrap();
+    assert_eq!(a, b);
+    // A missing model is the warm-up's error, and the next call tries again.
+    let empty = tempfile::tempdir().unwrap();
+    let broken = DeferredLocalEmbedder::new(LocalModelConfig::with_model_dir(empty.path()));
+    for _ in 0..2 {
+        let err = broken.warm_up().await.unwrap_err().to_string();
+        assert!(err.contains("has no model.safetensors"), "{err}");
+    }
+}

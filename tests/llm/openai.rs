@@ -564,3 +564,53 @@ async fn max_completion_tokens_when_asked_and_keys_never_printed() {
         "{debug}"
     );
 }
+
+#[tokio::test]
+async fn chat_and_embedding_requests_have_budgets_of_their_own() {
+    let server = fake_provider().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/embeddings"))
+        .respond_with(json_response(
+            200,
+            json!({"data": [{"object": "embedding", "index": 0, "embedding": [1.0, 0.0, 0.0]}],
+                   "usage": {"prompt_tokens": 1}}),
+        ))
+        .mount(&server)
+        .await;
+    mount_chat(
+        &server,
+        &Sequence::new(vec![json_response(200, chat_reply(GOOD, 10, 5))]),
+    )
+    .await;
+    let one = LimiterSettings {
+        max_in_flight: 1,
+        ..LimiterSettings::default()
+    };
+    let conn = OpenAi::builder("sk-test")
+        .base_url(format!("{}/v1", server.uri()))
+        .http_client(test_http())
+        .retry(paused_policy())
+        .limiter(Limiter::new("openai", one))
+        .embedding_limiter(Limiter::new("openai embeddings", one))
+        .build()
+        .unwrap();
+    let embedder = conn.embedder("my-embedder", Some(3)).unwrap();
+    let within = std::time::Duration::from_secs(20);
+    // Every chat slot taken: an embedding still goes through.
+    let chat_slot = conn.limiter().acquire(0).await;
+    let vectors = tokio::time::timeout(within, embedder.embed(&["a".into()], "x"))
+        .await
+        .expect("an embedding does not wait for a chat slot")
+        .unwrap();
+    assert_eq!(vectors.len(), 1);
+    assert_eq!(conn.embedding_limiter().stats().in_flight, 0);
+    drop(chat_slot);
+    // Every embedding slot taken: a chat request still goes through.
+    let embedding_slot = conn.embedding_limiter().acquire(0).await;
+    let answer = tokio::time::timeout(within, conn.chat("gpt-4.1-mini").generate(&request()))
+        .await
+        .expect("a chat request does not wait for an embedding slot")
+        .unwrap();
+    assert_eq!(answer.value["entities"][0]["name"], "Ada");
+    drop(embedding_slot);
+}

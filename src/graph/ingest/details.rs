@@ -1,6 +1,13 @@
 //! Step 7: entity details — summaries grow by the sentences of new facts; at most one
 //! model call condenses the summaries that outgrew their budget and fills the ontology
 //! attributes of typed entities that learned something.
+//!
+//! A fact joins a summary as a sentence: trimmed, its whitespace collapsed, ending in
+//! `.` unless it ends in `.`, `!` or `?`, separated from the previous sentence by one
+//! space. It is already in the summary when one of the summary's sentences (split
+//! after `.`, `!` or `?` followed by whitespace) is the same sentence up to case,
+//! whitespace and the closing punctuation — not when its text merely occurs inside
+//! another sentence ("Ada works at Acme" is not in "Ada works at Acme Labs.").
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -90,13 +97,8 @@ pub(super) async fn fill(
             .filter(|f| f.source_uuid == node.uuid || f.target_uuid == node.uuid)
             .map(|f| f.fact.clone())
             .collect();
-        for sentence in &facts {
-            if !node.summary.contains(sentence.as_str()) {
-                if !node.summary.is_empty() {
-                    node.summary.push(' ');
-                }
-                node.summary.push_str(sentence);
-            }
+        for fact in &facts {
+            append_sentence(&mut node.summary, fact);
         }
         let summary = node.summary.chars().count() > budget;
         let labels: Vec<String> = node
@@ -211,4 +213,117 @@ pub(super) async fn fill(
         nodes[i].attributes.extend(set);
     }
     Ok(())
+}
+
+/// `text` as a sentence: trimmed, whitespace collapsed, closed by `.` unless it ends in
+/// `.`, `!` or `?`. Empty for blank text.
+fn as_sentence(text: &str) -> String {
+    let mut s = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if !s.is_empty() && !s.ends_with(['.', '!', '?']) {
+        s.push('.');
+    }
+    s
+}
+
+/// What two sentences are compared by: lowercase, whitespace collapsed, without the
+/// closing punctuation.
+fn sentence_key(sentence: &str) -> String {
+    sentence
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_end_matches(['.', '!', '?'])
+        .to_lowercase()
+}
+
+/// The sentences of `summary`: split after `.`, `!` or `?` followed by whitespace.
+fn sentences(summary: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut chars = summary.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if matches!(c, '.' | '!' | '?')
+            && chars.peek().is_some_and(|(_, next)| next.is_whitespace())
+        {
+            out.push(summary[start..=i].trim());
+            start = i + 1;
+        }
+    }
+    let rest = summary[start..].trim();
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
+/// Appends `fact` to `summary` as a sentence unless the summary has that sentence.
+fn append_sentence(summary: &mut String, fact: &str) {
+    let sentence = as_sentence(fact);
+    if sentence.is_empty() {
+        return;
+    }
+    let key = sentence_key(&sentence);
+    if sentences(summary).iter().any(|s| sentence_key(s) == key) {
+        return;
+    }
+    if !summary.trim().is_empty() {
+        let trimmed = summary.trim_end().len();
+        summary.truncate(trimmed);
+        if !summary.ends_with(['.', '!', '?']) {
+            summary.push('.');
+        }
+        summary.push(' ');
+    } else {
+        summary.clear();
+    }
+    summary.push_str(&sentence);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_join_a_summary_as_sentences() {
+        let mut s = String::new();
+        append_sentence(&mut s, "Dmitri Okafor lives in Toronto");
+        append_sentence(&mut s, "  Owen Silva   lives in Toronto ");
+        append_sentence(&mut s, "Is Owen happy?");
+        assert_eq!(
+            s,
+            "Dmitri Okafor lives in Toronto. Owen Silva lives in Toronto. Is Owen happy?"
+        );
+        // A summary a model wrote without a final stop is closed before the next one.
+        let mut s = "Ada is an engineer".to_string();
+        append_sentence(&mut s, "Ada works at Acme.");
+        assert_eq!(s, "Ada is an engineer. Ada works at Acme.");
+    }
+
+    #[test]
+    fn a_sentence_already_in_the_summary_is_not_added_but_a_longer_one_is_not_a_match() {
+        let mut s = "Ada works at Acme Labs. She lives in Porto.".to_string();
+        append_sentence(&mut s, "ada works at  acme labs");
+        append_sentence(&mut s, "She lives in Porto!");
+        assert_eq!(s, "Ada works at Acme Labs. She lives in Porto.");
+        // A bare substring test would have skipped this one.
+        append_sentence(&mut s, "Ada works at Acme");
+        assert_eq!(
+            s,
+            "Ada works at Acme Labs. She lives in Porto. Ada works at Acme."
+        );
+        append_sentence(&mut s, "   ");
+        assert_eq!(
+            s,
+            "Ada works at Acme Labs. She lives in Porto. Ada works at Acme."
+        );
+    }
+
+    #[test]
+    fn sentences_split_after_closing_punctuation_and_whitespace() {
+        assert_eq!(
+            sentences("One. Two! Three? v1.2 is out"),
+            vec!["One.", "Two!", "Three?", "v1.2 is out"]
+        );
+        assert!(sentences("  ").is_empty());
+    }
 }

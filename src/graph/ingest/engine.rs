@@ -16,7 +16,20 @@ use crate::graph::store::{self, OwnedNode, OwnedRelationship, ReplaceCounts, ing
 use crate::llm::{Embedder, LanguageModel, Reranker};
 use crate::{Error, Result};
 
-/// Tunables of an [`Engine`]. `Default` gives the documented values.
+/// Tunables of an [`Engine`]. `Default` (or [`EngineOptions::new`]) gives the
+/// documented values; the methods named like the fields set one each.
+///
+/// ```
+/// use std::time::Duration;
+/// use gralkor::graph::EngineOptions;
+///
+/// let options = EngineOptions::new()
+///     .lease(Duration::from_secs(30))
+///     .previous_episodes(2)
+///     .summary_budget(600);
+/// assert_eq!(options.previous_episodes, 2);
+/// assert_eq!(options.fact_candidates, EngineOptions::default().fact_candidates);
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct EngineOptions {
@@ -57,6 +70,55 @@ impl Default for EngineOptions {
             entity_similarity: 0.8,
             vector_rebuild_threshold: 256,
         }
+    }
+}
+
+impl EngineOptions {
+    /// The documented defaults.
+    pub fn new() -> Self {
+        EngineOptions::default()
+    }
+
+    /// Sets [`lease`](EngineOptions::lease).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Sets [`previous_episodes`](EngineOptions::previous_episodes).
+    pub fn previous_episodes(mut self, n: usize) -> Self {
+        self.previous_episodes = n;
+        self
+    }
+
+    /// Sets [`entity_candidates`](EngineOptions::entity_candidates).
+    pub fn entity_candidates(mut self, n: usize) -> Self {
+        self.entity_candidates = n;
+        self
+    }
+
+    /// Sets [`fact_candidates`](EngineOptions::fact_candidates).
+    pub fn fact_candidates(mut self, n: usize) -> Self {
+        self.fact_candidates = n;
+        self
+    }
+
+    /// Sets [`summary_budget`](EngineOptions::summary_budget).
+    pub fn summary_budget(mut self, chars: usize) -> Self {
+        self.summary_budget = chars;
+        self
+    }
+
+    /// Sets [`entity_similarity`](EngineOptions::entity_similarity).
+    pub fn entity_similarity(mut self, similarity: f32) -> Self {
+        self.entity_similarity = similarity;
+        self
+    }
+
+    /// Sets [`vector_rebuild_threshold`](EngineOptions::vector_rebuild_threshold).
+    pub fn vector_rebuild_threshold(mut self, stale: i64) -> Self {
+        self.vector_rebuild_threshold = stale;
+        self
     }
 }
 
@@ -116,6 +178,28 @@ impl Engine {
     /// models to [`resume`](Engine::resume_pending). It creates no vector index.
     pub fn episodes_only(db: FalkorDb) -> Engine {
         Engine::build(db, None, None)
+    }
+
+    /// An engine on `db` with an embedder and no language model: it extracts nothing,
+    /// but [`add_episode`](Engine::add_episode) stores each episode with its content
+    /// embedding (one embedding request), so episode searches are hybrid (fulltext and
+    /// vector, fused). Episodes stay pending for an engine with a language model to
+    /// [`resume`](Engine::resume_pending). This is the offline engine: with the
+    /// in-process embedder (feature `local-embedder`) it needs no network at all.
+    ///
+    /// ```
+    /// use gralkor::graph::Engine;
+    /// use gralkor::llm::doubles::HashEmbedder;
+    /// use std::sync::Arc;
+    ///
+    /// # async fn run(db: gralkor::FalkorDb) {
+    /// let offline = Engine::without_llm(db, Arc::new(HashEmbedder::new(64)));
+    /// assert!(!offline.extracts());
+    /// assert!(offline.embedder().is_some());
+    /// # }
+    /// ```
+    pub fn without_llm(db: FalkorDb, embedder: Arc<dyn Embedder>) -> Engine {
+        Engine::build(db, None, Some(embedder))
     }
 
     fn build(
@@ -181,7 +265,8 @@ impl Engine {
         self.inner.llm.as_ref()
     }
 
-    /// The embedder, if this engine extracts (it also embeds search queries).
+    /// The embedder, if this engine has one: it embeds episodes, extracted names and
+    /// facts, and search queries.
     pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
         self.inner.embedder.as_ref()
     }
@@ -443,7 +528,9 @@ impl Engine {
 
     /// Rebuilds the communities of `graph` with this engine's models (see
     /// [`build_communities`](crate::graph::build_communities)), queued with the graph's
-    /// episodes so it never reads a half-processed graph.
+    /// episodes so it never reads a half-processed graph. Without a language model, a
+    /// graph with no entities has nothing to cluster (an empty report); one with
+    /// entities is [`Error::Config`]: naming communities needs the model.
     ///
     /// ```no_run
     /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
@@ -458,8 +545,13 @@ impl Engine {
         graph: &str,
         options: &CommunityOptions,
     ) -> Result<CommunityReport> {
-        let (llm, embedder) = self.models()?;
         physical_graph_name(graph)?;
+        if !self.extracts() && !self.has_entities(graph).await? {
+            // Nothing was extracted, so there is nothing to cluster: not an error
+            // without a language model, as for the in-memory twin.
+            return Ok(CommunityReport::default());
+        }
+        let (llm, embedder) = self.models()?;
         let queue = self.queue(graph);
         let _turn = queue.lock().await;
         crate::graph::build_communities(&self.inner.db, graph, llm, embedder, options).await
@@ -489,6 +581,20 @@ impl Engine {
         let queue = self.queue(graph);
         let _turn = queue.lock().await;
         store::clear(&self.inner.db, graph).await
+    }
+
+    /// Whether `graph` holds any entity (reading only; a missing graph holds none).
+    async fn has_entities(&self, graph: &str) -> Result<bool> {
+        let res = self
+            .inner
+            .db
+            .ro_query(
+                graph,
+                "MATCH (n:Entity) RETURN n.uuid AS uuid LIMIT 1",
+                &crate::falkordb::Params::new(),
+            )
+            .await?;
+        Ok(!res.into_maps().is_empty())
     }
 
     pub(super) fn queue(&self, graph: &str) -> Arc<tokio::sync::Mutex<()>> {

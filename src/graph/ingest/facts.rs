@@ -1,5 +1,7 @@
-//! Step 6: fact resolution — candidates for every new fact in one round trip, at most
-//! one model call marking duplicates and contradictions, then the temporal rules.
+//! Step 6: fact resolution — candidates for every new fact in one round trip, exact
+//! restatements confirmed without the model, at most one model call marking duplicates
+//! and contradictions for the facts that need it, then the temporal rules. When a fact
+//! needs the model is stated in the ingestion module's docs (step 6).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -11,7 +13,7 @@ use super::IngestUsage;
 use super::entities::Resolved;
 use super::work::Work;
 use crate::Result;
-use crate::graph::dedup::normalize_name;
+use crate::graph::dedup::normalize_fact;
 use crate::graph::extract::{ExtractedFact, GENERIC_RELATION_TYPE};
 use crate::graph::model::{EntityEdge, Episode, Timestamp};
 use crate::graph::prompts::resolve as p;
@@ -107,7 +109,7 @@ pub(super) async fn resolve(
             name = GENERIC_RELATION_TYPE.to_owned();
         }
         let (source, target) = (entities.nodes[s].uuid, entities.nodes[t].uuid);
-        if !keys.insert((source, target, name.clone(), normalize_name(&f.fact))) {
+        if !keys.insert((source, target, name.clone(), normalize_fact(&f.fact))) {
             continue; // the same fact twice in one episode
         }
         let mut edge = EntityEdge::new(source, target, name, &f.fact);
@@ -169,7 +171,35 @@ pub(super) async fn resolve(
             ..ResolvedFacts::default()
         });
     }
-    let answers = ask_model(work, &new_facts, &candidates, &offered, usage).await?;
+    // Exact restatements are confirmed here; the model sees only the facts whose
+    // candidates could be a paraphrase or a contradiction that changes a date.
+    let restated: Vec<Option<usize>> = new_facts
+        .iter()
+        .zip(&offered)
+        .map(|(f, o)| exact_restatement(f, &candidates, &o.between))
+        .collect();
+    let asked: Vec<bool> = new_facts
+        .iter()
+        .zip(&offered)
+        .zip(&restated)
+        .map(|((f, o), r)| r.is_none() && needs_model(f, &candidates, o))
+        .collect();
+    tracing::debug!(
+        facts = new_facts.len(),
+        restated = restated.iter().filter(|r| r.is_some()).count(),
+        asked = asked.iter().filter(|a| **a).count(),
+        "fact resolution"
+    );
+    let mut answers = if asked.contains(&true) {
+        ask_model(work, &new_facts, &candidates, &offered, &asked, usage).await?
+    } else {
+        HashMap::new()
+    };
+    for (i, r) in restated.iter().enumerate() {
+        if let Some(k) = r {
+            answers.insert(i, (Some(*k), Vec::new()));
+        }
+    }
 
     let mut confirmed: BTreeSet<usize> = BTreeSet::new();
     let mut invalidated: BTreeSet<usize> = BTreeSet::new();
@@ -225,18 +255,54 @@ pub(super) async fn resolve(
     })
 }
 
+/// The stored fact `fact` restates word for word, if any: the first candidate between
+/// the same two entities with the same source, the same target, the same relation name
+/// and the same [`normalize_fact`] text, whose span the new fact's dates do not leave
+/// ([`temporal::adds_no_date`]).
+fn exact_restatement(
+    fact: &EntityEdge,
+    candidates: &[EntityEdge],
+    between: &[usize],
+) -> Option<usize> {
+    let text = normalize_fact(&fact.fact);
+    let times = temporal::FactTimes::from(fact);
+    between.iter().copied().find(|&k| {
+        let c = &candidates[k];
+        c.source_uuid == fact.source_uuid
+            && c.target_uuid == fact.target_uuid
+            && c.name == fact.name
+            && normalize_fact(&c.fact) == text
+            && temporal::adds_no_date(&times, &temporal::FactTimes::from(c))
+    })
+}
+
+/// Whether the model's answer for `fact` (not an exact restatement) could change the
+/// graph: some candidate between the same entities (it could be a paraphrase), or some
+/// candidate whose contradiction would change a date ([`temporal::could_take_effect`]).
+fn needs_model(fact: &EntityEdge, candidates: &[EntityEdge], offered: &Offered) -> bool {
+    if !offered.between.is_empty() {
+        return true;
+    }
+    let times = temporal::FactTimes::from(fact);
+    offered
+        .all
+        .iter()
+        .any(|&k| temporal::could_take_effect(&times, &temporal::FactTimes::from(&candidates[k])))
+}
+
 fn span(valid_at: Option<Timestamp>, invalid_at: Option<Timestamp>) -> String {
     let t = |x: Option<Timestamp>| x.map_or_else(|| "null".to_owned(), |t| t.to_rfc3339());
     format!("valid_at {} → invalid_at {}", t(valid_at), t(invalid_at))
 }
 
-/// The one batched call: per new fact, its duplicate (if any) and the facts it
-/// contradicts, as candidate numbers.
+/// The one batched call: per new fact with `asked[i]`, its duplicate (if any) and the
+/// facts it contradicts, as candidate numbers. Answers about other facts are ignored.
 async fn ask_model(
     work: &Work<'_>,
     new_facts: &[EntityEdge],
     candidates: &[EntityEdge],
     offered: &[Offered],
+    asked: &[bool],
     usage: &mut IngestUsage,
 ) -> Result<HashMap<usize, (Option<usize>, Vec<usize>)>> {
     let mut user = String::from(
@@ -244,6 +310,9 @@ async fn ask_model(
          facts it contradicts.\n\n",
     );
     for (i, fact) in new_facts.iter().enumerate() {
+        if !asked[i] {
+            continue;
+        }
         let options: Vec<String> = offered[i]
             .all
             .iter()
@@ -283,7 +352,7 @@ async fn ask_model(
         let Ok(i) = usize::try_from(item.id) else {
             continue;
         };
-        if i >= new_facts.len() {
+        if !asked.get(i).copied().unwrap_or(false) {
             continue;
         }
         let dup = usize::try_from(item.duplicate_of).ok();

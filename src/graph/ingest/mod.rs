@@ -38,10 +38,44 @@
 //!    A merge keeps the union of labels and the existing attributes.
 //! 6. **Fact resolution**: for all new facts at once, the current facts between the
 //!    same entities (possible duplicates) and the nearest current facts touching
-//!    either entity (possible contradictions), then — call 3, only when some fact has
-//!    candidates — one batched call that marks duplicates and contradictions. A
-//!    duplicate adds the episode to the existing fact; contradictions go through
-//!    [`temporal`](super::temporal)'s invalidation rules.
+//!    either entity (possible contradictions). Then, without the model, every **exact
+//!    restatement** is confirmed: a new fact with a current candidate that has the same
+//!    source, the same target (same direction), the same relation name and the same
+//!    text under [`dedup::normalize_fact`](super::dedup::normalize_fact) (case folded,
+//!    whitespace collapsed, edge punctuation such as a final `.` trimmed; nothing else),
+//!    whose dates stay inside that candidate's span
+//!    ([`temporal::adds_no_date`](super::temporal::adds_no_date): no start where none
+//!    was known, no earlier start, no start at or after a known end, no new end). The
+//!    episode is added to that fact's `episodes` (the first such candidate, oldest
+//!    first), and no new fact is made. Call 3 — one batched call that marks duplicates
+//!    and contradictions — then covers only the other new facts that have
+//!    * a candidate between the same entities (it could be a paraphrase: "Alice is
+//!      employed by Acme" of "Alice works at Acme"), or
+//!    * a candidate whose contradiction would change a date under
+//!      [`temporal`](super::temporal)'s rules
+//!      ([`temporal::could_take_effect`](super::temporal::could_take_effect): an earlier
+//!      open fact it would end, a later one that would end it, or the new fact arrives
+//!      with an end date). A fact none of whose candidates could change a date this
+//!      way (undated ones, ties, facts already over when it begins) is not asked:
+//!      whatever the model marked, the rules would change nothing.
+//!
+//!    No such fact, no call. A duplicate adds the episode to the existing fact;
+//!    contradictions go through [`temporal`](super::temporal)'s invalidation rules.
+//!
+//!    *Why a restatement needs no call even when other candidates could contradict it.*
+//!    It says nothing the graph does not already hold: the same statement, between the
+//!    same entities, in a span the stored fact already covers. A current fact that
+//!    contradicts it contradicts the stored fact over that same span, and both being
+//!    current means that pair was already resolved — the model found them compatible
+//!    when the later of the two arrived (if the other was among its candidates), or the
+//!    temporal rules could not order them (a missing or equal date). Asking again would
+//!    bring no new statement and no new date; and a duplicate, whoever recognises it,
+//!    ends nothing (the model's answer for a fact it calls a duplicate is not applied to
+//!    other facts, as before this rule), so the call could only confirm — the graph is
+//!    the same with or without it. A restatement that *does* bring a date — an earlier start, a start where
+//!    none was known, an end — is not exact by the rule above and goes to the model,
+//!    where the contradiction rules apply as before. Another new fact of the same
+//!    episode can still contradict (and end) the fact a restatement confirms.
 //! 7. **Details**: an entity's summary grows by the sentences of its new facts; call 4,
 //!    only when needed, condenses every summary that outgrew
 //!    [`EngineOptions::summary_budget`] and fills the ontology attributes of typed
@@ -51,7 +85,9 @@
 //!
 //! So an episode costs **at most 4 language-model calls and 1 embedding request**
 //! whatever the number of entities and facts it yields; [`IngestUsage`] reports the
-//! exact counts. (Graphiti makes about 3 + M calls for M facts.)
+//! exact counts. (Graphiti makes about 3 + M calls for M facts.) An episode that only
+//! restates what the graph holds, in names it already knows, costs 1 call (extraction)
+//! and 1 embedding request.
 //!
 //! ## The claim
 //!
@@ -113,7 +149,7 @@ pub use engine::{Engine, EngineOptions};
 pub use triplet::{Triplet, TripletEntity, TripletOutcome};
 pub use types::{
     AddEpisode, EpisodeOutcome, IngestUsage, MAX_CONTENT_BYTES, MAX_SOURCE_DESCRIPTION_BYTES,
-    OutcomeStatus, ResumeReport,
+    OutcomeStatus, ResumeReport, StepCalls,
 };
 
 use retry::retry_db_step;

@@ -44,6 +44,7 @@ impl Engine {
     pub async fn add_episode(&self, graph: &str, request: AddEpisode) -> Result<EpisodeOutcome> {
         request.validate()?;
         physical_graph_name(graph)?;
+        let started = std::time::Instant::now();
         let db = self.db();
         let queue = self.queue(graph);
         let _turn = queue.lock().await;
@@ -63,6 +64,16 @@ impl Engine {
                 writer: request.writer.clone(),
             };
             tracing::Span::current().record("uuid", tracing::field::display(episode.uuid));
+            // Without a language model the episode is embedded before it is written
+            // (with one, extraction embeds it with its names and facts, in the same
+            // request): one embedding request either way.
+            let embedding = match self.embedder() {
+                Some(embedder) if !self.extracts() => {
+                    usage.embedding_calls += 1;
+                    Some(embed_episode(embedder.as_ref(), &episode.content).await?)
+                }
+                _ => None,
+            };
             // The write, and for an extracting engine the claim and the extraction's
             // context too, in one round trip.
             let opts = &self.inner.options;
@@ -71,7 +82,14 @@ impl Engine {
                 .extracts()
                 .then_some((self.inner.writer.as_str(), lease_ms));
             let opened = retry_db_step("write_pending", || {
-                st::open_episode(db, graph, &episode, claim_as, opts.previous_episodes)
+                st::open_episode(
+                    db,
+                    graph,
+                    &episode,
+                    embedding.as_deref(),
+                    claim_as,
+                    opts.previous_episodes,
+                )
             })
             .await?;
             usage.db_round_trips += 1;
@@ -104,6 +122,10 @@ impl Engine {
         }
         .instrument(span)
         .await
+        .map(|mut outcome| {
+            outcome.usage.elapsed = started.elapsed();
+            outcome
+        })
     }
 
     /// Finishes every pending episode of `graph`, oldest reference time first, with
@@ -170,8 +192,12 @@ impl Engine {
                 db_round_trips: 2,
                 ..IngestUsage::default()
             };
+            let started = std::time::Instant::now();
             match self.process(graph, episode, &request, usage, None).await {
-                Ok(outcome) => report.completed.push(outcome),
+                Ok(mut outcome) => {
+                    outcome.usage.elapsed = started.elapsed();
+                    report.completed.push(outcome);
+                }
                 Err(Error::EpisodeBusy { uuid }) => report.busy.push(uuid),
                 Err(e) => report.failed.push((uuid, e)),
             }
@@ -371,6 +397,7 @@ async fn resolve(
         extraction,
         name_vectors,
         fact_vectors,
+        episode_vector,
     } = extracted;
     let resolved = entities::resolve(work, &extraction.entities, name_vectors.clone(), usage)
         .instrument(tracing::info_span!("resolve_entities"))
@@ -405,10 +432,27 @@ async fn resolve(
             updated_facts: facts.updates,
             entity_edges,
             fresh_keys: resolved.fresh_keys,
+            episode_embedding: Some(episode_vector.clone()),
         },
         facts: outcome_facts,
         invalidated: facts.invalidated,
     })
+}
+
+/// The content embedding of an episode (one embedding request): see
+/// [`store::episode_embedding_text`].
+async fn embed_episode(embedder: &dyn crate::llm::Embedder, content: &str) -> Result<Vec<f32>> {
+    let mut vectors = embedder
+        .embed(&[store::episode_embedding_text(content)], "ingest")
+        .instrument(tracing::info_span!("embed", texts = 1))
+        .await?;
+    match (vectors.pop(), vectors.is_empty()) {
+        (Some(v), true) => Ok(v),
+        _ => Err(Error::Protocol(format!(
+            "the embedder returned {} vectors for 1 text",
+            vectors.len() + 1
+        ))),
+    }
 }
 
 /// Checks a replay against the stored episode's immutable fields.

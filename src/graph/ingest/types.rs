@@ -124,12 +124,54 @@ impl AddEpisode {
 pub struct IngestUsage {
     /// Language-model calls (at most 4 per episode).
     pub llm_calls: u32,
+    /// The same calls by pipeline step.
+    pub steps: StepCalls,
+    /// Wall time of the whole call, from the request to the outcome.
+    pub elapsed: std::time::Duration,
     /// Embedding requests (at most 1 per episode).
     pub embedding_calls: u32,
     /// Tokens the language-model calls used.
     pub tokens: TokenUsage,
     /// Statements or pipelines sent to FalkorDB (each one round trip).
     pub db_round_trips: u32,
+}
+
+/// Language-model calls of one episode by pipeline step (each at most 1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StepCalls {
+    /// Extraction of entities and facts (`extract`).
+    pub extract: u32,
+    /// Ambiguous names (`resolve_entities`).
+    pub resolve_entities: u32,
+    /// Fact duplicates and contradictions (`resolve_facts`).
+    pub resolve_facts: u32,
+    /// Summaries and attributes (`entity_details`).
+    pub entity_details: u32,
+}
+
+impl StepCalls {
+    /// The step names (the calls' usage labels) with their counts, in pipeline order.
+    pub fn by_name(&self) -> [(&'static str, u32); 4] {
+        [
+            ("extract", self.extract),
+            ("resolve_entities", self.resolve_entities),
+            ("resolve_facts", self.resolve_facts),
+            ("entity_details", self.entity_details),
+        ]
+    }
+
+    /// Counts one call of the step whose usage label is `label` (other labels are
+    /// not steps and count nowhere).
+    pub(crate) fn count(&mut self, label: &str) {
+        match label {
+            "extract" => self.extract += 1,
+            "resolve_entities" => self.resolve_entities += 1,
+            "resolve_facts" => self.resolve_facts += 1,
+            "entity_details" => self.entity_details += 1,
+            _ => {}
+        }
+    }
 }
 
 /// How an [`EpisodeOutcome`] came about.

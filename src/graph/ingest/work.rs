@@ -11,7 +11,7 @@ use super::{AddEpisode, EngineOptions, IngestUsage, lease};
 use crate::falkordb::FalkorDb;
 use crate::graph::extract::{Extraction, ExtractionInput, extract};
 use crate::graph::model::Episode;
-use crate::graph::store::ingest as st;
+use crate::graph::store::{self, ingest as st};
 use crate::llm::{Embedder, LanguageModel};
 use crate::ontology::Ontology;
 use crate::{Error, Result};
@@ -27,11 +27,13 @@ pub(super) struct Work<'a> {
     pub(super) lease: &'a lease::Lease,
 }
 
-/// What extraction produced: the entities and facts, and their embeddings.
+/// What extraction produced: the entities and facts, and their embeddings, and the
+/// episode's content embedding.
 pub(super) struct Extracted {
     pub(super) extraction: Extraction,
     pub(super) name_vectors: Vec<Vec<f32>>,
     pub(super) fact_vectors: Vec<Vec<f32>>,
+    pub(super) episode_vector: Vec<f32>,
 }
 
 impl Work<'_> {
@@ -53,6 +55,7 @@ impl Work<'_> {
             .label(label);
         let generation = self.llm.generate(&request).await?;
         usage.llm_calls += 1;
+        usage.steps.count(label);
         usage.tokens += generation.usage;
         serde_json::from_value(generation.value).map_err(|e| Error::ModelOutput {
             provider: self.llm.provider().to_owned(),
@@ -69,7 +72,8 @@ impl Work<'_> {
     }
 
     /// Extraction (call 1) with the previous episodes as context (`previous` when the
-    /// claim read them already), and one embedding request for every name and fact text.
+    /// claim read them already), and one embedding request for every name and fact
+    /// text and the episode's content.
     pub(super) async fn extract(
         &self,
         episode: &Episode,
@@ -105,25 +109,24 @@ impl Work<'_> {
             .instrument(tracing::info_span!("extract"))
             .await?;
         usage.llm_calls += 1;
+        usage.steps.count("extract");
         usage.tokens += extraction.usage;
         self.check_lease(episode.uuid)?;
 
-        // One embedding request for every name and fact text.
+        // One embedding request for every name and fact text, and the content.
         let texts: Vec<String> = extraction
             .entities
             .iter()
             .map(|e| e.name.clone())
             .chain(extraction.facts.iter().map(|f| f.fact.clone()))
+            .chain([store::episode_embedding_text(&episode.content)])
             .collect();
-        let mut vectors = if texts.is_empty() {
-            Vec::new()
-        } else {
-            usage.embedding_calls += 1;
-            self.embedder
-                .embed(&texts, "ingest")
-                .instrument(tracing::info_span!("embed", texts = texts.len()))
-                .await?
-        };
+        usage.embedding_calls += 1;
+        let mut vectors = self
+            .embedder
+            .embed(&texts, "ingest")
+            .instrument(tracing::info_span!("embed", texts = texts.len()))
+            .await?;
         if vectors.len() != texts.len() {
             return Err(Error::Protocol(format!(
                 "the embedder returned {} vectors for {} texts",
@@ -131,11 +134,15 @@ impl Work<'_> {
                 texts.len()
             )));
         }
+        let episode_vector = vectors
+            .pop()
+            .expect("one vector per text, the content last");
         let fact_vectors = vectors.split_off(extraction.entities.len());
         Ok(Extracted {
             extraction,
             name_vectors: vectors,
             fact_vectors,
+            episode_vector,
         })
     }
 }

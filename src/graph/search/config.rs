@@ -17,7 +17,8 @@ pub struct Methods {
     /// through [`fulltext_query`](crate::falkordb::fulltext_query).
     pub fulltext: bool,
     /// Nearest neighbours of the query's embedding through the scope's HNSW vector
-    /// index, cut at [`ScopeConfig::min_similarity`]. Not for episodes.
+    /// index, cut at [`ScopeConfig::min_similarity`]. Episodes are found by their
+    /// content embedding (written when the engine has an embedder).
     pub vector: bool,
     /// A breadth-first walk over `RELATES_TO` and `MENTIONS` from origin nodes (the
     /// request's, else the other methods' hits) up to [`ScopeConfig::bfs_max_depth`]
@@ -65,7 +66,7 @@ pub enum RerankerKind {
     /// Reciprocal rank fusion of the methods' lists: Σ 1 / (rank + 1), rank from 0.
     Rrf,
     /// Maximal marginal relevance (greedy) with this λ in `[0, 1]`: 1 is pure
-    /// relevance, 0 pure diversity. Needs the query embedding. Not for episodes.
+    /// relevance, 0 pure diversity. Needs the query embedding.
     Mmr {
         /// Weight of relevance against diversity.
         lambda: f64,
@@ -133,7 +134,7 @@ pub struct SearchConfig {
     pub facts: Option<ScopeConfig>,
     /// Entities.
     pub entities: Option<ScopeConfig>,
-    /// Episodes (fulltext only: they carry no embedding).
+    /// Episodes (fulltext, and vector over their content embeddings).
     pub episodes: Option<ScopeConfig>,
     /// Communities.
     pub communities: Option<ScopeConfig>,
@@ -229,26 +230,12 @@ fn check_scope(name: &str, s: &ScopeConfig) -> Result<()> {
             "must not include bfs: only facts and entities are reached by a walk",
         ));
     }
-    if m.vector && name == "episodes" {
-        return Err(Error::invalid(
-            field("methods"),
-            "must not include vector: episodes carry no embedding (fulltext only)",
-        ));
-    }
     match s.reranker {
-        RerankerKind::Mmr { lambda } => {
-            if name == "episodes" {
-                return Err(Error::invalid(
-                    field("reranker"),
-                    "must not be MMR: episodes carry no embedding",
-                ));
-            }
-            if !(0.0..=1.0).contains(&lambda) {
-                return Err(Error::invalid(
-                    field("reranker"),
-                    "must have an MMR lambda between 0 and 1",
-                ));
-            }
+        RerankerKind::Mmr { lambda } if !(0.0..=1.0).contains(&lambda) => {
+            return Err(Error::invalid(
+                field("reranker"),
+                "must have an MMR lambda between 0 and 1",
+            ));
         }
         RerankerKind::NodeDistance | RerankerKind::EpisodeMentions if !graph_scope => {
             return Err(Error::invalid(
@@ -349,7 +336,7 @@ pub const COMMUNITY_HYBRID_SEARCH_MMR: SearchConfig = only_communities(MMR, 10);
 pub const COMMUNITY_HYBRID_SEARCH_CROSS_ENCODER: SearchConfig =
     only_communities(RerankerKind::CrossEncoder, 3);
 
-/// All four scopes with RRF (episodes fulltext only).
+/// All four scopes with RRF (episodes fulltext only, as Graphiti's recipe).
 pub const COMBINED_HYBRID_SEARCH_RRF: SearchConfig = SearchConfig {
     facts: scope(Methods::HYBRID, RerankerKind::Rrf),
     entities: scope(Methods::HYBRID, RerankerKind::Rrf),

@@ -640,6 +640,52 @@ pub(crate) async fn episode_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<
     rows.iter().map(episode_hit).collect()
 }
 
+/// Episodes whose content embedding (an `EpisodeEmbedding` node, see
+/// [`store`](crate::graph::store)) is nearest to `v`, with cosine similarity ≥
+/// `min_sim`. Under a writer selection the selected writers' episodes — found through
+/// the range index on `Episodic.writer` — are ranked exactly instead: a Lens is often
+/// a few episodes among many, which the index's nearest neighbours would miss.
+pub(crate) async fn episode_vector(
+    ctx: Ctx<'_>,
+    v: &[f32],
+    n: usize,
+    min_sim: f64,
+) -> Result<Vec<EpisodeHit>> {
+    let label = crate::graph::store::EPISODE_EMBEDDING_LABEL;
+    let w = ctx.filters.episode_where();
+    let query = if ctx.filters.writers.is_empty() {
+        format!(
+            "{}CALL db.idx.vector.queryNodes('{label}', 'embedding', $k + stale, \
+             vecf32($v)) YIELD node, score \
+             WITH node.uuid AS eu, 1.0 - score AS score WHERE score >= $min_sim \
+             MATCH (e:Episodic {{uuid: eu}}) \
+             RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
+            stale_clause(VectorIndex::Episode)
+        )
+    } else {
+        format!(
+            "UNWIND $flt_writers AS wr \
+             MATCH (e:Episodic {{writer: wr}}) \
+             MATCH (x:{label} {{uuid: e.uuid}}) \
+             WITH e, 1.0 - vec.cosineDistance(x.embedding, vecf32($v)) AS score \
+             WHERE score >= $min_sim \
+             RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n"
+        )
+    };
+    let params = with(&w)
+        .set("k", index_k(n))
+        .set("v", v.to_vec())
+        .set("min_sim", min_sim)
+        .set("n", int(n));
+    let index = if ctx.filters.writers.is_empty() {
+        Index::Vector(label, true, "embedding")
+    } else {
+        Index::None
+    };
+    let rows = read(ctx, index, &query, &params).await?;
+    rows.iter().map(episode_hit).collect()
+}
+
 // ---------------------------------------------------------------- communities
 
 /// Communities nearest to `v` with cosine similarity ≥ `min_sim`.
@@ -695,6 +741,7 @@ pub(crate) enum Embedded {
     Fact,
     Entity,
     Community,
+    Episode,
 }
 
 /// For MMR: per candidate (by uuid), its cosine similarity to `v` and to every
@@ -713,6 +760,7 @@ pub(crate) async fn similarities(
         Embedded::Fact => ("MATCH ()-[x:RELATES_TO {uuid: u}]->()", "fact_embedding"),
         Embedded::Entity => ("MATCH (x:Entity {uuid: u})", "name_embedding"),
         Embedded::Community => ("MATCH (x:Community {uuid: u})", "name_embedding"),
+        Embedded::Episode => ("MATCH (x:EpisodeEmbedding {uuid: u})", "embedding"),
     };
     let query = format!(
         "UNWIND $uuids AS u {matcher} \

@@ -44,10 +44,11 @@
 //! cannot filter).
 //!
 //! Only the properties a result needs are projected; embeddings never leave the
-//! server. Episodes are searched by fulltext only: they carry no embedding, because an
-//! episode is long, mixed text whose meaning is already embedded, sentence by sentence,
-//! in the facts extracted from it, and embedding every episode would cost one more
-//! embedding call per ingestion for a vector that matches queries poorly.
+//! server. Episodes are found by fulltext and by their content embedding (the first
+//! [`EPISODE_EMBEDDING_CHARS`](crate::graph::store::EPISODE_EMBEDDING_CHARS)
+//! characters, embedded in the ingest's one embedding request): without a language
+//! model nothing else carries their meaning, and with one a question phrased unlike
+//! the extracted facts still reaches the episode it came from.
 //!
 //! A query without a searchable word skips fulltext; a blank query (and no query
 //! vector) skips fulltext and vector, so only a breadth-first walk from explicit

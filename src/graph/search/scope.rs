@@ -212,11 +212,12 @@ impl ScopeKind for Entities {
     }
 }
 
-/// Episodes (`Episodic`): fulltext only, no embedding.
+/// Episodes (`Episodic`): fulltext, and vector over their content embeddings.
 pub(crate) struct Episodes;
 
 impl ScopeKind for Episodes {
     type Hit = EpisodeHit;
+    const EMBEDDED: Option<Embedded> = Some(Embedded::Episode);
 
     fn config(c: &SearchConfig) -> Option<ScopeConfig> {
         c.episodes
@@ -228,6 +229,15 @@ impl ScopeKind for Episodes {
         n: usize,
     ) -> impl Future<Output = Result<Vec<EpisodeHit>>> + Send {
         methods::episode_fulltext(ctx, q, n)
+    }
+
+    fn vector(
+        ctx: Ctx<'_>,
+        v: &[f32],
+        n: usize,
+        min_sim: f64,
+    ) -> impl Future<Output = Result<Vec<EpisodeHit>>> + Send {
+        methods::episode_vector(ctx, v, n, min_sim)
     }
 }
 

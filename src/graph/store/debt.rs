@@ -37,14 +37,18 @@ pub enum VectorIndex {
     Fact,
     /// `Community.name_embedding`.
     Community,
+    /// `EpisodeEmbedding.embedding` (episode content embeddings; only deletions leave
+    /// stale entries there, see [`store`](super)'s episodes).
+    Episode,
 }
 
 impl VectorIndex {
     /// Every vector index of the engine.
-    pub const ALL: [VectorIndex; 3] = [
+    pub const ALL: [VectorIndex; 4] = [
         VectorIndex::Entity,
         VectorIndex::Fact,
         VectorIndex::Community,
+        VectorIndex::Episode,
     ];
 
     /// The counter node's `index` key.
@@ -53,6 +57,7 @@ impl VectorIndex {
             VectorIndex::Entity => "entity",
             VectorIndex::Fact => "fact",
             VectorIndex::Community => "community",
+            VectorIndex::Episode => "episode",
         }
     }
 
@@ -61,6 +66,7 @@ impl VectorIndex {
             VectorIndex::Entity => IndexEntity::Node("Entity".into()),
             VectorIndex::Fact => IndexEntity::Relationship("RELATES_TO".into()),
             VectorIndex::Community => IndexEntity::Node("Community".into()),
+            VectorIndex::Episode => IndexEntity::Node(super::EPISODE_EMBEDDING_LABEL.into()),
         }
     }
 
@@ -68,6 +74,7 @@ impl VectorIndex {
         match self {
             VectorIndex::Fact => "fact_embedding",
             VectorIndex::Entity | VectorIndex::Community => "name_embedding",
+            VectorIndex::Episode => "embedding",
         }
     }
 

@@ -1,4 +1,18 @@
-//! Episodes (`Episodic` nodes): write, read, and the row they are read from.
+//! Episodes (`Episodic` nodes): write, read, and the row they are read from; and
+//! their content embeddings.
+//!
+//! ## Episode embeddings
+//!
+//! An episode's content embedding lives on a node of its own,
+//! `(:EpisodeEmbedding {uuid, embedding})` with the episode's uuid, not on the
+//! `Episodic` node: FalkorDB leaves a stale vector-index entry for every statement that
+//! updates a record carrying an indexed vector (see [`debt`](super::debt)), and the
+//! `Episodic` node is updated by every claim, lease renewal and commit of the pipeline.
+//! The embedding node is created with its vector in one statement (`MERGE … ON CREATE
+//! SET`, which leaves no stale entry) and never updated; removing an episode deletes it
+//! and counts the one stale entry a deletion leaves. At most
+//! [`EPISODE_EMBEDDING_CHARS`] characters of the content are embedded (every provider
+//! accepts that much); the whole content stays searchable by fulltext.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +22,35 @@ use super::codec::{Row, uuids};
 use crate::Result;
 use crate::falkordb::{FalkorDb, Params, QueryStats, Value};
 use crate::graph::model::{Episode, EpisodeState, SourceKind};
+
+/// The label of the nodes holding episode content embeddings.
+pub(crate) const EPISODE_EMBEDDING_LABEL: &str = "EpisodeEmbedding";
+
+/// The leading characters of an episode's content that are embedded: about 500
+/// tokens of English, within every embedding provider's input limit (the smallest,
+/// Gemini's, is 2,048 tokens; a character is at most about one token).
+pub const EPISODE_EMBEDDING_CHARS: usize = 2_000;
+
+/// The text embedded for an episode's `content`: its first
+/// [`EPISODE_EMBEDDING_CHARS`] characters.
+pub fn episode_embedding_text(content: &str) -> String {
+    match content.char_indices().nth(EPISODE_EMBEDDING_CHARS) {
+        Some((end, _)) => content[..end].to_owned(),
+        None => content.to_owned(),
+    }
+}
+
+/// Clauses for the middle of a write statement (`carry` are the variables it goes on
+/// with) that create the embedding node of episode `$uuid` with the vector
+/// `$param` unless it exists; nothing when `$param` is null. Never updates an
+/// existing embedding node (see the module documentation).
+pub(crate) fn episode_embedding_clause(param: &str, carry: &str) -> String {
+    format!(
+        "WITH {carry} FOREACH (_ IN CASE WHEN ${param} IS NULL THEN [] ELSE [1] END | \
+           MERGE (x:{EPISODE_EMBEDDING_LABEL} {{uuid: $uuid}}) \
+           ON CREATE SET x.embedding = vecf32(${param})) "
+    )
+}
 
 /// Writes `episode` (`MERGE` on its uuid, then every property set to the given
 /// values; a `None` writer removes the `writer` property). Returns what the write changed: saving the same episode again creates no

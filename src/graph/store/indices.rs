@@ -18,14 +18,15 @@ const HNSW: HnswOptions = HnswOptions {
 /// The indices [`build_indices`] creates for an embedder of `embedding_dim` dimensions:
 /// range indices on `uuid` of every kind (plus names and times that searches filter
 /// on), fulltext indices with [`DEFAULT_STOPWORDS`], and cosine vector indices on
-/// `Entity.name_embedding`, `RELATES_TO.fact_embedding` and `Community.name_embedding`
-/// (efRuntime 300).
+/// `Entity.name_embedding`, `RELATES_TO.fact_embedding`, `Community.name_embedding`
+/// and `EpisodeEmbedding.embedding` (episode contents; efRuntime 300).
 pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
     let sw = DEFAULT_STOPWORDS;
     vec![
         IndexSpec::range_nodes("Episodic", ["uuid", "created_at", "valid_at", "writer"]),
         IndexSpec::range_nodes("Entity", ["uuid", "name", "name_key", "created_at"]),
         IndexSpec::range_nodes("Community", ["uuid"]),
+        IndexSpec::range_nodes(super::EPISODE_EMBEDDING_LABEL, ["uuid"]),
         IndexSpec::range_relationships(
             "RELATES_TO",
             [
@@ -60,6 +61,13 @@ pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
         IndexSpec::vector_nodes(
             "Community",
             "name_embedding",
+            embedding_dim,
+            Similarity::Cosine,
+        )
+        .with_hnsw(HNSW),
+        IndexSpec::vector_nodes(
+            super::EPISODE_EMBEDDING_LABEL,
+            "embedding",
             embedding_dim,
             Similarity::Cosine,
         )

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::debt::{self, VectorIndex};
+use super::episodes::episode_embedding_clause;
 use super::{
     EPISODE_COLUMNS, FACT_COLUMNS, SET_ENTITY, SET_FACT, checked_labels, entity_row,
     episode_from_row, fact_from_row, fact_row, link_uuid, rows, uuids,
@@ -19,7 +20,7 @@ use crate::graph::model::{EntityEdge, EntityNode, Episode, EpisodeState, Timesta
 use crate::{Error, Result};
 
 /// The statement of [`write_pending`].
-fn write_pending_statement(episode: &Episode) -> (String, Params) {
+fn write_pending_statement(episode: &Episode, embedding: Option<&[f32]>) -> (String, Params) {
     (
         format!(
             "MERGE (e:Episodic {{uuid: $uuid}}) \
@@ -27,7 +28,9 @@ fn write_pending_statement(episode: &Episode) -> (String, Params) {
                  e.source_description = $source_description, e.valid_at = $valid_at, \
                  e.created_at = $created_at, e.entity_edges = [], e.state = 'pending', \
                  e.generation = 0, e.writer = $writer \
-             RETURN {EPISODE_COLUMNS}"
+             {embedding} \
+             RETURN {EPISODE_COLUMNS}",
+            embedding = episode_embedding_clause("embedding", "e")
         ),
         Params::new()
             .set("uuid", episode.uuid.to_string())
@@ -36,7 +39,8 @@ fn write_pending_statement(episode: &Episode) -> (String, Params) {
             .set("source_description", episode.source_description.as_str())
             .set("valid_at", episode.valid_at.0)
             .set("created_at", episode.created_at.0)
-            .set("writer", episode.writer.as_deref()),
+            .set("writer", episode.writer.as_deref())
+            .set("embedding", embedding.map(<[f32]>::to_vec)),
     )
 }
 
@@ -53,14 +57,16 @@ fn read_pending(res: QueryResult) -> Result<(Episode, bool)> {
     Ok((stored, created))
 }
 
-/// Writes `episode` as pending unless an episode with its uuid exists, and returns the
+/// Writes `episode` as pending unless an episode with its uuid exists, with its
+/// content `embedding` (when given, and unless the episode has one), and returns the
 /// stored episode and whether this call created it. One round trip.
 pub(crate) async fn write_pending(
     db: &FalkorDb,
     graph: &str,
     episode: &Episode,
+    embedding: Option<&[f32]>,
 ) -> Result<(Episode, bool)> {
-    let (query, params) = write_pending_statement(episode);
+    let (query, params) = write_pending_statement(episode, embedding);
     read_pending(db.query(graph, &query, &params).await?)
 }
 
@@ -87,11 +93,12 @@ pub(crate) async fn open_episode(
     db: &FalkorDb,
     graph: &str,
     episode: &Episode,
+    embedding: Option<&[f32]>,
     claim: Option<(&str, i64)>,
     previous: usize,
 ) -> Result<Opened> {
     let Some((owner, lease_ms)) = claim else {
-        let (stored, created) = write_pending(db, graph, episode).await?;
+        let (stored, created) = write_pending(db, graph, episode, embedding).await?;
         return Ok(Opened {
             stored,
             created,
@@ -99,7 +106,7 @@ pub(crate) async fn open_episode(
             previous: Vec::new(),
         });
     };
-    let mut statements = vec![write_pending_statement(episode)];
+    let mut statements = vec![write_pending_statement(episode, embedding)];
     let (query, mut params) = claim_statement(episode.uuid, owner, lease_ms);
     statements.push((
         query.replace(
@@ -532,6 +539,8 @@ pub(crate) struct CommitSet {
     /// Normalised names that no entity may have when the episode commits: the new
     /// entities' names that no stored entity had at resolution (see [`Committed`]).
     pub fresh_keys: Vec<String>,
+    /// The episode's content embedding, written unless the episode has one.
+    pub episode_embedding: Option<Vec<f32>>,
 }
 
 /// [`SET_ENTITY`] for the commit: an entity that has a name embedding keeps it, one
@@ -676,6 +685,11 @@ async fn commit(
             i64::try_from(set.updated_facts.len()).unwrap_or(i64::MAX),
         );
     if fence.is_some() {
+        query.push_str(&episode_embedding_clause(
+            "episode_embedding",
+            "ep, debt_entity, debt_fact",
+        ));
+        params = params.set("episode_embedding", set.episode_embedding.clone());
         query.push_str(
             "FOREACH (r IN $mentions | \
                MERGE (n:Entity {uuid: r.entity}) \

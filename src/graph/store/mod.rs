@@ -10,7 +10,7 @@
 //! | file | holds |
 //! |---|---|
 //! | `indices.rs` | [`index_specs`], [`build_indices`], [`clear`] |
-//! | `episodes.rs` | `Episodic` nodes: [`save_episode`], [`get_episode`] |
+//! | `episodes.rs` | `Episodic` nodes: [`save_episode`], [`get_episode`]; their `EpisodeEmbedding` nodes |
 //! | `entities.rs` | `Entity` nodes: [`save_entities`], [`get_entities`] |
 //! | `facts.rs` | `RELATES_TO` relationships: [`save_facts`], [`get_facts`] |
 //! | [`communities`] | `Community` nodes |
@@ -52,7 +52,7 @@ pub use candidates::{CandidateQuery, EntityCandidate, MAX_CANDIDATE_LIMIT, entit
 pub use communities::{get_communities, get_community_members, save_communities};
 pub use debt::{VectorIndex, rebuild_vector_index, vector_debt};
 pub use entities::{get_entities, save_entities};
-pub use episodes::{get_episode, save_episode};
+pub use episodes::{EPISODE_EMBEDDING_CHARS, episode_embedding_text, get_episode, save_episode};
 pub use facts::{get_facts, save_facts};
 pub use indices::{build_indices, clear, index_specs};
 pub use links::{
@@ -69,6 +69,6 @@ pub(crate) use codec::{Row, rows, ts, uuids};
 pub(crate) use entities::{
     ENTITY_COLUMNS, SET_ENTITY, checked_labels, entity_from_row, entity_row,
 };
-pub(crate) use episodes::{EPISODE_COLUMNS, episode_from_row};
+pub(crate) use episodes::{EPISODE_COLUMNS, EPISODE_EMBEDDING_LABEL, episode_from_row};
 pub(crate) use facts::{FACT_COLUMNS, SET_FACT, fact_from_row, fact_row};
 pub(crate) use write::{check_dimensions, missing_nodes};

@@ -30,7 +30,7 @@ pub struct Removal {
 ///   are deleted; the others lose it from their `episodes`;
 /// * entities it mentions that no other episode mentions and no remaining fact touches
 ///   are deleted (an entity kept alive by a fact from [`add_triplet`] stays);
-/// * the episode and its `MENTIONS` go.
+/// * the episode, its `MENTIONS` and its content embedding go.
 ///
 /// **Summaries are not rewritten**: an entity that stays keeps a summary that may
 /// include sentences learned from the removed episode, and a fact this episode
@@ -105,7 +105,9 @@ pub async fn remove_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Re
         graph,
         // One equality lookup per uuid (never `uuid IN $list`: see
         // `falkordb::statement`); `[null]` keeps each UNWIND from emptying the row set.
-        // Each updated fact leaves a stale vector entry (see `debt`).
+        // Each updated or deleted record that carries an indexed vector leaves a stale
+        // entry in its index (see `debt`): the facts, the entities and the episode's
+        // content embedding.
         &format!(
             "MATCH (ep:Episodic {{uuid: $uuid}}) \
              UNWIND CASE WHEN $delete_facts = [] THEN [null] ELSE $delete_facts END AS du \
@@ -115,18 +117,33 @@ pub async fn remove_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Re
              UNWIND CASE WHEN $update_facts = [] THEN [null] ELSE $update_facts END AS uu \
              OPTIONAL MATCH ()-[g:RELATES_TO {{uuid: uu}}]->() \
              SET g.episodes = [e IN g.episodes WHERE e <> $uuid] \
-             {debt}\
+             {fact_debt}\
              WITH DISTINCT ep \
              UNWIND CASE WHEN $delete_entities = [] THEN [null] ELSE $delete_entities END AS eu \
              OPTIONAL MATCH (n:Entity {{uuid: eu}}) \
              DETACH DELETE n \
+             {entity_debt}\
              WITH DISTINCT ep \
+             OPTIONAL MATCH (x:{label} {{uuid: $uuid}}) \
+             {episode_debt}\
+             FOREACH (_ IN CASE WHEN x IS NULL THEN [] ELSE [1] END | DELETE x) \
              DETACH DELETE ep",
-            debt = super::debt::add_clause(
+            fact_debt = super::debt::add_clause(
                 super::VectorIndex::Fact,
-                "size($update_facts)",
+                "size($update_facts) + size($delete_facts)",
                 "DISTINCT ep"
-            )
+            ),
+            entity_debt = super::debt::add_clause(
+                super::VectorIndex::Entity,
+                "size($delete_entities)",
+                "DISTINCT ep"
+            ),
+            episode_debt = super::debt::add_clause(
+                super::VectorIndex::Episode,
+                "CASE WHEN x IS NULL THEN 0 ELSE 1 END",
+                "ep, x"
+            ),
+            label = super::EPISODE_EMBEDDING_LABEL,
         ),
         &Params::new()
             .set("uuid", me.as_str())

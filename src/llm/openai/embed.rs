@@ -78,7 +78,7 @@ impl OpenAiEmbedder {
         let body = self.body(&batch);
         let auth = self.conn.auth();
         let call = Call {
-            operation: "embed",
+            operation: crate::llm::transport::EMBED_OPERATION,
             label: &label,
             url: self.conn.url("embeddings"),
             headers: &auth,

@@ -1,7 +1,8 @@
 //! An in-process [`Embedder`]: sentence-transformers/all-MiniLM-L6-v2 on the CPU.
 //!
-//! Behind the `local-embedder` cargo feature. The model runs through candle's BERT
-//! (pure Rust) with the `tokenizers` crate; the output is what sentence-transformers
+//! Behind the `local-embedder` cargo feature (on by default). The model runs through
+//! a BERT encoder of this crate over candle's tensors (pure Rust) with the
+//! `tokenizers` crate; the output is what sentence-transformers
 //! computes for this model (its `modules.json`): the BERT encoder's last hidden state,
 //! mean-pooled over the attention mask, then L2-normalised — 384 numbers per text.
 //! Inputs are cut at 256 word pieces (the model's `max_seq_length`). Inference is
@@ -37,7 +38,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+
+mod bert;
+use bert::{Bert, BertConfig};
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 use tracing::info;
@@ -318,7 +321,7 @@ pub fn verify_weights(path: &Path) -> Result<()> {
 }
 
 struct Model {
-    bert: BertModel,
+    bert: Bert,
     tokenizer: Tokenizer,
     device: Device,
 }
@@ -386,7 +389,7 @@ impl LocalEmbedder {
             .map_err(|e| Error::io(format!("reading {}", weights.display()), e))?;
         let vb = VarBuilder::from_buffered_safetensors(weights_bytes, DType::F32, &device)
             .map_err(|e| model_error(format!("reading {}: {e}", weights.display())))?;
-        let bert = BertModel::load(vb, &config)
+        let bert = Bert::load(vb, &config)
             .map_err(|e| model_error(format!("loading {}: {e}", weights.display())))?;
         let tokenizer_path = dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
@@ -454,22 +457,80 @@ impl Model {
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
             let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
             let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
-            let types = ids.zeros_like()?;
-            let hidden = self.bert.forward(&ids, &types, Some(&mask))?; // (n, len, 384)
-            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
-            let summed = hidden.broadcast_mul(&mask)?.sum(1)?; // (n, 384)
-            let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?; // (n, 1)
-            let mean = summed.broadcast_div(&counts)?;
-            let norms = mean
-                .sqr()?
-                .sum_keepdim(1)?
-                .sqrt()?
-                .clamp(1e-12f32, f32::MAX)?;
-            mean.broadcast_div(&norms)?.to_vec2::<f32>()
+            let hidden = self.bert.forward(&ids, &mask)?; // (n, len, 384)
+            bert::pool(&hidden, &mask)?.to_vec2::<f32>()
         };
         let vectors = run().map_err(|e| model_error(format!("inference: {e}")))?;
         super::embedding::check_vectors(PROVIDER, MODEL, DIMENSION, &vectors)?;
         Ok(vectors)
+    }
+}
+
+/// A [`LocalEmbedder`] that is found (or provisioned) and loaded on first use — or
+/// on [`Embedder::warm_up`] — rather than when it is made: what
+/// [`ModelConfig::build`](super::ModelConfig::build) returns for a `local:` spec, so
+/// building the model clients stays synchronous. Cheap to clone (clones share the
+/// model once loaded); a failed load is returned to that caller and tried again by
+/// the next.
+///
+/// ```no_run
+/// # async fn run() -> gralkor::Result<()> {
+/// use gralkor::llm::Embedder;
+/// use gralkor::llm::local::{DeferredLocalEmbedder, LocalModelConfig};
+///
+/// let embedder = DeferredLocalEmbedder::new(LocalModelConfig::default());
+/// embedder.warm_up().await?; // provisions and loads now, not at the first embed
+/// assert_eq!(embedder.embed(&["Ada moved to Lisbon.".into()], "example").await?[0].len(), 384);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct DeferredLocalEmbedder {
+    config: LocalModelConfig,
+    loaded: Arc<tokio::sync::OnceCell<LocalEmbedder>>,
+}
+
+impl DeferredLocalEmbedder {
+    /// An embedder that will load the model as `config` says.
+    pub fn new(config: LocalModelConfig) -> Self {
+        DeferredLocalEmbedder {
+            config,
+            loaded: Arc::default(),
+        }
+    }
+
+    /// The loaded model, loading it first if needed.
+    pub async fn loaded(&self) -> Result<&LocalEmbedder> {
+        self.loaded
+            .get_or_try_init(|| LocalEmbedder::load(&self.config))
+            .await
+    }
+}
+
+#[async_trait]
+impl Embedder for DeferredLocalEmbedder {
+    fn dimension(&self) -> usize {
+        DIMENSION
+    }
+
+    async fn embed(&self, texts: &[String], label: &str) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.loaded().await?.embed(texts, label).await
+    }
+
+    async fn warm_up(&self) -> Result<()> {
+        let loaded = self.loaded().await?;
+        info!(model = MODEL, dir = %loaded.model_dir().display(), "local embedder ready");
+        Ok(())
+    }
+
+    fn provider(&self) -> &str {
+        PROVIDER
+    }
+
+    fn model(&self) -> &str {
+        MODEL
     }
 }
 

@@ -1,0 +1,166 @@
+//! The BERT encoder of the in-process embedder, over candle's tensors and layers
+//! (`candle-core`, `candle-nn`): word, position and token-type embeddings, then
+//! `num_hidden_layers` post-norm transformer layers (multi-head self-attention with an
+//! additive padding mask, a GELU feed-forward block, a residual and a LayerNorm after
+//! each), as Hugging Face's `BertModel` computes its last hidden state. The pooler is
+//! not used (sentence-transformers pools the hidden state itself).
+//!
+//! Written here rather than taken from `candle-transformers`, whose one crate holds
+//! every model candle ships and was most of the feature's cold build.
+
+use candle_core::{D, DType, Module, Result, Tensor};
+use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
+use serde::Deserialize;
+
+/// The fields of a BERT `config.json` the encoder needs.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct BertConfig {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub intermediate_size: usize,
+    pub hidden_act: String,
+    pub max_position_embeddings: usize,
+    pub type_vocab_size: usize,
+    pub layer_norm_eps: f64,
+}
+
+struct Layer {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    attention_out: Linear,
+    attention_norm: LayerNorm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+/// The encoder: embeddings and layers.
+pub(crate) struct Bert {
+    words: Embedding,
+    positions: Embedding,
+    token_types: Embedding,
+    embeddings_norm: LayerNorm,
+    layers: Vec<Layer>,
+    heads: usize,
+    head_dim: usize,
+}
+
+impl Bert {
+    /// Loads the weights named as in Hugging Face's `BertModel` (`embeddings.…`,
+    /// `encoder.layer.N.…`), with or without a leading `bert.`.
+    pub(crate) fn load(vb: VarBuilder<'_>, config: &BertConfig) -> Result<Bert> {
+        if config.hidden_act != "gelu" {
+            candle_core::bail!(
+                "hidden_act `{}` is not supported (only `gelu`)",
+                config.hidden_act
+            );
+        }
+        if config.num_attention_heads == 0 || config.hidden_size % config.num_attention_heads != 0 {
+            candle_core::bail!(
+                "hidden_size {} is not a multiple of num_attention_heads {}",
+                config.hidden_size,
+                config.num_attention_heads
+            );
+        }
+        let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") {
+            vb
+        } else {
+            vb.pp("bert")
+        };
+        let (h, eps) = (config.hidden_size, config.layer_norm_eps);
+        let e = vb.pp("embeddings");
+        let words = embedding(config.vocab_size, h, e.pp("word_embeddings"))?;
+        let positions = embedding(
+            config.max_position_embeddings,
+            h,
+            e.pp("position_embeddings"),
+        )?;
+        let token_types = embedding(config.type_vocab_size, h, e.pp("token_type_embeddings"))?;
+        let embeddings_norm = layer_norm(h, eps, e.pp("LayerNorm"))?;
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for i in 0..config.num_hidden_layers {
+            let l = vb.pp(format!("encoder.layer.{i}"));
+            let a = l.pp("attention");
+            layers.push(Layer {
+                query: linear(h, h, a.pp("self.query"))?,
+                key: linear(h, h, a.pp("self.key"))?,
+                value: linear(h, h, a.pp("self.value"))?,
+                attention_out: linear(h, h, a.pp("output.dense"))?,
+                attention_norm: layer_norm(h, eps, a.pp("output.LayerNorm"))?,
+                intermediate: linear(h, config.intermediate_size, l.pp("intermediate.dense"))?,
+                output: linear(config.intermediate_size, h, l.pp("output.dense"))?,
+                output_norm: layer_norm(h, eps, l.pp("output.LayerNorm"))?,
+            });
+        }
+        Ok(Bert {
+            words,
+            positions,
+            token_types,
+            embeddings_norm,
+            layers,
+            heads: config.num_attention_heads,
+            head_dim: h / config.num_attention_heads,
+        })
+    }
+
+    /// The last hidden state, `(batch, len, hidden)`, of `ids` (`(batch, len)`, u32)
+    /// with `mask` (`(batch, len)`, 1 for a token, 0 for padding). Token type 0
+    /// everywhere.
+    pub(crate) fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        let (batch, len) = ids.dims2()?;
+        let positions = Tensor::arange(0u32, len as u32, ids.device())?;
+        let types = Tensor::zeros(len, DType::U32, ids.device())?;
+        let mut h = self
+            .words
+            .forward(ids)?
+            .broadcast_add(&self.positions.forward(&positions)?)?
+            .broadcast_add(&self.token_types.forward(&types)?)?;
+        h = self.embeddings_norm.forward(&h)?;
+        // Padding gets a large negative score before the softmax: (batch, 1, 1, len).
+        let bias = ((mask.to_dtype(DType::F32)? - 1.0)? * 1e9f64)?.reshape((batch, 1, 1, len))?;
+        let scale = 1.0 / (self.head_dim as f64).sqrt();
+        for layer in &self.layers {
+            let heads = |x: Tensor| -> Result<Tensor> {
+                x.reshape((batch, len, self.heads, self.head_dim))?
+                    .transpose(1, 2)?
+                    .contiguous()
+            };
+            let q = heads(layer.query.forward(&h)?)?;
+            let k = heads(layer.key.forward(&h)?)?;
+            let v = heads(layer.value.forward(&h)?)?;
+            let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&bias)?;
+            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+            let context = probs.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((
+                batch,
+                len,
+                self.heads * self.head_dim,
+            ))?;
+            let attended = layer
+                .attention_norm
+                .forward(&(layer.attention_out.forward(&context)? + &h)?)?;
+            let inner = layer.intermediate.forward(&attended)?.gelu_erf()?;
+            h = layer
+                .output_norm
+                .forward(&(layer.output.forward(&inner)? + &attended)?)?;
+        }
+        Ok(h)
+    }
+}
+
+/// Mean pooling over the attention mask, then L2 normalisation:
+/// `(batch, len, hidden)` → `(batch, hidden)`.
+pub(crate) fn pool(hidden: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
+    let summed = hidden.broadcast_mul(&mask)?.sum(1)?; // (n, hidden)
+    let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?; // (n, 1)
+    let mean = summed.broadcast_div(&counts)?;
+    let norms = mean
+        .sqr()?
+        .sum_keepdim(D::Minus1)?
+        .sqrt()?
+        .clamp(1e-12f32, f32::MAX)?;
+    mean.broadcast_div(&norms)
+}
