@@ -98,10 +98,10 @@ impl FalkorDb {
         )
         .await?;
         self.wait_constraint(graph, kind, label, property).await?;
-        if created && let Some(server) = self.embedded_server() {
+        if created {
             // Keep the definition in the RDB preamble rather than the AOF tail, as for
-            // index changes.
-            server.rewrite_aof().await?;
+            // index changes (in the background, as `create_indices` does).
+            self.persist_index_change_later();
         }
         Ok(created)
     }

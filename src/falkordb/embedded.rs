@@ -97,6 +97,25 @@ pub struct EmbeddedServer {
     inner: Arc<Inner>,
 }
 
+/// A reference to an [`EmbeddedServer`] that does not keep it running (for background
+/// work that must not outlive the owner's handles).
+#[derive(Clone)]
+pub(crate) struct WeakServer(std::sync::Weak<Inner>);
+
+impl WeakServer {
+    /// The server, while a handle to it still exists.
+    pub(crate) fn upgrade(&self) -> Option<EmbeddedServer> {
+        self.0.upgrade().map(|inner| EmbeddedServer { inner })
+    }
+}
+
+impl EmbeddedServer {
+    /// A [`WeakServer`] to this server.
+    pub(crate) fn downgrade(&self) -> WeakServer {
+        WeakServer(Arc::downgrade(&self.inner))
+    }
+}
+
 impl std::fmt::Debug for EmbeddedServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EmbeddedServer")

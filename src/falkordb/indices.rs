@@ -1,6 +1,9 @@
 //! Range, fulltext and vector indices, created idempotently, and the start-up check
 //! that every vector index of the embedded server still answers.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use tracing::warn;
@@ -310,6 +313,60 @@ pub struct IndexInfo {
     pub hnsw: HnswOptions,
 }
 
+/// The `CREATE … INDEX` statements for what of `spec` is not in `listed` yet.
+fn missing_statements(spec: &IndexSpec, listed: &[IndexInfo]) -> Result<Vec<String>> {
+    let same_kind = |k: &IndexKind| std::mem::discriminant(k) == std::mem::discriminant(&spec.kind);
+    let existing: Vec<&str> = listed
+        .iter()
+        .filter(|i| i.entity == spec.entity && same_kind(&i.kind))
+        .map(|i| i.property.as_str())
+        .collect();
+    let missing: Vec<String> = spec
+        .properties
+        .iter()
+        .filter(|p| !existing.contains(&p.as_str()))
+        .cloned()
+        .collect();
+    match spec.kind {
+        // A fulltext index is one per label or type: its options are set when its
+        // first fields are created; later fields join it without options.
+        IndexKind::Fulltext { .. } if !missing.is_empty() => {
+            Ok(vec![spec.create_statement(&missing, existing.is_empty())?])
+        }
+        _ => missing
+            .iter()
+            .map(|p| spec.create_statement(std::slice::from_ref(p), true))
+            .collect(),
+    }
+}
+
+/// The background AOF rewrites of one embedded server (see
+/// [`FalkorDb::persist_index_change_later`]).
+#[derive(Debug, Default)]
+struct DeferredRewrites {
+    /// Index changes made (a counter).
+    requested: u64,
+    /// The highest `requested` a finished rewrite started after.
+    done: u64,
+    /// Whether a background rewrite is spawned and has not begun yet.
+    queued: bool,
+    /// How long the last background rewrite took.
+    last_took: Duration,
+}
+
+/// A background rewrite waits this many times as long as the previous one took.
+const REWRITE_DUTY: u32 = 9;
+
+/// The longest such wait.
+const MAX_REWRITE_PAUSE: Duration = Duration::from_secs(30);
+
+/// Per embedded server (by socket path): its background rewrites.
+fn deferred_rewrites() -> &'static std::sync::Mutex<BTreeMap<PathBuf, DeferredRewrites>> {
+    static REWRITES: OnceLock<std::sync::Mutex<BTreeMap<PathBuf, DeferredRewrites>>> =
+        OnceLock::new();
+    REWRITES.get_or_init(Default::default)
+}
+
 /// How long index creation may take to become operational.
 const INDEX_BUILD_DEADLINE: Duration = Duration::from_secs(600);
 
@@ -336,10 +393,20 @@ impl FalkorDb {
         Ok(created)
     }
 
-    /// Creates every index of `specs` that does not exist yet, as
-    /// [`create_index`](FalkorDb::create_index) does, and returns how many specs created
-    /// something. On the embedded backend the AOF is rewritten once at the end rather
-    /// than after each index, which makes preparing a fresh graph several times faster.
+    /// Creates every index of `specs` that does not exist yet and returns how many specs
+    /// created something: what [`create_index`](FalkorDb::create_index) does for each,
+    /// in a handful of round trips whatever the number of specs — one listing, every
+    /// missing `CREATE … INDEX` in one pipeline, one listing to confirm that they are
+    /// `OPERATIONAL` (polling only for those still being built; on an empty graph the
+    /// server reports every index operational at once).
+    ///
+    /// On the embedded backend the AOF rewrite that moves the new definitions out of the
+    /// AOF tail (see [`create_index`](FalkorDb::create_index)) runs in the background
+    /// instead of being awaited — it costs about 100 ms on a small server and grows
+    /// with the data, and it made preparing a new graph take 200 ms. Until it has
+    /// run, a crash leaves the definitions in the tail, and the server's next start
+    /// rebuilds every vector index, as for any index change found there. Await it with
+    /// [`persist_index_changes`](FalkorDb::persist_index_changes).
     ///
     /// ```no_run
     /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
@@ -349,47 +416,78 @@ impl FalkorDb {
     /// assert!(db.create_indices("notes", &specs).await? <= 2);
     /// # Ok(()) }
     /// ```
+    #[tracing::instrument(skip(self, specs), fields(specs = specs.len()))]
     pub async fn create_indices(&self, graph: &str, specs: &[IndexSpec]) -> Result<usize> {
-        let mut created = 0;
         for spec in specs {
-            if self.create_index_unpersisted(graph, spec).await? {
-                created += 1;
+            spec.validate()?;
+        }
+        let listed = self.list_indices(graph).await?;
+        let mut statements: Vec<(String, Params)> = Vec::new();
+        let mut creating = Vec::new();
+        for (i, spec) in specs.iter().enumerate() {
+            for statement in missing_statements(spec, &listed)? {
+                statements.push((statement, Params::new()));
+                creating.push(i);
             }
         }
-        if created > 0 {
-            self.persist_index_change().await?;
+        if statements.is_empty() {
+            self.wait_all_operational(graph, specs, listed).await?;
+            return Ok(0);
         }
+        let created = match self.pipeline(graph, &statements).await {
+            Ok(_) => {
+                creating.dedup();
+                creating.len()
+            }
+            // Another writer created one of them meanwhile: one spec at a time, which
+            // tolerates what it did not create. (What this call's pipeline did create
+            // before or after the refused statement is not counted then: racing
+            // creators may each count less.)
+            Err(Error::Query { message, .. }) if message.contains("already indexed") => {
+                let mut created = 0;
+                for spec in specs {
+                    if self.create_index_unpersisted(graph, spec).await? {
+                        created += 1;
+                    }
+                }
+                created
+            }
+            Err(e) => return Err(e),
+        };
+        // Something may have been created even when nothing is counted (a race).
+        self.persist_index_change_later();
+        let listed = self.list_indices(graph).await?;
+        self.wait_all_operational(graph, specs, listed).await?;
         Ok(created)
+    }
+
+    /// Waits until every index on the entities of `specs` is operational, starting
+    /// from `listed` (a listing made after they were created).
+    async fn wait_all_operational(
+        &self,
+        graph: &str,
+        specs: &[IndexSpec],
+        listed: Vec<IndexInfo>,
+    ) -> Result<()> {
+        let mut waiting: Vec<&IndexEntity> = Vec::new();
+        for spec in specs {
+            let building = listed
+                .iter()
+                .any(|i| i.entity == spec.entity && !i.operational);
+            if building && !waiting.contains(&&spec.entity) {
+                waiting.push(&spec.entity);
+            }
+        }
+        for entity in waiting {
+            self.wait_operational(graph, entity).await?;
+        }
+        Ok(())
     }
 
     async fn create_index_unpersisted(&self, graph: &str, spec: &IndexSpec) -> Result<bool> {
         spec.validate()?;
-        let same_kind =
-            |k: &IndexKind| std::mem::discriminant(k) == std::mem::discriminant(&spec.kind);
-        let existing: Vec<String> = self
-            .list_indices(graph)
-            .await?
-            .into_iter()
-            .filter(|i| i.entity == spec.entity && same_kind(&i.kind))
-            .map(|i| i.property)
-            .collect();
-        let missing: Vec<String> = spec
-            .properties
-            .iter()
-            .filter(|p| !existing.contains(p))
-            .cloned()
-            .collect();
-        let statements = match spec.kind {
-            // A fulltext index is one per label or type: its options are set when its
-            // first fields are created; later fields join it without options.
-            IndexKind::Fulltext { .. } if !missing.is_empty() => {
-                vec![spec.create_statement(&missing, existing.is_empty())?]
-            }
-            _ => missing
-                .iter()
-                .map(|p| spec.create_statement(std::slice::from_ref(p), true))
-                .collect::<Result<_>>()?,
-        };
+        let listed = self.list_indices(graph).await?;
+        let statements = missing_statements(spec, &listed)?;
         let mut created = false;
         for statement in statements {
             match self.query(graph, &statement, &Params::new()).await {
@@ -439,11 +537,116 @@ impl FalkorDb {
     /// label of a vector index, replayed before 500 inserts, left 444-487 of them
     /// unreachable in 3 of 5 crashes); after a rewrite the definitions live in the RDB
     /// preamble, whose replay was complete in every trial.
-    async fn persist_index_change(&self) -> Result<()> {
+    pub(crate) async fn persist_index_change(&self) -> Result<()> {
         match self.embedded_server() {
             Some(server) => server.rewrite_aof().await,
             None => Ok(()),
         }
+    }
+
+    /// On the embedded backend, schedules the AOF rewrite that follows an index change
+    /// (see [`persist_index_change`](Self::persist_index_change)) in the background
+    /// instead of awaiting it. Requests coalesce: while one rewrite waits for its turn,
+    /// it covers every later change, so a burst of new graphs costs a few rewrites, not
+    /// one each; and a rewrite waits nine times as long as the previous one took (30 s
+    /// at most) before it starts, since it forks the server and writes all of its data.
+    /// A failed rewrite is logged; the next start's check of the AOF tail covers it.
+    pub(crate) fn persist_index_change_later(&self) {
+        let Some(server) = self.embedded_server() else {
+            return;
+        };
+        let key = server.socket_path().to_owned();
+        let mut queued = deferred_rewrites()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let entry = queued.entry(key.clone()).or_default();
+        entry.requested += 1;
+        if entry.queued {
+            return;
+        }
+        entry.queued = true;
+        // Not a handle: the rewrite must not keep a server running that its owner
+        // dropped meanwhile.
+        let server = server.downgrade();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            entry.queued = false;
+            return;
+        };
+        // At most a tenth of the time rewriting: a rewrite forks the server and writes
+        // all of its data, so back-to-back rewrites during a burst of new graphs
+        // would stall every other query.
+        let pause = (entry.last_took * REWRITE_DUTY).min(MAX_REWRITE_PAUSE);
+        runtime.spawn(async move {
+            tokio::time::sleep(pause).await;
+            // From here on, a new change queues a rewrite of its own: this one may
+            // start before it.
+            let covers = {
+                let mut queued = deferred_rewrites()
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                let entry = queued.entry(key.clone()).or_default();
+                entry.queued = false;
+                entry.requested
+            };
+            let start = std::time::Instant::now();
+            // Gone (every handle dropped): its shutdown rewrote the AOF, or its next
+            // start rebuilds what the tail holds.
+            let rewritten = match server.upgrade() {
+                Some(server) => match server.rewrite_aof().await {
+                    Ok(()) => true,
+                    Err(e) => {
+                        warn!(error = %e, "the background AOF rewrite after an index change failed");
+                        false
+                    }
+                },
+                None => false,
+            };
+            let mut queued = deferred_rewrites()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let entry = queued.entry(key).or_default();
+            if rewritten {
+                entry.done = entry.done.max(covers);
+            }
+            entry.last_took = start.elapsed();
+        });
+    }
+
+    /// Waits, on the embedded backend, until every index change made through this
+    /// process (including [`create_indices`](Self::create_indices)' background
+    /// rewrites) has been moved out of the AOF tail, rewriting the AOF now if one is
+    /// still outstanding. Nothing to do on a remote server.
+    ///
+    /// ```no_run
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
+    /// use gralkor::falkordb::IndexSpec;
+    ///
+    /// db.create_indices("notes", &[IndexSpec::range_nodes("Note", ["id"])]).await?;
+    /// db.persist_index_changes().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn persist_index_changes(&self) -> Result<()> {
+        let Some(server) = self.embedded_server() else {
+            return Ok(());
+        };
+        let key = server.socket_path().to_owned();
+        let wanted = {
+            let queued = deferred_rewrites()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            match queued.get(&key) {
+                Some(entry) if entry.done < entry.requested => entry.requested,
+                _ => return Ok(()),
+            }
+        };
+        // A rewrite started now covers every change made before this call.
+        server.rewrite_aof().await?;
+        let mut queued = deferred_rewrites()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let entry = queued.entry(key).or_default();
+        entry.done = entry.done.max(wanted);
+        Ok(())
     }
 
     /// Lists the indices of `graph`.

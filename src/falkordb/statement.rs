@@ -52,6 +52,35 @@ const OR_RULE: &str = "must not compare one property for equality on both sides 
 /// Refuses a statement whose shape FalkorDB 4.16 may crash on (see the
 /// [module documentation](self)); `field` names the statement in the error.
 pub(crate) fn check(text: &str, field: &str) -> Result<()> {
+    // The same statement texts come back on every call (an ingest sends the same few
+    // dozen), so the texts that passed are remembered: a hash lookup instead of
+    // tokenising kilobytes of Cypher each time. The verdict depends on the text alone.
+    if passed()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains(text)
+    {
+        return Ok(());
+    }
+    check_tokens(text, field)?;
+    let mut passed = passed().lock().unwrap_or_else(|p| p.into_inner());
+    if passed.len() >= MAX_REMEMBERED {
+        passed.clear();
+    }
+    passed.insert(text.to_owned());
+    Ok(())
+}
+
+/// How many passing statement texts [`check`] remembers before it starts afresh.
+const MAX_REMEMBERED: usize = 4096;
+
+fn passed() -> &'static std::sync::Mutex<std::collections::HashSet<String>> {
+    static PASSED: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<String>>> =
+        std::sync::OnceLock::new();
+    PASSED.get_or_init(Default::default)
+}
+
+fn check_tokens(text: &str, field: &str) -> Result<()> {
     let tokens = tokens(text);
     for (i, t) in tokens.iter().enumerate() {
         if t.is_keyword("IN")
@@ -293,6 +322,16 @@ mod tests {
 
     fn refused(q: &str) -> bool {
         check(q, "query").is_err()
+    }
+
+    #[test]
+    fn a_verdict_is_the_same_every_time_a_text_is_checked() {
+        let bad = "MATCH (n:L) WHERE n.k IN $remembered RETURN n";
+        let good = "MATCH (n:L) WHERE NOT n.k IN $remembered RETURN n";
+        for _ in 0..3 {
+            assert!(refused(bad));
+            assert!(!refused(good));
+        }
     }
 
     #[test]

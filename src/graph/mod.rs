@@ -121,10 +121,10 @@ pub use search::{
     search_many,
 };
 pub use store::{
-    CandidateQuery, MAX_CANDIDATE_LIMIT, OWNED_ID_KEY, OWNER_KEY, OwnedNode, OwnedRelationship,
-    Removal, ReplaceCounts, build_indices, clear, entity_candidates, get_communities,
-    get_community_members, get_entities, get_episode, get_episodes_mentioning, get_facts,
-    get_mentioned_entities, get_owned, index_specs, link_uuid, remove_episode, replace_owned,
-    save_communities, save_community_members, save_entities, save_episode, save_facts,
-    save_mentions,
+    CandidateQuery, EntityCandidate, MAX_CANDIDATE_LIMIT, OWNED_ID_KEY, OWNER_KEY, OwnedNode,
+    OwnedRelationship, Removal, ReplaceCounts, build_indices, clear, entity_candidates,
+    get_communities, get_community_members, get_entities, get_episode, get_episodes_mentioning,
+    get_facts, get_mentioned_entities, get_owned, index_specs, link_uuid, remove_episode,
+    replace_owned, save_communities, save_community_members, save_entities, save_episode,
+    save_facts, save_mentions,
 };

@@ -228,6 +228,28 @@ mod persistence {
     }
 
     #[tokio::test]
+    async fn a_new_graphs_indices_leave_the_aof_tail_in_the_background() {
+        let dir = data_dir();
+        let db = connect(dir.path()).await;
+        let specs = [
+            IndexSpec::vector_nodes("V", "emb", 3, Similarity::Cosine),
+            IndexSpec::range_nodes("V", ["i"]),
+        ];
+        assert_eq!(db.create_indices(GRAPH, &specs).await.unwrap(), 2);
+        // Not awaited by the call: a background rewrite moves them out.
+        let moved = eventually(Duration::from_secs(30), || async {
+            !aof_tail_changes_indices(dir.path())
+        })
+        .await;
+        assert!(moved, "the background rewrite never ran");
+        // `persist_index_changes` waits for the rewrite of changes still in the tail.
+        assert_eq!(db.create_indices("second", &specs).await.unwrap(), 2);
+        db.persist_index_changes().await.unwrap();
+        assert!(!aof_tail_changes_indices(dir.path()));
+        db.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
     async fn vector_index_answers_after_kill_9_and_writes_resume() {
         let dir = data_dir();
         let db = connect(dir.path()).await;

@@ -74,6 +74,99 @@ mod indices {
         )));
     }
 
+    fn batch() -> Vec<IndexSpec> {
+        vec![
+            IndexSpec::range_nodes("Entity", ["uuid", "name"]),
+            IndexSpec::range_relationships("RELATES_TO", ["uuid"]),
+            IndexSpec::fulltext_nodes("Entity", ["name", "summary"], DEFAULT_STOPWORDS),
+            IndexSpec::vector_nodes("Entity", "emb", 4, Similarity::Cosine),
+            IndexSpec::vector_relationships("RELATES_TO", "emb", 4, Similarity::Cosine),
+        ]
+    }
+
+    #[tokio::test]
+    async fn a_batch_creates_what_is_missing_and_is_operational_when_it_returns() {
+        let g = TestGraph::new("idx-batch").await;
+        let specs = batch();
+        // One spec exists already, half of another.
+        g.db.create_index(&g.name, &specs[0]).await.unwrap();
+        g.db.create_index(
+            &g.name,
+            &IndexSpec::fulltext_nodes("Entity", ["name"], DEFAULT_STOPWORDS),
+        )
+        .await
+        .unwrap();
+        assert_eq!(g.db.create_indices(&g.name, &specs).await.unwrap(), 4);
+        let listed = g.db.list_indices(&g.name).await.unwrap();
+        assert!(listed.iter().all(|i| i.operational), "{listed:?}");
+        // 2 range + 1 range + 2 fulltext fields + 2 vector.
+        assert_eq!(listed.len(), 7, "{listed:?}");
+        assert!(listed.iter().any(|i| i.property == "summary"
+            && matches!(&i.kind, IndexKind::Fulltext { stopwords, .. } if stopwords.iter().any(|w| w == "the"))));
+        assert_eq!(g.db.create_indices(&g.name, &specs).await.unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_new_graphs_indices_answer_right_after_the_batch() {
+        let g = TestGraph::new("idx-fresh").await;
+        g.db.create_indices(&g.name, &batch()).await.unwrap();
+        g.db.query(
+            &g.name,
+            "CREATE (:Entity {uuid: 'u1', name: 'Dmitri', summary: 'lives in Porto', emb: vecf32([1.0, 0.0, 0.0, 0.0])})",
+            &Params::new(),
+        )
+        .await
+        .unwrap();
+        // No wait of any kind between the write and the queries.
+        let knn = g.db.ro_query(
+            &g.name,
+            "CALL db.idx.vector.queryNodes('Entity', 'emb', 1, vecf32([0.9, 0.1, 0.0, 0.0])) YIELD node RETURN node.uuid AS u",
+            &Params::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(knn.get(0, "u"), Some(&Value::from("u1")));
+        let text = g.db.ro_query(
+            &g.name,
+            "CALL db.idx.fulltext.queryNodes('Entity', 'porto') YIELD node RETURN node.uuid AS u",
+            &Params::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(text.get(0, "u"), Some(&Value::from("u1")));
+    }
+
+    #[tokio::test]
+    async fn concurrent_batches_on_a_new_graph_both_succeed() {
+        let g = TestGraph::new("idx-race").await;
+        let other = common::db().await;
+        let specs = batch();
+        let (a, b) = tokio::join!(
+            g.db.create_indices(&g.name, &specs),
+            other.create_indices(&g.name, &specs)
+        );
+        // Each counts what it knows it created (racing, that may be less than it did).
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert!(a <= specs.len() && b <= specs.len(), "{a}, {b}");
+        let listed = g.db.list_indices(&g.name).await.unwrap();
+        assert_eq!(listed.len(), 7, "{listed:?}");
+        assert!(listed.iter().all(|i| i.operational));
+    }
+
+    #[tokio::test]
+    async fn a_batch_with_an_invalid_spec_creates_nothing() {
+        let g = TestGraph::new("idx-batch-bad").await;
+        let mut specs = batch();
+        specs.push(IndexSpec::range_nodes("Bad Label", ["x"]));
+        let err = g.db.create_indices(&g.name, &specs).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`index.entity` must be an identifier"),
+            "{err}"
+        );
+        assert!(!g.db.list_graphs().await.unwrap().contains(&g.name));
+    }
+
     #[tokio::test]
     async fn invalid_specs_are_rejected_before_anything_is_created() {
         let g = TestGraph::new("idx-bad").await;

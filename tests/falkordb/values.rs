@@ -106,6 +106,25 @@ mod parameters {
         }
 
         #[test]
+        fn any_f32_vector_is_stored_bit_for_bit(
+            v in prop::collection::vec(any::<f32>().prop_filter("finite", |f| f.is_finite()), 1..48)
+        ) {
+            rt().block_on(async {
+                let g = TestGraph::new("vectors").await;
+                // Written in the shortest form of each f32; the server reads a double
+                // and rounds it to a float, which must be the one sent.
+                let res = g.db.query(&g.name, "CREATE (n:V {v: vecf32($v)}) RETURN n.v AS v", &Params::new().set("v", v.clone())).await.unwrap();
+                let Some(Value::Vector(back)) = res.get(0, "v") else {
+                    panic!("not a vector: {:?}", res.get(0, "v"))
+                };
+                let sent: Vec<u32> = v.iter().map(|x| x.to_bits()).collect();
+                let got: Vec<u32> = back.iter().map(|x| x.to_bits()).collect();
+                prop_assert_eq!(got, sent);
+                Ok(())
+            })?;
+        }
+
+        #[test]
         fn nested_lists_and_maps_round_trip(v in nested_value()) {
             rt().block_on(async {
                 let g = TestGraph::new("nested").await;

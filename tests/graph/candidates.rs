@@ -6,14 +6,14 @@ use crate::common;
 use common::TestGraph;
 use common::graph::entity;
 use gralkor::Error;
-use gralkor::graph::{self, EntityNode};
+use gralkor::graph::{self, EntityCandidate, EntityNode};
 
 mod candidates {
     use super::*;
     use gralkor::graph::CandidateQuery;
 
-    fn names(list: &[EntityNode]) -> Vec<&str> {
-        list.iter().map(|e| e.name.as_str()).collect()
+    fn names(list: &[EntityCandidate]) -> Vec<&str> {
+        list.iter().map(|c| c.entity.name.as_str()).collect()
     }
 
     async fn indexed(tag: &str, entities: &[EntityNode]) -> TestGraph {
@@ -86,7 +86,7 @@ mod candidates {
         let got = graph::entity_candidates(&g.db, &g.name, &[CandidateQuery::new("the")], 10)
             .await
             .unwrap();
-        assert_eq!(got, vec![Vec::<EntityNode>::new()]);
+        assert_eq!(got, vec![Vec::<EntityCandidate>::new()]);
     }
 
     #[tokio::test]
@@ -105,7 +105,7 @@ mod candidates {
             .await
             .unwrap();
         assert_eq!(names(&got[0]), ["Acme", "Acme Labs"]);
-        let uuids: std::collections::BTreeSet<_> = got[0].iter().map(|e| e.uuid).collect();
+        let uuids: std::collections::BTreeSet<_> = got[0].iter().map(|c| c.entity.uuid).collect();
         assert_eq!(uuids.len(), got[0].len());
     }
 
@@ -132,9 +132,62 @@ mod candidates {
             .unwrap();
         assert_eq!(got.len(), 5);
         for (name, list) in asked.iter().zip(&got) {
-            assert!(name.eq_ignore_ascii_case(&list[0].name), "{name}: {list:?}");
+            assert!(
+                name.eq_ignore_ascii_case(&list[0].entity.name),
+                "{name}: {list:?}"
+            );
             assert!(list.len() <= 1 + 2 + 2);
         }
+    }
+
+    /// The cosine similarity of two vectors, as the client computed it before.
+    fn cosine(a: &[f32], b: &[f32]) -> f32 {
+        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        dot / (norm(a) * norm(b))
+    }
+
+    #[tokio::test]
+    async fn candidates_carry_the_servers_similarity_and_no_vector() {
+        let acme = vec![1.0, 0.0, 0.0];
+        let labs = vec![0.6, 0.8, 0.0];
+        let g = indexed(
+            "gs-cand-sim",
+            &[
+                entity("Acme", &[], Some(acme.clone())),
+                entity("Acme Labs", &[], Some(labs.clone())),
+                entity("Acme Bare", &[], None),
+            ],
+        )
+        .await;
+        let query = vec![0.8, 0.6, 0.0];
+        let q = CandidateQuery::new("acme").with_embedding(query.clone());
+        let got = graph::entity_candidates(&g.db, &g.name, &[q], 10)
+            .await
+            .unwrap();
+        // Every path: the exact match, the vector neighbours, the fulltext hits.
+        assert_eq!(names(&got[0]), ["Acme", "Acme Labs", "Acme Bare"]);
+        for c in &got[0] {
+            assert_eq!(c.entity.name_embedding, None, "{c:?}");
+        }
+        let by_name = |n: &str| got[0].iter().find(|c| c.entity.name == n).unwrap();
+        for (name, stored) in [("Acme", &acme), ("Acme Labs", &labs)] {
+            let c = by_name(name);
+            assert!(c.has_embedding);
+            let s = c.similarity.expect("both have embeddings");
+            assert!((s - cosine(stored, &query)).abs() < 1e-6, "{name}: {s}");
+        }
+        // 0.8 and 0.96: not the same, so each score is its own entity's.
+        assert!(by_name("Acme Labs").similarity > by_name("Acme").similarity);
+        let bare = by_name("Acme Bare");
+        assert!(!bare.has_embedding);
+        assert_eq!(bare.similarity, None);
+        // Without a query embedding there is no similarity.
+        let got = graph::entity_candidates(&g.db, &g.name, &[CandidateQuery::new("acme")], 10)
+            .await
+            .unwrap();
+        assert!(got[0].iter().all(|c| c.similarity.is_none()), "{got:?}");
+        assert!(got[0][0].has_embedding);
     }
 
     #[tokio::test]
@@ -143,7 +196,7 @@ mod candidates {
         // A blank graph id fails any query: an answer proves none was made.
         assert_eq!(
             graph::entity_candidates(&db, " ", &[], 10).await.unwrap(),
-            Vec::<Vec<EntityNode>>::new()
+            Vec::<Vec<EntityCandidate>>::new()
         );
     }
 
@@ -190,5 +243,161 @@ mod candidates {
             .unwrap();
         assert_eq!(names(&got[0]), ["Alice"]);
         assert!(got[1].is_empty());
+    }
+}
+
+/// Resolution on the engine with server-side similarities: an entity that existed keeps
+/// its stored name embedding, whatever name resolves to it.
+mod resolution {
+    use super::*;
+    use common::ingest::{DIM, Rules, World, extraction};
+    use gralkor::graph::{AddEpisode, SourceKind};
+
+    #[tokio::test]
+    async fn a_search_right_after_a_new_graphs_first_write_finds_it() {
+        use gralkor::graph::search::{COMBINED_HYBRID_SEARCH_RRF, SearchRequest};
+        let g = TestGraph::new("gs-cand-new").await;
+        let w = World::new(&g.db, Rules::default());
+        w.rules.extraction(
+            "Porto",
+            extraction(
+                &[("Dmitri", 0), ("Porto", 0)],
+                &[(
+                    "Dmitri",
+                    "lives in",
+                    "Porto",
+                    "Dmitri lives in Porto.",
+                    None,
+                    None,
+                )],
+            ),
+        );
+        // No build_indices first: the write prepares the graph without waiting for
+        // an AOF rewrite, and every index answers at once.
+        let out = w
+            .engine
+            .add_episode(
+                &g.name,
+                AddEpisode::new(
+                    "Dmitri moved to Porto.",
+                    SourceKind::Text,
+                    common::graph::t("2024-01-01T00:00:00Z"),
+                ),
+            )
+            .await
+            .unwrap();
+        let found = w
+            .engine
+            .search(
+                &g.name,
+                &SearchRequest::new("Dmitri Porto", COMBINED_HYBRID_SEARCH_RRF.limit(5)),
+            )
+            .await
+            .unwrap();
+        assert!(
+            found
+                .episodes
+                .iter()
+                .any(|e| e.episode.uuid == out.episode.uuid),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .facts
+                .iter()
+                .any(|f| f.fact.fact == "Dmitri lives in Porto."),
+            "{found:?}"
+        );
+        assert!(
+            found.entities.iter().any(|e| e.entity.name == "Dmitri"),
+            "{found:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_episode_costs_four_database_round_trips() {
+        let g = TestGraph::new("gs-cand-trips").await;
+        let w = World::new(&g.db, Rules::default());
+        w.rules.extraction(
+            "met",
+            extraction(
+                &[("Alice", 0), ("Bob", 0)],
+                &[("Alice", "met", "Bob", "Alice met Bob.", None, None)],
+            ),
+        );
+        for day in ["01", "02"] {
+            let out = w
+                .engine
+                .add_episode(
+                    &g.name,
+                    AddEpisode::new(
+                        format!("Alice met Bob on the {day}th."),
+                        SourceKind::Text,
+                        common::graph::t(&format!("2024-01-{day}T00:00:00Z")),
+                    ),
+                )
+                .await
+                .unwrap();
+            // The write with the claim and the context, the entity candidates, the
+            // fact candidates, the commit.
+            assert_eq!(out.usage.db_round_trips, 4, "{day}: {:?}", out.usage);
+            assert_eq!(out.facts.len(), 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stored_entity_keeps_its_name_embedding_and_one_without_gets_the_names() {
+        let g = TestGraph::new("gs-cand-keep").await;
+        let w = World::new(&g.db, Rules::default());
+        w.engine.build_indices(&g.name).await.unwrap();
+        // Stored embeddings no hashing embedder would give these names.
+        let mut stored = vec![0.0; DIM];
+        stored[0] = 1.0;
+        let alice = entity("Alice", &[], Some(stored.clone()));
+        let acme = entity("Acme", &[], None);
+        graph::save_entities(&g.db, &g.name, &[alice.clone(), acme.clone()])
+            .await
+            .unwrap();
+        w.rules.extraction(
+            "joined",
+            extraction(
+                &[("alice", 0), ("ACME", 0)],
+                &[(
+                    "alice",
+                    "works at",
+                    "ACME",
+                    "Alice works at Acme.",
+                    None,
+                    None,
+                )],
+            ),
+        );
+        let out = w
+            .engine
+            .add_episode(
+                &g.name,
+                AddEpisode::new(
+                    "Alice joined Acme.",
+                    SourceKind::Text,
+                    common::graph::t("2024-01-01T00:00:00Z"),
+                ),
+            )
+            .await
+            .unwrap();
+        let uuids: Vec<_> = out.entities.iter().map(|e| e.uuid).collect();
+        assert!(
+            uuids.contains(&alice.uuid) && uuids.contains(&acme.uuid),
+            "{uuids:?}"
+        );
+        let now = graph::get_entities(&g.db, &g.name, &[alice.uuid, acme.uuid])
+            .await
+            .unwrap();
+        assert_eq!(now[0].name_embedding.as_deref(), Some(stored.as_slice()));
+        let given = now[1]
+            .name_embedding
+            .as_ref()
+            .expect("Acme got the name's embedding");
+        assert_eq!(given.len(), DIM);
+        assert_ne!(given, &stored);
     }
 }

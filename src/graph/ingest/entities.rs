@@ -1,5 +1,14 @@
 //! Step 5: entity resolution — existing candidates for every name in one round trip,
 //! the deterministic pass, and at most one model call for what stays ambiguous.
+//!
+//! A name the deterministic pass leaves new still goes to the model with the stored
+//! entities among **its own** candidates whose name embedding's cosine similarity to
+//! the name's, as the server computed it
+//! ([`EntityCandidate::similarity`](crate::graph::store::EntityCandidate)), is at least
+//! [`EngineOptions::entity_similarity`](super::EngineOptions::entity_similarity). No
+//! embedding is read back: an entity that existed keeps its stored embedding (the
+//! commit writes a name embedding only onto an entity that has none), so the
+//! resolved node of a stored entity carries none.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -104,12 +113,25 @@ pub(super) async fn resolve(
     })
     .await?;
     usage.db_round_trips += 1;
+    // The union of every name's candidates (first occurrence kept), and per name the
+    // server's similarity to each of its own candidates.
     let mut existing: Vec<EntityNode> = Vec::new();
-    let mut seen = BTreeSet::new();
-    for node in found.into_iter().flatten() {
-        if seen.insert(node.uuid) {
-            existing.push(node);
+    let mut has_embedding: Vec<bool> = Vec::new();
+    let mut index_of: HashMap<uuid::Uuid, usize> = HashMap::new();
+    let mut similar: Vec<Vec<(usize, f32)>> = Vec::with_capacity(found.len());
+    for list in found {
+        let mut own = Vec::new();
+        for candidate in list {
+            let k = *index_of.entry(candidate.entity.uuid).or_insert_with(|| {
+                existing.push(candidate.entity);
+                has_embedding.push(candidate.has_embedding);
+                existing.len() - 1
+            });
+            if let Some(s) = candidate.similarity {
+                own.push((k, s));
+            }
         }
+        similar.push(own);
     }
     let wanted: Vec<Candidate> = extracted.iter().map(|e| Candidate::new(&e.name)).collect();
     let stored: Vec<Candidate> = existing
@@ -128,16 +150,15 @@ pub(super) async fn resolve(
             Match::New => {
                 // Not matched by name, but an existing entity's name means nearly the
                 // same: the model decides, as for any other ambiguous name.
-                let close: Vec<usize> = existing
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, n)| {
-                        n.name_embedding
-                            .as_deref()
-                            .is_some_and(|e| cosine(e, &vectors[i]) >= work.opts.entity_similarity)
-                    })
-                    .map(|(k, _)| k)
+                let mut close: Vec<usize> = similar
+                    .get(i)
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, s)| *s >= work.opts.entity_similarity)
+                    .map(|(k, _)| *k)
                     .collect();
+                close.sort_unstable();
+                close.dedup();
                 if !close.is_empty() {
                     ambiguous.push((i, close));
                 }
@@ -155,6 +176,9 @@ pub(super) async fn resolve(
     }
 
     let mut out = Resolved::default();
+    // Whether `out.nodes[i]` is a stored entity that has a name embedding (kept by
+    // the commit, so none is sent).
+    let mut embedded: Vec<bool> = Vec::new();
     let mut node_of_existing: HashMap<usize, usize> = HashMap::new();
     let mut node_of_new: HashMap<usize, usize> = HashMap::new();
     for (i, entity) in extracted.iter().enumerate() {
@@ -165,6 +189,7 @@ pub(super) async fn resolve(
         let index = match choice[i] {
             Some(k) => *node_of_existing.entry(k).or_insert_with(|| {
                 out.nodes.push(existing[k].clone());
+                embedded.push(has_embedding[k]);
                 out.is_new.push(false);
                 out.label.push(GENERIC_ENTITY_LABEL.to_owned());
                 out.nodes.len() - 1
@@ -173,13 +198,14 @@ pub(super) async fn resolve(
                 let mut node = EntityNode::new(&extracted[root].name);
                 node.created_at = crate::graph::Timestamp::now();
                 out.nodes.push(node);
+                embedded.push(false);
                 out.is_new.push(true);
                 out.label.push(GENERIC_ENTITY_LABEL.to_owned());
                 out.nodes.len() - 1
             }),
         };
         let node = &mut out.nodes[index];
-        if node.name_embedding.is_none() {
+        if node.name_embedding.is_none() && !embedded[index] {
             node.name_embedding = vectors.get(i).cloned();
         }
         if entity.label != GENERIC_ENTITY_LABEL {
@@ -259,15 +285,4 @@ async fn ask_model(
             .filter(|k| ks.contains(k));
     }
     Ok(())
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let nb = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na * nb)
-    }
 }

@@ -74,11 +74,26 @@ impl Engine {
                 }
                 _ => None,
             };
-            let (stored, created) = retry_db_step("write_pending", || {
-                st::write_pending(db, graph, &episode, embedding.as_deref())
+            // The write, and for an extracting engine the claim and the extraction's
+            // context too, in one round trip.
+            let opts = &self.inner.options;
+            let lease_ms = i64::try_from(opts.lease.as_millis()).unwrap_or(i64::MAX);
+            let claim_as = self
+                .extracts()
+                .then_some((self.inner.writer.as_str(), lease_ms));
+            let opened = retry_db_step("write_pending", || {
+                st::open_episode(
+                    db,
+                    graph,
+                    &episode,
+                    embedding.as_deref(),
+                    claim_as,
+                    opts.previous_episodes,
+                )
             })
             .await?;
             usage.db_round_trips += 1;
+            let (stored, created) = (opened.stored, opened.created);
             if !created {
                 same_episode(&stored, &episode)?;
                 match stored.state {
@@ -102,7 +117,8 @@ impl Engine {
                     usage,
                 });
             }
-            self.process(graph, stored, &request, usage).await
+            let opened = opened.claim.map(|claim| (claim, opened.previous));
+            self.process(graph, stored, &request, usage, opened).await
         }
         .instrument(span)
         .await
@@ -177,7 +193,7 @@ impl Engine {
                 ..IngestUsage::default()
             };
             let started = std::time::Instant::now();
-            match self.process(graph, episode, &request, usage).await {
+            match self.process(graph, episode, &request, usage, None).await {
                 Ok(mut outcome) => {
                     outcome.usage.elapsed = started.elapsed();
                     report.completed.push(outcome);
@@ -210,23 +226,31 @@ impl Engine {
         }
     }
 
-    /// Claims a pending episode, runs the model steps and commits.
+    /// Claims a pending episode (unless `opened` holds the claim made with its write,
+    /// and the extraction's context), runs the model steps and commits.
     async fn process(
         &self,
         graph: &str,
         episode: Episode,
         request: &AddEpisode,
         mut usage: IngestUsage,
+        opened: Option<(st::Claim, Vec<String>)>,
     ) -> Result<EpisodeOutcome> {
         let (llm, embedder) = self.models()?;
         let db = self.db();
         let opts = &self.inner.options;
         let lease_ms = i64::try_from(opts.lease.as_millis()).unwrap_or(i64::MAX);
-        let claim = retry_db_step("claim", || {
-            st::claim(db, graph, episode.uuid, &self.inner.writer, lease_ms)
-        })
-        .await?;
-        usage.db_round_trips += 1;
+        let (claim, previous) = match opened {
+            Some((claim, previous)) => (claim, Some(previous)),
+            None => {
+                let claim = retry_db_step("claim", || {
+                    st::claim(db, graph, episode.uuid, &self.inner.writer, lease_ms)
+                })
+                .await?;
+                usage.db_round_trips += 1;
+                (claim, None)
+            }
+        };
         let generation = match claim {
             st::Claim::Held(g) => g,
             st::Claim::Complete => {
@@ -262,7 +286,7 @@ impl Engine {
         // new entities while this one was resolving — the commit's name check finds
         // that and writes nothing.
         let outcome: Result<Done> = async {
-            let extracted = work.extract(&episode, request, &mut usage).await?;
+            let extracted = work.extract(&episode, request, previous, &mut usage).await?;
             let mut attempt = 0;
             loop {
                 let mut done = resolve(&work, &episode, &extracted, &mut usage).await?;

@@ -187,7 +187,7 @@ impl Engine {
             CandidateQuery::new(&texts[1]).with_embedding(target_v.clone()),
         ];
         let found = store::entity_candidates(db, graph, &queries, 10).await?;
-        let existing: Vec<EntityNode> = found.into_iter().flatten().collect();
+        let existing: Vec<EntityNode> = found.into_iter().flatten().map(|c| c.entity).collect();
         let stored: Vec<Candidate> = existing
             .iter()
             .map(|n| Candidate::with_uuid(n.uuid, &n.name))

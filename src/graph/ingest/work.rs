@@ -71,23 +71,30 @@ impl Work<'_> {
         }
     }
 
-    /// Extraction (call 1) with the previous episodes as context, and one embedding
-    /// request for every name and fact text and the episode's content.
+    /// Extraction (call 1) with the previous episodes as context (`previous` when the
+    /// claim read them already), and one embedding request for every name and fact
+    /// text and the episode's content.
     pub(super) async fn extract(
         &self,
         episode: &Episode,
         request: &AddEpisode,
+        previous: Option<Vec<String>>,
         usage: &mut IngestUsage,
     ) -> Result<Extracted> {
-        let previous = st::previous_contents(
-            self.db,
-            self.graph,
-            episode.uuid,
-            episode.valid_at,
-            self.opts.previous_episodes,
-        )
-        .await?;
-        usage.db_round_trips += 1;
+        let previous = match previous {
+            Some(previous) => previous,
+            None => {
+                usage.db_round_trips += 1;
+                st::previous_contents(
+                    self.db,
+                    self.graph,
+                    episode.uuid,
+                    episode.valid_at,
+                    self.opts.previous_episodes,
+                )
+                .await?
+            }
+        };
         let mut input = ExtractionInput::new(
             &episode.content,
             episode.source,

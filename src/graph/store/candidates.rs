@@ -13,8 +13,19 @@
 //!    summary, best score first. The name goes through [`fulltext_query`] with
 //!    [`DEFAULT_STOPWORDS`]; a name without a searchable word skips this path.
 //!
-//! Every statement for every name travels in **one** [`FalkorDb::pipeline`] round trip,
-//! so the cost of resolution does not grow in round trips with the number of names.
+//! The three paths of one name are **one** statement (a `UNION ALL` of three branches,
+//! so the name's embedding travels once), and the statements of every name travel in
+//! **one** [`FalkorDb::pipeline`] round trip, so the cost of resolution does not grow
+//! in round trips with the number of names.
+//!
+//! ## Similarity on the server
+//!
+//! No embedding comes back. Each candidate carries instead the cosine similarity of
+//! its name embedding to the query's, as the server computes it — `1 - score` of the
+//! vector index on the vector path, `1 - vec.cosineDistance(…)` on the others
+//! ([`EntityCandidate::similarity`]) — and whether it has an embedding at all. Reading
+//! every candidate's 1,024 floats back only to take a cosine in the client made the
+//! replies ten times larger and was most of an ingest's CPU time.
 //!
 //! ## Graphs without indices
 //!
@@ -28,9 +39,8 @@
 
 use std::collections::BTreeSet;
 
-use uuid::Uuid;
-
 use super::{ENTITY_COLUMNS, entity_from_row, rows};
+use crate::falkordb::Value;
 use crate::falkordb::{
     DEFAULT_STOPWORDS, FalkorDb, IndexEntity, IndexKind, Params, QueryResult, fulltext_query,
 };
@@ -66,11 +76,27 @@ impl CandidateQuery {
     }
 }
 
+/// A stored entity an extracted name may mean, as [`entity_candidates`] finds it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EntityCandidate {
+    /// The entity as stored, except its name embedding, which is not read back
+    /// (`name_embedding` is always `None`).
+    pub entity: EntityNode,
+    /// Whether the stored entity has a name embedding.
+    pub has_embedding: bool,
+    /// The cosine similarity of the entity's name embedding to the query's, computed
+    /// by the server; `None` when either has no embedding, 0 when either is zero.
+    pub similarity: Option<f32>,
+}
+
 /// The candidate entities for every query, one list per query in input order (see the
 /// module docs for the three paths and their order). Each list holds at most `limit`
-/// exact matches plus `limit` vector and `limit` fulltext hits, each entity once.
+/// exact matches plus `limit` vector and `limit` fulltext hits, each entity once, with
+/// its similarity to the query computed on the server and without its embedding.
 ///
-/// Makes one pipeline round trip for all queries (none for an empty `queries`), plus
+/// Makes one pipeline round trip for all queries, one statement each (none for an
+/// empty `queries`), plus
 /// two more only when an index is missing. `limit` must be in
 /// `1..=`[`MAX_CANDIDATE_LIMIT`] ([`Error::InvalidInput`] naming `limit` otherwise).
 ///
@@ -85,6 +111,9 @@ impl CandidateQuery {
 /// ];
 /// let found = graph::entity_candidates(&db, "notes", &queries, 10).await?;
 /// assert_eq!(found.len(), 2);
+/// for candidate in &found[1] {
+///     println!("{}: {:?}", candidate.entity.name, candidate.similarity);
+/// }
 /// # Ok(()) }
 /// ```
 pub async fn entity_candidates(
@@ -92,7 +121,7 @@ pub async fn entity_candidates(
     graph: &str,
     queries: &[CandidateQuery],
     limit: usize,
-) -> Result<Vec<Vec<EntityNode>>> {
+) -> Result<Vec<Vec<EntityCandidate>>> {
     if !(1..=MAX_CANDIDATE_LIMIT).contains(&limit) {
         return Err(Error::invalid(
             "limit",
@@ -103,7 +132,7 @@ pub async fn entity_candidates(
         return Ok(Vec::new());
     }
     let k = i64::try_from(limit).unwrap_or(i64::MAX);
-    let (mut plan, statements) = plan(queries, k, true, true);
+    let statements = plan(queries, k, true, true);
     let results = match db.pipeline(graph, &statements).await {
         Ok(results) => results,
         Err(err @ Error::Query { .. }) => {
@@ -115,72 +144,74 @@ pub async fn entity_candidates(
             if vector && fulltext {
                 return Err(err);
             }
-            let statements;
-            (plan, statements) = self::plan(queries, k, vector, fulltext);
-            db.pipeline(graph, &statements).await?
+            db.pipeline(graph, &plan(queries, k, vector, fulltext))
+                .await?
         }
         Err(e) => return Err(e),
     };
-    let mut out: Vec<Vec<EntityNode>> = vec![Vec::new(); queries.len()];
-    let mut seen: Vec<BTreeSet<Uuid>> = vec![BTreeSet::new(); queries.len()];
-    for (i, res) in plan.into_iter().zip(results) {
-        for entity in read_entities(res)? {
-            if seen[i].insert(entity.uuid) {
-                out[i].push(entity);
+    let mut out: Vec<Vec<EntityCandidate>> = Vec::with_capacity(queries.len());
+    for res in results {
+        let mut seen = BTreeSet::new();
+        let mut list = Vec::new();
+        for candidate in read_candidates(res)? {
+            if seen.insert(candidate.entity.uuid) {
+                list.push(candidate);
             }
         }
+        out.push(list);
     }
     Ok(out)
 }
 
-/// The statements for every query, each tagged with its query's index; the vector
-/// and fulltext paths only where `vector` and `fulltext` say their index exists.
-fn plan(
-    queries: &[CandidateQuery],
-    k: i64,
-    vector: bool,
-    fulltext: bool,
-) -> (Vec<usize>, Vec<(String, Params)>) {
-    let mut plan = Vec::new();
-    let mut statements = Vec::new();
-    for (i, q) in queries.iter().enumerate() {
-        plan.push(i);
-        statements.push((
-            format!(
-                "MATCH (n:Entity {{name_key: $key}}) \
-                 RETURN {ENTITY_COLUMNS} ORDER BY n.created_at, n.uuid LIMIT $k"
-            ),
-            Params::new()
+/// One statement per query, in input order: the exact branch, then the vector and
+/// fulltext branches where `vector` and `fulltext` say their index exists, joined by
+/// `UNION ALL` with a `path` column (0, 1, 2) that keeps their order.
+fn plan(queries: &[CandidateQuery], k: i64, vector: bool, fulltext: bool) -> Vec<(String, Params)> {
+    let columns = ENTITY_COLUMNS.replace(
+        "n.name_embedding AS name_embedding",
+        "null AS name_embedding",
+    );
+    queries
+        .iter()
+        .map(|q| {
+            let mut params = Params::new()
                 .set("key", normalize_name(&q.name))
-                .set("k", k),
-        ));
-        if let Some(v) = q.embedding.as_ref().filter(|_| vector) {
-            plan.push(i);
-            statements.push((
-                format!(
-                    "{}CALL db.idx.vector.queryNodes('Entity', 'name_embedding', $k + stale, \
-                     vecf32($v)) YIELD node, score \
-                     WITH node AS n, score \
-                     RETURN {ENTITY_COLUMNS} ORDER BY score ASC LIMIT $k",
-                    super::debt::stale_clause(super::VectorIndex::Entity)
-                ),
-                Params::new().set("k", k).set("v", v.clone()),
-            ));
-        }
-        if let Some(ft) = fulltext_query(&q.name, DEFAULT_STOPWORDS).filter(|_| fulltext) {
-            plan.push(i);
-            statements.push((
-                format!(
-                    "CALL db.idx.fulltext.queryNodes('Entity', $q) \
-                     YIELD node, score \
-                     WITH node AS n, score \
-                     RETURN {ENTITY_COLUMNS} ORDER BY score DESC, n.uuid LIMIT $k"
-                ),
-                Params::new().set("q", ft).set("k", k),
-            ));
-        }
-    }
-    (plan, statements)
+                .set("k", k);
+            // The similarity of `n` to the query, where both have an embedding.
+            let sim = if q.embedding.is_some() {
+                "CASE WHEN n.name_embedding IS NULL THEN NULL \
+                 ELSE 1 - vec.cosineDistance(n.name_embedding, vecf32($v)) END"
+            } else {
+                "NULL"
+            };
+            let tail = format!("{columns}, n.name_embedding IS NOT NULL AS has_embedding");
+            let mut query = format!(
+                "MATCH (n:Entity {{name_key: $key}}) WITH n ORDER BY n.created_at, n.uuid LIMIT $k \
+                 RETURN {tail}, {sim} AS similarity, 0 AS path"
+            );
+            if let Some(v) = q.embedding.as_ref() {
+                params.insert("v", v.clone());
+                if vector {
+                    query.push_str(&format!(
+                        " UNION ALL {}CALL db.idx.vector.queryNodes('Entity', 'name_embedding', \
+                         $k + stale, vecf32($v)) YIELD node, score \
+                         WITH node AS n, score ORDER BY score ASC LIMIT $k \
+                         RETURN {tail}, 1 - score AS similarity, 1 AS path",
+                        super::debt::stale_clause(super::VectorIndex::Entity)
+                    ));
+                }
+            }
+            if let Some(ft) = fulltext_query(&q.name, DEFAULT_STOPWORDS).filter(|_| fulltext) {
+                params.insert("q", ft);
+                query.push_str(&format!(
+                    " UNION ALL CALL db.idx.fulltext.queryNodes('Entity', $q) YIELD node, score \
+                     WITH node AS n, score ORDER BY score DESC, n.uuid LIMIT $k \
+                     RETURN {tail}, {sim} AS similarity, 2 AS path"
+                ));
+            }
+            (query, params)
+        })
+        .collect()
 }
 
 /// Whether `graph` has the `Entity.name_embedding` vector index and an `Entity`
@@ -199,6 +230,27 @@ async fn entity_indices(db: &FalkorDb, graph: &str) -> Result<(bool, bool)> {
     Ok((vector, fulltext))
 }
 
-fn read_entities(res: QueryResult) -> Result<Vec<EntityNode>> {
-    rows(res).iter().map(entity_from_row).collect()
+/// The candidates of one statement: its branches in order (a stable sort on `path`,
+/// which `UNION ALL` keeps anyway), each row's order within its branch kept.
+fn read_candidates(res: QueryResult) -> Result<Vec<EntityCandidate>> {
+    let mut read: Vec<(i64, EntityCandidate)> = rows(res)
+        .iter()
+        .map(|row| {
+            let similarity = row
+                .get("similarity")
+                .and_then(Value::as_f64)
+                // A zero vector has no direction: the server says NaN, the client 0.
+                .map(|s| if s.is_finite() { s as f32 } else { 0.0 });
+            Ok((
+                row.get("path").and_then(Value::as_int).unwrap_or(0),
+                EntityCandidate {
+                    entity: entity_from_row(row)?,
+                    has_embedding: row.get("has_embedding").and_then(Value::as_bool) == Some(true),
+                    similarity,
+                },
+            ))
+        })
+        .collect::<Result<_>>()?;
+    read.sort_by_key(|(path, _)| *path);
+    Ok(read.into_iter().map(|(_, c)| c).collect())
 }

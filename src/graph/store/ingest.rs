@@ -19,6 +19,44 @@ use crate::falkordb::{FalkorDb, Params, QueryResult, Value};
 use crate::graph::model::{EntityEdge, EntityNode, Episode, EpisodeState, Timestamp};
 use crate::{Error, Result};
 
+/// The statement of [`write_pending`].
+fn write_pending_statement(episode: &Episode, embedding: Option<&[f32]>) -> (String, Params) {
+    (
+        format!(
+            "MERGE (e:Episodic {{uuid: $uuid}}) \
+             ON CREATE SET e.content = $content, e.source = $source, \
+                 e.source_description = $source_description, e.valid_at = $valid_at, \
+                 e.created_at = $created_at, e.entity_edges = [], e.state = 'pending', \
+                 e.generation = 0, e.writer = $writer \
+             {embedding} \
+             RETURN {EPISODE_COLUMNS}",
+            embedding = episode_embedding_clause("embedding", "e")
+        ),
+        Params::new()
+            .set("uuid", episode.uuid.to_string())
+            .set("content", episode.content.as_str())
+            .set("source", episode.source.as_str())
+            .set("source_description", episode.source_description.as_str())
+            .set("valid_at", episode.valid_at.0)
+            .set("created_at", episode.created_at.0)
+            .set("writer", episode.writer.as_deref())
+            .set("embedding", embedding.map(<[f32]>::to_vec)),
+    )
+}
+
+/// The stored episode and whether the statement created it, from the reply of
+/// [`write_pending_statement`].
+fn read_pending(res: QueryResult) -> Result<(Episode, bool)> {
+    let created = res.stats.nodes_created > 0;
+    let stored = res
+        .into_maps()
+        .first()
+        .map(episode_from_row)
+        .transpose()?
+        .ok_or_else(|| Error::Protocol("episode write returned no row".into()))?;
+    Ok((stored, created))
+}
+
 /// Writes `episode` as pending unless an episode with its uuid exists, with its
 /// content `embedding` (when given, and unless the episode has one), and returns the
 /// stored episode and whether this call created it. One round trip.
@@ -28,38 +66,89 @@ pub(crate) async fn write_pending(
     episode: &Episode,
     embedding: Option<&[f32]>,
 ) -> Result<(Episode, bool)> {
-    let res = db
-        .query(
-            graph,
-            &format!(
-                "MERGE (e:Episodic {{uuid: $uuid}}) \
-                 ON CREATE SET e.content = $content, e.source = $source, \
-                     e.source_description = $source_description, e.valid_at = $valid_at, \
-                     e.created_at = $created_at, e.entity_edges = [], e.state = 'pending', \
-                     e.generation = 0, e.writer = $writer \
-                 {embedding} \
-                 RETURN {EPISODE_COLUMNS}",
-                embedding = episode_embedding_clause("embedding", "e")
-            ),
-            &Params::new()
-                .set("uuid", episode.uuid.to_string())
-                .set("content", episode.content.as_str())
-                .set("source", episode.source.as_str())
-                .set("source_description", episode.source_description.as_str())
-                .set("valid_at", episode.valid_at.0)
-                .set("created_at", episode.created_at.0)
-                .set("writer", episode.writer.as_deref())
-                .set("embedding", embedding.map(<[f32]>::to_vec)),
-        )
-        .await?;
-    let created = res.stats.nodes_created > 0;
-    let stored = res
-        .into_maps()
-        .first()
-        .map(episode_from_row)
-        .transpose()?
-        .ok_or_else(|| Error::Protocol("episode write returned no row".into()))?;
-    Ok((stored, created))
+    let (query, params) = write_pending_statement(episode, embedding);
+    read_pending(db.query(graph, &query, &params).await?)
+}
+
+/// What [`open_episode`] found.
+#[derive(Debug, Clone)]
+pub(crate) struct Opened {
+    /// The episode as stored (before the claim).
+    pub stored: Episode,
+    /// Whether this call created it.
+    pub created: bool,
+    /// The claim's outcome, when one was asked for.
+    pub claim: Option<Claim>,
+    /// The extraction context ([`previous_contents`]), when a claim was asked for.
+    pub previous: Vec<String>,
+}
+
+/// [`write_pending`], then — when `claim` gives an owner and a lease — [`claim`] and
+/// [`previous_contents`] (`previous` of them), in **one** pipeline round trip instead
+/// of three. The claim only takes an episode equal to `episode` in its immutable
+/// fields (content, source kind, description, reference time), so a conflicting
+/// replay claims nothing; a refused claim is told apart by the stored state the
+/// write returned, without another read.
+pub(crate) async fn open_episode(
+    db: &FalkorDb,
+    graph: &str,
+    episode: &Episode,
+    embedding: Option<&[f32]>,
+    claim: Option<(&str, i64)>,
+    previous: usize,
+) -> Result<Opened> {
+    let Some((owner, lease_ms)) = claim else {
+        let (stored, created) = write_pending(db, graph, episode, embedding).await?;
+        return Ok(Opened {
+            stored,
+            created,
+            claim: None,
+            previous: Vec::new(),
+        });
+    };
+    let mut statements = vec![write_pending_statement(episode, embedding)];
+    let (query, mut params) = claim_statement(episode.uuid, owner, lease_ms);
+    statements.push((
+        query.replace(
+            "WHERE e.state = 'pending'",
+            "WHERE e.state = 'pending' AND e.content = $content AND e.source = $source \
+               AND e.source_description = $source_description AND e.valid_at = $valid_at",
+        ),
+        {
+            params.insert("content", episode.content.as_str());
+            params.insert("source", episode.source.as_str());
+            params.insert("source_description", episode.source_description.as_str());
+            params.insert("valid_at", episode.valid_at.0);
+            params
+        },
+    ));
+    if previous > 0 {
+        statements.push(previous_statement(episode.uuid, episode.valid_at, previous));
+    }
+    let mut results = db.pipeline(graph, &statements).await?.into_iter();
+    let (Some(written), Some(claimed)) = (results.next(), results.next()) else {
+        return Err(Error::Protocol(
+            "the episode pipeline returned too few replies".into(),
+        ));
+    };
+    let (stored, created) = read_pending(written)?;
+    let claim = match claimed.get(0, "generation").and_then(Value::as_int) {
+        Some(generation) => Claim::Held(generation),
+        None => match stored.state {
+            EpisodeState::Complete => Claim::Complete,
+            EpisodeState::Quarantined => Claim::Quarantined,
+            // Pending but not taken: another live lease (or, for a conflicting
+            // replay, which the caller refuses, different fields).
+            EpisodeState::Pending => Claim::Busy,
+        },
+    };
+    let previous = results.next().map(read_previous).unwrap_or_default();
+    Ok(Opened {
+        stored,
+        created,
+        claim: Some(claim),
+        previous,
+    })
 }
 
 /// The outcome of [`claim`].
@@ -87,22 +176,8 @@ pub(crate) async fn claim(
     owner: &str,
     lease_ms: i64,
 ) -> Result<Claim> {
-    let res = db
-        .query(
-            graph,
-            "MATCH (e:Episodic {uuid: $uuid}) \
-             WHERE e.state = 'pending' \
-               AND (e.lease_until IS NULL OR e.lease_until <= timestamp() \
-                    OR e.lease_owner = $owner) \
-             SET e.generation = coalesce(e.generation, 0) + 1, e.lease_owner = $owner, \
-                 e.lease_until = timestamp() + $lease \
-             RETURN e.generation AS generation",
-            &Params::new()
-                .set("uuid", uuid.to_string())
-                .set("owner", owner)
-                .set("lease", lease_ms),
-        )
-        .await?;
+    let (query, params) = claim_statement(uuid, owner, lease_ms);
+    let res = db.query(graph, &query, &params).await?;
     if let Some(generation) = res.get(0, "generation").and_then(Value::as_int) {
         return Ok(Claim::Held(generation));
     }
@@ -119,6 +194,24 @@ pub(crate) async fn claim(
         Some("quarantined") => Claim::Quarantined,
         Some(_) => Claim::Busy,
     })
+}
+
+/// The statement of [`claim`]: `generation` is returned when the claim is taken.
+fn claim_statement(uuid: Uuid, owner: &str, lease_ms: i64) -> (String, Params) {
+    (
+        "MATCH (e:Episodic {uuid: $uuid}) \
+         WHERE e.state = 'pending' \
+           AND (e.lease_until IS NULL OR e.lease_until <= timestamp() \
+                OR e.lease_owner = $owner) \
+         SET e.generation = coalesce(e.generation, 0) + 1, e.lease_owner = $owner, \
+             e.lease_until = timestamp() + $lease \
+         RETURN e.generation AS generation"
+            .to_owned(),
+        Params::new()
+            .set("uuid", uuid.to_string())
+            .set("owner", owner)
+            .set("lease", lease_ms),
+    )
 }
 
 /// Commits of one episode that may be sent without an answer (the server lost while
@@ -307,24 +400,32 @@ pub(crate) async fn previous_contents(
     if limit == 0 {
         return Ok(Vec::new());
     }
-    let res = db
-        .ro_query(
-            graph,
-            "MATCH (e:Episodic) WHERE e.valid_at <= $at AND e.uuid <> $uuid \
-             RETURN e.content AS content ORDER BY e.valid_at DESC, e.created_at DESC \
-             LIMIT $limit",
-            &Params::new()
-                .set("uuid", uuid.to_string())
-                .set("at", at.0)
-                .set("limit", i64::try_from(limit).unwrap_or(i64::MAX)),
-        )
-        .await?;
+    let (query, params) = previous_statement(uuid, at, limit);
+    Ok(read_previous(db.ro_query(graph, &query, &params).await?))
+}
+
+/// The statement of [`previous_contents`].
+fn previous_statement(uuid: Uuid, at: Timestamp, limit: usize) -> (String, Params) {
+    (
+        "MATCH (e:Episodic) WHERE e.valid_at <= $at AND e.uuid <> $uuid \
+         RETURN e.content AS content ORDER BY e.valid_at DESC, e.created_at DESC \
+         LIMIT $limit"
+            .to_owned(),
+        Params::new()
+            .set("uuid", uuid.to_string())
+            .set("at", at.0)
+            .set("limit", i64::try_from(limit).unwrap_or(i64::MAX)),
+    )
+}
+
+/// The contents of a [`previous_statement`] reply, oldest first.
+fn read_previous(res: QueryResult) -> Vec<String> {
     let mut out: Vec<String> = res
         .column_values("content")
         .filter_map(|v| v.as_str().map(str::to_owned))
         .collect();
     out.reverse();
-    Ok(out)
+    out
 }
 
 /// One new fact to find existing candidates for.
@@ -442,6 +543,20 @@ pub(crate) struct CommitSet {
     pub episode_embedding: Option<Vec<f32>>,
 }
 
+/// [`SET_ENTITY`] for the commit: an entity that has a name embedding keeps it, one
+/// without gets the row's. The engine never reads stored embeddings back (entity
+/// candidates carry the server's similarity instead, see
+/// [`entity_candidates`](super::entity_candidates)), so a stored entity's row
+/// carries no embedding, or the one of the name that resolved to it.
+fn set_entity_keeping_embedding() -> String {
+    let keep = "n.name_embedding = CASE WHEN n.name_embedding IS NOT NULL THEN n.name_embedding \
+                WHEN r.name_embedding IS NULL THEN NULL ELSE vecf32(r.name_embedding) END";
+    let (head, _) = SET_ENTITY
+        .split_once("n.name_embedding =")
+        .expect("SET_ENTITY sets the name embedding last");
+    format!("{head}{keep}")
+}
+
 /// How a fenced commit ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Committed {
@@ -530,7 +645,8 @@ async fn commit(
             format!("SET n:{} ", labels.join(":"))
         };
         query.push_str(&format!(
-            "FOREACH (r IN $entities{g} | MERGE (n:Entity {{uuid: r.uuid}}) {set_labels}{SET_ENTITY}) "
+            "FOREACH (r IN $entities{g} | MERGE (n:Entity {{uuid: r.uuid}}) {set_labels}{}) ",
+            set_entity_keeping_embedding()
         ));
         params = params.set(format!("entities{g}"), Value::List(rows));
     }

@@ -48,7 +48,7 @@ pub mod owned;
 mod remove;
 mod write;
 
-pub use candidates::{CandidateQuery, MAX_CANDIDATE_LIMIT, entity_candidates};
+pub use candidates::{CandidateQuery, EntityCandidate, MAX_CANDIDATE_LIMIT, entity_candidates};
 pub use communities::{get_communities, get_community_members, save_communities};
 pub use debt::{VectorIndex, rebuild_vector_index, vector_debt};
 pub use entities::{get_entities, save_entities};
