@@ -40,7 +40,7 @@ use crate::Result;
 /// Read connections per handle: one per core but one (left to the application and the
 /// write connection), at least 1 and at most 4. Measured with `bench_load` on 2 shared
 /// cores, a second read connection cut the median search latency under 16 searchers
-/// by a fifth but raised its p95 by a tenth to a fifth. At most 4: `ro_query`'s 5
+/// by a fifth but raised its p95 by a tenth to a fifth. At most 4: `ro_query`'s 8
 /// attempts outlast the one failed request each connection costs after a restart.
 fn read_connections() -> usize {
     std::thread::available_parallelism().map_or(1, |n| (n.get() - 1).clamp(1, 4))
