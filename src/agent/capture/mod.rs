@@ -994,9 +994,20 @@ async fn write_once(
             }
         }
     });
-    match attempt.await {
+    // A flush given up (a `flush_and_await` timeout, a drain cut short) stops its
+    // attempt too: what it had not written is put back, never half-running.
+    let mut attempt = AbortOnDrop(attempt);
+    match (&mut attempt.0).await {
         Ok(outcome) => outcome,
         Err(e) => Err(Error::task("a capture write", e)),
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<Result<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
