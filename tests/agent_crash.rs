@@ -1,0 +1,170 @@
+//! An accepted turn survives a crash (test-trees/capture-buffer.md, "durability"):
+//! this binary re-runs itself as a child that connects a native client to an embedded
+//! FalkorDB in a temporary data directory, accepts turns into a durable capture buffer
+//! (one session flushed, two not), says so, and is killed with SIGKILL. The parent
+//! then connects to the same data directory, creates a buffer, flushes, and finds
+//! every accepted turn written exactly once.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use gralkor::agent::capture::{Capture, CaptureBuffer, CaptureConfig};
+use gralkor::agent::turn::Turn;
+use gralkor::client::{Client, EpisodeRecord, NativeClient, OperatorId, Search};
+use gralkor::config::Config;
+use gralkor::falkordb::{EmbeddedConfig, FalkorConfig};
+use gralkor::provenance::Writer;
+use gralkor::runtime::RuntimeConfig;
+
+const CHILD_DIR: &str = "GRALKOR_CAPTURE_CRASH_CHILD_DIR";
+const READY: &str = "capture-crash-child: accepted";
+const TURNS: usize = 5;
+
+fn config(dir: &str) -> Config {
+    Config::new(FalkorConfig::embedded(EmbeddedConfig::new(dir)))
+}
+
+fn op() -> OperatorId {
+    OperatorId::new("crash-op").unwrap()
+}
+
+fn turn(session: &str, i: usize) -> Turn {
+    Turn::completed(
+        &format!("crashmark {session}{i} question"),
+        ["tool clock → now"],
+        &format!("{session}{i} answer"),
+    )
+}
+
+/// The child: accept turns, report, then wait to be killed.
+fn child(dir: &str) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = NativeClient::connect(config(dir), RuntimeConfig::new())
+            .await
+            .expect("child connects");
+        let buffer = CaptureBuffer::native(&client, CaptureConfig::new())
+            .await
+            .expect("child buffer");
+        let c = |s: &str, i| Capture::new(s, op(), "Susu", "Ada", turn(s, i));
+        for i in 0..TURNS {
+            buffer.append(c("done", i)).await.unwrap();
+        }
+        buffer
+            .flush_and_await("done", Duration::from_secs(60))
+            .await
+            .unwrap();
+        for i in 0..TURNS {
+            buffer.append(c("direct", i)).await.unwrap();
+            buffer
+                .append(c("lens", i).lenses(["personal-chat"]))
+                .await
+                .unwrap();
+        }
+        println!("{READY}");
+        std::future::pending::<()>().await;
+    });
+}
+
+async fn episodes(client: &NativeClient) -> Vec<EpisodeRecord> {
+    client
+        .search(
+            &Search::new(op(), "crashmark")
+                .destinations(["personal"])
+                .max_results(100),
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| r.hit.as_episode().cloned())
+        .collect()
+}
+
+#[test]
+fn an_accepted_turn_survives_kill_9_and_is_written_exactly_once() {
+    if let Ok(dir) = std::env::var(CHILD_DIR) {
+        child(&dir);
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("gralkor-capture-crash-")
+        .tempdir()
+        .unwrap();
+    let path = dir.path().to_str().unwrap().to_string();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "an_accepted_turn_survives_kill_9_and_is_written_exactly_once",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DIR, &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut ready = false;
+    for line in BufReader::new(stdout).lines() {
+        if line.unwrap().contains(READY) {
+            ready = true;
+            break;
+        }
+    }
+    assert!(ready, "the child exited before accepting its turns");
+    child.kill().unwrap(); // SIGKILL
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = NativeClient::connect(config(&path), RuntimeConfig::new())
+            .await
+            .expect("restart on the same data directory");
+        let before = episodes(&client).await;
+        assert_eq!(before.len(), 1, "only the flushed session was written");
+        let buffer = CaptureBuffer::native(&client, CaptureConfig::new())
+            .await
+            .unwrap();
+        assert_eq!(buffer.sessions().await, ["direct", "lens"]);
+        assert_eq!(buffer.pending("lens").await.len(), TURNS);
+        buffer.flush_all().await.unwrap();
+
+        let written = episodes(&client).await;
+        assert_eq!(written.len(), 3, "one episode per session");
+        for session in ["done", "direct", "lens"] {
+            for i in 0..TURNS {
+                let needle = format!("Ada: crashmark {session}{i} question\nSusu: {session}{i} answer");
+                let n = written.iter().filter(|e| e.content.contains(&needle)).count();
+                assert_eq!(n, 1, "{session}{i} written {n} times");
+            }
+        }
+        let lens = written
+            .iter()
+            .find(|e| e.content.contains("lens0"))
+            .unwrap();
+        assert_eq!(lens.writer, Some(Writer::Lens("personal-chat".into())));
+        let direct = written
+            .iter()
+            .find(|e| e.content.contains("direct0"))
+            .unwrap();
+        assert_eq!(direct.writer, Some(Writer::Direct));
+        assert_eq!(direct.source_description, "captured");
+
+        // Nothing is left pending: a third start finds nothing to flush.
+        let again = CaptureBuffer::native(&client, CaptureConfig::new())
+            .await
+            .unwrap();
+        assert!(again.sessions().await.is_empty());
+        client.shutdown().await.unwrap();
+    });
+}
