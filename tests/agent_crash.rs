@@ -1,7 +1,8 @@
 //! An accepted turn survives a crash (test-trees/capture-buffer.md, "durability"):
 //! this binary re-runs itself as a child that connects a native client to an embedded
 //! FalkorDB in a temporary data directory, accepts turns into a durable capture buffer
-//! (one session flushed, two not), says so, and is killed with SIGKILL. The parent
+//! (one session flushed, two not), says so, and is killed with SIGKILL — its
+//! FalkorDB server first, so nothing is saved on the way out. The parent
 //! then connects to the same data directory, creates a buffer, flushes, and finds
 //! every accepted turn written exactly once.
 
@@ -66,7 +67,13 @@ fn child(dir: &str) {
                 .await
                 .unwrap();
         }
-        println!("{READY}");
+        let server = client
+            .storage()
+            .db()
+            .embedded_server()
+            .and_then(|s| s.pid())
+            .expect("an embedded server");
+        println!("{READY} server={server}");
         std::future::pending::<()>().await;
     });
 }
@@ -109,15 +116,23 @@ fn an_accepted_turn_survives_kill_9_and_is_written_exactly_once() {
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let mut ready = false;
+    let mut server: Option<i32> = None;
     for line in BufReader::new(stdout).lines() {
-        if line.unwrap().contains(READY) {
-            ready = true;
+        let line = line.unwrap();
+        if let Some(at) = line.find(READY) {
+            let pid = line[at + READY.len()..]
+                .trim()
+                .trim_start_matches("server=");
+            server = Some(pid.parse().unwrap());
             break;
         }
     }
-    assert!(ready, "the child exited before accepting its turns");
-    child.kill().unwrap(); // SIGKILL
+    let server = server.expect("the child exited before accepting its turns");
+    // The server first, so it cannot save on its way out; then the process holding
+    // the buffer. Both with SIGKILL.
+    // SAFETY: kill(2) on a pid the child reported; no memory is involved.
+    assert_eq!(unsafe { libc::kill(server, libc::SIGKILL) }, 0);
+    child.kill().unwrap();
     let status = child.wait().unwrap();
     assert!(!status.success());
 
@@ -143,8 +158,12 @@ fn an_accepted_turn_survives_kill_9_and_is_written_exactly_once() {
         assert_eq!(written.len(), 3, "one episode per session");
         for session in ["done", "direct", "lens"] {
             for i in 0..TURNS {
-                let needle = format!("Ada: crashmark {session}{i} question\nSusu: {session}{i} answer");
-                let n = written.iter().filter(|e| e.content.contains(&needle)).count();
+                let needle =
+                    format!("Ada: crashmark {session}{i} question\nSusu: {session}{i} answer");
+                let n = written
+                    .iter()
+                    .filter(|e| e.content.contains(&needle))
+                    .count();
                 assert_eq!(n, 1, "{session}{i} written {n} times");
             }
         }

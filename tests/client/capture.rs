@@ -239,6 +239,7 @@ both!(
     shutdown_drains_and_then_refuses_appends,
     a_drain_that_times_out_leaves_the_turns_for_the_next_buffer,
     accepted_turns_are_found_again_by_a_new_buffer_and_written_once,
+    nothing_is_logged_per_turn_and_content_only_at_debug,
 );
 
 async fn a_session_is_bound_on_first_append_and_cannot_be_rebound(kind: Kind) {
@@ -776,4 +777,82 @@ async fn accepted_turns_are_found_again_by_a_new_buffer_and_written_once(kind: K
     }
     rig.buffer().await.flush_all().await.unwrap();
     assert_eq!(rig.episodes("personal", "Narwhals").await.len(), 2);
+}
+
+/// Records every event's level and fields on this thread.
+#[derive(Clone, Default)]
+struct Events(Arc<Mutex<Vec<(tracing::Level, String)>>>);
+
+struct Fields(String);
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!(" {}={:?}", field.name(), value));
+    }
+}
+
+impl tracing::Subscriber for Events {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut f = Fields(String::new());
+        event.record(&mut f);
+        self.0
+            .lock()
+            .unwrap()
+            .push((*event.metadata().level(), f.0));
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+impl Events {
+    fn take(&self) -> Vec<(tracing::Level, String)> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+async fn nothing_is_logged_per_turn_and_content_only_at_debug(kind: Kind) {
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    let buffer = rig.buffer().await;
+    let events = Events::default();
+    let _guard = tracing::subscriber::set_default(events.clone());
+    for i in 0..3 {
+        buffer
+            .append(rig.capture("s", turn(&format!("secretword{i} here"), "fine")))
+            .await
+            .unwrap();
+    }
+    let appended = events.take();
+    assert!(
+        appended.iter().all(|(l, _)| *l > tracing::Level::INFO),
+        "append logs nothing at info or above: {appended:?}"
+    );
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    let flushed = events.take();
+    assert!(
+        flushed
+            .iter()
+            .filter(|(l, _)| *l <= tracing::Level::INFO)
+            .all(|(_, f)| !f.contains("secretword")),
+        "{flushed:?}"
+    );
+    assert!(
+        flushed
+            .iter()
+            .any(|(l, f)| *l == tracing::Level::INFO && f.contains("flush_and_await")),
+        "{flushed:?}"
+    );
+    assert!(
+        flushed
+            .iter()
+            .any(|(l, f)| *l == tracing::Level::DEBUG && f.contains("secretword2")),
+        "the transcript at debug: {flushed:?}"
+    );
 }
