@@ -288,6 +288,20 @@ async fn a_session_is_bound_on_first_append_and_cannot_be_rebound(kind: Kind) {
     assert_eq!(pending[0].messages()[0], Message::user("first question"));
     assert_eq!(pending[1].messages()[0], Message::user("second question"));
     assert_eq!(buffer.sessions().await, ["s", "t"]);
+    // Once everything is written the session is forgotten, binding included.
+    buffer.flush_all().await.unwrap();
+    assert!(buffer.sessions().await.is_empty());
+    buffer
+        .append(Capture::new(
+            "s",
+            &rig.op,
+            "Susu",
+            "Bea",
+            turn("new day", "hello"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(buffer.pending("s").await.len(), 1);
 }
 
 async fn invalid_captures_are_refused_naming_the_field_and_nothing_is_buffered(kind: Kind) {

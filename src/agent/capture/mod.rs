@@ -4,7 +4,10 @@
 //!   and the human's names and a route — direct to a Destination
 //!   ([`CaptureRoute::Direct`]) or through one or more Lenses
 //!   ([`CaptureRoute::Lenses`]); an append with another binding is an error naming
-//!   the field, and nothing is buffered.
+//!   the field, and nothing is buffered. The binding holds while the session has
+//!   turns buffered or being written (as the seed's buffered entry does); once they
+//!   are all written the buffer forgets the session, so it keeps nothing per
+//!   finished session.
 //! * **Acceptance.** [`CaptureBuffer::append`] validates (non-blank session and names,
 //!   a route that resolves in the runtime's current snapshot: registered, appending
 //!   Lenses), drops recalled memory from the turn ([`MemoryFilter`]), skips an empty
@@ -222,12 +225,27 @@ struct Session {
     queued: Vec<Entry>,
     /// The entry appends go to.
     open: Option<Entry>,
+    /// Flushes of this session still writing.
+    in_flight: usize,
 }
 
 impl Session {
+    fn new(binding: Binding) -> Session {
+        Session {
+            binding,
+            queued: Vec::new(),
+            open: None,
+            in_flight: 0,
+        }
+    }
+
+    /// Every entry, for a flush (counted in flight until it is released).
     fn take(&mut self) -> Vec<Entry> {
         let mut all = std::mem::take(&mut self.queued);
         all.extend(self.open.take());
+        if !all.is_empty() {
+            self.in_flight += 1;
+        }
         all
     }
 }
@@ -328,14 +346,9 @@ impl CaptureBuffer {
             match sessions.get_mut(&id) {
                 Some(s) => s.queued.push(entry),
                 None => {
-                    sessions.insert(
-                        id,
-                        Session {
-                            binding: entry.pending.binding.clone(),
-                            queued: vec![entry],
-                            open: None,
-                        },
-                    );
+                    let mut s = Session::new(entry.pending.binding.clone());
+                    s.queued.push(entry);
+                    sessions.insert(id, s);
                 }
             }
         }
@@ -486,11 +499,7 @@ impl CaptureBuffer {
             .await?;
         sessions
             .entry(capture.session_id)
-            .or_insert_with(|| Session {
-                binding,
-                queued: Vec::new(),
-                open: None,
-            })
+            .or_insert_with(|| Session::new(binding))
             .open = Some(entry);
         Ok(())
     }
@@ -558,9 +567,11 @@ impl CaptureBuffer {
         );
         let inner = self.inner.clone();
         let span = tracing::info_span!("gralkor.capture.flush", session = session_id);
+        let session = session_id.to_string();
         let task = async move {
             let left = Arc::new(Mutex::new(entries));
             let _ = deliver(&inner, &left).await;
+            release(&inner, &session, Vec::new()).await;
         }
         .instrument(span);
         let mut workers = self.inner.workers.lock().unwrap_or_else(|p| p.into_inner());
@@ -606,6 +617,7 @@ impl CaptureBuffer {
         let span = tracing::info_span!("gralkor.capture.flush_and_await", session = session_id);
         match tokio::time::timeout(timeout, deliver(&self.inner, &left).instrument(span)).await {
             Ok(outcome) => {
+                release(&self.inner, session_id, Vec::new()).await;
                 match &outcome {
                     Ok(()) => tracing::info!(
                         session = session_id,
@@ -621,12 +633,7 @@ impl CaptureBuffer {
             }
             Err(_) => {
                 let back = std::mem::take(&mut *left.lock().unwrap_or_else(|p| p.into_inner()));
-                let mut sessions = self.inner.sessions.lock().await;
-                if let Some(s) = sessions.get_mut(session_id) {
-                    let mut queued = back;
-                    queued.append(&mut s.queued);
-                    s.queued = queued;
-                }
+                release(&self.inner, session_id, back).await;
                 tracing::warn!(session = session_id, "[gralkor] flush_and_await timeout");
                 Err(Error::Timeout {
                     operation: format!("flush_and_await of session `{session_id}`"),
@@ -671,6 +678,7 @@ impl CaptureBuffer {
                     async move {
                         let left = Arc::new(Mutex::new(entries));
                         let _ = deliver(&inner, &left).await;
+                        release(&inner, &session, Vec::new()).await;
                     }
                     .instrument(span),
                 );
@@ -742,6 +750,22 @@ impl CaptureBuffer {
                 })
             }
         }
+    }
+}
+
+/// A flush of the session is over: what it did not write goes back in front, and a
+/// session with nothing buffered and nothing in flight is forgotten (its binding
+/// with it, so a long-lived buffer keeps nothing per finished session).
+async fn release(inner: &Arc<Inner>, session_id: &str, mut back: Vec<Entry>) {
+    let mut sessions = inner.sessions.lock().await;
+    let Some(s) = sessions.get_mut(session_id) else {
+        return;
+    };
+    s.in_flight = s.in_flight.saturating_sub(1);
+    back.append(&mut s.queued);
+    s.queued = back;
+    if s.queued.is_empty() && s.open.is_none() && s.in_flight == 0 {
+        sessions.remove(session_id);
     }
 }
 
