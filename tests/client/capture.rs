@@ -140,6 +140,8 @@ pub struct Rig {
     pub store: Arc<dyn CaptureStore>,
     pub config: CaptureConfig,
     pub op: OperatorId,
+    /// The native store's graph (to read it through a handle of its own).
+    pub graph: Option<String>,
 }
 
 impl Rig {
@@ -156,6 +158,7 @@ impl Rig {
                     store: Arc::new(InMemoryCaptureStore::new()),
                     config,
                     op,
+                    graph: None,
                 }
             }
             Kind::Native => {
@@ -166,11 +169,21 @@ impl Rig {
                 Rig {
                     client: Arc::new(client.clone()),
                     sink: Arc::new(client),
-                    store: Arc::new(FalkorCaptureStore::in_graph(db, graph)),
+                    store: Arc::new(FalkorCaptureStore::in_graph(db, graph.clone())),
                     config,
                     op,
+                    graph: Some(graph),
                 }
             }
+        }
+    }
+
+    /// The store, read through a new database handle for the native client (the
+    /// client's own may be shut down).
+    pub async fn fresh_store(&self) -> Arc<dyn CaptureStore> {
+        match &self.graph {
+            None => self.store.clone(),
+            Some(g) => Arc::new(FalkorCaptureStore::in_graph(common::db().await, g.clone())),
         }
     }
 
@@ -240,7 +253,47 @@ both!(
     a_drain_that_times_out_leaves_the_turns_for_the_next_buffer,
     accepted_turns_are_found_again_by_a_new_buffer_and_written_once,
     nothing_is_logged_per_turn_and_content_only_at_debug,
+    a_closed_client_leaves_the_turns_for_the_next_buffer,
 );
+
+async fn a_closed_client_leaves_the_turns_for_the_next_buffer(kind: Kind) {
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(rig.capture("s", turn("Okapis are shy.", "Very.")))
+        .await
+        .unwrap();
+    rig.client.shutdown().await.unwrap();
+    let err = buffer.flush_and_await("s", WAIT).await.unwrap_err();
+    assert!(matches!(err, Error::Closed { .. }), "{err:?}");
+    let left = rig.fresh_store().await.load().await.unwrap();
+    assert_eq!(left.len(), 1, "kept for the next buffer");
+    assert_eq!(left[0].turns.len(), 1);
+}
+
+/// The default schedule, in paused time: one attempt and three retries after 1 s,
+/// 2 s and 4 s (the twin: no real I/O under a paused clock).
+#[tokio::test(start_paused = true)]
+async fn the_default_retry_schedule_is_1_2_4_seconds() {
+    let script = Scripted::new((0..3).map(|_| Step::Fail(retryable)));
+    let mut rig = Rig::new(Kind::Twin, scripted_rig_config(&script)).await;
+    rig.config = CaptureConfig::new();
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("Sloths nap.", "Slowly."))
+                .lenses(["scripted"]),
+        )
+        .await
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    buffer
+        .flush_and_await("s", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(started.elapsed().as_secs(), 7);
+    assert_eq!(script.attempts(), 4);
+}
 
 async fn a_session_is_bound_on_first_append_and_cannot_be_rebound(kind: Kind) {
     let rig = Rig::new(kind, RuntimeConfig::new().destination("team")).await;

@@ -3,12 +3,12 @@
 
 use async_trait::async_trait;
 
-use crate::Result;
 use crate::client::{Ingest, MemoryClient};
 use crate::graph::Timestamp;
 use crate::provenance::Writer;
 use crate::runtime::{Runtime, Snapshot};
 use crate::storage::{Content, NewEpisode, OperatorId, Storage, validate_content};
+use crate::{Error, Result};
 
 /// The two writes a capture makes, against a given snapshot. Implemented for every
 /// [`MemoryClient`] (so for [`NativeClient`](crate::NativeClient) and
@@ -59,6 +59,11 @@ impl<S: Storage> CaptureSink for MemoryClient<S> {
         reference_time: Timestamp,
         replay_key: &str,
     ) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::Closed {
+                what: "this memory client".into(),
+            });
+        }
         validate_content("content", &content)?;
         let graph = snapshot
             .destination("route.destination", destination)?
