@@ -1,8 +1,9 @@
 //! An accepted turn survives a crash (test-trees/capture-buffer.md, "durability"):
 //! this binary re-runs itself as a child that connects a native client to an embedded
 //! FalkorDB in a temporary data directory, accepts turns into a durable capture buffer
-//! (one session flushed, two not), says so, and is killed with SIGKILL — its
-//! FalkorDB server first, so nothing is saved on the way out. The parent
+//! (one session flushed, two not, and one whose flush is in the middle of its
+//! write: the episode has landed, the entry is not yet removed), says so, and is
+//! killed with SIGKILL — its FalkorDB server first, so nothing is saved on the way out. The parent
 //! then connects to the same data directory, creates a buffer, flushes, and finds
 //! every accepted turn written exactly once.
 
@@ -15,6 +16,7 @@ use gralkor::agent::turn::Turn;
 use gralkor::client::{Client, EpisodeRecord, NativeClient, OperatorId, Search};
 use gralkor::config::Config;
 use gralkor::falkordb::{EmbeddedConfig, FalkorConfig};
+use gralkor::lens::{Ingest, Ingestion, Lens, LensStore};
 use gralkor::provenance::Writer;
 use gralkor::runtime::RuntimeConfig;
 
@@ -24,6 +26,30 @@ const TURNS: usize = 5;
 
 fn config(dir: &str) -> Config {
     Config::new(FalkorConfig::embedded(EmbeddedConfig::new(dir)))
+}
+
+/// The child's ingestion for the Lens `midflush`: writes, says so, then never
+/// returns (the process is killed there).
+#[derive(Debug, Clone)]
+struct WriteThenHang(std::sync::Arc<tokio::sync::Notify>);
+
+impl Ingestion for WriteThenHang {
+    async fn ingest(&self, request: &Ingest, store: &LensStore) -> gralkor::Result<()> {
+        store
+            .add(request.content.clone(), &request.source_description)
+            .await?;
+        self.0.notify_one();
+        std::future::pending::<()>().await;
+        Ok(())
+    }
+}
+
+fn runtime(ingestion: Option<WriteThenHang>) -> RuntimeConfig {
+    let lens = Lens::appending("midflush", "personal");
+    match ingestion {
+        Some(i) => RuntimeConfig::new().lens(lens.ingestion(i)),
+        None => RuntimeConfig::new().lens(lens),
+    }
 }
 
 fn op() -> OperatorId {
@@ -46,9 +72,11 @@ fn child(dir: &str) {
         .build()
         .unwrap();
     rt.block_on(async {
-        let client = NativeClient::connect(config(dir), RuntimeConfig::new())
-            .await
-            .expect("child connects");
+        let landed = std::sync::Arc::new(tokio::sync::Notify::new());
+        let client =
+            NativeClient::connect(config(dir), runtime(Some(WriteThenHang(landed.clone()))))
+                .await
+                .expect("child connects");
         let buffer = CaptureBuffer::native(&client, CaptureConfig::new())
             .await
             .expect("child buffer");
@@ -67,6 +95,14 @@ fn child(dir: &str) {
                 .await
                 .unwrap();
         }
+        for i in 0..TURNS {
+            buffer
+                .append(c("midflush", i).lenses(["midflush"]))
+                .await
+                .unwrap();
+        }
+        buffer.flush("midflush").await.unwrap();
+        landed.notified().await;
         let server = client
             .storage()
             .db()
@@ -142,21 +178,21 @@ fn an_accepted_turn_survives_kill_9_and_is_written_exactly_once() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let client = NativeClient::connect(config(&path), RuntimeConfig::new())
+        let client = NativeClient::connect(config(&path), runtime(None))
             .await
             .expect("restart on the same data directory");
         let before = episodes(&client).await;
-        assert_eq!(before.len(), 1, "only the flushed session was written");
+        assert_eq!(before.len(), 2, "the flushed session and the one mid-flush");
         let buffer = CaptureBuffer::native(&client, CaptureConfig::new())
             .await
             .unwrap();
-        assert_eq!(buffer.sessions().await, ["direct", "lens"]);
+        assert_eq!(buffer.sessions().await, ["direct", "lens", "midflush"]);
         assert_eq!(buffer.pending("lens").await.len(), TURNS);
         buffer.flush_all().await.unwrap();
 
         let written = episodes(&client).await;
-        assert_eq!(written.len(), 3, "one episode per session");
-        for session in ["done", "direct", "lens"] {
+        assert_eq!(written.len(), 4, "one episode per session");
+        for session in ["done", "direct", "lens", "midflush"] {
             for i in 0..TURNS {
                 let needle =
                     format!("Ada: crashmark {session}{i} question\nSusu: {session}{i} answer");
