@@ -465,42 +465,46 @@ impl CaptureBuffer {
         if turn.is_empty() {
             return Ok(());
         }
-        let open = sessions
-            .get(&capture.session_id)
-            .and_then(|s| s.open.clone());
-        let entry = match open {
-            Some(mut e) => {
-                e.pending.turns.push(turn);
-                e
-            }
-            None => Entry {
-                pending: PendingEntry {
-                    id: Uuid::new_v4().to_string(),
-                    session_id: capture.session_id.clone(),
-                    seq: self.next_seq(),
-                    accepted_at: Timestamp::now().0,
-                    binding: binding.clone(),
-                    routes: targets
-                        .into_iter()
-                        .map(|target| PendingRoute {
-                            target,
-                            ingestion_id: format!("capture-{}", Uuid::new_v4()),
-                        })
-                        .collect(),
-                    turns: vec![turn],
-                },
-                frozen: snapshot,
+        let session = sessions
+            .entry(capture.session_id.clone())
+            .or_insert_with(|| Session::new(binding.clone()));
+        let fresh = session.open.is_none();
+        let entry = session.open.get_or_insert_with(|| Entry {
+            pending: PendingEntry {
+                id: Uuid::new_v4().to_string(),
+                session_id: capture.session_id.clone(),
+                seq: self.next_seq(),
+                accepted_at: Timestamp::now().0,
+                binding,
+                routes: targets
+                    .into_iter()
+                    .map(|target| PendingRoute {
+                        target,
+                        ingestion_id: format!("capture-{}", Uuid::new_v4()),
+                    })
+                    .collect(),
+                turns: Vec::new(),
             },
-        };
-        self.inner
+            frozen: snapshot,
+        });
+        entry.pending.turns.push(turn);
+        let saved = self
+            .inner
             .store
-            .save(&entry.pending)
+            .append_turn(&entry.pending)
             .instrument(tracing::debug_span!("gralkor.capture.save"))
-            .await?;
-        sessions
-            .entry(capture.session_id)
-            .or_insert_with(|| Session::new(binding))
-            .open = Some(entry);
+            .await;
+        if let Err(e) = saved {
+            // Not accepted: undo, leaving the session as it was.
+            entry.pending.turns.pop();
+            if fresh {
+                session.open = None;
+                if session.queued.is_empty() && session.in_flight == 0 {
+                    sessions.remove(&capture.session_id);
+                }
+            }
+            return Err(e);
+        }
         Ok(())
     }
 

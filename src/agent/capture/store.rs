@@ -7,8 +7,9 @@
 //! a new buffer loads every entry left behind ([`CaptureStore::load`]).
 //!
 //! * [`FalkorCaptureStore`] keeps entries in the same FalkorDB server as the memory,
-//!   in the graph [`CAPTURE_GRAPH`], one `PendingCapture` node per entry (its JSON in
-//!   `body`). The embedded server writes its append-only file before it answers, so
+//!   in the graph [`CAPTURE_GRAPH`], one `PendingCapture` node per entry (binding and
+//!   routes as JSON) and one `PendingTurn` node per turn, so an append writes one turn
+//!   however long the session. The embedded server writes its append-only file before it answers, so
 //!   an accepted turn survives the process being killed; `appendfsync everysec` means
 //!   the machine losing power can still lose the last second.
 //! * [`InMemoryCaptureStore`] keeps them in memory: it survives a buffer being
@@ -100,6 +101,12 @@ pub struct PendingEntry {
 pub trait CaptureStore: Send + Sync + std::fmt::Debug + 'static {
     /// Creates or replaces the entry with `entry.id`, durably, before returning.
     async fn save(&self, entry: &PendingEntry) -> Result<()>;
+    /// Records that `entry` gained its last turn (the entry is new when it has one),
+    /// durably, before returning. By default [`save`](Self::save); a store may write
+    /// only what is new, so an append costs the same however long the session.
+    async fn append_turn(&self, entry: &PendingEntry) -> Result<()> {
+        self.save(entry).await
+    }
     /// Removes the entry (nothing when there is none).
     async fn remove(&self, id: &str) -> Result<()>;
     /// Every entry, in `seq` order.
@@ -177,30 +184,95 @@ impl FalkorCaptureStore {
     }
 }
 
+/// An entry without its turns (stored on the `PendingCapture` node; each turn is a
+/// `PendingTurn` node of its own, so an append writes one turn).
+#[derive(Serialize, Deserialize)]
+struct Header {
+    id: String,
+    session_id: String,
+    seq: i64,
+    accepted_at: i64,
+    binding: Binding,
+    routes: Vec<PendingRoute>,
+}
+
+impl Header {
+    fn of(e: &PendingEntry) -> Header {
+        Header {
+            id: e.id.clone(),
+            session_id: e.session_id.clone(),
+            seq: e.seq,
+            accepted_at: e.accepted_at,
+            binding: e.binding.clone(),
+            routes: e.routes.clone(),
+        }
+    }
+}
+
+fn json<T: Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value)
+        .map_err(|e| Error::Protocol(format!("a pending capture did not serialise: {e}")))
+}
+
 #[async_trait]
 impl CaptureStore for FalkorCaptureStore {
     async fn save(&self, entry: &PendingEntry) -> Result<()> {
-        let body = serde_json::to_string(entry)
-            .map_err(|e| Error::Protocol(format!("a pending capture did not serialise: {e}")))?;
+        let turns: Vec<Value> = entry
+            .turns
+            .iter()
+            .map(|t| json(t).map(Value::String))
+            .collect::<Result<_>>()?;
         self.db
             .query(
                 &self.graph,
-                "MERGE (e:PendingCapture {id: $id}) SET e.seq = $seq, e.body = $body",
+                "MERGE (e:PendingCapture {id: $id}) SET e.seq = $seq, e.header = $header \
+                 WITH e UNWIND range(0, size($turns) - 1) AS n \
+                 MERGE (t:PendingTurn {entry: $id, n: n}) SET t.body = $turns[n]",
                 &Params::new()
                     .set("id", entry.id.as_str())
                     .set("seq", entry.seq)
-                    .set("body", body),
+                    .set("header", json(&Header::of(entry))?)
+                    .set("turns", Value::List(turns)),
+            )
+            .await
+            .map(|_| ())
+    }
+
+    async fn append_turn(&self, entry: &PendingEntry) -> Result<()> {
+        let Some(last) = entry.turns.last() else {
+            return self.save(entry).await;
+        };
+        self.db
+            .query(
+                &self.graph,
+                "MERGE (e:PendingCapture {id: $id}) SET e.seq = $seq, e.header = $header \
+                 MERGE (t:PendingTurn {entry: $id, n: $n}) SET t.body = $body",
+                &Params::new()
+                    .set("id", entry.id.as_str())
+                    .set("seq", entry.seq)
+                    .set("header", json(&Header::of(entry))?)
+                    .set("n", (entry.turns.len() - 1) as i64)
+                    .set("body", json(last)?),
             )
             .await
             .map(|_| ())
     }
 
     async fn remove(&self, id: &str) -> Result<()> {
+        // The header first: turns without one are never loaded.
+        let params = Params::new().set("id", id);
         self.db
             .query(
                 &self.graph,
                 "MATCH (e:PendingCapture {id: $id}) DELETE e",
-                &Params::new().set("id", id),
+                &params,
+            )
+            .await?;
+        self.db
+            .query(
+                &self.graph,
+                "MATCH (t:PendingTurn {entry: $id}) DELETE t",
+                &params,
             )
             .await
             .map(|_| ())
@@ -211,24 +283,52 @@ impl CaptureStore for FalkorCaptureStore {
             .db
             .ro_query(
                 &self.graph,
-                "MATCH (e:PendingCapture) RETURN e.body AS body ORDER BY e.seq",
+                "MATCH (e:PendingCapture) \
+                 OPTIONAL MATCH (t:PendingTurn {entry: e.id}) \
+                 RETURN e.seq AS seq, e.id AS id, e.header AS header, t.n AS n, t.body AS body",
                 &Params::new(),
             )
             .await?;
-        let mut out = Vec::new();
-        for v in res.column_values("body") {
-            let Value::String(body) = v else {
-                return Err(Error::Protocol(format!(
-                    "a pending capture in `{}` has no body",
-                    self.graph
-                )));
+        let bad = |what: &str| {
+            Error::Protocol(format!(
+                "a pending capture in `{}` is unreadable: {what}",
+                self.graph
+            ))
+        };
+        // (seq, id) → header and the turns by position.
+        type Rows = BTreeMap<(i64, String), (String, BTreeMap<i64, String>)>;
+        let mut entries: Rows = BTreeMap::new();
+        for row in res.into_maps() {
+            let (Some(Value::Int(seq)), Some(Value::String(id)), Some(Value::String(header))) =
+                (row.get("seq"), row.get("id"), row.get("header"))
+            else {
+                return Err(bad("no header"));
             };
-            out.push(serde_json::from_str(body).map_err(|e| {
-                Error::Protocol(format!(
-                    "a pending capture in `{}` did not parse: {e}",
-                    self.graph
-                ))
-            })?);
+            let slot = entries
+                .entry((*seq, id.clone()))
+                .or_insert_with(|| (header.clone(), BTreeMap::new()));
+            if let (Some(Value::Int(n)), Some(Value::String(body))) =
+                (row.get("n"), row.get("body"))
+            {
+                slot.1.insert(*n, body.clone());
+            }
+        }
+        let mut out = Vec::new();
+        for (header, bodies) in entries.into_values() {
+            let h: Header = serde_json::from_str(&header).map_err(|e| bad(&e.to_string()))?;
+            let turns = bodies
+                .values()
+                .map(|b| serde_json::from_str(b).map_err(|e| bad(&e.to_string())))
+                .collect::<Result<Vec<_>>>()?;
+            out.push(PendingEntry {
+                id: h.id,
+                session_id: h.session_id,
+                seq: h.seq,
+                accepted_at: h.accepted_at,
+                binding: h.binding,
+                routes: h.routes,
+                turns,
+            });
         }
         Ok(out)
     }
