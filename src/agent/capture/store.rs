@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::CaptureRoute;
 use crate::agent::turn::Turn;
-use crate::falkordb::{FalkorDb, Params, Value};
+use crate::falkordb::{FalkorDb, IndexSpec, Params, Value};
 use crate::storage::OperatorId;
 use crate::{Error, Result};
 
@@ -279,6 +279,17 @@ impl CaptureStore for FalkorCaptureStore {
     }
 
     async fn load(&self) -> Result<Vec<PendingEntry>> {
+        // A buffer loads once, when it is made: the moment to index what appends,
+        // flushes and removals look entries and turns up by (idempotent).
+        self.db
+            .create_indices(
+                &self.graph,
+                &[
+                    IndexSpec::range_nodes("PendingCapture", ["id"]),
+                    IndexSpec::range_nodes("PendingTurn", ["entry"]),
+                ],
+            )
+            .await?;
         let res = self
             .db
             .ro_query(
