@@ -30,7 +30,8 @@
 //!   (`captured [lens: <name>]`). Routes fail independently; the first failure is
 //!   reported.
 //! * **Retries are the buffer's.** A contract error (invalid input, configuration,
-//!   not found, replay conflict) or a provider 4xx is dropped with a warning; an
+//!   not found, replay conflict), a provider 4xx or a quarantined episode (stored,
+//!   never extracted again) is dropped with a warning; an
 //!   upstream model failure (the provider client has already retried 429s and 5xx)
 //!   is dropped with a warning and not retried again; anything else (connection,
 //!   timeout, a panicking ingestion process, …) is retried after each of
@@ -302,6 +303,8 @@ fn verdict(e: &Error) -> Verdict {
         Error::Provider { .. } | Error::ModelOutput { .. } => {
             Verdict::Drop("capture dropped (upstream error)")
         }
+        // Stored and searchable by its text, never extracted again: nothing to retry.
+        Error::EpisodeQuarantined { .. } => Verdict::Drop("capture dropped (quarantined)"),
         Error::Closed { .. } => Verdict::Keep,
         _ => Verdict::Retry,
     }
@@ -1075,5 +1078,18 @@ mod tests {
             Verdict::Retry
         );
         assert_eq!(verdict(&Error::Protocol("p".into())), Verdict::Retry);
+        assert_eq!(
+            verdict(&Error::EpisodeBusy {
+                uuid: uuid::Uuid::nil()
+            }),
+            Verdict::Retry
+        );
+        assert_eq!(
+            verdict(&Error::EpisodeQuarantined {
+                uuid: uuid::Uuid::nil(),
+                unanswered: 2
+            }),
+            Verdict::Drop("capture dropped (quarantined)")
+        );
     }
 }
