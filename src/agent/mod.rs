@@ -5,9 +5,15 @@
 //! * [`format`](mod@format) — that presentation, and [`format_fact`](format::format_fact) lines
 //!   with timestamps and sources.
 //!
-//! Capture, recall, distillation and the `memory_add` tool come in later releases.
+//! * [`turn`] — the canonical turn (user / behaviour / assistant) and converters from
+//!   OpenAI-style chat messages.
+//! * [`transcript`] — the transcript episode, with recalled memory left out.
+//! * [`capture`] — the durable capture buffer.
 
+pub mod capture;
 pub mod format;
+pub mod transcript;
+pub mod turn;
 
 use serde::{Deserialize, Serialize};
 

@@ -126,6 +126,11 @@ impl<S: Storage> MemoryClient<S> {
         self.inner.recorder.as_ref()
     }
 
+    /// Whether [`Client::shutdown`] has run on this client or a clone.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
     fn open(&self) -> Result<()> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed {

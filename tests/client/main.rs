@@ -9,8 +9,10 @@ mod common;
 #[macro_use]
 mod client_contract;
 
+mod capture;
 mod hostile;
 mod in_memory;
 mod json;
 mod layers;
 mod native;
+mod transcript;

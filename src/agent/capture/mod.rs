@@ -1,0 +1,1095 @@
+//! The capture buffer: an agent's turns, accepted durably, written on flush.
+//!
+//! * **Binding.** A session is bound on its first append to an operator, the agent's
+//!   and the human's names and a route — direct to a Destination
+//!   ([`CaptureRoute::Direct`]) or through one or more Lenses
+//!   ([`CaptureRoute::Lenses`]); an append with another binding is an error naming
+//!   the field, and nothing is buffered. The binding holds while the session has
+//!   turns buffered or being written (as the seed's buffered entry does); once they
+//!   are all written the buffer forgets the session, so it keeps nothing per
+//!   finished session.
+//! * **Acceptance.** [`CaptureBuffer::append`] validates (non-blank session and names,
+//!   a route that resolves in the runtime's current snapshot: registered, appending
+//!   Lenses), drops recalled memory from the turn ([`MemoryFilter`]), skips an empty
+//!   turn, and saves the turn in the [`CaptureStore`] before it returns. Each route's
+//!   Destination or Lens definition is taken from the snapshot when the session's
+//!   entry is opened and frozen with it: a later runtime replacement does not change
+//!   where buffered turns go. A turn routed to several Lenses is stored once and
+//!   written once per Lens. Each route of an entry gets its ingestion id
+//!   (`capture-<random uuid>`) when it is buffered, reused by every retry (and after
+//!   a restart), so a retry after a write that landed stores nothing twice.
+//! * **No idle flush.** [`flush`](CaptureBuffer::flush) schedules the session's turns
+//!   and returns before they are written; [`flush_and_await`](CaptureBuffer::flush_and_await)
+//!   waits up to a timeout (on timeout the turns are put back, to be flushed again);
+//!   [`flush_all`](CaptureBuffer::flush_all) writes every session and waits for the
+//!   scheduled flushes; [`shutdown`](CaptureBuffer::shutdown) stops accepting and
+//!   drains within a timeout.
+//! * **Writes.** Per route, the transcript ([`format_transcript`]) is written as a
+//!   conversation: direct, with the source description `captured` (stored as
+//!   `captured [gralkor: direct]`), or through the Lens's ingestion process
+//!   (`captured [lens: <name>]`). Routes fail independently; the first failure is
+//!   reported.
+//! * **Retries are the buffer's.** A contract error (invalid input, configuration,
+//!   not found, replay conflict), a provider 4xx or a quarantined episode (stored,
+//!   never extracted again) is dropped with a warning; an
+//!   upstream model failure (the provider client has already retried 429s and 5xx)
+//!   is dropped with a warning and not retried again; anything else (connection,
+//!   timeout, a panicking ingestion process, …) is retried after each of
+//!   [`DEFAULT_RETRY_DELAYS`] (1 s, 2 s, 4 s; configurable), then dropped with an
+//!   error log `capture exhausted`. A closed client leaves the turns in the store for
+//!   the next buffer.
+//! * **Durable.** A buffer made with [`CaptureBuffer::native`] keeps its entries in
+//!   the memory's own FalkorDB server ([`FalkorCaptureStore`]) and, when created,
+//!   loads every entry a previous process left (killed or not): they are flushed
+//!   like any other (their routes resolved by name in the runtime at that moment;
+//!   their ingestion ids kept), so each accepted turn is written exactly once.
+//!
+//! Nothing is logged per turn; flushes log counts at info, and the transcript only
+//! at debug.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+//! use std::time::Duration;
+//! use gralkor::agent::capture::{Capture, CaptureBuffer, CaptureConfig};
+//! use gralkor::agent::turn::Turn;
+//! use gralkor::client::{Client, InMemoryClient, OperatorId, Search};
+//!
+//! let client = InMemoryClient::new();
+//! let buffer = CaptureBuffer::in_memory(&client, CaptureConfig::new()).await?;
+//! let op = OperatorId::new("op")?;
+//! let turn = Turn::completed("I moved to Lisbon.", Vec::<String>::new(), "Welcome!");
+//! buffer.append(Capture::new("session-1", &op, "Susu", "Ada", turn).lenses(["personal-chat"])).await?;
+//! assert_eq!(buffer.pending("session-1").await.len(), 1);
+//! buffer.flush_and_await("session-1", Duration::from_secs(5)).await?;
+//! let found = client.search(&Search::new(&op, "Lisbon")).await?;
+//! assert_eq!(found[0].hit.as_episode().unwrap().content, "Ada: I moved to Lisbon.\nSusu: Welcome!");
+//! # Ok(()) }
+//! ```
+
+mod sink;
+pub mod store;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinSet;
+use tracing::Instrument;
+use uuid::Uuid;
+
+pub use sink::CaptureSink;
+pub use store::{
+    Binding, CAPTURE_GRAPH, CaptureStore, FalkorCaptureStore, InMemoryCaptureStore, PendingEntry,
+    PendingRoute, RouteTarget,
+};
+
+use super::transcript::{MemoryFilter, check_name, format_transcript};
+use super::turn::Turn;
+use crate::client::{InMemoryClient, Ingest, NativeClient};
+use crate::destination::PERSONAL;
+use crate::graph::Timestamp;
+use crate::runtime::Snapshot;
+use crate::storage::{Content, OperatorId};
+use crate::{Error, Result};
+
+/// The source description of every captured write.
+pub const CAPTURED: &str = "captured";
+
+/// The buffer's retry delays by default: 1 s, 2 s, 4 s.
+pub const DEFAULT_RETRY_DELAYS: [Duration; 3] = [
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+];
+
+/// Where a session's turns go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaptureRoute {
+    /// Written directly to this registered Destination (default `personal`).
+    Direct(String),
+    /// Ingested through each of these registered appending Lenses (distinct, in
+    /// first-selection order).
+    Lenses(Vec<String>),
+}
+
+impl Default for CaptureRoute {
+    fn default() -> Self {
+        CaptureRoute::Direct(PERSONAL.to_string())
+    }
+}
+
+/// One turn to capture, with the session's binding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Capture {
+    /// The harness's session id (never minted by gralkor).
+    pub session_id: String,
+    /// The operator.
+    pub operator_id: OperatorId,
+    /// The agent's name in the transcript.
+    pub agent_name: String,
+    /// The human's name in the transcript.
+    pub human_name: String,
+    /// Where it goes (default: direct to `personal`).
+    #[serde(default)]
+    pub route: CaptureRoute,
+    /// The turn.
+    pub turn: Turn,
+}
+
+impl Capture {
+    /// A turn of `session_id`, direct to the operator's `personal` graph.
+    pub fn new(
+        session_id: impl Into<String>,
+        operator: impl Into<OperatorId>,
+        agent_name: impl Into<String>,
+        human_name: impl Into<String>,
+        turn: Turn,
+    ) -> Capture {
+        Capture {
+            session_id: session_id.into(),
+            operator_id: operator.into(),
+            agent_name: agent_name.into(),
+            human_name: human_name.into(),
+            route: CaptureRoute::default(),
+            turn,
+        }
+    }
+
+    /// Direct to another Destination.
+    pub fn direct(mut self, destination: impl Into<String>) -> Capture {
+        self.route = CaptureRoute::Direct(destination.into());
+        self
+    }
+
+    /// Through these Lenses.
+    pub fn lenses<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Capture {
+        self.route = CaptureRoute::Lenses(names.into_iter().map(Into::into).collect());
+        self
+    }
+}
+
+/// How a buffer retries and what it leaves out.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CaptureConfig {
+    /// The delay before each retry ([`DEFAULT_RETRY_DELAYS`]); their number is the
+    /// number of retries.
+    pub retry_delays: Vec<Duration>,
+    /// What is dropped from a turn before it is stored ([`MemoryFilter::new`]).
+    pub filter: MemoryFilter,
+}
+
+impl Default for CaptureConfig {
+    fn default() -> Self {
+        CaptureConfig::new()
+    }
+}
+
+impl CaptureConfig {
+    /// Retries after 1 s, 2 s, 4 s; the recall block and `memory_search` results left
+    /// out.
+    pub fn new() -> CaptureConfig {
+        CaptureConfig {
+            retry_delays: DEFAULT_RETRY_DELAYS.to_vec(),
+            filter: MemoryFilter::new(),
+        }
+    }
+
+    /// Other retry delays (none: no retries).
+    pub fn retry_delays(mut self, delays: impl IntoIterator<Item = Duration>) -> Self {
+        self.retry_delays = delays.into_iter().collect();
+        self
+    }
+
+    /// Another filter (for an auto-recall block of your own).
+    pub fn filter(mut self, filter: MemoryFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+}
+
+/// An entry in memory: the durable part and the snapshot its routes were resolved in.
+#[derive(Debug, Clone)]
+struct Entry {
+    pending: PendingEntry,
+    frozen: Arc<Snapshot>,
+}
+
+#[derive(Debug)]
+struct Session {
+    binding: Binding,
+    /// Entries closed to appends (put back after a timeout, or found on start).
+    queued: Vec<Entry>,
+    /// The entry appends go to.
+    open: Option<Entry>,
+    /// Flushes of this session still writing.
+    in_flight: usize,
+}
+
+impl Session {
+    fn new(binding: Binding) -> Session {
+        Session {
+            binding,
+            queued: Vec::new(),
+            open: None,
+            in_flight: 0,
+        }
+    }
+
+    /// Every entry, for a flush (counted in flight until it is released).
+    fn take(&mut self) -> Vec<Entry> {
+        let mut all = std::mem::take(&mut self.queued);
+        all.extend(self.open.take());
+        if !all.is_empty() {
+            self.in_flight += 1;
+        }
+        all
+    }
+}
+
+struct Inner {
+    sink: Arc<dyn CaptureSink>,
+    store: Arc<dyn CaptureStore>,
+    config: CaptureConfig,
+    sessions: tokio::sync::Mutex<HashMap<String, Session>>,
+    workers: Mutex<JoinSet<()>>,
+    closed: AtomicBool,
+    last_seq: AtomicI64,
+}
+
+/// The capture buffer (see the [module](self) documentation). Cheap to clone; clones
+/// share the buffer.
+#[derive(Clone)]
+pub struct CaptureBuffer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for CaptureBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureBuffer")
+            .field("store", &self.inner.store)
+            .field("closed", &self.inner.closed.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// What to do with a failed write.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Dropped with a warning: retrying cannot help.
+    Drop(&'static str),
+    /// Retried after the next delay.
+    Retry,
+    /// Left in the store for the next buffer (the client is closed).
+    Keep,
+}
+
+fn verdict(e: &Error) -> Verdict {
+    match e {
+        Error::InvalidInput { .. }
+        | Error::Config { .. }
+        | Error::NotFound(_)
+        | Error::EpisodeConflict { .. }
+        | Error::BudgetTooSmall { .. } => Verdict::Drop("capture dropped (contract error)"),
+        Error::Provider {
+            status: Some(s), ..
+        } if (400..500).contains(s) && *s != 408 && *s != 429 => {
+            Verdict::Drop("capture dropped (4xx)")
+        }
+        Error::Provider { .. } | Error::ModelOutput { .. } => {
+            Verdict::Drop("capture dropped (upstream error)")
+        }
+        // Stored and searchable by its text, never extracted again: nothing to retry.
+        Error::EpisodeQuarantined { .. } => Verdict::Drop("capture dropped (quarantined)"),
+        Error::Closed { .. } => Verdict::Keep,
+        _ => Verdict::Retry,
+    }
+}
+
+impl CaptureBuffer {
+    /// A buffer writing through `sink` and keeping entries in `store`; loads every
+    /// entry the store holds (left by an earlier buffer), resolving its routes in
+    /// the runtime's current snapshot.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use gralkor::agent::capture::{CaptureBuffer, CaptureConfig, InMemoryCaptureStore};
+    /// use gralkor::client::InMemoryClient;
+    ///
+    /// let store = Arc::new(InMemoryCaptureStore::new());
+    /// let buffer = CaptureBuffer::new(Arc::new(InMemoryClient::new()), store, CaptureConfig::new()).await?;
+    /// assert!(buffer.sessions().await.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub async fn new(
+        sink: Arc<dyn CaptureSink>,
+        store: Arc<dyn CaptureStore>,
+        config: CaptureConfig,
+    ) -> Result<CaptureBuffer> {
+        let found = store
+            .load()
+            .instrument(tracing::info_span!("gralkor.capture.load"))
+            .await?;
+        let snapshot = sink.runtime().snapshot();
+        let mut sessions: HashMap<String, Session> = HashMap::new();
+        let mut last = 0;
+        let count = found.len();
+        for pending in found {
+            last = last.max(pending.seq);
+            let entry = Entry {
+                pending,
+                frozen: snapshot.clone(),
+            };
+            let id = entry.pending.session_id.clone();
+            match sessions.get_mut(&id) {
+                Some(s) => s.queued.push(entry),
+                None => {
+                    let mut s = Session::new(entry.pending.binding.clone());
+                    s.queued.push(entry);
+                    sessions.insert(id, s);
+                }
+            }
+        }
+        if count > 0 {
+            tracing::info!(
+                entries = count,
+                sessions = sessions.len(),
+                "[gralkor] capture buffer found pending turns"
+            );
+        }
+        Ok(CaptureBuffer {
+            inner: Arc::new(Inner {
+                sink,
+                store,
+                config,
+                sessions: tokio::sync::Mutex::new(sessions),
+                workers: Mutex::new(JoinSet::new()),
+                closed: AtomicBool::new(false),
+                last_seq: AtomicI64::new(last),
+            }),
+        })
+    }
+
+    /// A durable buffer over a native client: entries live in [`CAPTURE_GRAPH`] of
+    /// the client's FalkorDB server, and those a previous process left are loaded.
+    ///
+    /// ```no_run
+    /// # async fn run() -> gralkor::Result<()> {
+    /// use gralkor::agent::capture::{CaptureBuffer, CaptureConfig};
+    /// use gralkor::{Config, NativeClient};
+    /// use gralkor::runtime::RuntimeConfig;
+    ///
+    /// let client = NativeClient::connect(Config::from_env()?, RuntimeConfig::new()).await?;
+    /// let buffer = CaptureBuffer::native(&client, CaptureConfig::new()).await?;
+    /// buffer.flush_all().await?; // what a crashed process had accepted
+    /// # Ok(()) }
+    /// ```
+    pub async fn native(client: &NativeClient, config: CaptureConfig) -> Result<CaptureBuffer> {
+        let store = FalkorCaptureStore::new(client.storage().db().clone());
+        CaptureBuffer::new(Arc::new(client.clone()), Arc::new(store), config).await
+    }
+
+    /// A buffer over the in-memory twin, with an [`InMemoryCaptureStore`].
+    pub async fn in_memory(
+        client: &InMemoryClient,
+        config: CaptureConfig,
+    ) -> Result<CaptureBuffer> {
+        CaptureBuffer::new(
+            Arc::new(client.clone()),
+            Arc::new(InMemoryCaptureStore::new()),
+            config,
+        )
+        .await
+    }
+
+    fn next_seq(&self) -> i64 {
+        let now = Timestamp::now().0;
+        let mut prev = self.inner.last_seq.load(Ordering::Relaxed);
+        loop {
+            let next = now.max(prev + 1);
+            match self.inner.last_seq.compare_exchange(
+                prev,
+                next,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return next,
+                Err(p) => prev = p,
+            }
+        }
+    }
+
+    /// Accepts one turn (see the [module](self) documentation): validated, recalled
+    /// memory dropped, an empty turn skipped, saved durably before this returns.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use gralkor::agent::capture::{Capture, CaptureBuffer, CaptureConfig};
+    /// use gralkor::agent::turn::Turn;
+    /// use gralkor::client::{InMemoryClient, OperatorId};
+    ///
+    /// let buffer = CaptureBuffer::in_memory(&InMemoryClient::new(), CaptureConfig::new()).await?;
+    /// let op = OperatorId::new("op")?;
+    /// let turn = || Turn::completed("hello there", Vec::<String>::new(), "hi");
+    /// buffer.append(Capture::new("s", &op, "Susu", "Ada", turn())).await?;
+    /// let err = buffer.append(Capture::new("s", &op, "Susu", "Bea", turn())).await.unwrap_err();
+    /// assert!(err.to_string().contains("`human_name`"));
+    /// let err = buffer.append(Capture::new("t", &op, "Susu", " ", turn())).await.unwrap_err();
+    /// assert!(err.to_string().contains("`human_name`"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn append(&self, capture: Capture) -> Result<()> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed {
+                what: "this capture buffer".into(),
+            });
+        }
+        check_session(&capture.session_id)?;
+        check_name("agent_name", &capture.agent_name)?;
+        check_name("human_name", &capture.human_name)?;
+        let snapshot = self.inner.sink.runtime().snapshot();
+        let targets = resolve(&snapshot, &capture.operator_id, &capture.route)?;
+        let turn = self.inner.config.filter.scrub(&capture.turn);
+        let binding = Binding {
+            operator_id: capture.operator_id,
+            agent_name: capture.agent_name,
+            human_name: capture.human_name,
+            route: capture.route,
+        };
+        let mut sessions = self.inner.sessions.lock().await;
+        if let Some(s) = sessions.get(&capture.session_id) {
+            check_binding(&capture.session_id, &s.binding, &binding)?;
+        }
+        if turn.is_empty() {
+            return Ok(());
+        }
+        let session = sessions
+            .entry(capture.session_id.clone())
+            .or_insert_with(|| Session::new(binding.clone()));
+        let fresh = session.open.is_none();
+        let entry = session.open.get_or_insert_with(|| Entry {
+            pending: PendingEntry {
+                id: Uuid::new_v4().to_string(),
+                session_id: capture.session_id.clone(),
+                seq: self.next_seq(),
+                accepted_at: Timestamp::now().0,
+                binding,
+                routes: targets
+                    .into_iter()
+                    .map(|target| PendingRoute {
+                        target,
+                        ingestion_id: format!("capture-{}", Uuid::new_v4()),
+                    })
+                    .collect(),
+                turns: Vec::new(),
+            },
+            frozen: snapshot,
+        });
+        entry.pending.turns.push(turn);
+        let saved = self
+            .inner
+            .store
+            .append_turn(&entry.pending)
+            .instrument(tracing::debug_span!("gralkor.capture.save"))
+            .await;
+        if let Err(e) = saved {
+            // Not accepted: undo, leaving the session as it was.
+            entry.pending.turns.pop();
+            if fresh {
+                session.open = None;
+                if session.queued.is_empty() && session.in_flight == 0 {
+                    sessions.remove(&capture.session_id);
+                }
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The session's buffered turns, in append order (empty after a flush took them).
+    pub async fn pending(&self, session_id: &str) -> Vec<Turn> {
+        let sessions = self.inner.sessions.lock().await;
+        sessions
+            .get(session_id)
+            .map(|s| {
+                s.queued
+                    .iter()
+                    .chain(s.open.iter())
+                    .flat_map(|e| e.pending.turns.iter().cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The sessions with buffered turns.
+    pub async fn sessions(&self) -> Vec<String> {
+        let sessions = self.inner.sessions.lock().await;
+        let mut out: Vec<String> = sessions
+            .iter()
+            .filter(|(_, s)| !s.queued.is_empty() || s.open.is_some())
+            .map(|(id, _)| id.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
+    async fn take(&self, session_id: &str) -> Vec<Entry> {
+        let mut sessions = self.inner.sessions.lock().await;
+        sessions
+            .get_mut(session_id)
+            .map(Session::take)
+            .unwrap_or_default()
+    }
+
+    /// Schedules the session's buffered turns to be written and returns before they
+    /// are; failures are logged (and retried as the [module](self) says). A session
+    /// with nothing buffered schedules nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use gralkor::agent::capture::{CaptureBuffer, CaptureConfig};
+    /// use gralkor::client::InMemoryClient;
+    ///
+    /// let buffer = CaptureBuffer::in_memory(&InMemoryClient::new(), CaptureConfig::new()).await?;
+    /// buffer.flush("nobody").await?; // nothing buffered: nothing scheduled
+    /// assert!(buffer.flush(" ").await.is_err());
+    /// # Ok(()) }
+    /// ```
+    pub async fn flush(&self, session_id: &str) -> Result<()> {
+        check_session(session_id)?;
+        let entries = self.take(session_id).await;
+        if entries.is_empty() {
+            tracing::info!(session = session_id, "[gralkor] flush — session empty");
+            return Ok(());
+        }
+        tracing::info!(
+            session = session_id,
+            turns = turns(&entries),
+            "[gralkor] flush scheduled"
+        );
+        let inner = self.inner.clone();
+        let span = tracing::info_span!("gralkor.capture.flush", session = session_id);
+        let session = session_id.to_string();
+        let task = async move {
+            let left = Arc::new(Mutex::new(entries));
+            let _ = deliver(&inner, &left).await;
+            release(&inner, &session, Vec::new()).await;
+        }
+        .instrument(span);
+        let mut workers = self.inner.workers.lock().unwrap_or_else(|p| p.into_inner());
+        while workers.try_join_next().is_some() {}
+        workers.spawn(task);
+        Ok(())
+    }
+
+    /// Writes the session's buffered turns and waits, retrying within `timeout`.
+    /// Returns the first route's failure (the turns are consumed), or on timeout an
+    /// [`Error::Timeout`] with the turns not yet written put back, to be flushed
+    /// again. A session with nothing buffered succeeds at once.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::time::Duration;
+    /// use gralkor::agent::capture::{CaptureBuffer, CaptureConfig};
+    /// use gralkor::client::InMemoryClient;
+    ///
+    /// let buffer = CaptureBuffer::in_memory(&InMemoryClient::new(), CaptureConfig::new()).await?;
+    /// buffer.flush_and_await("nobody", Duration::from_secs(1)).await?;
+    /// let err = buffer.flush_and_await("nobody", Duration::ZERO).await.unwrap_err();
+    /// assert!(err.to_string().contains("`timeout`"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn flush_and_await(&self, session_id: &str, timeout: Duration) -> Result<()> {
+        check_session(session_id)?;
+        if timeout.is_zero() {
+            return Err(Error::invalid("timeout", "must be positive"));
+        }
+        let entries = self.take(session_id).await;
+        if entries.is_empty() {
+            tracing::info!(session = session_id, "[gralkor] flush — session empty");
+            return Ok(());
+        }
+        tracing::info!(
+            session = session_id,
+            turns = turns(&entries),
+            timeout_ms = timeout.as_millis() as u64,
+            "[gralkor] flush_and_await"
+        );
+        let left = Arc::new(Mutex::new(entries));
+        let span = tracing::info_span!("gralkor.capture.flush_and_await", session = session_id);
+        match tokio::time::timeout(timeout, deliver(&self.inner, &left).instrument(span)).await {
+            Ok(outcome) => {
+                release(&self.inner, session_id, Vec::new()).await;
+                match &outcome {
+                    Ok(()) => tracing::info!(
+                        session = session_id,
+                        "[gralkor] flush_and_await done — outcome:ok"
+                    ),
+                    Err(e) => tracing::warn!(
+                        session = session_id,
+                        error = %e,
+                        "[gralkor] flush_and_await done — outcome:error"
+                    ),
+                }
+                outcome
+            }
+            Err(_) => {
+                let back = std::mem::take(&mut *left.lock().unwrap_or_else(|p| p.into_inner()));
+                release(&self.inner, session_id, back).await;
+                tracing::warn!(session = session_id, "[gralkor] flush_and_await timeout");
+                Err(Error::Timeout {
+                    operation: format!("flush_and_await of session `{session_id}`"),
+                    after: timeout,
+                })
+            }
+        }
+    }
+
+    /// Writes every session's buffered turns (sessions independently, each with the
+    /// retries) and waits for them and for every scheduled flush. Failures are logged;
+    /// the call succeeds once everything has been attempted.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use gralkor::agent::capture::{CaptureBuffer, CaptureConfig};
+    /// use gralkor::client::InMemoryClient;
+    ///
+    /// let buffer = CaptureBuffer::in_memory(&InMemoryClient::new(), CaptureConfig::new()).await?;
+    /// buffer.flush_all().await?; // nothing buffered: returns at once
+    /// # Ok(()) }
+    /// ```
+    pub async fn flush_all(&self) -> Result<()> {
+        let all: Vec<Entry> = {
+            let mut sessions = self.inner.sessions.lock().await;
+            sessions.values_mut().flat_map(Session::take).collect()
+        };
+        if !all.is_empty() {
+            tracing::info!(turns = turns(&all), "[gralkor] flush_all");
+            let mut by_session: HashMap<String, Vec<Entry>> = HashMap::new();
+            for e in all {
+                by_session
+                    .entry(e.pending.session_id.clone())
+                    .or_default()
+                    .push(e);
+            }
+            let mut set = JoinSet::new();
+            for (session, entries) in by_session {
+                let inner = self.inner.clone();
+                let span = tracing::info_span!("gralkor.capture.flush", session = %session);
+                set.spawn(
+                    async move {
+                        let left = Arc::new(Mutex::new(entries));
+                        let _ = deliver(&inner, &left).await;
+                        release(&inner, &session, Vec::new()).await;
+                    }
+                    .instrument(span),
+                );
+            }
+            while let Some(joined) = set.join_next().await {
+                if let Err(e) = joined {
+                    tracing::error!(error = %Error::task("a capture flush", e), "a capture flush did not finish");
+                }
+            }
+        }
+        self.await_flushes().await;
+        Ok(())
+    }
+
+    /// Waits for every flush scheduled by [`flush`](Self::flush) so far.
+    pub async fn await_flushes(&self) {
+        loop {
+            let mut set =
+                std::mem::take(&mut *self.inner.workers.lock().unwrap_or_else(|p| p.into_inner()));
+            if set.is_empty() {
+                return;
+            }
+            while let Some(joined) = set.join_next().await {
+                if let Err(e) = joined {
+                    tracing::error!(error = %Error::task("a capture flush", e), "a capture flush did not finish");
+                }
+            }
+        }
+    }
+
+    /// Stops accepting turns ([`append`](Self::append) then fails with
+    /// [`Error::Closed`]) and drains: [`flush_all`](Self::flush_all) within
+    /// `timeout`. On timeout the flushes still running are stopped and an
+    /// [`Error::Timeout`] returned; what they had not written stays in the durable
+    /// store for the next buffer. Call it before the client's
+    /// [`shutdown`](crate::Client::shutdown).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::time::Duration;
+    /// use gralkor::agent::capture::{Capture, CaptureBuffer, CaptureConfig};
+    /// use gralkor::agent::turn::Turn;
+    /// use gralkor::client::{InMemoryClient, OperatorId};
+    ///
+    /// let buffer = CaptureBuffer::in_memory(&InMemoryClient::new(), CaptureConfig::new()).await?;
+    /// buffer.shutdown(Duration::from_secs(30)).await?;
+    /// let turn = Turn::completed("hello there", Vec::<String>::new(), "hi");
+    /// let late = buffer.append(Capture::new("s", OperatorId::new("op")?, "Susu", "Ada", turn)).await;
+    /// assert!(matches!(late, Err(gralkor::Error::Closed { .. })));
+    /// # Ok(()) }
+    /// ```
+    pub async fn shutdown(&self, timeout: Duration) -> Result<()> {
+        self.inner.closed.store(true, Ordering::Release);
+        match tokio::time::timeout(timeout, self.flush_all()).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                self.inner
+                    .workers
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .abort_all();
+                tracing::warn!(
+                    after_ms = timeout.as_millis() as u64,
+                    "[gralkor] capture drain timed out; unwritten turns stay pending"
+                );
+                Err(Error::Timeout {
+                    operation: "the capture buffer's drain".into(),
+                    after: timeout,
+                })
+            }
+        }
+    }
+}
+
+/// A flush of the session is over: what it did not write goes back in front, and a
+/// session with nothing buffered and nothing in flight is forgotten (its binding
+/// with it, so a long-lived buffer keeps nothing per finished session).
+async fn release(inner: &Arc<Inner>, session_id: &str, mut back: Vec<Entry>) {
+    let mut sessions = inner.sessions.lock().await;
+    let Some(s) = sessions.get_mut(session_id) else {
+        return;
+    };
+    s.in_flight = s.in_flight.saturating_sub(1);
+    back.append(&mut s.queued);
+    s.queued = back;
+    if s.queued.is_empty() && s.open.is_none() && s.in_flight == 0 {
+        sessions.remove(session_id);
+    }
+}
+
+fn turns(entries: &[Entry]) -> usize {
+    entries.iter().map(|e| e.pending.turns.len()).sum()
+}
+
+fn check_session(session_id: &str) -> Result<()> {
+    if session_id.trim().is_empty() {
+        return Err(Error::invalid(
+            "session_id",
+            "must not be blank (it comes from the harness; gralkor never mints one)",
+        ));
+    }
+    if session_id.contains('\0') {
+        return Err(Error::invalid("session_id", "must not contain NUL"));
+    }
+    Ok(())
+}
+
+fn check_binding(session: &str, bound: &Binding, asked: &Binding) -> Result<()> {
+    let field = if bound.operator_id != asked.operator_id {
+        "operator_id"
+    } else if bound.agent_name != asked.agent_name {
+        "agent_name"
+    } else if bound.human_name != asked.human_name {
+        "human_name"
+    } else if bound.route != asked.route {
+        "route"
+    } else {
+        return Ok(());
+    };
+    Err(Error::invalid(
+        field,
+        format!(
+            "differs from the one session `{session}` is bound to; a session cannot be re-bound"
+        ),
+    ))
+}
+
+/// The writes a route makes, checked against `snapshot`.
+fn resolve(
+    snapshot: &Snapshot,
+    operator: &OperatorId,
+    route: &CaptureRoute,
+) -> Result<Vec<RouteTarget>> {
+    match route {
+        CaptureRoute::Direct(name) => {
+            snapshot
+                .destination("route.direct", name)?
+                .graph_id(operator)?;
+            Ok(vec![RouteTarget::Direct(name.clone())])
+        }
+        CaptureRoute::Lenses(names) => {
+            if names.is_empty() {
+                return Err(Error::invalid(
+                    "route.lenses",
+                    "must name at least one Lens",
+                ));
+            }
+            let mut out: Vec<RouteTarget> = Vec::new();
+            for (i, name) in names.iter().enumerate() {
+                let field = format!("route.lenses[{i}]");
+                let lens = snapshot.lens(&field, name)?;
+                if lens.ingestion().is_none() {
+                    return Err(Error::invalid(
+                        field,
+                        format!(
+                            "`{name}` is a replace-graph Lens, which cannot take a conversation"
+                        ),
+                    ));
+                }
+                snapshot
+                    .destination(&format!("{field}.destination"), lens.destination())?
+                    .graph_id(operator)?;
+                let target = RouteTarget::Lens(name.clone());
+                if !out.contains(&target) {
+                    out.push(target);
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// Writes `left`'s entries in order, each route with its retries; routes written or
+/// dropped leave `left` as they go, so what remains (on a timeout) is what was not
+/// done. Returns the first failure.
+async fn deliver(inner: &Arc<Inner>, left: &Arc<Mutex<Vec<Entry>>>) -> Result<()> {
+    let started = Instant::now();
+    let mut first: Option<Error> = None;
+    let mut written = 0;
+    loop {
+        let Some(entry) = left
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .first()
+            .cloned()
+        else {
+            break;
+        };
+        let transcript = match format_transcript(
+            &entry.pending.turns,
+            &entry.pending.binding.agent_name,
+            &entry.pending.binding.human_name,
+        ) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(error = %e, "capture dropped (contract error)");
+                finish(inner, left, &entry.pending.id).await;
+                first.get_or_insert(e);
+                continue;
+            }
+        };
+        tracing::debug!(session = %entry.pending.session_id, transcript = %transcript, "[gralkor] capture transcript");
+        let mut kept = false;
+        for route in entry.pending.routes.clone() {
+            let outcome = if transcript.is_empty() {
+                Ok(())
+            } else {
+                write_with_retries(inner, &entry, &route, &transcript).await
+            };
+            match outcome {
+                Ok(()) => written += 1,
+                Err((e, Verdict::Keep)) => {
+                    // The client is closed: the entry stays in the store as it is.
+                    tracing::warn!(error = %e, "capture kept for the next buffer (client closed)");
+                    first.get_or_insert(e);
+                    kept = true;
+                    break;
+                }
+                Err((e, _)) => {
+                    first.get_or_insert(e);
+                }
+            }
+            // Written or dropped: the route is done.
+            let remaining = {
+                let mut guard = left.lock().unwrap_or_else(|p| p.into_inner());
+                let Some(e) = guard.iter_mut().find(|e| e.pending.id == entry.pending.id) else {
+                    break;
+                };
+                e.pending.routes.retain(|r| r != &route);
+                e.pending.clone()
+            };
+            if !remaining.routes.is_empty()
+                && let Err(e) = inner.store.save(&remaining).await
+            {
+                tracing::warn!(error = %e, "could not record a written capture route; it will be replayed (replay-safe)");
+            }
+        }
+        if kept {
+            left.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            break;
+        }
+        finish(inner, left, &entry.pending.id).await;
+    }
+    if written > 0 {
+        tracing::info!(
+            routes = written,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "[gralkor] capture flushed"
+        );
+    }
+    match first {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The entry is done: out of `left` and out of the store.
+async fn finish(inner: &Arc<Inner>, left: &Arc<Mutex<Vec<Entry>>>, id: &str) {
+    left.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|e| e.pending.id != id);
+    if let Err(e) = inner.store.remove(id).await {
+        tracing::warn!(error = %e, "could not remove a flushed capture; it will be replayed (replay-safe)");
+    }
+}
+
+async fn write_with_retries(
+    inner: &Arc<Inner>,
+    entry: &Entry,
+    route: &PendingRoute,
+    transcript: &str,
+) -> std::result::Result<(), (Error, Verdict)> {
+    let mut delays = inner.config.retry_delays.iter();
+    loop {
+        let e = match write_once(inner, entry, route, transcript).await {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        match verdict(&e) {
+            Verdict::Retry => match delays.next() {
+                Some(d) => {
+                    tracing::debug!(route = %route.target, error = %e, "capture write failed; retrying");
+                    tokio::time::sleep(*d).await;
+                }
+                None => {
+                    tracing::error!(route = %route.target, error = %e, "capture exhausted");
+                    return Err((e, Verdict::Retry));
+                }
+            },
+            Verdict::Drop(why) => {
+                tracing::warn!(route = %route.target, error = %e, "{why}");
+                return Err((e, Verdict::Drop(why)));
+            }
+            Verdict::Keep => return Err((e, Verdict::Keep)),
+        }
+    }
+}
+
+/// One attempt, in its own task so a panicking ingestion process is a failure to
+/// retry rather than a lost flush.
+async fn write_once(
+    inner: &Arc<Inner>,
+    entry: &Entry,
+    route: &PendingRoute,
+    transcript: &str,
+) -> Result<()> {
+    let sink = inner.sink.clone();
+    let snapshot = entry.frozen.clone();
+    let binding = entry.pending.binding.clone();
+    let reference_time = Timestamp(entry.pending.accepted_at);
+    let content = Content::conversation(transcript);
+    let route = route.clone();
+    let attempt = tokio::spawn(async move {
+        match &route.target {
+            RouteTarget::Direct(destination) => {
+                sink.write_direct(
+                    &snapshot,
+                    destination,
+                    &binding.operator_id,
+                    content,
+                    CAPTURED,
+                    reference_time,
+                    &route.ingestion_id,
+                )
+                .await
+            }
+            RouteTarget::Lens(lens) => {
+                let mut ingest = Ingest::new(
+                    route.ingestion_id.clone(),
+                    binding.operator_id.clone(),
+                    lens.clone(),
+                    content,
+                )
+                .source_description(CAPTURED);
+                ingest.reference_time = Some(reference_time);
+                sink.ingest_frozen(&snapshot, &ingest).await
+            }
+        }
+    });
+    // A flush given up (a `flush_and_await` timeout, a drain cut short) stops its
+    // attempt too: what it had not written is put back, never half-running.
+    let mut attempt = AbortOnDrop(attempt);
+    match (&mut attempt.0).await {
+        Ok(outcome) => outcome,
+        Err(e) => Err(Error::task("a capture write", e)),
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<Result<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_follow_the_retry_ownership() {
+        let provider = |status| Error::Provider {
+            provider: "openai".into(),
+            status,
+            message: "m".into(),
+            retry_after: None,
+            source: None,
+        };
+        assert_eq!(
+            verdict(&Error::invalid("f", "r")),
+            Verdict::Drop("capture dropped (contract error)")
+        );
+        assert_eq!(
+            verdict(&provider(Some(400))),
+            Verdict::Drop("capture dropped (4xx)")
+        );
+        for status in [Some(429), Some(503), None] {
+            assert_eq!(
+                verdict(&provider(status)),
+                Verdict::Drop("capture dropped (upstream error)")
+            );
+        }
+        assert_eq!(verdict(&Error::Closed { what: "x".into() }), Verdict::Keep);
+        assert_eq!(
+            verdict(&Error::Timeout {
+                operation: "q".into(),
+                after: Duration::from_secs(1)
+            }),
+            Verdict::Retry
+        );
+        assert_eq!(verdict(&Error::Protocol("p".into())), Verdict::Retry);
+        assert_eq!(
+            verdict(&Error::EpisodeBusy {
+                uuid: uuid::Uuid::nil()
+            }),
+            Verdict::Retry
+        );
+        assert_eq!(
+            verdict(&Error::EpisodeQuarantined {
+                uuid: uuid::Uuid::nil(),
+                unanswered: 2
+            }),
+            Verdict::Drop("capture dropped (quarantined)")
+        );
+    }
+}

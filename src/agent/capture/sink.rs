@@ -1,0 +1,81 @@
+//! Where a flushed batch is written: the client's own ingestion path against the
+//! snapshot frozen at acceptance.
+
+use async_trait::async_trait;
+
+use crate::client::{Ingest, MemoryClient};
+use crate::graph::Timestamp;
+use crate::provenance::Writer;
+use crate::runtime::{Runtime, Snapshot};
+use crate::storage::{Content, NewEpisode, OperatorId, Storage, validate_content};
+use crate::{Error, Result};
+
+/// The two writes a capture makes, against a given snapshot. Implemented for every
+/// [`MemoryClient`] (so for [`NativeClient`](crate::NativeClient) and
+/// [`InMemoryClient`](crate::InMemoryClient)); the buffer holds one as
+/// `Arc<dyn CaptureSink>`.
+#[async_trait]
+pub trait CaptureSink: Send + Sync + 'static {
+    /// The runtime whose snapshot a capture is resolved against at acceptance.
+    fn runtime(&self) -> &Runtime;
+
+    /// Runs `request` through its Lens as `snapshot` defines it (replay-safe by the
+    /// request's id).
+    async fn ingest_frozen(&self, snapshot: &Snapshot, request: &Ingest) -> Result<()>;
+
+    /// Writes `content` directly (the direct writer marker) to `destination` as
+    /// `snapshot` defines it, identified by `replay_key` so a replay stores nothing
+    /// twice.
+    #[allow(clippy::too_many_arguments)]
+    async fn write_direct(
+        &self,
+        snapshot: &Snapshot,
+        destination: &str,
+        operator: &OperatorId,
+        content: Content,
+        source_description: &str,
+        reference_time: Timestamp,
+        replay_key: &str,
+    ) -> Result<()>;
+}
+
+#[async_trait]
+impl<S: Storage> CaptureSink for MemoryClient<S> {
+    fn runtime(&self) -> &Runtime {
+        crate::client::Client::runtime(self)
+    }
+
+    async fn ingest_frozen(&self, snapshot: &Snapshot, request: &Ingest) -> Result<()> {
+        self.ingest_with(snapshot, request).await.map(|_| ())
+    }
+
+    async fn write_direct(
+        &self,
+        snapshot: &Snapshot,
+        destination: &str,
+        operator: &OperatorId,
+        content: Content,
+        source_description: &str,
+        reference_time: Timestamp,
+        replay_key: &str,
+    ) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::Closed {
+                what: "this memory client".into(),
+            });
+        }
+        validate_content("content", &content)?;
+        let graph = snapshot
+            .destination("route.destination", destination)?
+            .graph_id(operator)?;
+        let episode = NewEpisode::new(
+            graph,
+            Writer::Direct,
+            content,
+            source_description,
+            Some(reference_time),
+        )
+        .replay_key(replay_key);
+        self.storage().add_episode(episode).await.map(|_| ())
+    }
+}

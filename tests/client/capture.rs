@@ -1,0 +1,925 @@
+//! The capture buffer (test-trees/capture-buffer.md), each behaviour on both clients:
+//! the twin with the in-memory capture store, and the native client (offline engine on
+//! the shared embedded FalkorDB) with the FalkorDB capture store in a graph of its own.
+//! Faults come from a scripted Lens ingestion process; retry delays are a millisecond.
+
+use crate::common;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::ingest::CountingEmbedder;
+use gralkor::agent::capture::{
+    Capture, CaptureBuffer, CaptureConfig, CaptureSink, CaptureStore, FalkorCaptureStore,
+    InMemoryCaptureStore,
+};
+use gralkor::agent::transcript::MemoryFilter;
+use gralkor::agent::turn::{Message, Turn};
+use gralkor::client::{
+    Client, EpisodeRecord, InMemoryClient, Ingest, NativeClient, OperatorId, Search,
+};
+use gralkor::graph::Engine;
+use gralkor::lens::{Ingestion, Lens, LensStore};
+use gralkor::provenance::Writer;
+use gralkor::runtime::{Runtime, RuntimeConfig};
+use gralkor::storage::NativeStorage;
+use gralkor::{Error, Result};
+use tokio::sync::Semaphore;
+
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    Twin,
+    Native,
+}
+
+/// What a scripted attempt does before (or instead of) writing.
+#[derive(Debug)]
+pub enum Step {
+    Fail(fn() -> Error),
+    WriteThenFail(fn() -> Error),
+    Panic,
+}
+
+#[derive(Debug, Default)]
+struct ScriptState {
+    steps: Mutex<VecDeque<Step>>,
+    ids: Mutex<Vec<String>>,
+    started: AtomicUsize,
+}
+
+/// An ingestion process that follows a script, then writes straight through; it can
+/// be held at a gate (each attempt takes one permit).
+#[derive(Debug, Clone, Default)]
+pub struct Scripted {
+    state: Arc<ScriptState>,
+    gate: Option<Arc<Semaphore>>,
+}
+
+impl Scripted {
+    fn new(steps: impl IntoIterator<Item = Step>) -> Scripted {
+        let s = Scripted::default();
+        s.state.steps.lock().unwrap().extend(steps);
+        s
+    }
+    fn gated(mut self) -> (Scripted, Arc<Semaphore>) {
+        let gate = Arc::new(Semaphore::new(0));
+        self.gate = Some(gate.clone());
+        (self, gate)
+    }
+    fn attempts(&self) -> usize {
+        self.state.ids.lock().unwrap().len()
+    }
+    fn ids(&self) -> Vec<String> {
+        self.state.ids.lock().unwrap().clone()
+    }
+    fn started(&self) -> usize {
+        self.state.started.load(Ordering::SeqCst)
+    }
+}
+
+impl Ingestion for Scripted {
+    async fn ingest(&self, request: &Ingest, store: &LensStore) -> Result<()> {
+        self.state.started.fetch_add(1, Ordering::SeqCst);
+        if let Some(gate) = &self.gate {
+            gate.acquire().await.expect("gate open").forget();
+        }
+        self.state.ids.lock().unwrap().push(request.id.clone());
+        let step = self.state.steps.lock().unwrap().pop_front();
+        match step {
+            Some(Step::Fail(e)) => return Err(e()),
+            Some(Step::WriteThenFail(e)) => {
+                store
+                    .add(request.content.clone(), &request.source_description)
+                    .await?;
+                return Err(e());
+            }
+            Some(Step::Panic) => panic!("scripted ingestion panic"),
+            None => {}
+        }
+        store
+            .add(request.content.clone(), &request.source_description)
+            .await
+            .map(|_| ())
+    }
+}
+
+fn retryable() -> Error {
+    Error::Timeout {
+        operation: "scripted write".into(),
+        after: Duration::from_millis(1),
+    }
+}
+fn contract() -> Error {
+    Error::InvalidInput {
+        field: "scripted".into(),
+        rule: "is refused".into(),
+    }
+}
+fn provider(status: u16) -> Error {
+    Error::Provider {
+        provider: "openai".into(),
+        status: Some(status),
+        message: "scripted".into(),
+        retry_after: None,
+        source: None,
+    }
+}
+fn bad_request() -> Error {
+    provider(400)
+}
+fn unavailable() -> Error {
+    provider(503)
+}
+
+/// A client of either kind, its capture store, and a way to make buffers over them.
+pub struct Rig {
+    pub client: Arc<dyn Client>,
+    pub sink: Arc<dyn CaptureSink>,
+    pub store: Arc<dyn CaptureStore>,
+    pub config: CaptureConfig,
+    pub op: OperatorId,
+    /// The native store's graph (to read it through a handle of its own).
+    pub graph: Option<String>,
+}
+
+impl Rig {
+    pub async fn new(kind: Kind, runtime: RuntimeConfig) -> Rig {
+        let runtime = Runtime::new(runtime).expect("valid runtime");
+        let op = OperatorId::new(format!("op-{}", uuid::Uuid::new_v4())).unwrap();
+        let config = CaptureConfig::new().retry_delays([Duration::from_millis(1); 3]);
+        match kind {
+            Kind::Twin => {
+                let client = InMemoryClient::with_runtime(runtime);
+                Rig {
+                    client: Arc::new(client.clone()),
+                    sink: Arc::new(client),
+                    store: Arc::new(InMemoryCaptureStore::new()),
+                    config,
+                    op,
+                    graph: None,
+                }
+            }
+            Kind::Native => {
+                let db = common::db().await;
+                let engine = Engine::without_llm(db.clone(), Arc::new(CountingEmbedder::new()));
+                let client = NativeClient::from_parts(runtime, NativeStorage::new(engine));
+                let graph = format!("test:capture:{}", uuid::Uuid::new_v4());
+                Rig {
+                    client: Arc::new(client.clone()),
+                    sink: Arc::new(client),
+                    store: Arc::new(FalkorCaptureStore::in_graph(db, graph.clone())),
+                    config,
+                    op,
+                    graph: Some(graph),
+                }
+            }
+        }
+    }
+
+    /// The store, read through a new database handle for the native client (the
+    /// client's own may be shut down).
+    pub async fn fresh_store(&self) -> Arc<dyn CaptureStore> {
+        match &self.graph {
+            None => self.store.clone(),
+            Some(g) => Arc::new(FalkorCaptureStore::in_graph(common::db().await, g.clone())),
+        }
+    }
+
+    pub async fn buffer(&self) -> CaptureBuffer {
+        CaptureBuffer::new(self.sink.clone(), self.store.clone(), self.config.clone())
+            .await
+            .expect("buffer")
+    }
+
+    pub fn capture(&self, session: &str, turn: Turn) -> Capture {
+        Capture::new(session, &self.op, "Susu", "Ada", turn)
+    }
+
+    /// Every episode of `destination` that mentions `word`.
+    pub async fn episodes(&self, destination: &str, word: &str) -> Vec<EpisodeRecord> {
+        self.client
+            .search(&Search::new(&self.op, word).destinations([destination]))
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| r.hit.as_episode().cloned())
+            .filter(|e| e.content.contains(word))
+            .collect()
+    }
+}
+
+pub fn turn(user: &str, answer: &str) -> Turn {
+    Turn::completed(user, Vec::<String>::new(), answer)
+}
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Runs an `async fn(Kind)` test on both clients.
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn in_memory() {
+                super::$name(super::Kind::Twin).await
+            }
+            #[tokio::test]
+            async fn native() {
+                super::$name(super::Kind::Native).await
+            }
+        }
+    )*};
+}
+
+both!(
+    a_session_is_bound_on_first_append_and_cannot_be_rebound,
+    invalid_captures_are_refused_naming_the_field_and_nothing_is_buffered,
+    empty_turns_are_skipped,
+    recalled_memory_is_dropped_before_the_turn_is_stored,
+    there_is_no_idle_flush_and_a_direct_flush_writes_captured_with_the_direct_marker,
+    a_turn_routed_to_several_lenses_is_stored_once_and_written_once_per_lens,
+    route_definitions_are_frozen_at_acceptance,
+    flush_returns_before_the_write_completes,
+    flush_and_await_timeout_puts_the_turns_back,
+    retryable_failures_are_retried_with_the_same_ingestion_id,
+    a_retry_after_a_write_that_landed_stores_nothing_twice,
+    exhausted_retries_drop_the_turns,
+    contract_4xx_and_upstream_errors_are_not_retried,
+    a_panicking_ingestion_is_retried,
+    routes_fail_independently_and_the_first_failure_is_reported,
+    flush_all_writes_every_session_and_waits_for_scheduled_flushes,
+    shutdown_drains_and_then_refuses_appends,
+    a_drain_that_times_out_leaves_the_turns_for_the_next_buffer,
+    accepted_turns_are_found_again_by_a_new_buffer_and_written_once,
+    nothing_is_logged_per_turn_and_content_only_at_debug,
+    a_closed_client_leaves_the_turns_for_the_next_buffer,
+);
+
+async fn a_closed_client_leaves_the_turns_for_the_next_buffer(kind: Kind) {
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(rig.capture("s", turn("Okapis are shy.", "Very.")))
+        .await
+        .unwrap();
+    rig.client.shutdown().await.unwrap();
+    let err = buffer.flush_and_await("s", WAIT).await.unwrap_err();
+    assert!(matches!(err, Error::Closed { .. }), "{err:?}");
+    let left = rig.fresh_store().await.load().await.unwrap();
+    assert_eq!(left.len(), 1, "kept for the next buffer");
+    assert_eq!(left[0].turns.len(), 1);
+}
+
+/// The default schedule, in paused time: one attempt and three retries after 1 s,
+/// 2 s and 4 s (the twin: no real I/O under a paused clock).
+#[tokio::test(start_paused = true)]
+async fn the_default_retry_schedule_is_1_2_4_seconds() {
+    let script = Scripted::new((0..3).map(|_| Step::Fail(retryable)));
+    let mut rig = Rig::new(Kind::Twin, scripted_rig_config(&script)).await;
+    rig.config = CaptureConfig::new();
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("Sloths nap.", "Slowly."))
+                .lenses(["scripted"]),
+        )
+        .await
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    buffer
+        .flush_and_await("s", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(started.elapsed().as_secs(), 7);
+    assert_eq!(script.attempts(), 4);
+}
+
+async fn a_session_is_bound_on_first_append_and_cannot_be_rebound(kind: Kind) {
+    let rig = Rig::new(kind, RuntimeConfig::new().destination("team")).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(rig.capture("s", turn("first question", "first answer")))
+        .await
+        .unwrap();
+    let other = OperatorId::new("someone-else").unwrap();
+    let rebinds = [
+        (
+            Capture::new("s", &other, "Susu", "Ada", turn("q", "a")),
+            "operator_id",
+        ),
+        (
+            Capture::new("s", &rig.op, "Momo", "Ada", turn("q", "a")),
+            "agent_name",
+        ),
+        (
+            Capture::new("s", &rig.op, "Susu", "Bea", turn("q", "a")),
+            "human_name",
+        ),
+        (rig.capture("s", turn("q", "a")).direct("team"), "route"),
+    ];
+    for (capture, field) in rebinds {
+        match buffer.append(capture).await {
+            Err(Error::InvalidInput { field: f, rule }) => {
+                assert_eq!(f, field);
+                assert!(rule.contains("cannot be re-bound"), "{rule}");
+            }
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+    // Same binding: appended in order; other sessions are independent.
+    buffer
+        .append(rig.capture("s", turn("second question", "second answer")))
+        .await
+        .unwrap();
+    buffer
+        .append(Capture::new("t", &rig.op, "Momo", "Bea", turn("elsewhere", "ok")).direct("team"))
+        .await
+        .unwrap();
+    let pending = buffer.pending("s").await;
+    assert_eq!(pending.len(), 2);
+    assert_eq!(pending[0].messages()[0], Message::user("first question"));
+    assert_eq!(pending[1].messages()[0], Message::user("second question"));
+    assert_eq!(buffer.sessions().await, ["s", "t"]);
+    // Once everything is written the session is forgotten, binding included.
+    buffer.flush_all().await.unwrap();
+    assert!(buffer.sessions().await.is_empty());
+    buffer
+        .append(Capture::new(
+            "s",
+            &rig.op,
+            "Susu",
+            "Bea",
+            turn("new day", "hello"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(buffer.pending("s").await.len(), 1);
+}
+
+async fn invalid_captures_are_refused_naming_the_field_and_nothing_is_buffered(kind: Kind) {
+    let config = RuntimeConfig::new()
+        .destination("team")
+        .lens(Lens::replace_graph("systems", "team"));
+    let rig = Rig::new(kind, config).await;
+    let buffer = rig.buffer().await;
+    let t = || turn("a question", "an answer");
+    let cases = [
+        (rig.capture(" ", t()), "session_id"),
+        (Capture::new("s", &rig.op, " ", "Ada", t()), "agent_name"),
+        (Capture::new("s", &rig.op, "Susu", "", t()), "human_name"),
+        (rig.capture("s", t()).direct("nowhere"), "route.direct"),
+        (
+            rig.capture("s", t()).lenses(Vec::<String>::new()),
+            "route.lenses",
+        ),
+        (
+            rig.capture("s", t()).lenses(["personal-chat", "unknown"]),
+            "route.lenses[1]",
+        ),
+        (rig.capture("s", t()).lenses(["systems"]), "route.lenses[0]"),
+    ];
+    for (capture, field) in cases {
+        match buffer.append(capture).await {
+            Err(Error::InvalidInput { field: f, .. }) => assert_eq!(f, field),
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+    assert!(buffer.sessions().await.is_empty());
+    assert!(rig.store.load().await.unwrap().is_empty());
+}
+
+async fn empty_turns_are_skipped(kind: Kind) {
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(rig.capture("s", Turn::default()))
+        .await
+        .unwrap();
+    buffer
+        .append(rig.capture("s", turn("   ", " ")))
+        .await
+        .unwrap();
+    // A turn that was nothing but an injected memory block is empty once scrubbed.
+    let injected = Turn::new([Message::user(
+        "<gralkor-memory trust=\"untrusted\">\n- Ada likes tea\n</gralkor-memory>",
+    )]);
+    buffer.append(rig.capture("s", injected)).await.unwrap();
+    assert!(buffer.pending("s").await.is_empty());
+    assert!(rig.store.load().await.unwrap().is_empty());
+}
+
+async fn recalled_memory_is_dropped_before_the_turn_is_stored(kind: Kind) {
+    let mut rig = Rig::new(kind, RuntimeConfig::new()).await;
+    rig.config = rig
+        .config
+        .clone()
+        .filter(MemoryFilter::new().block("<relevant-memories>", "</relevant-memories>"));
+    let buffer = rig.buffer().await;
+    let turn = Turn::completed(
+        "<gralkor-memory trust=\"untrusted\">\n- Ada keeps bees (recalled)\n</gralkor-memory>\n\
+         <relevant-memories>- Ada lives in Porto (recalled)</relevant-memories>\n\
+         What should I plant for zinnias?",
+        [
+            "tool memory_search → - Ada keeps bees (recalled)",
+            "tool weather → sunny",
+        ],
+        "Plant zinnias in full sun.",
+    );
+    buffer.append(rig.capture("s", turn)).await.unwrap();
+    let stored = rig.store.load().await.unwrap();
+    let text = serde_json::to_string(&stored).unwrap();
+    assert!(!text.contains("recalled"), "{text}");
+    assert_eq!(
+        buffer.pending("s").await[0].messages(),
+        [
+            Message::user("What should I plant for zinnias?"),
+            Message::behaviour("tool memory_search"),
+            Message::behaviour("tool weather → sunny"),
+            Message::assistant("Plant zinnias in full sun."),
+        ]
+    );
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    let written = rig.episodes("personal", "zinnias").await;
+    assert_eq!(written.len(), 1);
+    assert_eq!(
+        written[0].content,
+        "Ada: What should I plant for zinnias?\nSusu: Plant zinnias in full sun."
+    );
+}
+
+async fn there_is_no_idle_flush_and_a_direct_flush_writes_captured_with_the_direct_marker(
+    kind: Kind,
+) {
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(rig.capture("s", turn("I moved to Lisbon.", "Welcome to Lisbon!")))
+        .await
+        .unwrap();
+    buffer
+        .append(rig.capture("s", turn("Lisbon has trams.", "Tram 28 is famous.")))
+        .await
+        .unwrap();
+    // Nothing is written until a flush.
+    tokio::task::yield_now().await;
+    assert!(rig.episodes("personal", "Lisbon").await.is_empty());
+    assert_eq!(buffer.pending("s").await.len(), 2);
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    let written = rig.episodes("personal", "Lisbon").await;
+    assert_eq!(written.len(), 1, "one episode per flushed batch");
+    assert_eq!(
+        written[0].content,
+        "Ada: I moved to Lisbon.\nSusu: Welcome to Lisbon!\nAda: Lisbon has trams.\nSusu: Tram 28 is famous."
+    );
+    assert_eq!(written[0].source_description, "captured");
+    assert_eq!(written[0].writer, Some(Writer::Direct));
+    assert!(buffer.pending("s").await.is_empty());
+    assert!(rig.store.load().await.unwrap().is_empty());
+    // The entry was consumed: a second flush writes nothing.
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    assert_eq!(rig.episodes("personal", "Lisbon").await.len(), 1);
+}
+
+async fn a_turn_routed_to_several_lenses_is_stored_once_and_written_once_per_lens(kind: Kind) {
+    let config = RuntimeConfig::new()
+        .destination("team")
+        .lens(Lens::appending("observations", "team"));
+    let rig = Rig::new(kind, config).await;
+    let buffer = rig.buffer().await;
+    let lenses = ["personal-chat", "observations", "personal-chat"];
+    buffer
+        .append(
+            rig.capture("s", turn("Ada ships invoices on Fridays.", "Noted."))
+                .lenses(lenses),
+        )
+        .await
+        .unwrap();
+    assert_eq!(buffer.pending("s").await.len(), 1);
+    let stored = rig.store.load().await.unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].turns.len(), 1);
+    let ids: Vec<_> = stored[0]
+        .routes
+        .iter()
+        .map(|r| r.ingestion_id.clone())
+        .collect();
+    assert_eq!(ids.len(), 2, "distinct Lenses: {ids:?}");
+    assert_ne!(ids[0], ids[1]);
+    assert!(ids.iter().all(
+        |i| i.starts_with("capture-") && uuid::Uuid::parse_str(&i["capture-".len()..]).is_ok()
+    ));
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    let personal = rig.episodes("personal", "invoices").await;
+    let team = rig.episodes("team", "invoices").await;
+    assert_eq!(personal.len(), 1);
+    assert_eq!(team.len(), 1);
+    assert_eq!(
+        personal[0].writer,
+        Some(Writer::Lens("personal-chat".into()))
+    );
+    assert_eq!(team[0].writer, Some(Writer::Lens("observations".into())));
+    assert_eq!(team[0].source_description, "captured");
+}
+
+async fn route_definitions_are_frozen_at_acceptance(kind: Kind) {
+    let config = || {
+        RuntimeConfig::new()
+            .destination("first")
+            .destination("second")
+    };
+    let rig = Rig::new(kind, config().lens(Lens::appending("notes", "first"))).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("The pump hums at night.", "Logged."))
+                .lenses(["notes"]),
+        )
+        .await
+        .unwrap();
+    // The Lens now writes elsewhere; the buffered turn keeps the definition it was
+    // accepted under.
+    rig.client
+        .runtime()
+        .replace(config().lens(Lens::appending("notes", "second")))
+        .unwrap();
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    assert_eq!(rig.episodes("first", "pump").await.len(), 1);
+    assert!(rig.episodes("second", "pump").await.is_empty());
+}
+
+fn scripted_rig_config(script: &Scripted) -> RuntimeConfig {
+    RuntimeConfig::new()
+        .destination("team")
+        .lens(Lens::appending("scripted", "team").ingestion(script.clone()))
+}
+
+async fn flush_returns_before_the_write_completes(kind: Kind) {
+    let (script, gate) = Scripted::new([]).gated();
+    let rig = Rig::new(kind, scripted_rig_config(&script)).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("Gate the heron.", "Done."))
+                .lenses(["scripted"]),
+        )
+        .await
+        .unwrap();
+    buffer.flush("s").await.unwrap();
+    // The flush took the turns and returned; the write is held at the gate.
+    assert!(buffer.pending("s").await.is_empty());
+    assert!(rig.episodes("team", "heron").await.is_empty());
+    gate.add_permits(1);
+    buffer.await_flushes().await;
+    assert_eq!(rig.episodes("team", "heron").await.len(), 1);
+    assert!(rig.store.load().await.unwrap().is_empty());
+    // Nothing buffered: nothing scheduled.
+    buffer.flush("s").await.unwrap();
+    buffer.await_flushes().await;
+    assert_eq!(script.attempts(), 1);
+}
+
+async fn flush_and_await_timeout_puts_the_turns_back(kind: Kind) {
+    let (script, gate) = Scripted::new([]).gated();
+    let rig = Rig::new(kind, scripted_rig_config(&script)).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("The otter naps.", "Sweet."))
+                .lenses(["scripted"]),
+        )
+        .await
+        .unwrap();
+    let err = buffer
+        .flush_and_await("s", Duration::from_millis(50))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    assert_eq!(script.started(), 1);
+    // Put back, in memory and in the store; appends still work.
+    assert_eq!(buffer.pending("s").await.len(), 1);
+    assert_eq!(rig.store.load().await.unwrap().len(), 1);
+    buffer
+        .append(
+            rig.capture("s", turn("The otter swims.", "Nice."))
+                .lenses(["scripted"]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(buffer.pending("s").await.len(), 2);
+    gate.add_permits(10);
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    let written = rig.episodes("team", "otter").await;
+    assert_eq!(written.len(), 2, "the put-back entry and the new one");
+    assert!(written.iter().any(|e| e.content.contains("naps")));
+    assert!(written.iter().any(|e| e.content.contains("swims")));
+    assert!(rig.store.load().await.unwrap().is_empty());
+    let err = buffer
+        .flush_and_await("s", Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidInput { ref field, .. } if field == "timeout"));
+}
+
+async fn retryable_failures_are_retried_with_the_same_ingestion_id(kind: Kind) {
+    let script = Scripted::new([Step::Fail(retryable), Step::Fail(retryable)]);
+    let rig = Rig::new(kind, scripted_rig_config(&script)).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("Badgers dig at dusk.", "True."))
+                .lenses(["scripted"]),
+        )
+        .await
+        .unwrap();
+    let minted = rig.store.load().await.unwrap()[0].routes[0]
+        .ingestion_id
+        .clone();
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    assert_eq!(script.ids(), vec![minted; 3]);
+    assert_eq!(rig.episodes("team", "Badgers").await.len(), 1);
+}
+
+async fn a_retry_after_a_write_that_landed_stores_nothing_twice(kind: Kind) {
+    let script = Scripted::new([Step::WriteThenFail(retryable)]);
+    let rig = Rig::new(kind, scripted_rig_config(&script)).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("Walruses sing.", "Loudly."))
+                .lenses(["scripted"]),
+        )
+        .await
+        .unwrap();
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    assert_eq!(script.attempts(), 2);
+    assert_eq!(rig.episodes("team", "Walruses").await.len(), 1);
+}
+
+async fn exhausted_retries_drop_the_turns(kind: Kind) {
+    let script = Scripted::new((0..4).map(|_| Step::Fail(retryable)));
+    let rig = Rig::new(kind, scripted_rig_config(&script)).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("Lynx prowl.", "Quietly."))
+                .lenses(["scripted"]),
+        )
+        .await
+        .unwrap();
+    let err = buffer.flush_and_await("s", WAIT).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { .. }),
+        "the last failure: {err:?}"
+    );
+    assert_eq!(script.attempts(), 4, "one attempt and three retries");
+    assert!(buffer.pending("s").await.is_empty());
+    assert!(rig.store.load().await.unwrap().is_empty());
+    assert!(rig.episodes("team", "Lynx").await.is_empty());
+}
+
+async fn contract_4xx_and_upstream_errors_are_not_retried(kind: Kind) {
+    for (fault, what) in [
+        (contract as fn() -> Error, "contract"),
+        (bad_request, "4xx"),
+        (unavailable, "upstream"),
+    ] {
+        let script = Scripted::new([Step::Fail(fault)]);
+        let rig = Rig::new(kind, scripted_rig_config(&script)).await;
+        let buffer = rig.buffer().await;
+        buffer
+            .append(
+                rig.capture("s", turn("Moles tunnel.", "Deeply."))
+                    .lenses(["scripted"]),
+            )
+            .await
+            .unwrap();
+        let err = buffer.flush_and_await("s", WAIT).await.unwrap_err();
+        assert_eq!(err.to_string(), fault().to_string(), "{what}");
+        assert_eq!(script.attempts(), 1, "{what}: not retried");
+        assert!(buffer.pending("s").await.is_empty(), "{what}: consumed");
+        assert!(rig.store.load().await.unwrap().is_empty(), "{what}");
+    }
+}
+
+async fn a_panicking_ingestion_is_retried(kind: Kind) {
+    let script = Scripted::new([Step::Panic]);
+    let rig = Rig::new(kind, scripted_rig_config(&script)).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("Geckos climb glass.", "Sticky."))
+                .lenses(["scripted"]),
+        )
+        .await
+        .unwrap();
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    assert_eq!(script.attempts(), 2);
+    assert_eq!(rig.episodes("team", "Geckos").await.len(), 1);
+}
+
+async fn routes_fail_independently_and_the_first_failure_is_reported(kind: Kind) {
+    let script = Scripted::new([Step::Fail(contract)]);
+    let rig = Rig::new(kind, scripted_rig_config(&script)).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("Ibis wade.", "Gracefully."))
+                .lenses(["scripted", "personal-chat"]),
+        )
+        .await
+        .unwrap();
+    let err = buffer.flush_and_await("s", WAIT).await.unwrap_err();
+    assert_eq!(err.to_string(), contract().to_string());
+    assert!(rig.episodes("team", "Ibis").await.is_empty());
+    assert_eq!(rig.episodes("personal", "Ibis").await.len(), 1);
+    assert!(rig.store.load().await.unwrap().is_empty());
+}
+
+async fn flush_all_writes_every_session_and_waits_for_scheduled_flushes(kind: Kind) {
+    let script = Scripted::new([Step::Fail(contract)]);
+    let rig = Rig::new(kind, scripted_rig_config(&script)).await;
+    let buffer = rig.buffer().await;
+    // One session fails (a contract error); the others are still written.
+    buffer
+        .append(
+            rig.capture("bad", turn("Voles fail.", "Oh."))
+                .lenses(["scripted"]),
+        )
+        .await
+        .unwrap();
+    for s in ["a", "b", "c"] {
+        buffer
+            .append(rig.capture(s, turn(&format!("Quokka {s} smiles."), "Cute.")))
+            .await
+            .unwrap();
+    }
+    buffer.flush("a").await.unwrap();
+    buffer.flush_all().await.unwrap();
+    assert!(buffer.sessions().await.is_empty());
+    let written = rig.episodes("personal", "Quokka").await;
+    assert_eq!(written.len(), 3, "{written:?}");
+    assert!(rig.store.load().await.unwrap().is_empty());
+    // Nothing buffered: returns at once.
+    buffer.flush_all().await.unwrap();
+}
+
+async fn shutdown_drains_and_then_refuses_appends(kind: Kind) {
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(rig.capture("s", turn("Puffins nest on cliffs.", "Brave.")))
+        .await
+        .unwrap();
+    buffer.shutdown(WAIT).await.unwrap();
+    assert_eq!(rig.episodes("personal", "Puffins").await.len(), 1);
+    let late = buffer
+        .append(rig.capture("s", turn("Too late?", "Yes.")))
+        .await;
+    assert!(matches!(late, Err(Error::Closed { .. })), "{late:?}");
+    assert!(rig.store.load().await.unwrap().is_empty());
+}
+
+async fn a_drain_that_times_out_leaves_the_turns_for_the_next_buffer(kind: Kind) {
+    let (script, gate) = Scripted::new([]).gated();
+    let rig = Rig::new(kind, scripted_rig_config(&script)).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("Tapirs snorkel.", "Neat."))
+                .lenses(["scripted"]),
+        )
+        .await
+        .unwrap();
+    let err = buffer
+        .shutdown(Duration::from_millis(50))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    assert!(rig.episodes("team", "Tapirs").await.is_empty());
+    // The next buffer (the next process) finds and writes them.
+    let next = rig.buffer().await;
+    assert_eq!(next.sessions().await, ["s"]);
+    gate.add_permits(10);
+    next.flush_all().await.unwrap();
+    assert_eq!(rig.episodes("team", "Tapirs").await.len(), 1);
+    assert!(rig.store.load().await.unwrap().is_empty());
+}
+
+async fn accepted_turns_are_found_again_by_a_new_buffer_and_written_once(kind: Kind) {
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    {
+        let buffer = rig.buffer().await;
+        buffer
+            .append(rig.capture("s", turn("Narwhals have tusks.", "Spiral ones.")))
+            .await
+            .unwrap();
+        buffer
+            .append(
+                rig.capture("t", turn("Narwhals dive deep.", "Very."))
+                    .lenses(["personal-chat"]),
+            )
+            .await
+            .unwrap();
+        // Dropped without a flush.
+    }
+    let stored = rig.store.load().await.unwrap();
+    let buffer = rig.buffer().await;
+    assert_eq!(buffer.sessions().await, ["s", "t"]);
+    assert_eq!(buffer.pending("s").await.len(), 1);
+    // The recovered session keeps its binding.
+    let err = buffer
+        .append(Capture::new("s", &rig.op, "Susu", "Bea", turn("q", "a")))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidInput { ref field, .. } if field == "human_name"));
+    buffer.flush_all().await.unwrap();
+    let written = rig.episodes("personal", "Narwhals").await;
+    assert_eq!(written.len(), 2);
+    assert!(rig.store.load().await.unwrap().is_empty());
+    // A replay of the same entries (as after a crash between the write and the
+    // removal) stores nothing twice: the ingestion ids were kept.
+    for e in &stored {
+        rig.store.save(e).await.unwrap();
+    }
+    rig.buffer().await.flush_all().await.unwrap();
+    assert_eq!(rig.episodes("personal", "Narwhals").await.len(), 2);
+}
+
+/// Records every event's level and fields on this thread.
+#[derive(Clone, Default)]
+struct Events(Arc<Mutex<Vec<(tracing::Level, String)>>>);
+
+struct Fields(String);
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!(" {}={:?}", field.name(), value));
+    }
+}
+
+impl tracing::Subscriber for Events {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut f = Fields(String::new());
+        event.record(&mut f);
+        self.0
+            .lock()
+            .unwrap()
+            .push((*event.metadata().level(), f.0));
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+impl Events {
+    fn take(&self) -> Vec<(tracing::Level, String)> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+async fn nothing_is_logged_per_turn_and_content_only_at_debug(kind: Kind) {
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    let buffer = rig.buffer().await;
+    let events = Events::default();
+    let _guard = tracing::subscriber::set_default(events.clone());
+    for i in 0..3 {
+        buffer
+            .append(rig.capture("s", turn(&format!("secretword{i} here"), "fine")))
+            .await
+            .unwrap();
+    }
+    let appended = events.take();
+    assert!(
+        appended.iter().all(|(l, _)| *l > tracing::Level::INFO),
+        "append logs nothing at info or above: {appended:?}"
+    );
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    let flushed = events.take();
+    assert!(
+        flushed
+            .iter()
+            .filter(|(l, _)| *l <= tracing::Level::INFO)
+            .all(|(_, f)| !f.contains("secretword")),
+        "{flushed:?}"
+    );
+    assert!(
+        flushed
+            .iter()
+            .any(|(l, f)| *l == tracing::Level::INFO && f.contains("flush_and_await")),
+        "{flushed:?}"
+    );
+    assert!(
+        flushed
+            .iter()
+            .any(|(l, f)| *l == tracing::Level::DEBUG && f.contains("secretword2")),
+        "the transcript at debug: {flushed:?}"
+    );
+}
