@@ -5,9 +5,19 @@
 //! * [`format`](mod@format) — that presentation, and [`format_fact`](format::format_fact) lines
 //!   with timestamps and sources.
 //!
-//! Capture, recall, distillation and the `memory_add` tool come in later releases.
+//! * [`recall`](mod@recall) — recall within a deadline, as the untrusted memory block.
+//! * [`tools`] — the memory tools as tool definitions, their handlers, and the
+//!   first-iteration `tool_choice` helper.
+//! * [`hooks`] — auto-recall before a turn ([`hooks::AgentRecall::before_turn`]).
 
 pub mod format;
+pub mod hooks;
+pub mod recall;
+pub mod tools;
+
+pub use hooks::{AgentRecall, AutoRecall};
+pub use recall::{RecallOptions, Recalled, recall};
+pub use tools::{ToolContext, ToolDefinition, call_tool, force_memory_search_on_first_iteration};
 
 use serde::{Deserialize, Serialize};
 
