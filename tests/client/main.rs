@@ -14,3 +14,5 @@ mod in_memory;
 mod json;
 mod layers;
 mod native;
+mod recall;
+mod tools;
