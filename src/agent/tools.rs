@@ -285,6 +285,20 @@ fn args<T: for<'de> Deserialize<'de>>(tool: &str, arguments: &Value) -> Result<T
 }
 
 /// The `memory_search` tool: the budgeted presentation of one fact search.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+/// use gralkor::agent::tools::{handle_memory_search, ToolContext};
+/// use gralkor::agent::BLANK_QUERY_NON_RESULT;
+/// use gralkor::client::{InMemoryClient, OperatorId};
+/// use serde_json::json;
+///
+/// let client = InMemoryClient::new();
+/// let ctx = ToolContext::new(OperatorId::new("op")?);
+/// let text = handle_memory_search(&client, &ctx, &json!({"query": " "})).await?;
+/// assert_eq!(text, BLANK_QUERY_NON_RESULT);
+/// # Ok(()) }
+/// ```
 pub async fn handle_memory_search(
     client: &dyn Client,
     ctx: &ToolContext,
@@ -299,7 +313,23 @@ pub async fn handle_memory_search(
 }
 
 /// The `memory_add` tool: validates, hands the write to the background and answers
-/// [`INGESTING`].
+/// [`INGESTING`]. Arguments the write cannot take are an error now (nothing is
+/// written); a failure of the background write itself is logged.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+/// use gralkor::agent::tools::{handle_memory_add, ToolContext, INGESTING};
+/// use gralkor::client::{Client, InMemoryClient, OperatorId};
+/// use serde_json::json;
+///
+/// let client = InMemoryClient::new();
+/// let ctx = ToolContext::new(OperatorId::new("op")?).lens("personal-chat");
+/// let ack = handle_memory_add(&client, &ctx,
+///     &json!({"content": "Ada: I keep bees.", "source_kind": "conversation"})).await?;
+/// assert_eq!(ack, INGESTING);
+/// client.await_background_writes().await;
+/// # Ok(()) }
+/// ```
 pub async fn handle_memory_add(
     client: &dyn Client,
     ctx: &ToolContext,
