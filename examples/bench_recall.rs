@@ -49,7 +49,6 @@ use gralkor::provenance::Writer;
 use gralkor::runtime::{Runtime, RuntimeConfig};
 use gralkor::storage::NativeStorage;
 
-#[allow(dead_code)]
 mod support;
 use support::Rng;
 
