@@ -28,6 +28,8 @@
 //!   deadline): the query embedding, one fact search across the three Destinations
 //!   and the block rendering. Goal: p95 ≤ 15 ms.
 //! * **recall, partial mode**: one search per Destination (three query embeddings).
+//! * **the search alone**: the same engine search over the three graphs with the query
+//!   vector computed beforehand;
 //! * **the query embedding alone**, for scale.
 //!
 //! Figures only, never assertions.
@@ -38,6 +40,7 @@ use std::time::{Duration, Instant};
 use gralkor::agent::recall::{RecallOptions, recall};
 use gralkor::client::{Client, NativeClient, OperatorId};
 use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, FalkorDb};
+use gralkor::graph::search::{Methods, RerankerKind, ScopeConfig, SearchConfig, SearchRequest};
 use gralkor::graph::store::{VectorIndex, rebuild_vector_index, vector_debt};
 use gralkor::graph::{
     self, Engine, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp,
@@ -293,6 +296,31 @@ async fn run() -> gralkor::Result<()> {
         recall(&client, &op, "bench", Some("s"), q, &partial).await?;
         part.push(t.elapsed());
     }
+    // The same engine search the client runs (facts and not-yet-extracted episodes,
+    // hybrid, RRF, 10 per graph, over the three graphs), its query vector computed
+    // beforehand: the search's own share.
+    let engine = Engine::without_llm(db.clone(), local.clone());
+    let scope = ScopeConfig::new(Methods::HYBRID, RerankerKind::Rrf);
+    let config = SearchConfig {
+        facts: Some(scope),
+        entities: None,
+        episodes: Some(scope),
+        communities: None,
+        limit: 10,
+        min_score: 0.0,
+    };
+    let names: Vec<&str> = graphs.iter().map(String::as_str).collect();
+    let mut search_only = Vec::with_capacity(samples);
+    for q in &queries {
+        let v = local
+            .embed(std::slice::from_ref(q), "bench")
+            .await?
+            .remove(0);
+        let request = SearchRequest::new(q.clone(), config).query_vector(v);
+        let t = Instant::now();
+        engine.search_many(&names, &request).await?;
+        search_only.push(t.elapsed());
+    }
     let mut embed = Vec::with_capacity(samples);
     for q in &queries {
         let t = Instant::now();
@@ -310,6 +338,7 @@ async fn run() -> gralkor::Result<()> {
     println!("|{:-<42}|{:->10}|{:->10}|{:->10}|", "", "", "", "");
     row("recall (default: one search)", full);
     row("recall, partial mode (3 searches)", part);
+    row("search alone (query vector precomputed)", search_only);
     row("query embedding alone", embed);
     client.shutdown().await?;
     Ok(())
