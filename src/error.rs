@@ -165,6 +165,16 @@ pub enum Error {
         minimum_bytes: usize,
     },
 
+    /// A recall did not finish within its deadline
+    /// ([`RecallOptions::deadline`](crate::agent::recall::RecallOptions::deadline),
+    /// default 12 s): the search was cancelled and no memory block was made. Not
+    /// retryable: the turn should go ahead without recalled memory.
+    #[error("recall deadline expired after {after:?}")]
+    RecallDeadlineExpired {
+        /// The deadline that passed.
+        after: Duration,
+    },
+
     /// A requested item does not exist.
     #[error("not found: {0}")]
     NotFound(String),

@@ -9,11 +9,22 @@
 //!   OpenAI-style chat messages.
 //! * [`transcript`] — the transcript episode, with recalled memory left out.
 //! * [`capture`] — the durable capture buffer.
+//! * [`recall`](mod@recall) — recall within a deadline, as the untrusted memory block.
+//! * [`tools`] — the memory tools as tool definitions, their handlers, and the
+//!   first-iteration `tool_choice` helper.
+//! * [`hooks`] — auto-recall before a turn ([`hooks::AgentRecall::before_turn`]).
 
 pub mod capture;
 pub mod format;
+pub mod hooks;
+pub mod recall;
+pub mod tools;
 pub mod transcript;
 pub mod turn;
+
+pub use hooks::{AgentRecall, AutoRecall};
+pub use recall::{RecallOptions, Recalled, recall};
+pub use tools::{ToolContext, ToolDefinition, call_tool, force_memory_search_on_first_iteration};
 
 use serde::{Deserialize, Serialize};
 

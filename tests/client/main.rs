@@ -15,4 +15,6 @@ mod in_memory;
 mod json;
 mod layers;
 mod native;
+mod recall;
+mod tools;
 mod transcript;

@@ -1,0 +1,437 @@
+//! The memory tools as tool definitions an LLM request can carry, and their handlers.
+//!
+//! * [`ToolDefinition`]: name, description and the JSON Schema of the parameters;
+//!   [`ToolDefinition::openai`] is the OpenAI-style `{"type": "function", …}` entry.
+//!   [`memory_tools`] lists `memory_search` and `memory_add`; [`admin_tools`] the
+//!   build-indices and build-communities tools, whose descriptions say **DO NOT CALL
+//!   unless the user asked**.
+//! * [`call_tool`] runs one tool call: the model's JSON arguments (read into
+//!   [`MemorySearchArgs`], [`MemoryAddArgs`], [`BuildCommunitiesArgs`]; unknown fields
+//!   are refused) plus a [`ToolContext`] the harness supplies (operator, session,
+//!   ingestion Lens, byte budget — never the model).
+//!   * `memory_search`: the existing presentation ([`memory_search`](super::memory_search)):
+//!     a blank query answers [`BLANK_QUERY_NON_RESULT`](super::BLANK_QUERY_NON_RESULT)
+//!     without searching; the budget is checked before the search.
+//!   * `memory_add`: validated now, acknowledged at once with [`INGESTING`], written in
+//!     the background by [`Client::memory_add`] (through the context's Lens, or
+//!     directly to `personal`); a background failure is logged, and
+//!     [`Client::await_background_writes`] waits for it.
+//! * [`force_memory_search_on_first_iteration`]: pins an OpenAI-style request's
+//!   `tool_choice` to `memory_search` on iteration 1 only, so the agent itself authors
+//!   its first memory query.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::format::DEFAULT_MAX_BYTES;
+use super::{MemorySearch, memory_search};
+use crate::client::{BuildCommunities, Client, Content, MemoryAdd, OperatorId};
+use crate::{Error, Result};
+
+/// The `memory_search` tool's name.
+pub const MEMORY_SEARCH: &str = "memory_search";
+/// The `memory_add` tool's name.
+pub const MEMORY_ADD: &str = "memory_add";
+/// The build-indices admin tool's name.
+pub const MEMORY_BUILD_INDICES: &str = "memory_build_indices";
+/// The build-communities admin tool's name.
+pub const MEMORY_BUILD_COMMUNITIES: &str = "memory_build_communities";
+/// What `memory_add` answers at once.
+pub const INGESTING: &str = "Ingesting.";
+
+/// One tool an LLM request can carry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolDefinition {
+    /// The tool's name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub parameters: Value,
+}
+
+impl ToolDefinition {
+    /// The OpenAI-style entry of a request's `tools` list.
+    ///
+    /// ```
+    /// let tool = gralkor::agent::tools::memory_search_tool().openai();
+    /// assert_eq!(tool["type"], "function");
+    /// assert_eq!(tool["function"]["name"], "memory_search");
+    /// assert_eq!(tool["function"]["parameters"]["required"][0], "query");
+    /// ```
+    pub fn openai(&self) -> Value {
+        json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            }
+        })
+    }
+}
+
+fn string_list(description: &str) -> Value {
+    json!({"type": "array", "items": {"type": "string"}, "description": description})
+}
+
+/// The `memory_search` tool.
+pub fn memory_search_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: MEMORY_SEARCH.into(),
+        description: "Search long-term memory for facts relevant to a query. Use it when \
+                      answering benefits from past context; make queries specific, and try \
+                      different wordings if the first finds nothing."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to look for."},
+                "destinations": string_list("Only these memory Destinations (default: every accessible one)."),
+                "lenses": string_list("Only facts written through these Lenses (default: every writer)."),
+            },
+            "required": ["query"],
+            "additionalProperties": false,
+        }),
+    }
+}
+
+/// The `memory_add` tool.
+pub fn memory_add_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: MEMORY_ADD.into(),
+        description: "Store an insight in long-term memory, beyond the conversation that is \
+                      already captured automatically. Returns at once; storing happens in the \
+                      background."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "content": {"type": "string", "description": "What to remember, in plain words."},
+                "source_kind": {
+                    "type": "string",
+                    "enum": ["conversation", "document", "structured_record"],
+                    "description": "What the content is (default: document).",
+                },
+                "source_description": {"type": "string", "description": "Where it came from (default: manual)."},
+            },
+            "required": ["content"],
+            "additionalProperties": false,
+        }),
+    }
+}
+
+/// The build-indices admin tool.
+pub fn build_indices_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: MEMORY_BUILD_INDICES.into(),
+        description: "Admin operation: rebuild the indices of every memory graph. DO NOT CALL \
+                      unless the user asked for it explicitly."
+            .into(),
+        parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+    }
+}
+
+/// The build-communities admin tool.
+pub fn build_communities_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: MEMORY_BUILD_COMMUNITIES.into(),
+        description: "Admin operation: detect communities in one memory graph (default: the \
+                      operator's personal graph). DO NOT CALL unless the user asked for it \
+                      explicitly."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "destination": {"type": "string", "description": "The Destination (default: personal)."},
+            },
+            "additionalProperties": false,
+        }),
+    }
+}
+
+/// `memory_search` and `memory_add`.
+pub fn memory_tools() -> Vec<ToolDefinition> {
+    vec![memory_search_tool(), memory_add_tool()]
+}
+
+/// The admin tools (build indices, build communities).
+pub fn admin_tools() -> Vec<ToolDefinition> {
+    vec![build_indices_tool(), build_communities_tool()]
+}
+
+/// The model's arguments of `memory_search`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct MemorySearchArgs {
+    /// The query.
+    pub query: String,
+    /// Destination selector.
+    #[serde(default)]
+    pub destinations: Vec<String>,
+    /// Lens selector.
+    #[serde(default)]
+    pub lenses: Vec<String>,
+}
+
+/// What a `memory_add` content is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolSourceKind {
+    /// A conversation (message) episode.
+    Conversation,
+    /// A document (text) episode.
+    #[default]
+    Document,
+    /// A structured record: the content must be a JSON object.
+    StructuredRecord,
+}
+
+/// The model's arguments of `memory_add`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct MemoryAddArgs {
+    /// What to remember.
+    pub content: String,
+    /// What it is (default document).
+    #[serde(default)]
+    pub source_kind: ToolSourceKind,
+    /// Where it came from (default `manual`).
+    #[serde(default)]
+    pub source_description: Option<String>,
+}
+
+/// The model's arguments of the build-communities tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct BuildCommunitiesArgs {
+    /// The Destination (default `personal`).
+    #[serde(default)]
+    pub destination: Option<String>,
+}
+
+/// The model's arguments of the build-indices tool: none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildIndicesArgs {}
+
+/// What the harness supplies to every tool call (never the model).
+///
+/// ```
+/// use gralkor::agent::tools::ToolContext;
+/// use gralkor::client::OperatorId;
+///
+/// let ctx = ToolContext::new(OperatorId::new("op")?).session("s-1").lens("personal-chat");
+/// assert_eq!(ctx.max_bytes, gralkor::agent::format::DEFAULT_MAX_BYTES);
+/// # Ok::<(), gralkor::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolContext {
+    /// The operator.
+    pub operator: OperatorId,
+    /// The harness's session id, when there is one (never minted).
+    pub session: Option<String>,
+    /// The ingestion Lens `memory_add` writes through (none: directly to `personal`).
+    pub lens: Option<String>,
+    /// `memory_search`'s byte budget (default 65,536).
+    pub max_bytes: usize,
+}
+
+impl ToolContext {
+    /// A context with no session, no Lens and the default budget.
+    pub fn new(operator: impl Into<OperatorId>) -> ToolContext {
+        ToolContext {
+            operator: operator.into(),
+            session: None,
+            lens: None,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+
+    /// The session id.
+    pub fn session(mut self, session: impl Into<String>) -> Self {
+        self.session = Some(session.into());
+        self
+    }
+
+    /// The ingestion Lens.
+    pub fn lens(mut self, lens: impl Into<String>) -> Self {
+        self.lens = Some(lens.into());
+        self
+    }
+
+    /// The `memory_search` byte budget.
+    pub fn max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+}
+
+fn args<T: for<'de> Deserialize<'de>>(tool: &str, arguments: &Value) -> Result<T> {
+    // A model may send no arguments for a tool without required ones.
+    let arguments = if arguments.is_null() {
+        &json!({})
+    } else {
+        arguments
+    };
+    serde_json::from_value(arguments.clone())
+        .map_err(|e| Error::invalid(format!("{tool}.arguments"), e.to_string()))
+}
+
+/// The `memory_search` tool: the budgeted presentation of one fact search.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+/// use gralkor::agent::tools::{handle_memory_search, ToolContext};
+/// use gralkor::agent::BLANK_QUERY_NON_RESULT;
+/// use gralkor::client::{InMemoryClient, OperatorId};
+/// use serde_json::json;
+///
+/// let client = InMemoryClient::new();
+/// let ctx = ToolContext::new(OperatorId::new("op")?);
+/// let text = handle_memory_search(&client, &ctx, &json!({"query": " "})).await?;
+/// assert_eq!(text, BLANK_QUERY_NON_RESULT);
+/// # Ok(()) }
+/// ```
+pub async fn handle_memory_search(
+    client: &dyn Client,
+    ctx: &ToolContext,
+    arguments: &Value,
+) -> Result<String> {
+    let a: MemorySearchArgs = args(MEMORY_SEARCH, arguments)?;
+    let call = MemorySearch::new(ctx.operator.clone(), a.query)
+        .destinations(a.destinations)
+        .lenses(a.lenses)
+        .max_bytes(ctx.max_bytes);
+    memory_search(client, &call).await
+}
+
+/// The `memory_add` tool: validates, hands the write to the background and answers
+/// [`INGESTING`]. Arguments the write cannot take are an error now (nothing is
+/// written); a failure of the background write itself is logged.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+/// use gralkor::agent::tools::{handle_memory_add, ToolContext, INGESTING};
+/// use gralkor::client::{Client, InMemoryClient, OperatorId};
+/// use serde_json::json;
+///
+/// let client = InMemoryClient::new();
+/// let ctx = ToolContext::new(OperatorId::new("op")?).lens("personal-chat");
+/// let ack = handle_memory_add(&client, &ctx,
+///     &json!({"content": "Ada: I keep bees.", "source_kind": "conversation"})).await?;
+/// assert_eq!(ack, INGESTING);
+/// client.await_background_writes().await;
+/// # Ok(()) }
+/// ```
+pub async fn handle_memory_add(
+    client: &dyn Client,
+    ctx: &ToolContext,
+    arguments: &Value,
+) -> Result<String> {
+    let a: MemoryAddArgs = args(MEMORY_ADD, arguments)?;
+    let content = match a.source_kind {
+        ToolSourceKind::Conversation => Content::conversation(a.content),
+        ToolSourceKind::Document => Content::document(a.content),
+        ToolSourceKind::StructuredRecord => {
+            let record: Value = serde_json::from_str(&a.content).map_err(|e| {
+                Error::invalid(
+                    "memory_add.arguments.content",
+                    format!("must be a JSON object for a structured_record: {e}"),
+                )
+            })?;
+            Content::structured(record)
+        }
+    };
+    let mut request = MemoryAdd::new(ctx.operator.clone(), content);
+    if let Some(description) = a.source_description {
+        request = request.source_description(description);
+    }
+    if let Some(lens) = &ctx.lens {
+        request = request.through_lens(lens.clone());
+    }
+    client.memory_add(&request).await?;
+    Ok(INGESTING.to_string())
+}
+
+/// Runs one tool call by name. Admin tools answer with a short report.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+/// use gralkor::agent::tools::{call_tool, ToolContext, INGESTING};
+/// use gralkor::client::{Client, InMemoryClient, OperatorId};
+/// use serde_json::json;
+///
+/// let client = InMemoryClient::new();
+/// let ctx = ToolContext::new(OperatorId::new("op")?);
+/// let ack = call_tool(&client, &ctx, "memory_add", &json!({"content": "Ada prefers tea."})).await?;
+/// assert_eq!(ack, INGESTING);
+/// client.await_background_writes().await;
+/// let text = call_tool(&client, &ctx, "memory_search", &json!({"query": "tea"})).await?;
+/// assert_eq!(text, "Source: direct document\n- Ada prefers tea.");
+/// # Ok(()) }
+/// ```
+pub async fn call_tool(
+    client: &dyn Client,
+    ctx: &ToolContext,
+    name: &str,
+    arguments: &Value,
+) -> Result<String> {
+    match name {
+        MEMORY_SEARCH => handle_memory_search(client, ctx, arguments).await,
+        MEMORY_ADD => handle_memory_add(client, ctx, arguments).await,
+        MEMORY_BUILD_INDICES => {
+            let BuildIndicesArgs {} = args(MEMORY_BUILD_INDICES, arguments)?;
+            client.build_indices().await?;
+            Ok("Indices built.".into())
+        }
+        MEMORY_BUILD_COMMUNITIES => {
+            let a: BuildCommunitiesArgs = args(MEMORY_BUILD_COMMUNITIES, arguments)?;
+            let mut request = BuildCommunities::new(ctx.operator.clone());
+            if let Some(d) = a.destination {
+                request = request.destination(d);
+            }
+            let counts = client.build_communities(&request).await?;
+            Ok(format!(
+                "Communities built: {} communities, {} membership edges.",
+                counts.communities, counts.edges
+            ))
+        }
+        other => Err(Error::invalid(
+            "tool",
+            format!("`{other}` is not a gralkor tool"),
+        )),
+    }
+}
+
+/// Pins an OpenAI-style request's `tool_choice` to `memory_search` on iteration 1
+/// (iterations count from 1); any other iteration, or a request that is not a JSON
+/// object, is returned unchanged.
+///
+/// ```
+/// use gralkor::agent::tools::force_memory_search_on_first_iteration;
+/// use serde_json::json;
+///
+/// let request = json!({"model": "m", "messages": []});
+/// let first = force_memory_search_on_first_iteration(request.clone(), 1);
+/// assert_eq!(first["tool_choice"],
+///     json!({"type": "function", "function": {"name": "memory_search"}}));
+/// assert_eq!(force_memory_search_on_first_iteration(request.clone(), 2), request);
+/// ```
+pub fn force_memory_search_on_first_iteration(mut request: Value, iteration: usize) -> Value {
+    if iteration == 1
+        && let Some(object) = request.as_object_mut()
+    {
+        object.insert(
+            "tool_choice".into(),
+            json!({"type": "function", "function": {"name": MEMORY_SEARCH}}),
+        );
+    }
+    request
+}
