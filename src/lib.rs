@@ -8,8 +8,9 @@
 //! Start with [`NativeClient`] (the memory API over FalkorDB and the models, built
 //! from [`Config::from_env`]) or [`InMemoryClient`] (its deterministic twin for your
 //! tests). Both are one implementation, [`MemoryClient`], over two storages, and both
-//! implement the object-safe [`Client`] trait. Reflections, the capture buffer and
-//! recall are still to come.
+//! implement the object-safe [`Client`] trait. The [`agent`] layer wraps a client
+//! for an agent's harness: turns and transcripts, the durable capture buffer, recall
+//! within a deadline, the memory tools and auto-recall. Reflections are still to come.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
@@ -37,7 +38,8 @@
 //! [`Error`] aside), so there is no import circle; `tests/client/layers.rs` checks it.
 //!
 //! ```text
-//!  agent     agent                       memory_search tool and its presentation
+//!  agent     agent                       turns, transcripts, capture buffer, recall,
+//!                                        memory tools, auto-recall; presentation
 //!  domain    client                      Client trait, MemoryClient<S>, requests, validation
 //!            runtime · reflection        the validated snapshot; Reflection declarations
 //!            lens                        Lenses, Ingest, Ingestion, LensStore
@@ -51,7 +53,8 @@
 //!  adapters  config                      settings from the environment
 //!            falkordb · llm              FalkorDB (embedded server, Cypher, indices);
 //!                                        model providers
-//!            retry (internal)            the one retry helper (bounded backoff)
+//!            retry · cache (internal)    the one retry helper (bounded backoff); the
+//!                                        cache directory and its one locked install
 //! ```
 //!
 //! * [`falkordb`] — the only code that speaks the Redis protocol. A cheap

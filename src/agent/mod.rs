@@ -4,7 +4,6 @@
 //!   selectors, presented as budgeted readable text ([`format::present_facts`]).
 //! * [`format`](mod@format) — that presentation, and [`format_fact`](format::format_fact) lines
 //!   with timestamps and sources.
-//!
 //! * [`turn`] — the canonical turn (user / behaviour / assistant) and converters from
 //!   OpenAI-style chat messages.
 //! * [`transcript`] — the transcript episode, with recalled memory left out.
