@@ -79,6 +79,36 @@ impl TestGraph {
     }
 }
 
+/// The integer `n` the first row of `query` on `g` returns (a `… RETURN count(x) AS n`).
+pub async fn count(g: &TestGraph, query: &str) -> i64 {
+    let res =
+        g.db.ro_query(&g.name, query, &gralkor::falkordb::Params::new())
+            .await
+            .unwrap();
+    res.get(0, "n")
+        .and_then(gralkor::falkordb::Value::as_int)
+        .unwrap()
+}
+
+/// Every fact of `g`, whole.
+pub async fn all_facts(g: &TestGraph) -> Vec<gralkor::graph::EntityEdge> {
+    let res =
+        g.db.ro_query(
+            &g.name,
+            "MATCH ()-[f:RELATES_TO]->() RETURN f.uuid AS u",
+            &gralkor::falkordb::Params::new(),
+        )
+        .await
+        .unwrap();
+    let ids: Vec<uuid::Uuid> = res
+        .column_values("u")
+        .map(|v| uuid::Uuid::parse_str(v.as_str().unwrap()).unwrap())
+        .collect();
+    gralkor::graph::get_facts(&g.db, &g.name, &ids)
+        .await
+        .unwrap()
+}
+
 impl Drop for TestGraph {
     fn drop(&mut self) {
         let name = self.name.clone();

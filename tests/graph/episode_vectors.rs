@@ -6,9 +6,8 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::TestGraph;
 use common::ingest::{CountingEmbedder, Rules, World, extraction};
-use gralkor::falkordb::{Params, Value};
+use common::{TestGraph, count};
 use gralkor::graph::search::{Methods, RerankerKind, ScopeConfig, SearchConfig, SearchRequest};
 use gralkor::graph::store::{VectorIndex, vector_debt};
 use gralkor::graph::{AddEpisode, Engine, OutcomeStatus, SourceKind, Timestamp};
@@ -17,11 +16,6 @@ use uuid::Uuid;
 fn text(content: &str, day: u32) -> AddEpisode {
     let when: Timestamp = format!("2024-01-{day:02}T00:00:00Z").parse().unwrap();
     AddEpisode::new(content, SourceKind::Text, when)
-}
-
-async fn count(g: &TestGraph, query: &str) -> i64 {
-    let res = g.db.ro_query(&g.name, query, &Params::new()).await.unwrap();
-    res.get(0, "n").and_then(Value::as_int).unwrap()
 }
 
 async fn embedding_nodes(g: &TestGraph) -> i64 {

@@ -5,40 +5,17 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::TestGraph;
 use common::graph::t;
 use common::ingest::{Rules, World, extraction};
+use common::{TestGraph, all_facts, count};
 use gralkor::Error;
 use gralkor::falkordb::{IndexKind, Params, Value};
-use gralkor::graph::{
-    self, AddEpisode, EngineOptions, EntityEdge, EpisodeState, OutcomeStatus, SourceKind,
-};
+use gralkor::graph::{self, AddEpisode, EngineOptions, EpisodeState, OutcomeStatus, SourceKind};
 use gralkor::ontology::{EntityMode, EntityType, Field, Ontology, RelationshipMode};
 use uuid::Uuid;
 
 fn msg(content: &str, when: &str) -> AddEpisode {
     AddEpisode::new(content, SourceKind::Message, t(when)).source_description("chat")
-}
-
-async fn count(g: &TestGraph, query: &str) -> i64 {
-    let res = g.db.ro_query(&g.name, query, &Params::new()).await.unwrap();
-    res.get(0, "n").and_then(Value::as_int).unwrap()
-}
-
-async fn all_facts(g: &TestGraph) -> Vec<EntityEdge> {
-    let res =
-        g.db.ro_query(
-            &g.name,
-            "MATCH ()-[f:RELATES_TO]->() RETURN f.uuid AS u",
-            &Params::new(),
-        )
-        .await
-        .unwrap();
-    let ids: Vec<Uuid> = res
-        .column_values("u")
-        .map(|v| Uuid::parse_str(v.as_str().unwrap()).unwrap())
-        .collect();
-    graph::get_facts(&g.db, &g.name, &ids).await.unwrap()
 }
 
 fn works_at(rules: &mut Rules) {

@@ -7,32 +7,15 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::TestGraph;
 use common::graph::t;
 use common::ingest::{Fact, Rules, World, extraction};
-use gralkor::falkordb::Params;
-use gralkor::graph::{self, AddEpisode, EntityEdge, EpisodeOutcome, SourceKind};
+use common::{TestGraph, all_facts};
+use gralkor::graph::{AddEpisode, EntityEdge, EpisodeOutcome, SourceKind};
 use uuid::Uuid;
 
 const JAN: &str = "2024-01-10T00:00:00Z";
 const JUN: &str = "2024-06-01T00:00:00Z";
 const MAR: &str = "2025-03-01T00:00:00Z";
-
-async fn all_facts(g: &TestGraph) -> Vec<EntityEdge> {
-    let res =
-        g.db.ro_query(
-            &g.name,
-            "MATCH ()-[f:RELATES_TO]->() RETURN f.uuid AS u",
-            &Params::new(),
-        )
-        .await
-        .unwrap();
-    let ids: Vec<Uuid> = res
-        .column_values("u")
-        .map(|v| Uuid::parse_str(v.as_str().unwrap()).unwrap())
-        .collect();
-    graph::get_facts(&g.db, &g.name, &ids).await.unwrap()
-}
 
 fn find<'a>(facts: &'a [EntityEdge], text: &str) -> &'a EntityEdge {
     let found: Vec<&EntityEdge> = facts.iter().filter(|f| f.fact == text).collect();
