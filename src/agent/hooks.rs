@@ -1,5 +1,7 @@
-//! Auto-recall, the OpenClaw-style `before_turn` hook: before each turn, search memory
-//! for the user's prompt and hand back a memory block to inject into the context.
+//! The OpenClaw-style hooks. Auto-recall, `before_turn` ([`AgentRecall`]): before each
+//! turn, search memory for the user's prompt and hand back a memory block to inject
+//! into the context. Auto-capture, `after_turn` ([`AgentCapture`]): after it, buffer
+//! the turn's last messages for capture.
 //!
 //! * Configured per agent ([`AutoRecall`]); off entirely with `enabled = false`.
 //! * Prompts shorter than [`AutoRecall::min_prompt_chars`] (default 5, counted in
@@ -17,7 +19,7 @@
 //!   then session facts. Transcripts drop such blocks before they are stored, so
 //!   recalled memory never comes back in as new memory.
 //! * Both searches share the recall deadline ([`AutoRecall::deadline`], default 12 s):
-//!   an expired one is [`Error::RecallDeadlineExpired`](crate::Error::RecallDeadlineExpired);
+//!   an expired one is [`Error::RecallDeadlineExpired`];
 //!   a harness usually goes ahead without memory then.
 
 use std::collections::HashSet;
@@ -289,4 +291,213 @@ fn dedup(long_term: Vec<SearchResult>, session: Vec<SearchResult>) -> Vec<Search
         out.push(r);
     }
     out
+}
+
+/// The messages [`AgentCapture::after_turn`] captures by default: the last 10.
+pub const DEFAULT_CAPTURE_MESSAGES: usize = 10;
+/// The most messages one `after_turn` may capture.
+pub const MAX_CAPTURE_MESSAGES: usize = 50;
+
+/// Auto-capture's configuration for one agent: the OpenClaw-style `after_turn` hook.
+///
+/// ```
+/// use gralkor::agent::hooks::AutoCapture;
+///
+/// AutoCapture::new().last_messages(20).validate()?;
+/// assert!(AutoCapture::new().last_messages(0).validate().is_err());
+/// assert!(AutoCapture::new().last_messages(51).validate().is_err());
+/// # Ok::<(), gralkor::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AutoCapture {
+    /// Whether `after_turn` captures anything (default true).
+    pub enabled: bool,
+    /// The last messages of the turn captured, 1 to [`MAX_CAPTURE_MESSAGES`]
+    /// (default [`DEFAULT_CAPTURE_MESSAGES`]).
+    pub last_messages: usize,
+    /// Messages whose text is shorter than this, in characters after trimming, are
+    /// skipped (default 5) — except an assistant message that calls tools, which the
+    /// tool results after it refer to.
+    pub min_message_chars: usize,
+}
+
+impl Default for AutoCapture {
+    fn default() -> Self {
+        AutoCapture {
+            enabled: true,
+            last_messages: DEFAULT_CAPTURE_MESSAGES,
+            min_message_chars: 5,
+        }
+    }
+}
+
+impl AutoCapture {
+    /// The defaults: on, the last 10 messages, skipping those under 5 characters.
+    pub fn new() -> AutoCapture {
+        AutoCapture::default()
+    }
+
+    /// Captures nothing.
+    pub fn disabled() -> AutoCapture {
+        AutoCapture {
+            enabled: false,
+            ..AutoCapture::default()
+        }
+    }
+
+    /// Sets [`last_messages`](AutoCapture::last_messages).
+    pub fn last_messages(mut self, n: usize) -> Self {
+        self.last_messages = n;
+        self
+    }
+
+    /// Sets [`min_message_chars`](AutoCapture::min_message_chars).
+    pub fn min_message_chars(mut self, n: usize) -> Self {
+        self.min_message_chars = n;
+        self
+    }
+
+    /// Checks the configuration, naming the field.
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=MAX_CAPTURE_MESSAGES).contains(&self.last_messages) {
+            return Err(Error::invalid(
+                "auto_capture.last_messages",
+                format!("must be between 1 and {MAX_CAPTURE_MESSAGES}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The `after_turn` hook of one agent: the turn's last messages, captured into a
+/// [`CaptureBuffer`](super::capture::CaptureBuffer) under the agent's binding
+/// (operator, agent and human names, route). Injected memory blocks are skipped here,
+/// and the buffer's own filter drops any that remain inside a message; nothing is
+/// written until the buffer is flushed.
+///
+/// The session id is the harness's and never minted: before one exists, capture is
+/// skipped with a warning naming the operator (memory search works all the same).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+/// use gralkor::agent::capture::{CaptureBuffer, CaptureConfig, CaptureRoute};
+/// use gralkor::agent::hooks::{AgentCapture, AutoCapture};
+/// use gralkor::client::{InMemoryClient, OperatorId};
+/// use serde_json::json;
+///
+/// let client = InMemoryClient::new();
+/// let buffer = CaptureBuffer::in_memory(&client, CaptureConfig::new()).await?;
+/// let hook = AgentCapture::new(buffer.clone(), OperatorId::new("op")?, "Susu", "Ada",
+///     CaptureRoute::default(), AutoCapture::new())?;
+/// let messages = [json!({"role": "user", "content": "I moved to Lisbon."}),
+///                 json!({"role": "assistant", "content": "Noted: Lisbon."})];
+/// assert!(hook.after_turn(Some("thread-7"), &messages).await?);
+/// assert!(!hook.after_turn(None, &messages).await?); // no session yet: skipped
+/// assert_eq!(buffer.pending("thread-7").await.len(), 1);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct AgentCapture {
+    buffer: super::capture::CaptureBuffer,
+    operator: OperatorId,
+    agent_name: String,
+    human_name: String,
+    route: super::capture::CaptureRoute,
+    config: AutoCapture,
+    filter: super::transcript::MemoryFilter,
+}
+
+impl AgentCapture {
+    /// The hook for `operator`'s agent `agent_name` talking with `human_name`,
+    /// capturing along `route`. The names are checked now (non-blank).
+    pub fn new(
+        buffer: super::capture::CaptureBuffer,
+        operator: impl Into<OperatorId>,
+        agent_name: impl Into<String>,
+        human_name: impl Into<String>,
+        route: super::capture::CaptureRoute,
+        config: AutoCapture,
+    ) -> Result<AgentCapture> {
+        config.validate()?;
+        let (agent_name, human_name) = (agent_name.into(), human_name.into());
+        super::transcript::check_name("agent_name", &agent_name)?;
+        super::transcript::check_name("human_name", &human_name)?;
+        Ok(AgentCapture {
+            buffer,
+            operator: operator.into(),
+            agent_name,
+            human_name,
+            route,
+            config,
+            filter: super::transcript::MemoryFilter::new(),
+        })
+    }
+
+    /// The same hook skipping the blocks `filter` knows (an auto-recall block of your
+    /// own besides `<gralkor-memory …>`).
+    pub fn filter(mut self, filter: super::transcript::MemoryFilter) -> AgentCapture {
+        self.filter = filter;
+        self
+    }
+
+    /// Captures the last [`AutoCapture::last_messages`] of `messages` (OpenAI-style
+    /// chat messages, as [`Turn::from_chat`](super::turn::Turn::from_chat) reads them)
+    /// as one turn of `session`, skipping short messages and injected memory blocks.
+    /// Returns whether a turn was buffered: not when disabled, without a session id,
+    /// or when nothing is left.
+    pub async fn after_turn(
+        &self,
+        session: Option<&str>,
+        messages: &[serde_json::Value],
+    ) -> Result<bool> {
+        if !self.config.enabled {
+            return Ok(false);
+        }
+        let Some(session) = session else {
+            tracing::warn!(
+                operator = %self.operator,
+                "no session id yet: this turn is not captured (memory search still works)"
+            );
+            return Ok(false);
+        };
+        let start = messages.len().saturating_sub(self.config.last_messages);
+        let kept: Vec<serde_json::Value> = messages[start..]
+            .iter()
+            .filter(|m| self.keeps(m))
+            .cloned()
+            .collect();
+        let turn = super::turn::Turn::from_chat(&kept)?;
+        if turn.is_empty() {
+            return Ok(false);
+        }
+        self.buffer
+            .append(
+                super::capture::Capture::new(
+                    session,
+                    self.operator.clone(),
+                    self.agent_name.clone(),
+                    self.human_name.clone(),
+                    turn,
+                )
+                .route(self.route.clone()),
+            )
+            .await?;
+        Ok(true)
+    }
+
+    /// Whether `message` is captured: not an injected block, and long enough (an
+    /// assistant message calling tools always is).
+    fn keeps(&self, message: &serde_json::Value) -> bool {
+        let text = super::turn::content_text(message.get("content"));
+        let text = text.trim();
+        let calls_tools = message
+            .get("tool_calls")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|c| !c.is_empty());
+        if calls_tools {
+            return true;
+        }
+        !self.filter.is_block(text) && text.chars().count() >= self.config.min_message_chars
+    }
 }

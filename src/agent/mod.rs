@@ -21,7 +21,7 @@ pub mod tools;
 pub mod transcript;
 pub mod turn;
 
-pub use hooks::{AgentRecall, AutoRecall};
+pub use hooks::{AgentCapture, AgentRecall, AutoCapture, AutoRecall};
 pub use recall::{RecallOptions, Recalled, recall};
 pub use tools::{ToolContext, ToolDefinition, call_tool, force_memory_search_on_first_iteration};
 

@@ -9,7 +9,7 @@
 //!   [`MemorySearchArgs`], [`MemoryAddArgs`], [`BuildCommunitiesArgs`]; unknown fields
 //!   are refused) plus a [`ToolContext`] the harness supplies (operator, session,
 //!   ingestion Lens, byte budget — never the model).
-//!   * `memory_search`: the existing presentation ([`memory_search`](super::memory_search)):
+//!   * `memory_search`: the existing presentation ([`memory_search`]):
 //!     a blank query answers [`BLANK_QUERY_NON_RESULT`](super::BLANK_QUERY_NON_RESULT)
 //!     without searching; the budget is checked before the search.
 //!   * `memory_add`: validated now, acknowledged at once with [`INGESTING`], written in

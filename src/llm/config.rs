@@ -818,7 +818,7 @@ impl ModelConfig {
     /// small model; otherwise a [`ListwiseReranker`] over the LLM. Without an LLM
     /// there is no reranker.
     ///
-    /// A `local:` embedder is a [`DeferredLocalEmbedder`](super::local::DeferredLocalEmbedder)
+    /// A `local:` embedder is a `llm::local::DeferredLocalEmbedder`
     /// (found or provisioned, then loaded, on [`Embedder::warm_up`] or its first use)
     /// when the crate is built with the `local-embedder` feature (on by default), and
     /// a configuration error naming the feature otherwise.

@@ -233,6 +233,7 @@ macro_rules! both {
 }
 
 both!(
+    after_turn_captures_the_last_messages_without_short_ones_blocks_or_a_session,
     a_session_is_bound_on_first_append_and_cannot_be_rebound,
     invalid_captures_are_refused_naming_the_field_and_nothing_is_buffered,
     empty_turns_are_skipped,
@@ -922,4 +923,64 @@ async fn nothing_is_logged_per_turn_and_content_only_at_debug(kind: Kind) {
             .any(|(l, f)| *l == tracing::Level::DEBUG && f.contains("secretword2")),
         "the transcript at debug: {flushed:?}"
     );
+}
+
+async fn after_turn_captures_the_last_messages_without_short_ones_blocks_or_a_session(kind: Kind) {
+    use gralkor::agent::capture::CaptureRoute;
+    use gralkor::agent::hooks::{AgentCapture, AutoCapture};
+    use serde_json::json;
+
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    let buffer = rig.buffer().await;
+    let w = format!("zq{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    let hook = AgentCapture::new(
+        buffer.clone(),
+        rig.op.clone(),
+        "Susu",
+        "Ada",
+        CaptureRoute::default(),
+        AutoCapture::new().last_messages(4),
+    )
+    .unwrap();
+    let messages = [
+        json!({"role": "user", "content": format!("an early turn {w} beyond the last four")}),
+        json!({"role": "system", "content": "You are Susu."}),
+        json!({"role": "user", "content": format!("<gralkor-memory trust=\"untrusted\">Ada lives in Porto {w}</gralkor-memory>")}),
+        json!({"role": "user", "content": format!("I moved to Lisbon {w}.")}),
+        json!({"role": "assistant", "content": "ok"}),
+    ];
+    // No session id yet: skipped, nothing buffered.
+    assert!(!hook.after_turn(None, &messages).await.unwrap());
+    assert!(buffer.sessions().await.is_empty());
+    assert!(hook.after_turn(Some("s-1"), &messages).await.unwrap());
+    let pending = buffer.pending("s-1").await;
+    assert_eq!(pending.len(), 1);
+    // Of the last four: the system message is not a turn message, the injected block
+    // and the 2-character answer are skipped; the early turn is outside the four.
+    assert_eq!(
+        pending[0].messages(),
+        [Message::user(format!("I moved to Lisbon {w}."))]
+    );
+    buffer.flush_and_await("s-1", WAIT).await.unwrap();
+    let stored = rig.episodes("personal", &w).await;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert!(
+        stored[0].content.contains("Ada: I moved to Lisbon"),
+        "{stored:?}"
+    );
+    assert!(!stored[0].content.contains("Porto") && !stored[0].content.contains("early"));
+    // Every message skipped: nothing to buffer.
+    let short = [json!({"role": "user", "content": "hi"})];
+    assert!(!hook.after_turn(Some("s-2"), &short).await.unwrap());
+    // Blank names are refused when the hook is made.
+    let err = AgentCapture::new(
+        buffer,
+        rig.op.clone(),
+        "Susu",
+        " ",
+        CaptureRoute::default(),
+        AutoCapture::new(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("`human_name`"), "{err}");
 }

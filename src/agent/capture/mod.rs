@@ -165,6 +165,12 @@ impl Capture {
         self
     }
 
+    /// Along `route`.
+    pub fn route(mut self, route: CaptureRoute) -> Capture {
+        self.route = route;
+        self
+    }
+
     /// Through these Lenses.
     pub fn lenses<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Capture {
         self.route = CaptureRoute::Lenses(names.into_iter().map(Into::into).collect());
