@@ -11,12 +11,15 @@
 //! * [`recall`](mod@recall) — recall within a deadline, as the untrusted memory block.
 //! * [`tools`] — the memory tools as tool definitions, their handlers, and the
 //!   first-iteration `tool_choice` helper.
-//! * [`hooks`] — auto-recall before a turn ([`hooks::AgentRecall::before_turn`]).
+//! * [`hooks`] — auto-recall before a turn ([`hooks::AgentRecall::before_turn`]) and
+//!   auto-capture after it ([`hooks::AgentCapture::after_turn`]).
+//! * [`rotation`] — context rotation: flush and await a session, seed the new context.
 
 pub mod capture;
 pub mod format;
 pub mod hooks;
 pub mod recall;
+pub mod rotation;
 pub mod tools;
 pub mod transcript;
 pub mod turn;

@@ -234,6 +234,7 @@ macro_rules! both {
 
 both!(
     after_turn_captures_the_last_messages_without_short_ones_blocks_or_a_session,
+    rotation_flushes_the_session_and_seeds_the_last_entries_plus_what_landed,
     a_session_is_bound_on_first_append_and_cannot_be_rebound,
     invalid_captures_are_refused_naming_the_field_and_nothing_is_buffered,
     empty_turns_are_skipped,
@@ -983,4 +984,86 @@ async fn after_turn_captures_the_last_messages_without_short_ones_blocks_or_a_se
     )
     .unwrap_err();
     assert!(err.to_string().contains("`human_name`"), "{err}");
+}
+
+/// A thread that grows by one entry between the rotation's two reads: a turn that
+/// landed while the flush ran.
+struct GrowingThread {
+    entries: Mutex<Vec<String>>,
+    reads: AtomicUsize,
+}
+
+impl gralkor::agent::rotation::Thread<String> for GrowingThread {
+    fn entries(&self) -> Vec<String> {
+        let mut entries = self.entries.lock().unwrap();
+        if self.reads.fetch_add(1, Ordering::SeqCst) == 1 {
+            entries.push("landed during the flush".into());
+        }
+        entries.clone()
+    }
+}
+
+async fn rotation_flushes_the_session_and_seeds_the_last_entries_plus_what_landed(kind: Kind) {
+    use gralkor::agent::rotation::{RotateOptions, rotate};
+
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    let buffer = rig.buffer().await;
+    let w = format!("zq{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    buffer
+        .append(rig.capture("s-1", turn(&format!("I moved to Lisbon {w}"), "Noted.")))
+        .await
+        .unwrap();
+    let thread = GrowingThread {
+        entries: Mutex::new((1..=6).map(|i| format!("entry {i}")).collect()),
+        reads: AtomicUsize::new(0),
+    };
+    let seed = rotate(
+        &buffer,
+        Some("s-1"),
+        &thread,
+        &RotateOptions::new().keep_last_n(2),
+    )
+    .await
+    .unwrap()
+    .expect("a committed session rotates");
+    assert_eq!(seed, ["entry 5", "entry 6", "landed during the flush"]);
+    // The session's turns were written before the seed came back.
+    assert!(buffer.pending("s-1").await.is_empty());
+    assert_eq!(rig.episodes("personal", &w).await.len(), 1);
+    // keep_last_n 0 drops every pre-flush entry but keeps what landed.
+    let thread = GrowingThread {
+        entries: Mutex::new(vec!["old".into()]),
+        reads: AtomicUsize::new(0),
+    };
+    let seed = rotate(
+        &buffer,
+        Some("s-1"),
+        &thread,
+        &RotateOptions::new().keep_last_n(0),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(seed, ["landed during the flush"]);
+    // No committed session: nothing to do, the thread is not read.
+    let untouched = GrowingThread {
+        entries: Mutex::new(vec!["x".into()]),
+        reads: AtomicUsize::new(0),
+    };
+    assert_eq!(
+        rotate(&buffer, None, &untouched, &RotateOptions::new())
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(untouched.reads.load(Ordering::SeqCst), 0);
+    let err = rotate(
+        &buffer,
+        Some("s-1"),
+        &untouched,
+        &RotateOptions::new().flush_timeout(Duration::ZERO),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("`flush_timeout`"), "{err}");
 }
