@@ -85,6 +85,17 @@ pub async fn save_entities(
         entities.iter().map(|e| e.name_embedding.as_ref()),
     )
     .await?;
+    // Only an entity that is stored already leaves a stale vector entry when written
+    // (one created with its vector leaves none): count those, with one read.
+    let mut uuids: Vec<Uuid> = entities.iter().map(|e| e.uuid).collect();
+    uuids.sort();
+    uuids.dedup();
+    let missing = super::missing_nodes(db, graph, "Entity", &uuids).await?;
+    let stored: std::collections::HashSet<String> = uuids
+        .iter()
+        .map(Uuid::to_string)
+        .filter(|u| !missing.contains(u))
+        .collect();
     let statements: Vec<(String, Params)> = groups
         .into_iter()
         .map(|(labels, rows)| {
@@ -93,14 +104,27 @@ pub async fn save_entities(
             } else {
                 format!("SET n:{} ", labels.join(":"))
             };
-            // Every row may update a stored entity: each adds a stale vector entry.
+            let updated = rows
+                .iter()
+                .filter(|r| {
+                    r.as_map()
+                        .and_then(|m| m.get("uuid"))
+                        .and_then(Value::as_str)
+                        .is_some_and(|u| stored.contains(u))
+                })
+                .count();
             let query = format!(
                 "UNWIND $rows AS r \
                  MERGE (n:Entity {{uuid: r.uuid}}) \
                  {set_labels}{SET_ENTITY} {}",
-                debt::add_clause(VectorIndex::Entity, "size($rows)", "count(*) AS written")
+                debt::add_clause(VectorIndex::Entity, "$updated", "count(*) AS written")
             );
-            (query, Params::new().set("rows", Value::List(rows)))
+            (
+                query,
+                Params::new()
+                    .set("rows", Value::List(rows))
+                    .set("updated", i64::try_from(updated).unwrap_or(i64::MAX)),
+            )
         })
         .collect();
     run_all(db, graph, &statements).await

@@ -115,6 +115,23 @@ pub async fn save_facts(db: &FalkorDb, graph: &str, facts: &[EntityEdge]) -> Res
             "must keep the source and target of the stored fact with the same uuid",
         ));
     }
+    // Only a fact that is stored already leaves a stale vector entry when written (one
+    // created with its vector leaves none): count those, with one read.
+    let mut uuids: Vec<Uuid> = facts.iter().map(|f| f.uuid).collect();
+    uuids.sort();
+    uuids.dedup();
+    let stored = db
+        .ro_query(
+            graph,
+            "UNWIND $uuids AS u \
+             MATCH ()-[f:RELATES_TO {uuid: u}]->() \
+             RETURN count(f) AS n",
+            &Params::new().set("uuids", super::uuids(&uuids)),
+        )
+        .await?
+        .get(0, "n")
+        .and_then(Value::as_int)
+        .unwrap_or(0);
     let rows: Vec<Value> = facts.iter().map(fact_row).collect();
     let res = db
         .query(
@@ -125,9 +142,11 @@ pub async fn save_facts(db: &FalkorDb, graph: &str, facts: &[EntityEdge]) -> Res
                  MATCH (t:Entity {{uuid: r.target}}) \
                  MERGE (s)-[f:RELATES_TO {{uuid: r.uuid}}]->(t) \
                  {SET_FACT} {}",
-                debt::add_clause(VectorIndex::Fact, "size($rows)", "count(*) AS written")
+                debt::add_clause(VectorIndex::Fact, "$updated", "count(*) AS written")
             ),
-            &Params::new().set("rows", Value::List(rows)),
+            &Params::new()
+                .set("rows", Value::List(rows))
+                .set("updated", stored),
         )
         .await?;
     Ok(res.stats)
