@@ -933,7 +933,7 @@ async fn after_turn_captures_the_last_messages_without_short_ones_blocks_or_a_se
 
     let rig = Rig::new(kind, RuntimeConfig::new()).await;
     let buffer = rig.buffer().await;
-    let w = format!("zq{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    let w = crate::client_contract::word();
     let hook = AgentCapture::new(
         buffer.clone(),
         rig.op.clone(),
@@ -1008,7 +1008,7 @@ async fn rotation_flushes_the_session_and_seeds_the_last_entries_plus_what_lande
 
     let rig = Rig::new(kind, RuntimeConfig::new()).await;
     let buffer = rig.buffer().await;
-    let w = format!("zq{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    let w = crate::client_contract::word();
     buffer
         .append(rig.capture("s-1", turn(&format!("I moved to Lisbon {w}"), "Noted.")))
         .await

@@ -100,9 +100,23 @@ macro_rules! run_contract {
     };
 }
 
-/// A fresh word that matches nothing else (letters and digits only).
+/// A fresh word that matches nothing else, of letters only: FalkorDB's fulltext index
+/// does not match some letter-and-digit tokens exactly (`zq465f8389fa` is found only
+/// as a prefix).
 pub fn word() -> String {
-    format!("zq{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+    uuid::Uuid::new_v4()
+        .simple()
+        .to_string()
+        .bytes()
+        .take(12)
+        .map(|b| match b {
+            b'0'..=b'9' => char::from(b'g' + (b - b'0')),
+            other => char::from(other),
+        })
+        .fold(String::from("zq"), |mut w, c| {
+            w.push(c);
+            w
+        })
 }
 
 /// A fresh operator id with a prefix.
