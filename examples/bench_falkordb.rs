@@ -62,17 +62,11 @@ fn percentiles(mut samples: Vec<Duration>) -> String {
     )
 }
 
+mod support;
+
 #[tokio::main]
 async fn main() {
-    if let Err(e) = try_main().await {
-        eprintln!("error: {e}");
-        let mut source = std::error::Error::source(&e);
-        while let Some(cause) = source {
-            eprintln!("  caused by: {cause}");
-            source = cause.source();
-        }
-        std::process::exit(1);
-    }
+    support::exit_on_error(try_main().await);
 }
 
 async fn try_main() -> gralkor::Result<()> {

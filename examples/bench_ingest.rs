@@ -686,15 +686,7 @@ async fn check(db: &FalkorDb, graph: &str, world: &World) -> gralkor::Result<Che
 
 #[tokio::main]
 async fn main() {
-    if let Err(e) = try_main().await {
-        eprintln!("error: {e}");
-        let mut source = std::error::Error::source(&e);
-        while let Some(cause) = source {
-            eprintln!("  caused by: {cause}");
-            source = cause.source();
-        }
-        std::process::exit(1);
-    }
+    support::exit_on_error(try_main().await);
 }
 
 async fn try_main() -> gralkor::Result<()> {

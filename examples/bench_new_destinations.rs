@@ -32,10 +32,7 @@ use support::percentile;
 
 #[tokio::main]
 async fn main() {
-    if let Err(e) = try_main().await {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    support::exit_on_error(try_main().await);
 }
 
 /// `used_memory` from `INFO memory`, in bytes.

@@ -346,8 +346,5 @@ async fn run() -> gralkor::Result<()> {
 
 #[tokio::main]
 async fn main() {
-    if let Err(e) = run().await {
-        eprintln!("bench_recall: {e}");
-        std::process::exit(1);
-    }
+    support::exit_on_error(run().await);
 }

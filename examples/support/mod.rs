@@ -1,11 +1,26 @@
-//! Shared by the benchmarks: a deterministic generator, map parameters, latency
-//! percentiles, and the answers of a scripted model to the engine's four schemas.
+//! Shared by the examples: how they report an error, and for the benchmarks a
+//! deterministic generator, map parameters, latency percentiles, and the answers of a
+//! scripted model to the engine's four schemas.
 #![allow(dead_code)]
 
 use std::time::Duration;
 
 use gralkor::falkordb::Value as Param;
 use serde_json::{Value, json};
+
+/// Ends the example on `result`'s error: the message (`Display`, not `Debug`) and each
+/// cause on its own line, then exit status 1.
+pub fn exit_on_error(result: gralkor::Result<()>) {
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            eprintln!("  caused by: {cause}");
+            source = cause.source();
+        }
+        std::process::exit(1);
+    }
+}
 
 /// xorshift64*: deterministic data without a dependency.
 pub struct Rng(pub u64);
