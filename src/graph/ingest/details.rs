@@ -5,9 +5,10 @@
 //! A fact joins a summary as a sentence: trimmed, its whitespace collapsed, ending in
 //! `.` unless it ends in `.`, `!` or `?`, separated from the previous sentence by one
 //! space. It is already in the summary when one of the summary's sentences (split
-//! after `.`, `!` or `?` followed by whitespace) is the same sentence up to case,
-//! whitespace and the closing punctuation — not when its text merely occurs inside
-//! another sentence ("Ada works at Acme" is not in "Ada works at Acme Labs.").
+//! after `.`, `!` or `?` followed by whitespace) is the same fact text under
+//! [`normalize_fact`] (case, whitespace and edge punctuation aside), as a restated
+//! fact is — not when its text merely occurs inside another sentence ("Ada works at
+//! Acme" is not in "Ada works at Acme Labs.").
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,6 +17,7 @@ use serde_json::{Value, json};
 use super::IngestUsage;
 use super::work::Work;
 use crate::Result;
+use crate::graph::dedup::normalize_fact;
 use crate::graph::model::{EntityEdge, EntityNode};
 use crate::graph::prompts::resolve as p;
 use crate::llm::OutputSchema;
@@ -225,17 +227,6 @@ fn as_sentence(text: &str) -> String {
     s
 }
 
-/// What two sentences are compared by: lowercase, whitespace collapsed, without the
-/// closing punctuation.
-fn sentence_key(sentence: &str) -> String {
-    sentence
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .trim_end_matches(['.', '!', '?'])
-        .to_lowercase()
-}
-
 /// The sentences of `summary`: split after `.`, `!` or `?` followed by whitespace.
 fn sentences(summary: &str) -> Vec<&str> {
     let mut out = Vec::new();
@@ -262,8 +253,8 @@ fn append_sentence(summary: &mut String, fact: &str) {
     if sentence.is_empty() {
         return;
     }
-    let key = sentence_key(&sentence);
-    if sentences(summary).iter().any(|s| sentence_key(s) == key) {
+    let key = normalize_fact(&sentence);
+    if sentences(summary).iter().any(|s| normalize_fact(s) == key) {
         return;
     }
     if !summary.trim().is_empty() {
