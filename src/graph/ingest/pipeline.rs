@@ -5,7 +5,7 @@
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::work::{Extracted, Work};
+use super::work::{Extracted, Work, embed_texts};
 use super::{
     AddEpisode, Engine, EpisodeOutcome, IngestUsage, OutcomeStatus, ResumeReport, lease,
     retry_db_step,
@@ -69,8 +69,10 @@ impl Engine {
             // request): one embedding request either way.
             let embedding = match self.embedder() {
                 Some(embedder) if !self.extracts() => {
-                    usage.embedding_calls += 1;
-                    Some(embed_episode(embedder.as_ref(), &episode.content).await?)
+                    let text = [store::episode_embedding_text(&episode.content)];
+                    embed_texts(embedder.as_ref(), &text, &mut usage)
+                        .await?
+                        .pop()
                 }
                 _ => None,
             };
@@ -437,22 +439,6 @@ async fn resolve(
         facts: outcome_facts,
         invalidated: facts.invalidated,
     })
-}
-
-/// The content embedding of an episode (one embedding request): see
-/// [`store::episode_embedding_text`].
-async fn embed_episode(embedder: &dyn crate::llm::Embedder, content: &str) -> Result<Vec<f32>> {
-    let mut vectors = embedder
-        .embed(&[store::episode_embedding_text(content)], "ingest")
-        .instrument(tracing::info_span!("embed", texts = 1))
-        .await?;
-    match (vectors.pop(), vectors.is_empty()) {
-        (Some(v), true) => Ok(v),
-        _ => Err(Error::Protocol(format!(
-            "the embedder returned {} vectors for 1 text",
-            vectors.len() + 1
-        ))),
-    }
 }
 
 /// Checks a replay against the stored episode's immutable fields.

@@ -121,19 +121,7 @@ impl Work<'_> {
             .chain(extraction.facts.iter().map(|f| f.fact.clone()))
             .chain([store::episode_embedding_text(&episode.content)])
             .collect();
-        usage.embedding_calls += 1;
-        let mut vectors = self
-            .embedder
-            .embed(&texts, "ingest")
-            .instrument(tracing::info_span!("embed", texts = texts.len()))
-            .await?;
-        if vectors.len() != texts.len() {
-            return Err(Error::Protocol(format!(
-                "the embedder returned {} vectors for {} texts",
-                vectors.len(),
-                texts.len()
-            )));
-        }
+        let mut vectors = embed_texts(self.embedder, &texts, usage).await?;
         let episode_vector = vectors
             .pop()
             .expect("one vector per text, the content last");
@@ -145,4 +133,26 @@ impl Work<'_> {
             episode_vector,
         })
     }
+}
+
+/// The one embedding request of an ingest: `texts` embedded (and counted in `usage`),
+/// one vector per text or an error.
+pub(super) async fn embed_texts(
+    embedder: &dyn Embedder,
+    texts: &[String],
+    usage: &mut IngestUsage,
+) -> Result<Vec<Vec<f32>>> {
+    usage.embedding_calls += 1;
+    let vectors = embedder
+        .embed(texts, "ingest")
+        .instrument(tracing::info_span!("embed", texts = texts.len()))
+        .await?;
+    if vectors.len() != texts.len() {
+        return Err(Error::Protocol(format!(
+            "the embedder returned {} vectors for {} texts",
+            vectors.len(),
+            texts.len()
+        )));
+    }
+    Ok(vectors)
 }
