@@ -70,12 +70,11 @@ pub async fn save_entities(
     graph: &str,
     entities: &[EntityNode],
 ) -> Result<QueryStats> {
-    // Labels cannot be parameters: one statement per distinct label set.
-    let mut groups: BTreeMap<Vec<String>, Vec<Value>> = BTreeMap::new();
-    for (i, e) in entities.iter().enumerate() {
-        let labels = checked_labels(i, e)?;
-        groups.entry(labels).or_default().push(entity_row(e));
-    }
+    let labels: Vec<Vec<String>> = entities
+        .iter()
+        .enumerate()
+        .map(|(i, e)| checked_labels(i, e))
+        .collect::<Result<_>>()?;
     check_dimensions(
         db,
         graph,
@@ -86,33 +85,27 @@ pub async fn save_entities(
     )
     .await?;
     // Only an entity that is stored already leaves a stale vector entry when written
-    // (one created with its vector leaves none): count those, with one read.
-    let mut uuids: Vec<Uuid> = entities.iter().map(|e| e.uuid).collect();
-    uuids.sort();
-    uuids.dedup();
+    // (one created with its vector leaves none): one read finds the new ones.
+    let uuids: Vec<Uuid> = entities.iter().map(|e| e.uuid).collect();
     let missing = super::missing_nodes(db, graph, "Entity", &uuids).await?;
-    let stored: std::collections::HashSet<String> = uuids
-        .iter()
-        .map(Uuid::to_string)
-        .filter(|u| !missing.contains(u))
-        .collect();
+    // Labels cannot be parameters: one statement per distinct label set, each with
+    // its rows and how many of them update a stored entity.
+    let mut groups: BTreeMap<Vec<String>, (Vec<Value>, i64)> = BTreeMap::new();
+    for (e, labels) in entities.iter().zip(labels) {
+        let group = groups.entry(labels).or_default();
+        group.0.push(entity_row(e));
+        if !missing.contains(&e.uuid.to_string()) {
+            group.1 += 1;
+        }
+    }
     let statements: Vec<(String, Params)> = groups
         .into_iter()
-        .map(|(labels, rows)| {
+        .map(|(labels, (rows, updated))| {
             let set_labels = if labels.is_empty() {
                 String::new()
             } else {
                 format!("SET n:{} ", labels.join(":"))
             };
-            let updated = rows
-                .iter()
-                .filter(|r| {
-                    r.as_map()
-                        .and_then(|m| m.get("uuid"))
-                        .and_then(Value::as_str)
-                        .is_some_and(|u| stored.contains(u))
-                })
-                .count();
             let query = format!(
                 "UNWIND $rows AS r \
                  MERGE (n:Entity {{uuid: r.uuid}}) \
@@ -123,7 +116,7 @@ pub async fn save_entities(
                 query,
                 Params::new()
                     .set("rows", Value::List(rows))
-                    .set("updated", i64::try_from(updated).unwrap_or(i64::MAX)),
+                    .set("updated", updated),
             )
         })
         .collect();

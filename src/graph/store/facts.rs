@@ -75,13 +75,17 @@ pub async fn save_facts(db: &FalkorDb, graph: &str, facts: &[EntityEdge]) -> Res
             "entity {missing}, an endpoint of a fact to save"
         )));
     }
-    let moved = db
+    // One read for both: a uuid already stored between other endpoints (a fact cannot
+    // move), and how many of the facts are stored already — only those leave a stale
+    // vector entry when written (one created with its vector leaves none).
+    let stored = db
         .ro_query(
             graph,
             "UNWIND $rows AS r \
              MATCH (s)-[f:RELATES_TO]->(t) WHERE f.uuid = r.uuid \
-               AND (s.uuid <> r.source OR t.uuid <> r.target) \
-             RETURN r.uuid AS moved LIMIT 1",
+             RETURN count(DISTINCT f) AS stored, \
+                    collect(CASE WHEN s.uuid <> r.source OR t.uuid <> r.target \
+                            THEN r.uuid END) AS moved",
             &Params::new().set(
                 "rows",
                 Value::List(
@@ -105,7 +109,12 @@ pub async fn save_facts(db: &FalkorDb, graph: &str, facts: &[EntityEdge]) -> Res
             ),
         )
         .await?;
-    if let Some(moved) = moved.get(0, "moved").and_then(Value::as_str) {
+    let moved = stored
+        .get(0, "moved")
+        .and_then(Value::as_list)
+        .and_then(|l| l.first())
+        .and_then(Value::as_str);
+    if let Some(moved) = moved {
         let i = facts
             .iter()
             .position(|f| f.uuid.to_string() == moved)
@@ -115,23 +124,7 @@ pub async fn save_facts(db: &FalkorDb, graph: &str, facts: &[EntityEdge]) -> Res
             "must keep the source and target of the stored fact with the same uuid",
         ));
     }
-    // Only a fact that is stored already leaves a stale vector entry when written (one
-    // created with its vector leaves none): count those, with one read.
-    let mut uuids: Vec<Uuid> = facts.iter().map(|f| f.uuid).collect();
-    uuids.sort();
-    uuids.dedup();
-    let stored = db
-        .ro_query(
-            graph,
-            "UNWIND $uuids AS u \
-             MATCH ()-[f:RELATES_TO {uuid: u}]->() \
-             RETURN count(f) AS n",
-            &Params::new().set("uuids", super::uuids(&uuids)),
-        )
-        .await?
-        .get(0, "n")
-        .and_then(Value::as_int)
-        .unwrap_or(0);
+    let stored = stored.get(0, "stored").and_then(Value::as_int).unwrap_or(0);
     let rows: Vec<Value> = facts.iter().map(fact_row).collect();
     let res = db
         .query(
