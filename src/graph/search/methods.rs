@@ -653,35 +653,32 @@ pub(crate) async fn episode_vector(
 ) -> Result<Vec<EpisodeHit>> {
     let label = crate::graph::store::EPISODE_EMBEDDING_LABEL;
     let w = ctx.filters.episode_where();
-    let query = if ctx.filters.writers.is_empty() {
-        format!(
+    let (index, query) = if ctx.filters.writers.is_empty() {
+        let query = format!(
             "{}CALL db.idx.vector.queryNodes('{label}', 'embedding', $k + stale, \
              vecf32($v)) YIELD node, score \
              WITH node.uuid AS eu, 1.0 - score AS score WHERE score >= $min_sim \
              MATCH (e:Episodic {{uuid: eu}}) \
              RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
             stale_clause(VectorIndex::Episode)
-        )
+        );
+        (Index::Vector(label, true, "embedding"), query)
     } else {
-        format!(
+        let query = format!(
             "UNWIND $flt_writers AS wr \
              MATCH (e:Episodic {{writer: wr}}) \
              MATCH (x:{label} {{uuid: e.uuid}}) \
              WITH e, 1.0 - vec.cosineDistance(x.embedding, vecf32($v)) AS score \
              WHERE score >= $min_sim \
              RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n"
-        )
+        );
+        (Index::None, query)
     };
     let params = with(&w)
         .set("k", index_k(n))
         .set("v", v.to_vec())
         .set("min_sim", min_sim)
         .set("n", int(n));
-    let index = if ctx.filters.writers.is_empty() {
-        Index::Vector(label, true, "embedding")
-    } else {
-        Index::None
-    };
     let rows = read(ctx, index, &query, &params).await?;
     rows.iter().map(episode_hit).collect()
 }
