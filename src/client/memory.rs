@@ -10,6 +10,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::Client;
+use super::Drain;
 use super::SearchResult;
 use super::in_memory::{Call, Canned, Recorder};
 use super::request::{
@@ -47,6 +48,10 @@ struct Inner<S> {
     runtime: Runtime,
     storage: Arc<S>,
     background: Mutex<JoinSet<()>>,
+    /// What [`Client::shutdown`] drains before it closes.
+    drains: Mutex<Vec<Arc<dyn Drain>>>,
+    /// Set by the first shutdown, before its drains run.
+    stopping: AtomicBool,
     closed: AtomicBool,
     /// The test twin's recording and canned responses (`None` for every other client).
     recorder: Option<Recorder>,
@@ -111,6 +116,8 @@ impl<S: Storage> MemoryClient<S> {
                 runtime,
                 storage,
                 background: Mutex::new(JoinSet::new()),
+                drains: Mutex::new(Vec::new()),
+                stopping: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 recorder,
             }),
@@ -124,6 +131,40 @@ impl<S: Storage> MemoryClient<S> {
 
     pub(super) fn recorder(&self) -> Option<&Recorder> {
         self.inner.recorder.as_ref()
+    }
+
+    /// Registers `drain` to run at the start of [`Client::shutdown`], while this
+    /// client still accepts writes; holders that are gone are forgotten here. The
+    /// capture buffer registers itself, so one `shutdown` writes its accepted turns
+    /// before the storage stops.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use gralkor::client::{Client, Drain, InMemoryClient};
+    ///
+    /// struct Flag(AtomicBool);
+    /// #[async_trait::async_trait]
+    /// impl Drain for Flag {
+    ///     fn is_live(&self) -> bool { true }
+    ///     async fn drain(&self) -> gralkor::Result<()> {
+    ///         self.0.store(true, Ordering::SeqCst);
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let client = InMemoryClient::new();
+    /// let flag = Arc::new(Flag(AtomicBool::new(false)));
+    /// client.drain_on_shutdown(flag.clone());
+    /// client.shutdown().await?;
+    /// assert!(flag.0.load(Ordering::SeqCst));
+    /// # Ok(()) }
+    /// ```
+    pub fn drain_on_shutdown(&self, drain: Arc<dyn Drain>) {
+        let mut drains = self.inner.drains.lock().unwrap_or_else(|p| p.into_inner());
+        drains.retain(|d| d.is_live());
+        drains.push(drain);
     }
 
     /// Whether [`Client::shutdown`] has run on this client or a clone.
@@ -478,15 +519,36 @@ impl<S: Storage> Client for MemoryClient<S> {
     }
 
     async fn shutdown(&self) -> Result<()> {
-        // The first shutdown closes; later ones (from any clone) find it closed.
-        if self.inner.closed.swap(true, Ordering::AcqRel) {
+        // The first shutdown stops; later ones (from any clone) find it stopping.
+        if self.inner.stopping.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // Registered holders write what they accepted while the client still takes
+        // writes; each bounds itself.
+        let drains =
+            std::mem::take(&mut *self.inner.drains.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut first_failure = None;
+        for drain in drains.into_iter().filter(|d| d.is_live()) {
+            if let Err(e) = drain
+                .drain()
+                .instrument(tracing::info_span!("gralkor.shutdown.drain"))
+                .await
+            {
+                tracing::warn!(error = %e, "[gralkor] a drain before shutdown failed");
+                first_failure.get_or_insert(e);
+            }
+        }
+        self.inner.closed.store(true, Ordering::Release);
         self.drain_background().await;
-        self.inner
+        let stopped = self
+            .inner
             .storage
             .shutdown()
             .instrument(tracing::info_span!("gralkor.shutdown"))
-            .await
+            .await;
+        match first_failure {
+            Some(e) => stopped.and(Err(e)),
+            None => stopped,
+        }
     }
 }

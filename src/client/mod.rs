@@ -42,6 +42,7 @@
 //! # Ok(()) }
 //! ```
 
+mod drain;
 mod in_memory;
 mod memory;
 mod native;
@@ -51,6 +52,7 @@ pub(crate) mod validate;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub use drain::Drain;
 pub use in_memory::{Call, Canned, InMemoryClient};
 pub use memory::MemoryClient;
 pub use native::NativeClient;
@@ -235,8 +237,9 @@ pub trait Client: Send + Sync {
     /// ```
     async fn build_communities(&self, request: &BuildCommunities) -> Result<CommunityCounts>;
 
-    /// Waits for background writes ([`Client::memory_add`]) to finish, then releases
-    /// the storage (stops an embedded FalkorDB this client started; a remote server is
+    /// Drains what was registered to be written first (a capture buffer's accepted
+    /// turns: see [`Drain`]), waits for background writes ([`Client::memory_add`]) to
+    /// finish, then releases the storage (stops an embedded FalkorDB this client started; a remote server is
     /// left running). Afterwards every call on this client or any clone fails at once
     /// with the non-retryable [`Error::Closed`](crate::Error::Closed); a second
     /// shutdown does nothing. Episodes whose extraction failed stay pending in the

@@ -255,22 +255,94 @@ both!(
     a_drain_that_times_out_leaves_the_turns_for_the_next_buffer,
     accepted_turns_are_found_again_by_a_new_buffer_and_written_once,
     nothing_is_logged_per_turn_and_content_only_at_debug,
-    a_closed_client_leaves_the_turns_for_the_next_buffer,
+    one_client_shutdown_drains_the_buffer_before_the_storage_stops,
+    a_client_shutdown_whose_drain_times_out_leaves_the_turns_for_the_next_buffer,
+    a_dropped_buffer_is_not_drained_and_a_zero_shutdown_timeout_is_refused,
 );
 
-async fn a_closed_client_leaves_the_turns_for_the_next_buffer(kind: Kind) {
-    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+async fn one_client_shutdown_drains_the_buffer_before_the_storage_stops(kind: Kind) {
+    let script = Scripted::new([]);
+    let rig = Rig::new(kind, scripted_rig_config(&script)).await;
     let buffer = rig.buffer().await;
     buffer
-        .append(rig.capture("s", turn("Okapis are shy.", "Very.")))
+        .append(
+            rig.capture("s", turn("Okapis are shy.", "Very."))
+                .lenses(["scripted"]),
+        )
         .await
         .unwrap();
+    // No flush and no buffer.shutdown: the client's own shutdown drains it first.
     rig.client.shutdown().await.unwrap();
-    let err = buffer.flush_and_await("s", WAIT).await.unwrap_err();
+    assert_eq!(
+        script.attempts(),
+        1,
+        "written once, before the storage stopped"
+    );
+    assert!(rig.fresh_store().await.load().await.unwrap().is_empty());
+    let late = buffer
+        .append(rig.capture("s", turn("Too late?", "Yes.")))
+        .await;
+    assert!(matches!(late, Err(Error::Closed { .. })), "{late:?}");
+}
+
+async fn a_client_shutdown_whose_drain_times_out_leaves_the_turns_for_the_next_buffer(kind: Kind) {
+    let (script, _gate) = Scripted::new([]).gated();
+    let mut rig = Rig::new(kind, scripted_rig_config(&script)).await;
+    rig.config = rig
+        .config
+        .clone()
+        .shutdown_timeout(Duration::from_millis(50));
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("Okapis are shy.", "Very."))
+                .lenses(["scripted"]),
+        )
+        .await
+        .unwrap();
+    let err = rig.client.shutdown().await.unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    // The storage stopped all the same, and a second shutdown has nothing to do.
+    rig.client.shutdown().await.unwrap();
+    let err = rig
+        .client
+        .search(&Search::new(&rig.op, "Okapis"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Closed { .. }), "{err:?}");
     let left = rig.fresh_store().await.load().await.unwrap();
     assert_eq!(left.len(), 1, "kept for the next buffer");
     assert_eq!(left[0].turns.len(), 1);
+}
+
+async fn a_dropped_buffer_is_not_drained_and_a_zero_shutdown_timeout_is_refused(kind: Kind) {
+    let script = Scripted::new([]);
+    let mut rig = Rig::new(kind, scripted_rig_config(&script)).await;
+    {
+        let buffer = rig.buffer().await;
+        buffer
+            .append(
+                rig.capture("s", turn("Okapis are shy.", "Very."))
+                    .lenses(["scripted"]),
+            )
+            .await
+            .unwrap();
+    }
+    rig.config = rig.config.clone().shutdown_timeout(Duration::ZERO);
+    let err = CaptureBuffer::new(rig.sink.clone(), rig.store.clone(), rig.config.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidInput { ref field, .. } if field == "shutdown_timeout"),
+        "{err:?}"
+    );
+    rig.client.shutdown().await.unwrap();
+    assert_eq!(
+        script.attempts(),
+        0,
+        "nothing holds the dropped buffer's turns"
+    );
+    assert_eq!(rig.fresh_store().await.load().await.unwrap().len(), 1);
 }
 
 /// The default schedule, in paused time: one attempt and three retries after 1 s,

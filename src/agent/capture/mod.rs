@@ -23,7 +23,9 @@
 //!   waits up to a timeout (on timeout the turns are put back, to be flushed again);
 //!   [`flush_all`](CaptureBuffer::flush_all) writes every session and waits for the
 //!   scheduled flushes; [`shutdown`](CaptureBuffer::shutdown) stops accepting and
-//!   drains within a timeout.
+//!   drains within a timeout. One `client.shutdown()` does that for every buffer
+//!   over the client, before the storage stops (the buffer registers itself through
+//!   [`MemoryClient::drain_on_shutdown`](crate::client::MemoryClient::drain_on_shutdown)).
 //! * **Writes.** Per route, the transcript ([`format_transcript`]) is written as a
 //!   conversation: direct, with the source description `captured` (stored as
 //!   `captured [gralkor: direct]`), or through the Lens's ingestion process
@@ -187,7 +189,14 @@ pub struct CaptureConfig {
     pub retry_delays: Vec<Duration>,
     /// What is dropped from a turn before it is stored ([`MemoryFilter::new`]).
     pub filter: MemoryFilter,
+    /// How long the client's [`shutdown`](crate::Client::shutdown) waits for this
+    /// buffer's drain ([`DEFAULT_SHUTDOWN_TIMEOUT`]); what is not written by then stays
+    /// pending in the store for the next buffer.
+    pub shutdown_timeout: Duration,
 }
+
+/// How long a client's shutdown waits for a buffer's drain by default: 30 s.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Default for CaptureConfig {
     fn default() -> Self {
@@ -202,7 +211,15 @@ impl CaptureConfig {
         CaptureConfig {
             retry_delays: DEFAULT_RETRY_DELAYS.to_vec(),
             filter: MemoryFilter::new(),
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
         }
+    }
+
+    /// Another bound on the drain the client's shutdown runs (validated positive when
+    /// the buffer is made).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
     }
 
     /// Other retry delays (none: no retries).
@@ -337,6 +354,12 @@ impl CaptureBuffer {
         store: Arc<dyn CaptureStore>,
         config: CaptureConfig,
     ) -> Result<CaptureBuffer> {
+        if config.shutdown_timeout.is_zero() {
+            return Err(Error::invalid(
+                "shutdown_timeout",
+                "must be positive (the bound on the drain at the client's shutdown)",
+            ));
+        }
         let found = store
             .load()
             .instrument(tracing::info_span!("gralkor.capture.load"))
@@ -368,17 +391,21 @@ impl CaptureBuffer {
                 "[gralkor] capture buffer found pending turns"
             );
         }
-        Ok(CaptureBuffer {
-            inner: Arc::new(Inner {
-                sink,
-                store,
-                config,
-                sessions: tokio::sync::Mutex::new(sessions),
-                workers: Mutex::new(JoinSet::new()),
-                closed: AtomicBool::new(false),
-                last_seq: AtomicI64::new(last),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            sink,
+            store,
+            config,
+            sessions: tokio::sync::Mutex::new(sessions),
+            workers: Mutex::new(JoinSet::new()),
+            closed: AtomicBool::new(false),
+            last_seq: AtomicI64::new(last),
+        });
+        // One `client.shutdown()` drains this buffer first; the client holds only a
+        // weak reference, so dropping the buffer is not delayed by it.
+        inner.sink.drain_on_shutdown(Arc::new(BufferDrain {
+            inner: Arc::downgrade(&inner),
+        }));
+        Ok(CaptureBuffer { inner })
     }
 
     /// A durable buffer over a native client: entries live in [`CAPTURE_GRAPH`] of
@@ -726,8 +753,10 @@ impl CaptureBuffer {
     /// [`Error::Closed`]) and drains: [`flush_all`](Self::flush_all) within
     /// `timeout`. On timeout the flushes still running are stopped and an
     /// [`Error::Timeout`] returned; what they had not written stays in the durable
-    /// store for the next buffer. Call it before the client's
-    /// [`shutdown`](crate::Client::shutdown).
+    /// store for the next buffer. The client's own
+    /// [`shutdown`](crate::Client::shutdown) runs this for every live buffer over it,
+    /// bounded by [`CaptureConfig::shutdown_timeout`], before its storage stops: call
+    /// it yourself only for another bound or to stop capturing earlier.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
@@ -763,6 +792,26 @@ impl CaptureBuffer {
                 })
             }
         }
+    }
+}
+
+/// The buffer as the client's shutdown sees it (see [`crate::client::Drain`]).
+struct BufferDrain {
+    inner: std::sync::Weak<Inner>,
+}
+
+#[async_trait::async_trait]
+impl crate::client::Drain for BufferDrain {
+    fn is_live(&self) -> bool {
+        self.inner.strong_count() > 0
+    }
+
+    async fn drain(&self) -> Result<()> {
+        let Some(inner) = self.inner.upgrade() else {
+            return Ok(());
+        };
+        let timeout = inner.config.shutdown_timeout;
+        CaptureBuffer { inner }.shutdown(timeout).await
     }
 }
 

@@ -1,9 +1,11 @@
 //! Where a flushed batch is written: the client's own ingestion path against the
 //! snapshot frozen at acceptance.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
-use crate::client::{Ingest, MemoryClient};
+use crate::client::{Drain, Ingest, MemoryClient};
 use crate::graph::Timestamp;
 use crate::provenance::Writer;
 use crate::runtime::{Runtime, Snapshot};
@@ -18,6 +20,13 @@ use crate::{Error, Result};
 pub trait CaptureSink: Send + Sync + 'static {
     /// The runtime whose snapshot a capture is resolved against at acceptance.
     fn runtime(&self) -> &Runtime;
+
+    /// Registers the buffer's drain with the client, so the client's own shutdown
+    /// writes the buffer's accepted turns first. A sink without a shutdown of its own
+    /// ignores it.
+    fn drain_on_shutdown(&self, drain: Arc<dyn Drain>) {
+        let _ = drain;
+    }
 
     /// Runs `request` through its Lens as `snapshot` defines it (replay-safe by the
     /// request's id).
@@ -43,6 +52,10 @@ pub trait CaptureSink: Send + Sync + 'static {
 impl<S: Storage> CaptureSink for MemoryClient<S> {
     fn runtime(&self) -> &Runtime {
         crate::client::Client::runtime(self)
+    }
+
+    fn drain_on_shutdown(&self, drain: Arc<dyn Drain>) {
+        MemoryClient::drain_on_shutdown(self, drain);
     }
 
     async fn ingest_frozen(&self, snapshot: &Snapshot, request: &Ingest) -> Result<()> {
