@@ -32,8 +32,12 @@ fn shared() -> &'static Shared {
                     .unwrap();
                 let handle = rt.handle().clone();
                 rt.block_on(async move {
+                    // Kept past the test process (statics are never dropped): named
+                    // after the process, and those of processes that are gone are
+                    // removed here, so runs do not pile data directories up.
+                    remove_stale_server_dirs();
                     let dir = tempfile::Builder::new()
-                        .prefix("gralkor-test-")
+                        .prefix(&format!("{SERVER_DIR_PREFIX}{}-", std::process::id()))
                         .tempdir()
                         .unwrap()
                         .keep();
@@ -51,6 +55,31 @@ fn shared() -> &'static Shared {
             .unwrap();
         rx.recv().expect("fixture thread died")
     })
+}
+
+const SERVER_DIR_PREFIX: &str = "gralkor-test-pid";
+
+/// Removes the shared servers' data directories left by test processes that no
+/// longer run (`gralkor-test-pid<pid>-…` whose pid is gone).
+fn remove_stale_server_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SERVER_DIR_PREFIX))
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 pub fn server() -> &'static EmbeddedServer {
