@@ -243,6 +243,62 @@ mod indices {
         );
     }
 
+    /// Every stored word is found by an exact query of that word: ids and codes
+    /// (letters and digits), plain words, and both right after they were written.
+    #[tokio::test]
+    async fn fulltext_finds_every_unique_token_it_stored() {
+        let g = TestGraph::new("ft-unique").await;
+        g.db.create_index(
+            &g.name,
+            &IndexSpec::fulltext_nodes("Entity", ["name", "summary"], DEFAULT_STOPWORDS),
+        )
+        .await
+        .unwrap();
+        let mut words = Vec::new();
+        for i in 0..300u32 {
+            let id = uuid::Uuid::new_v4().simple().to_string();
+            let code = format!("zq{}", &id[..10]);
+            let letters: String = id
+                .bytes()
+                .take(9)
+                .map(|b| (b'a' + (b % 26)) as char)
+                .collect();
+            g.db.query(
+                &g.name,
+                "CREATE (:Entity {name: $n, summary: $s})",
+                &Params::new()
+                    .set("n", format!("note {i}"))
+                    .set("s", format!("remember {code} and {letters} here")),
+            )
+            .await
+            .unwrap();
+            words.push(code);
+            words.push(letters);
+        }
+        let mut missed = Vec::new();
+        for w in &words {
+            let q = fulltext_query(w, DEFAULT_STOPWORDS).unwrap();
+            let found = g
+                .db
+                .ro_query(
+                    &g.name,
+                    "CALL db.idx.fulltext.queryNodes('Entity', $q) YIELD node RETURN count(node) AS c",
+                    &Params::new().set("q", q.clone()),
+                )
+                .await
+                .unwrap();
+            if found.get(0, "c") != Some(&Value::from(1i64)) {
+                missed.push((w.clone(), q, found.get(0, "c").cloned()));
+            }
+        }
+        assert!(
+            missed.is_empty(),
+            "{} of {} missed: {missed:?}",
+            missed.len(),
+            words.len()
+        );
+    }
+
     #[tokio::test]
     async fn fulltext_query_on_nodes_and_relationships() {
         let g = TestGraph::new("ft").await;
