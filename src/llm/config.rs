@@ -892,9 +892,10 @@ impl ModelConfig {
                     .embedder(&self.embedder.model, self.embedder_dimension)?,
             ),
             #[cfg(feature = "local-embedder")]
-            Provider::Local => Arc::new(super::local::DeferredLocalEmbedder::new(
-                super::local::LocalModelConfig::default(),
-            )),
+            Provider::Local => Arc::new(
+                super::local::DeferredLocalEmbedder::new(super::local::LocalModelConfig::default())
+                    .usage(usage.clone()),
+            ),
             #[cfg(not(feature = "local-embedder"))]
             Provider::Local => unreachable!("returned above"),
         };

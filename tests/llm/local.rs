@@ -170,3 +170,35 @@ async fn a_deferred_embedder_loads_on_warm_up_and_embeds_as_the_loaded_one() {
         assert!(err.contains("has no model.safetensors"), "{err}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_embedder_records_each_call_with_the_tokens_it_read_in_the_shared_meter() {
+    use gralkor::llm::{ModelConfig, ModelSpec, Provider};
+    // What ModelConfig::build makes for a `local:` spec, recording into its meter.
+    let models = ModelConfig::embedder_only(ModelSpec::new(Provider::Local, "all-minilm-l6-v2"))
+        .build()
+        .unwrap();
+    // [CLS] the cat sat . [SEP] and [CLS] a dog ran . [SEP]: every word is in the
+    // uncased vocabulary as itself.
+    let texts = vec!["The cat sat.".to_string(), "A dog ran.".to_string()];
+    models.embedder.embed(&texts, "usage-test").await.unwrap();
+    models
+        .embedder
+        .embed(&texts[..1], "usage-test")
+        .await
+        .unwrap();
+    let usage = models.usage.snapshot();
+    let local = usage.by_provider["local"];
+    assert_eq!(local.calls, 2, "{usage:?}");
+    assert_eq!(local.failed_calls, 0);
+    assert_eq!(local.prompt_tokens, 6 + 6 + 6);
+    assert_eq!(local.completion_tokens, 0);
+    assert!(local.latency > std::time::Duration::ZERO);
+    assert_eq!(usage.by_label["usage-test"].calls, 2);
+    // Without a meter nothing is recorded anywhere, and the vectors are the same.
+    let plain = embedder().await;
+    assert_eq!(
+        plain.embed(&texts, "x").await.unwrap(),
+        models.embedder.embed(&texts, "x").await.unwrap()
+    );
+}

@@ -45,7 +45,8 @@ use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 use tracing::info;
 
-use super::Embedder;
+use super::usage::CallRecord;
+use super::{Embedder, TokenUsage, UsageMeter};
 use crate::{Error, Result};
 
 /// The provider name this embedder reports.
@@ -298,6 +299,7 @@ struct Model {
 pub struct LocalEmbedder {
     model: Arc<Model>,
     dir: PathBuf,
+    usage: Option<UsageMeter>,
 }
 
 impl fmt::Debug for LocalEmbedder {
@@ -374,7 +376,17 @@ impl LocalEmbedder {
                 device,
             }),
             dir,
+            usage: None,
         })
+    }
+
+    /// Records every [`Embedder::embed`] call in `meter`: provider `local`, the
+    /// caller's label, the tokens the model read as prompt tokens, the wall time.
+    /// [`ModelConfig::build`](super::ModelConfig::build) gives a `local:` embedder the
+    /// meter the other clients share.
+    pub fn usage(mut self, meter: UsageMeter) -> Self {
+        self.usage = Some(meter);
+        self
     }
 
     /// The model directory in use.
@@ -385,20 +397,28 @@ impl LocalEmbedder {
     /// Embeds `texts` on the calling thread (blocking), [`BATCH_SIZE`] texts per
     /// forward pass. Async code should call [`Embedder::embed`] instead.
     pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.embed_counted(texts).map(|(vectors, _)| vectors)
+    }
+
+    /// The vectors and the number of tokens the model read.
+    fn embed_counted(&self, texts: &[String]) -> Result<(Vec<Vec<f32>>, u64)> {
         let mut out = Vec::with_capacity(texts.len());
+        let mut tokens = 0;
         for chunk in texts.chunks(BATCH_SIZE) {
-            out.extend(self.model.forward(chunk)?);
+            let (vectors, read) = self.model.forward(chunk)?;
+            out.extend(vectors);
+            tokens += read;
         }
-        Ok(out)
+        Ok((out, tokens))
     }
 }
 
 impl Model {
     /// One forward pass: the batch padded to its longest text, mean pooling over the
     /// attention mask, L2 normalisation.
-    fn forward(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+    fn forward(&self, texts: &[String]) -> Result<(Vec<Vec<f32>>, u64)> {
         if texts.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), 0));
         }
         let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let encodings = self
@@ -412,6 +432,7 @@ impl Model {
             .unwrap_or(0)
             .max(1);
         let n = encodings.len();
+        let read: u64 = encodings.iter().map(|e| e.get_ids().len() as u64).sum();
         let mut ids = vec![0u32; n * len];
         let mut mask = vec![0u32; n * len];
         for (i, e) in encodings.iter().enumerate() {
@@ -428,7 +449,7 @@ impl Model {
         };
         let vectors = run().map_err(|e| model_error(format!("inference: {e}")))?;
         super::embedding::check_vectors(PROVIDER, MODEL, DIMENSION, &vectors)?;
-        Ok(vectors)
+        Ok((vectors, read))
     }
 }
 
@@ -452,6 +473,7 @@ impl Model {
 #[derive(Clone, Debug)]
 pub struct DeferredLocalEmbedder {
     config: LocalModelConfig,
+    usage: Option<UsageMeter>,
     loaded: Arc<tokio::sync::OnceCell<LocalEmbedder>>,
 }
 
@@ -460,14 +482,27 @@ impl DeferredLocalEmbedder {
     pub fn new(config: LocalModelConfig) -> Self {
         DeferredLocalEmbedder {
             config,
+            usage: None,
             loaded: Arc::default(),
         }
+    }
+
+    /// Records every call in `meter`, as [`LocalEmbedder::usage`].
+    pub fn usage(mut self, meter: UsageMeter) -> Self {
+        self.usage = Some(meter);
+        self
     }
 
     /// The loaded model, loading it first if needed.
     pub async fn loaded(&self) -> Result<&LocalEmbedder> {
         self.loaded
-            .get_or_try_init(|| LocalEmbedder::load(&self.config))
+            .get_or_try_init(|| async {
+                let loaded = LocalEmbedder::load(&self.config).await?;
+                Ok(match &self.usage {
+                    Some(meter) => loaded.usage(meter.clone()),
+                    None => loaded,
+                })
+            })
             .await
     }
 }
@@ -506,15 +541,31 @@ impl Embedder for LocalEmbedder {
         DIMENSION
     }
 
-    async fn embed(&self, texts: &[String], _label: &str) -> Result<Vec<Vec<f32>>> {
+    async fn embed(&self, texts: &[String], label: &str) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
+        let started = std::time::Instant::now();
         let this = self.clone();
         let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || this.embed_blocking(&texts))
+        let result = tokio::task::spawn_blocking(move || this.embed_counted(&texts))
             .await
-            .map_err(|e| Error::task("local embedding", e))?
+            .map_err(|e| Error::task("local embedding", e))
+            .and_then(|r| r);
+        if let Some(meter) = &self.usage {
+            meter.record(CallRecord {
+                provider: PROVIDER.to_string(),
+                label: label.to_string(),
+                tokens: TokenUsage {
+                    prompt_tokens: result.as_ref().map(|(_, t)| *t).unwrap_or(0),
+                    completion_tokens: 0,
+                },
+                latency: started.elapsed(),
+                attempts: 1,
+                ok: result.is_ok(),
+            });
+        }
+        result.map(|(vectors, _)| vectors)
     }
 
     fn provider(&self) -> &str {
