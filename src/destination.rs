@@ -152,7 +152,7 @@ pub fn check_name(field: &str, name: &str) -> Result<()> {
         return Err(Error::invalid(
             field,
             format!(
-                "`{name}` begins with the reserved prefix `{prefix}` (private logical graph ids)"
+                "`{name}` begins with the reserved prefix `{prefix}` (private logical graph ids and gralkor's own graphs)"
             ),
         ));
     }
@@ -215,7 +215,15 @@ mod tests {
 
     #[test]
     fn reserved_prefixes_blank_and_retired_names_are_rejected() {
-        for bad in ["personal/x", "operator/x", "", "  ", " pad", "pad "] {
+        for bad in [
+            "personal/x",
+            "operator/x",
+            "gralkor/capture-buffer",
+            "",
+            "  ",
+            " pad",
+            "pad ",
+        ] {
             let err = Destination::new(bad).unwrap_err();
             assert!(matches!(err, Error::InvalidInput { .. }), "{bad:?}: {err}");
         }
@@ -229,7 +237,7 @@ mod tests {
 
     #[test]
     fn operator_ids_are_validated() {
-        for bad in ["", " ", "personal/bob", "operator/bob", "a\0b"] {
+        for bad in ["", " ", "personal/bob", "operator/bob", "gralkor/x", "a\0b"] {
             let err = OperatorId::new(bad).unwrap_err().to_string();
             assert!(err.contains("`operator_id`"), "{bad:?}: {err}");
         }

@@ -28,7 +28,7 @@ use crate::storage::OperatorId;
 use crate::{Error, Result};
 
 /// The graph holding the FalkorDB store's pending entries.
-pub const CAPTURE_GRAPH: &str = "gralkor:capture-buffer";
+pub const CAPTURE_GRAPH: &str = "gralkor/capture-buffer";
 
 /// What a session is bound to on its first append.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
