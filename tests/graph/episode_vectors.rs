@@ -11,6 +11,7 @@ use common::{TestGraph, count};
 use gralkor::graph::search::{Methods, RerankerKind, ScopeConfig, SearchConfig, SearchRequest};
 use gralkor::graph::store::{VectorIndex, vector_debt};
 use gralkor::graph::{AddEpisode, Engine, OutcomeStatus, SourceKind, Timestamp};
+use gralkor::llm::Embedder;
 use uuid::Uuid;
 
 fn text(content: &str, day: u32) -> AddEpisode {
@@ -233,4 +234,125 @@ async fn a_writer_with_one_episode_among_many_is_found_by_meaning() {
         ..Default::default()
     });
     assert_eq!(found(&engine, &g, &request).await, vec![rare.episode.uuid]);
+}
+
+/// The hybrid episode search (one statement: both index calls and the fusion) returns
+/// exactly the reciprocal rank fusion of the fulltext and vector lists, computed here
+/// from the single-method searches: Σ 1/(rank+1), ties by first appearance with
+/// fulltext first; one method's own scores and order when only it found anything;
+/// then the minimum score and the limit.
+#[tokio::test]
+async fn the_one_statement_episode_hybrid_is_the_fusion_of_the_method_lists() {
+    let g = TestGraph::new("episode-hybrid-rrf").await;
+    let embedder = CountingEmbedder::new();
+    let engine = Engine::without_llm(g.db.clone(), Arc::new(embedder.clone()));
+    let lines = [
+        "Dana adopted a grey cat from the shelter",
+        "The cat sleeps on the boiler all winter",
+        "Dana services the boiler every October",
+        "A grey heron fishes by the canal",
+        "The shelter needs volunteers on Sundays",
+        "Dana walks by the canal on Sundays",
+        "Winter tyres go on in October",
+        "The heron and the cat watch each other",
+        "Volunteers repaint the shelter in spring",
+        "Dana's cat is called Pebble",
+        "Pebble hides from the heron",
+        "The canal freezes in a hard winter",
+    ];
+    for (i, line) in lines.iter().enumerate() {
+        engine
+            .add_episode(&g.name, text(line, i as u32 + 1))
+            .await
+            .unwrap();
+    }
+    let config = |methods: Methods, min_sim: f64, limit: usize, min_score: f64| SearchConfig {
+        facts: None,
+        entities: None,
+        episodes: Some(ScopeConfig::new(methods, RerankerKind::Rrf).min_similarity(min_sim)),
+        communities: None,
+        limit,
+        min_score,
+    };
+    let hits = |request: SearchRequest| {
+        let engine = engine.clone();
+        let name = g.name.clone();
+        async move {
+            engine
+                .search(&name, &request)
+                .await
+                .unwrap()
+                .episodes
+                .into_iter()
+                .map(|h| (h.episode.uuid, h.score))
+                .collect::<Vec<_>>()
+        }
+    };
+    let cases: [(&str, Option<&str>, f64, usize, f64); 5] = [
+        ("grey cat Dana", None, -1.0, 10, 0.0),
+        ("the boiler in winter", None, 0.0, 3, 0.0),
+        ("canal heron Sundays", None, -1.0, 10, 0.03),
+        // Words found nowhere: the vector list alone, with its cosine scores.
+        ("zyxwv qwerty", Some("grey cat Dana"), -1.0, 10, 0.0),
+        // A cut-off no vector passes: the fulltext list alone, with its scores.
+        ("grey cat Dana", None, 1.0, 10, 0.0),
+    ];
+    for (query, vector_of, min_sim, limit, min_score) in cases {
+        let vector = embedder
+            .inner
+            .embed(&[vector_of.unwrap_or(query).to_string()], "test")
+            .await
+            .unwrap()
+            .remove(0);
+        let request = |methods: Methods, limit: usize, min_score: f64| {
+            SearchRequest::new(query, config(methods, min_sim, limit, min_score))
+                .query_vector(vector.clone())
+        };
+        // The single-method lists as the hybrid fuses them: 2 × limit candidates,
+        // before the minimum score and the limit.
+        let ft = hits(request(Methods::FULLTEXT, 2 * limit, f64::MIN)).await;
+        let vec = hits(request(Methods::VECTOR, 2 * limit, f64::MIN)).await;
+        let both = hits(request(Methods::HYBRID, limit, min_score)).await;
+        let mut expected: Vec<(Uuid, f64, usize)> = Vec::new();
+        if ft.is_empty() || vec.is_empty() {
+            for (i, (u, s)) in ft.iter().chain(&vec).enumerate() {
+                expected.push((*u, *s, i));
+            }
+        } else {
+            for rank in 0..ft.len().max(vec.len()) {
+                for list in [&ft, &vec] {
+                    if let Some((u, _)) = list.get(rank) {
+                        let add = 1.0 / (rank as f64 + 1.0);
+                        match expected.iter_mut().find(|e| e.0 == *u) {
+                            Some(e) => e.1 += add,
+                            None => {
+                                let order = expected.len();
+                                expected.push((*u, add, order))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        expected.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
+        expected.retain(|e| e.1 >= min_score);
+        expected.truncate(limit);
+        let want: Vec<Uuid> = expected.iter().map(|e| e.0).collect();
+        let got: Vec<Uuid> = both.iter().map(|h| h.0).collect();
+        assert_eq!(got, want, "{query:?}: {both:?} vs {expected:?}");
+        for (g, e) in both.iter().zip(&expected) {
+            assert!(
+                (g.1 - e.1).abs() < 1e-6,
+                "{query:?}: {both:?} vs {expected:?}"
+            );
+        }
+        match vector_of {
+            Some(_) => assert!(ft.is_empty() && !vec.is_empty() && !got.is_empty()),
+            None if min_sim >= 1.0 => assert!(vec.is_empty() && !ft.is_empty() && !got.is_empty()),
+            None => assert!(
+                !ft.is_empty() && !vec.is_empty(),
+                "{query:?}: both methods found some"
+            ),
+        }
+    }
 }

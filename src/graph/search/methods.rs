@@ -683,6 +683,95 @@ pub(crate) async fn episode_vector(
     rows.iter().map(episode_hit).collect()
 }
 
+/// Episode search with RRF in one statement: [`episode_fulltext`] on `q` and the
+/// index path of [`episode_vector`] on `v` (whichever are given) in subqueries, their
+/// fusion exactly as [`fact_hybrid_rrf`] fuses (positions `2 × rank + method`,
+/// fulltext first; one method's own scores and order when only it found anything),
+/// the minimum score and the limit, in one round trip instead of two. `None` under a
+/// writer selection (the vector method ranks the selected writers' episodes exactly
+/// instead) or when an index it needs is missing: the per-method path handles both.
+pub(crate) async fn episode_hybrid_rrf(
+    ctx: Ctx<'_>,
+    q: Option<&str>,
+    v: Option<&[f32]>,
+    n: usize,
+    min_sim: f64,
+    min_score: f64,
+    limit: usize,
+) -> Result<Option<Vec<EpisodeHit>>> {
+    if !ctx.filters.writers.is_empty() {
+        return Ok(None);
+    }
+    let label = crate::graph::store::EPISODE_EMBEDDING_LABEL;
+    let ft = match q {
+        Some(_) => "CALL { CALL db.idx.fulltext.queryNodes('Episodic', $q) YIELD node, score \
+                    WITH node AS e, score ORDER BY score DESC LIMIT $n \
+                    WITH e, score ORDER BY score DESC, e.uuid \
+                    RETURN collect([e, score]) AS ft }"
+            .to_owned(),
+        None => "WITH [] AS ft".to_owned(),
+    };
+    let vec = match v {
+        Some(_) => format!(
+            "CALL {{ {}CALL db.idx.vector.queryNodes('{label}', 'embedding', $k + stale, \
+             vecf32($v)) YIELD node, score \
+             WITH node.uuid AS eu, 1.0 - score AS score WHERE score >= $min_sim \
+             MATCH (e:Episodic {{uuid: eu}}) \
+             WITH e, score ORDER BY score DESC, e.uuid LIMIT $n \
+             RETURN collect([e, score]) AS vec }}",
+            stale_clause(VectorIndex::Episode)
+        ),
+        None => "WITH ft, [] AS vec".to_owned(),
+    };
+    let query = format!(
+        "{ft} {vec} \
+         WITH ft, vec, size(ft) > 0 AND size(vec) > 0 AS fuse \
+         UNWIND [i IN range(0, size(ft) - 1) | \
+                   [ft[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE ft[i][1] END, 2 * i]] \
+              + [i IN range(0, size(vec) - 1) | \
+                   [vec[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE vec[i][1] END, 2 * i + 1]] \
+              AS c \
+         WITH c[0] AS e, sum(c[1]) AS score, min(c[2]) AS pos \
+         WHERE score >= $min_score \
+         WITH e, score, pos ORDER BY score DESC, pos LIMIT $limit \
+         RETURN {EPISODE_COLUMNS}, pos ORDER BY score DESC, pos"
+    );
+    let mut params = Params::new()
+        .set("k", index_k(n))
+        .set("n", int(n))
+        .set("min_sim", min_sim)
+        .set("min_score", min_score)
+        .set("limit", int(limit));
+    if let Some(q) = q {
+        params = params.set("q", q);
+    }
+    if let Some(v) = v {
+        params = params.set("v", v.to_vec());
+    }
+    match ctx.db.ro_query(ctx.graph, &query, &params).await {
+        Ok(res) => {
+            let hits = res
+                .into_maps()
+                .iter()
+                .map(episode_hit)
+                .collect::<Result<_>>()?;
+            Ok(Some(hits))
+        }
+        Err(err @ Error::Query { .. }) => {
+            let fulltext_missing =
+                q.is_some() && !index_exists(ctx, Index::Fulltext("Episodic", true)).await?;
+            let vector_missing =
+                v.is_some() && !index_exists(ctx, Index::Vector(label, true, "embedding")).await?;
+            if fulltext_missing || vector_missing {
+                Ok(None)
+            } else {
+                Err(err)
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
 // ---------------------------------------------------------------- communities
 
 /// Communities nearest to `v` with cosine similarity ≥ `min_sim`.

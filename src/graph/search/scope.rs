@@ -239,6 +239,19 @@ impl ScopeKind for Episodes {
     ) -> impl Future<Output = Result<Vec<EpisodeHit>>> + Send {
         methods::episode_vector(ctx, v, n, min_sim)
     }
+
+    fn one_statement(
+        ctx: Ctx<'_>,
+        q: Option<&str>,
+        v: Option<&[f32]>,
+        n: usize,
+        min_sim: f64,
+        min_score: f64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Option<Vec<EpisodeHit>>>> + Send {
+        // `None` under a writer selection or without an index: the per-method path.
+        methods::episode_hybrid_rrf(ctx, q, v, n, min_sim, min_score, limit)
+    }
 }
 
 /// Communities (`Community`): fulltext and vector.
