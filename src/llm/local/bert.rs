@@ -27,9 +27,9 @@ pub(crate) struct BertConfig {
 }
 
 struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
+    /// The query, key and value projections as one `(3 × hidden, hidden)` linear
+    /// layer: one matrix product per layer instead of three.
+    qkv: Linear,
     attention_out: Linear,
     attention_norm: LayerNorm,
     intermediate: Linear,
@@ -88,10 +88,17 @@ impl Bert {
         for i in 0..config.num_hidden_layers {
             let l = vb.pp(format!("encoder.layer.{i}"));
             let a = l.pp("attention");
+            let part = |name: &str| -> Result<(Tensor, Tensor)> {
+                let p = a.pp(format!("self.{name}"));
+                Ok((p.get((h, h), "weight")?, p.get(h, "bias")?))
+            };
+            let (q, k, v) = (part("query")?, part("key")?, part("value")?);
+            let qkv = Linear::new(
+                Tensor::cat(&[&q.0, &k.0, &v.0], 0)?,
+                Some(Tensor::cat(&[&q.1, &k.1, &v.1], 0)?),
+            );
             layers.push(Layer {
-                query: linear(h, h, a.pp("self.query"))?,
-                key: linear(h, h, a.pp("self.key"))?,
-                value: linear(h, h, a.pp("self.value"))?,
+                qkv,
                 attention_out: linear(h, h, a.pp("output.dense"))?,
                 attention_norm: layer_norm(h, eps, a.pp("output.LayerNorm"))?,
                 intermediate: linear(h, config.intermediate_size, l.pp("intermediate.dense"))?,
@@ -132,9 +139,11 @@ impl Bert {
                     .transpose(1, 2)?
                     .contiguous()
             };
-            let q = heads(layer.query.forward(&h)?)?;
-            let k = heads(layer.key.forward(&h)?)?;
-            let v = heads(layer.value.forward(&h)?)?;
+            let qkv = layer.qkv.forward(&h)?; // (batch, len, 3 × hidden)
+            let hidden = self.heads * self.head_dim;
+            let q = heads(qkv.narrow(D::Minus1, 0, hidden)?)?;
+            let k = heads(qkv.narrow(D::Minus1, hidden, hidden)?)?;
+            let v = heads(qkv.narrow(D::Minus1, 2 * hidden, hidden)?)?;
             let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&bias)?;
             let probs = candle_nn::ops::softmax_last_dim(&scores)?;
             let context = probs.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((
