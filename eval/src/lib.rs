@@ -23,6 +23,7 @@
 
 pub mod error;
 pub mod extraction;
+pub mod offline;
 pub mod report;
 pub mod retrieval;
 pub mod setup;

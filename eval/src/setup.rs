@@ -131,6 +131,18 @@ impl Setup {
         })
     }
 
+    /// Builds and warms up the configured models (once).
+    pub async fn build_models(&mut self) -> Result<()> {
+        if self.models.is_none()
+            && let Some(m) = &self.config.models
+        {
+            let models = m.build()?;
+            models.embedder.warm_up().await?;
+            self.models = Some(models);
+        }
+        Ok(())
+    }
+
     /// Stops an embedded server cleanly.
     pub async fn shutdown(self) -> Result<()> {
         self.db.shutdown().await?;

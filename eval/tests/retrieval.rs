@@ -1,0 +1,110 @@
+//! The retrieval harness on the shipped synthetic set: episodes-only retrieval (no
+//! language model) over a real embedded FalkorDB, with the in-process embedder when
+//! the `local-embedder` feature is on (the default), else the hashed bag of words.
+
+mod support;
+
+use gralkor_eval::offline::{offline_client, offline_embedder};
+use gralkor_eval::retrieval::{
+    self, RunOptions, RunResult, Scoring, Summary, load, shipped_synthetic_set,
+};
+
+/// One run into fresh graphs (the run's graphs are deleted afterwards).
+async fn run() -> RunResult {
+    let dataset = load(&shipped_synthetic_set(), None).unwrap();
+    let db = support::db().await;
+    let client = offline_client(db.clone(), offline_embedder().await.unwrap()).unwrap();
+    let options = RunOptions {
+        run_tag: "eval-test".into(),
+        ..RunOptions::default()
+    };
+    let result = retrieval::run_dataset(&client, &dataset, &options)
+        .await
+        .unwrap();
+    for g in client.storage().engine().list_graphs().await.unwrap() {
+        if g.contains("eval-test-") {
+            db.delete_graph(&g).await.unwrap();
+        }
+    }
+    result
+}
+
+#[test]
+fn the_synthetic_set_has_every_kind_of_question_in_conversations_of_several_sessions() {
+    let d = load(&shipped_synthetic_set(), None).unwrap();
+    assert_eq!(d.format, retrieval::Format::LongMemEval);
+    assert_eq!(d.conversations.len(), 3);
+    assert!(d.conversations.iter().all(|c| c.sessions.len() >= 5));
+    let qs: Vec<_> = d.conversations.iter().flat_map(|c| &c.questions).collect();
+    for kind in [
+        "single-session-user",
+        "multi-session",
+        "temporal-reasoning",
+        "knowledge-update",
+    ] {
+        assert!(qs.iter().any(|q| q.kind == kind), "no {kind} question");
+    }
+    for scoring in [Scoring::Exact, Scoring::Contains, Scoring::Abstention] {
+        assert!(
+            qs.iter().any(|q| q.scoring == scoring),
+            "no {scoring:?} question"
+        );
+    }
+    assert!(
+        qs.iter()
+            .filter(|q| q.scoring == Scoring::Abstention)
+            .all(|q| q.evidence.is_empty() && !q.absent.is_empty())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn episodes_only_retrieval_scores_the_synthetic_set_reproducibly() {
+    let first = run().await;
+    let ks = RunOptions::default().ks;
+    let summary = Summary::of(&first, &ks);
+    println!(
+        "{}",
+        summary.table("synthetic set, episodes only, no model")
+    );
+    assert_eq!(first.questions.len(), 20);
+    assert!(
+        first
+            .questions
+            .iter()
+            .all(|q| q.error.is_none() && q.answer.is_none())
+    );
+    // Every question with evidence has recall figures; every question is checked.
+    for q in &first.questions {
+        assert_eq!(
+            q.recall_at.values().all(Option::is_some),
+            !q.question.evidence.is_empty(),
+            "{}",
+            q.question.id
+        );
+        assert!(q.context_correct.is_some(), "{}", q.question.id);
+        assert!(q.context_tokens > 0);
+    }
+    // Every question surfaces sessions of its own conversation through their episodes.
+    assert!(first.questions.iter().all(|q| !q.surfaced.is_empty()));
+    let r10 = summary.overall.recall_at[&10].unwrap();
+    assert!(r10 >= 0.9, "recall@10 {r10}");
+    // Abstention: the recalled memory never holds what was never said.
+    assert_eq!(summary.kinds.values().map(|r| r.errors).sum::<usize>(), 0);
+    let abstentions: Vec<_> = first
+        .questions
+        .iter()
+        .filter(|q| q.question.scoring == Scoring::Abstention)
+        .collect();
+    assert!(abstentions.iter().all(|q| q.context_correct == Some(true)));
+    // The ranking is good enough to be worth measuring: most evidence in the top 3.
+    let r3 = summary.overall.recall_at[&3].unwrap();
+    assert!(r3 >= 0.6, "recall@3 {r3}");
+
+    // The same run again, into fresh graphs, gives the same figures (latency aside).
+    let second = run().await;
+    for (a, b) in first.questions.iter().zip(&second.questions) {
+        assert_eq!(a.surfaced, b.surfaced, "{}", a.question.id);
+        assert_eq!(a.context_correct, b.context_correct);
+        assert_eq!(a.context_tokens, b.context_tokens);
+    }
+}
