@@ -4,29 +4,49 @@
 
 mod support;
 
-use gralkor_eval::offline::{offline_client, offline_embedder};
+use std::sync::Arc;
+
+use gralkor::graph::Engine;
+use gralkor_eval::offline::{client_over, offline_client, offline_embedder};
+use gralkor_eval::retrieval::scripted::line_extractor;
 use gralkor_eval::retrieval::{
     self, RunOptions, RunResult, Scoring, Summary, load, shipped_synthetic_set,
 };
 
-/// One run into fresh graphs (the run's graphs are deleted afterwards).
-async fn run() -> RunResult {
+/// One run into fresh graphs (the run's graphs are deleted afterwards), episodes
+/// only, or extracting with the line-per-fact scripted model.
+async fn run_with(extract: bool, tag: &str) -> RunResult {
     let dataset = load(&shipped_synthetic_set(), None).unwrap();
     let db = support::db().await;
-    let client = offline_client(db.clone(), offline_embedder().await.unwrap()).unwrap();
+    let embedder = offline_embedder().await.unwrap();
+    let client = if extract {
+        client_over(Engine::new(
+            db.clone(),
+            Arc::new(line_extractor()),
+            embedder,
+        ))
+        .unwrap()
+    } else {
+        offline_client(db.clone(), embedder).unwrap()
+    };
     let options = RunOptions {
-        run_tag: "eval-test".into(),
+        run_tag: tag.into(),
+        context_k: if extract { 10 } else { 3 },
         ..RunOptions::default()
     };
     let result = retrieval::run_dataset(&client, &dataset, &options)
         .await
         .unwrap();
     for g in client.storage().engine().list_graphs().await.unwrap() {
-        if g.contains("eval-test-") {
+        if g.contains(&format!("{tag}-")) {
             db.delete_graph(&g).await.unwrap();
         }
     }
     result
+}
+
+async fn run() -> RunResult {
+    run_with(false, "eval-test").await
 }
 
 #[test]
@@ -107,4 +127,24 @@ async fn episodes_only_retrieval_scores_the_synthetic_set_reproducibly() {
         assert_eq!(a.context_correct, b.context_correct);
         assert_eq!(a.context_tokens, b.context_tokens);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_extraction_path_answers_from_facts_whose_sources_are_the_sessions() {
+    let run = run_with(true, "eval-facts").await;
+    let summary = Summary::of(&run, &RunOptions::default().ks);
+    println!(
+        "{}",
+        summary.table("synthetic set, facts extracted by the line-per-fact scripted model")
+    );
+    assert_eq!(summary.overall.errors, 0);
+    // Recall returned extracted facts (one per transcript line), not episodes: their
+    // texts are the scripted `<speaker> said: …` sentences, and their sources map to
+    // the sessions.
+    assert!(run.questions.iter().all(|q| !q.surfaced.is_empty()));
+    assert!(run.questions.iter().all(|q| q.context.contains(" said: ")));
+    let r10 = summary.overall.recall_at[&10].unwrap();
+    assert!(r10 >= 0.8, "recall@10 {r10}");
+    let c = summary.overall.context_accuracy.unwrap();
+    assert!(c >= 0.6, "context accuracy {c}");
 }

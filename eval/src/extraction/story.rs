@@ -308,3 +308,63 @@ pub fn load_stories(dir: &Path) -> Result<Vec<Story>> {
 pub fn shipped_stories_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data/extraction")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn story(facts: Value) -> Story {
+        serde_json::from_value(json!({
+            "name": "t",
+            "episodes": [
+                {"id": "e1", "source": "text", "reference_time": "2025-01-01T00:00:00Z", "content": "a"},
+                {"id": "e2", "source": "json", "reference_time": "2025-01-02T00:00:00Z", "content": {"k": 1}}
+            ],
+            "gold": {"entities": [{"name": "Ada", "aliases": ["Ada L"]}, {"name": "Acme"}], "facts": facts}
+        }))
+        .unwrap()
+    }
+
+    fn fact(id: &str, episode: &str, source: &str, contradicts: &[&str]) -> Value {
+        json!({"id": id, "episode": episode, "source": source, "target": "Acme", "relation": "R",
+               "fact": "f", "contradicts": contradicts})
+    }
+
+    #[test]
+    fn a_story_breaking_a_rule_is_refused_naming_the_field() {
+        let ok = story(json!([
+            fact("f1", "e1", "Ada", &[]),
+            fact("f2", "e2", "Ada", &["f1"])
+        ]));
+        ok.check().unwrap();
+        assert_eq!(ok.episodes[1].text(), r#"{"k":1}"#);
+        for (facts, field) in [
+            (
+                json!([fact("f1", "e9", "Ada", &[])]),
+                "gold.facts[f1].episode",
+            ),
+            (
+                json!([fact("f1", "e1", "Ada L", &[])]),
+                "gold.facts[f1].source",
+            ),
+            (
+                json!([
+                    fact("f1", "e1", "Ada", &["f2"]),
+                    fact("f2", "e2", "Ada", &[])
+                ]),
+                "gold.facts[f1].contradicts",
+            ),
+            (
+                json!([
+                    fact("f1", "e1", "Ada", &[]),
+                    fact("f2", "e1", "Ada", &["f1"])
+                ]),
+                "gold.facts[f2].contradicts",
+            ),
+        ] {
+            let err = story(facts).check().unwrap_err().to_string();
+            assert!(err.contains(&format!("`{field}`")), "{err}");
+        }
+    }
+}

@@ -18,6 +18,7 @@
 
 pub mod dataset;
 pub mod run;
+pub mod scripted;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -134,7 +134,9 @@ pub struct QuestionResult {
     pub judge_correct: Option<bool>,
     /// Recall latency, in milliseconds.
     pub latency_ms: f64,
-    /// Estimated tokens of the memory block.
+    /// The answer context: the memory block of the first `context_k` facts.
+    pub context: String,
+    /// Estimated tokens of the answer context.
     pub context_tokens: u64,
     /// The recall's error, if it failed.
     pub error: Option<String>,
@@ -305,6 +307,7 @@ async fn ask(
         answer_correct: None,
         judge_correct: None,
         latency_ms,
+        context: String::new(),
         context_tokens: 0,
         error: None,
     };
@@ -344,6 +347,7 @@ async fn ask(
         result.judge_correct = Some(judge(model.as_ref(), q, &answer).await?);
         result.answer = Some(answer);
     }
+    result.context = block;
     Ok(result)
 }
 
@@ -394,4 +398,48 @@ async fn judge(model: &dyn LanguageModel, q: &Question, answer: &str) -> Result<
         .label("eval_judge");
     let g = model.generate(&request).await?;
     Ok(g.value["correct"].as_bool().unwrap_or(false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(scoring: Scoring, answers: &[&str], absent: &[&str]) -> Question {
+        Question {
+            id: "q".into(),
+            kind: "k".into(),
+            question: "?".into(),
+            answers: answers.iter().map(|s| s.to_string()).collect(),
+            evidence: vec![],
+            date: None,
+            scoring,
+            absent: absent.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn answers_are_checked_exactly_by_containment_or_as_abstentions() {
+        let exact = q(Scoring::Exact, &["Marta"], &[]);
+        assert!(answer_correct(&exact, " marta. "));
+        assert!(!answer_correct(&exact, "Marta Silva"));
+        assert!(context_supports(&exact, "- My tutor is Marta (created …)").unwrap());
+        assert!(!context_supports(&exact, "- Martina teaches").unwrap());
+        let contains = q(Scoring::Contains, &["Dr. Okafor", "Okafor"], &[]);
+        assert!(answer_correct(&contains, "Your vet is Dr Okafor."));
+        assert!(!answer_correct(&contains, "I don't know."));
+        assert!(context_supports(&contains, "valid from 2024-04-20 … Okafor").unwrap());
+        let abstain = q(Scoring::Abstention, &["never said"], &["cat"]);
+        assert!(answer_correct(&abstain, "I don't know."));
+        assert!(answer_correct(&abstain, "That was not mentioned."));
+        assert!(!answer_correct(&abstain, "Whiskers"));
+        assert_eq!(
+            context_supports(&abstain, "- a beagle named Biscuit"),
+            Some(true)
+        );
+        assert_eq!(context_supports(&abstain, "- my cat Tom"), Some(false));
+        assert_eq!(
+            context_supports(&q(Scoring::Abstention, &["x"], &[]), "any"),
+            None
+        );
+    }
 }
