@@ -148,3 +148,67 @@ async fn the_extraction_path_answers_from_facts_whose_sources_are_the_sessions()
     let c = summary.overall.context_accuracy.unwrap();
     assert!(c >= 0.6, "context accuracy {c}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_model_each_question_is_answered_from_its_context_checked_and_judged() {
+    use gralkor::llm::doubles::ScriptedModel;
+    use serde_json::json;
+
+    // A model that always declines, and a judge that accepts everything.
+    let model = ScriptedModel::new()
+        .answer("eval_answer", json!({"answer": "I don't know."}))
+        .answer("eval_judge", json!({"reason": "scripted", "correct": true}));
+    let dataset = load(&shipped_synthetic_set(), None).unwrap();
+    let db = support::db().await;
+    let client = offline_client(db.clone(), offline_embedder().await.unwrap()).unwrap();
+    let options = RunOptions {
+        run_tag: "eval-model".into(),
+        model: Some(Arc::new(model.clone())),
+        max_questions: Some(7),
+        ..RunOptions::default()
+    };
+    let run = retrieval::run_dataset(&client, &dataset, &options)
+        .await
+        .unwrap();
+    let summary = Summary::of(&run, &options.ks);
+    println!(
+        "{}",
+        summary.table("synthetic set, first conversation, scripted answers")
+    );
+    assert_eq!(
+        run.questions.len(),
+        7,
+        "--max-questions stops after the first conversation"
+    );
+    // Declining is right exactly for the one abstention question of the first seven.
+    let right: Vec<&str> = run
+        .questions
+        .iter()
+        .filter(|q| q.answer_correct == Some(true))
+        .map(|q| q.question.id.as_str())
+        .collect();
+    assert_eq!(right, ["c1-q6_abs"]);
+    assert_eq!(summary.overall.judge_accuracy, Some(1.0));
+    // The answer call reads the question's context and date; the judge the gold answer.
+    let asked = model.calls_for("eval_answer");
+    assert_eq!(asked.len(), 7);
+    let first = &asked[0].messages[1].content;
+    assert!(
+        first.starts_with("<gralkor-memory trust=\"untrusted\">"),
+        "{first}"
+    );
+    assert!(
+        first.contains("The question is asked on 2024-05-30T21:30:00+0.")
+            && first.ends_with("Question: What breed is my dog?")
+    );
+    let judged = &model.calls_for("eval_judge")[0].messages[1].content;
+    assert!(
+        judged.contains("Gold answer: beagle") && judged.contains("Answer to grade: I don't know."),
+        "{judged}"
+    );
+    for g in client.storage().engine().list_graphs().await.unwrap() {
+        if g.contains("eval-model-") {
+            db.delete_graph(&g).await.unwrap();
+        }
+    }
+}

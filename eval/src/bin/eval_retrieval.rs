@@ -17,14 +17,18 @@
 //! shape), `--out FILE`, `--max-questions N`, `--k 1,3,5,10`, `--context-k N` (facts
 //! in the answer context; default 3 episodes-only, 10 with extraction), `--tag T`
 //! (operator ids `T-<n>`; default `eval`), `--episodes-only` (do not extract even
-//! with a model), `--no-answer` (no answering or judging).
+//! with a model), `--no-answer` (no answering or judging), `--script lines` (extract
+//! offline with the line-per-fact scripted model: the extraction path without a
+//! provider).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use gralkor::graph::Engine;
 use gralkor::llm::ModelSize;
 use gralkor_eval::offline::{client_over, offline_client, offline_embedder};
 use gralkor_eval::report::write_json;
+use gralkor_eval::retrieval::scripted::line_extractor;
 use gralkor_eval::retrieval::{self, Format, RunOptions, Summary, shipped_synthetic_set};
 use gralkor_eval::setup::{Args, Setup, exit_on_error};
 use gralkor_eval::{EvalError, Result};
@@ -69,7 +73,19 @@ async fn try_main() -> Result<()> {
         "tag",
         "episodes-only",
         "no-answer",
+        "script",
     ])?;
+    let scripted = match args.value("script") {
+        None => false,
+        Some("lines") => true,
+        Some(other) => {
+            return Err(EvalError::data(
+                "<command line>",
+                "--script",
+                format!("must be lines, not `{other}`"),
+            ));
+        }
+    };
     let data = args
         .value("data")
         .map_or_else(shipped_synthetic_set, PathBuf::from);
@@ -111,14 +127,27 @@ async fn try_main() -> Result<()> {
     // Offline (no language model configured) the harness's own offline embedder is
     // used: the in-process one with the `local-embedder` feature, else the hashed one.
     let mut setup = Setup::from_env(false).await?;
-    if setup.config.extracts() {
+    if setup.config.extracts() && !scripted {
         setup.build_models().await?;
     }
     let models = setup.models.as_ref();
     let llm = models.and_then(|m| m.llm.clone());
-    let extract = llm.is_some() && !args.flag("episodes-only");
+    let extract = scripted || (llm.is_some() && !args.flag("episodes-only"));
     let mut offline_name = String::new();
     let client = match models {
+        _ if scripted => {
+            let embedder = offline_embedder().await?;
+            offline_name = format!(
+                "line-per-fact scripted extraction, offline embedder {}:{}",
+                embedder.provider(),
+                embedder.model()
+            );
+            client_over(Engine::new(
+                setup.db.clone(),
+                Arc::new(line_extractor()),
+                embedder,
+            ))?
+        }
         Some(m) if extract => {
             let mut engine = Engine::new(
                 setup.db.clone(),
