@@ -56,7 +56,13 @@ async fn try_main() -> Result<()> {
     if !only.is_empty() {
         stories.retain(|s| only.contains(&s.name.as_str()));
     }
-    let setup = Setup::from_env(script.is_none()).await?;
+    let mut setup = Setup::from_env(false).await?;
+    if script.is_none() {
+        if !setup.config.extracts() {
+            return Err(no_model(&setup));
+        }
+        setup.build_models().await?;
+    }
     let report = match script {
         Some(script) => {
             let embedder = HashEmbedder::new(256);
@@ -80,15 +86,7 @@ async fn try_main() -> Result<()> {
         None => {
             let models = setup.models.as_ref().expect("built");
             let Some(llm) = models.llm.clone() else {
-                return Err(EvalError::data(
-                    "<environment>",
-                    "language model",
-                    format!(
-                        "is not configured ({}): set OPENAI_API_KEY, GOOGLE_API_KEY or OPENAI_BASE_URL \
-                         (with GRALKOR_LLM_MODEL), or run with --script perfect",
-                        setup.config.describe()
-                    ),
-                ));
+                return Err(no_model(&setup));
             };
             let embedder: Arc<dyn Embedder> = models.embedder.clone();
             let name = format!(
@@ -114,4 +112,16 @@ async fn try_main() -> Result<()> {
     write_json(&out, &report)?;
     println!("report written to {}", out.display());
     setup.shutdown().await
+}
+
+fn no_model(setup: &Setup) -> EvalError {
+    EvalError::data(
+        "<environment>",
+        "language model",
+        format!(
+            "is not configured ({}): set OPENAI_API_KEY, GOOGLE_API_KEY or OPENAI_BASE_URL \
+             (with GRALKOR_LLM_MODEL), or run with --script perfect",
+            setup.config.describe()
+        ),
+    )
 }

@@ -87,6 +87,7 @@ fn row(name: &str, s: &Scores) -> Vec<String> {
     vec![
         name.to_owned(),
         s.episodes.to_string(),
+        s.failed_episodes.to_string(),
         f(s.entities.precision()),
         f(s.entities.recall()),
         f(s.entities.f1()),
@@ -108,13 +109,15 @@ fn row(name: &str, s: &Scores) -> Vec<String> {
 }
 
 impl Report {
-    /// The report as a table: one row per story and a total row. Percentages;
+    /// The report as a table: one row per story and a total row (`failed`: episodes
+    /// whose ingestion failed, with their errors in the JSON report). Percentages;
     /// `inv err d` is the mean timing error of the right invalidations in days;
     /// the last three columns are per episode.
     pub fn table(&self) -> String {
         let header = [
             "story",
             "eps",
+            "failed",
             "ent P",
             "ent R",
             "ent F1",
