@@ -1,0 +1,150 @@
+//! The extraction benchmark: stories with gold graphs, run through the engine,
+//! scored.
+//!
+//! ```no_run
+//! # async fn run(engine: gralkor::graph::Engine) -> gralkor_eval::Result<()> {
+//! use gralkor_eval::extraction::{self, load_stories, shipped_stories_dir};
+//!
+//! let stories = load_stories(&shipped_stories_dir())?;
+//! let embedder = engine.embedder().expect("an embedder").clone();
+//! let report = extraction::run_all(
+//!     &stories, |_| engine.clone(), embedder.as_ref(), "configured", "eval:extraction",
+//! ).await?;
+//! println!("{}", report.table());
+//! # Ok(()) }
+//! ```
+
+pub mod models;
+pub mod run;
+pub mod score;
+pub mod story;
+
+use gralkor::graph::Engine;
+use gralkor::llm::Embedder;
+use serde::Serialize;
+
+pub use models::{Script, scripted_model};
+pub use run::{EpisodeCost, StoryRun, graph_name, run_story};
+pub use score::{
+    Counts, FACT_SIMILARITY, Scores, Share, StoryScore, TIME_TOLERANCE_DAYS, score_story,
+};
+pub use story::{
+    Gold, GoldEntity, GoldFact, GoldInvalidation, Story, StoryEpisode, load_stories,
+    shipped_stories_dir,
+};
+
+use crate::Result;
+use crate::report::{pct, table};
+
+/// The report of a run over several stories.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Which model answered (`perfect`, `wrong`, or the provider and model).
+    pub model: String,
+    /// One entry per story, in order.
+    pub stories: Vec<StoryScore>,
+    /// Every story's measures added up (micro-averaged).
+    pub total: Scores,
+}
+
+/// Runs every story (each in its own graph, [`graph_name`]`(graph_prefix, story)`,
+/// cleared before and after) through the engine `engine_for` gives it, and scores it
+/// with `embedder`; `model` names the model in the report.
+pub async fn run_all(
+    stories: &[Story],
+    engine_for: impl Fn(&Story) -> Engine,
+    embedder: &dyn Embedder,
+    model: &str,
+    graph_prefix: &str,
+) -> Result<Report> {
+    let mut scored = Vec::with_capacity(stories.len());
+    let mut total = Scores::default();
+    for story in stories {
+        let engine = engine_for(story);
+        let graph = graph_name(graph_prefix, story);
+        let run = run_story(&engine, &graph, story).await?;
+        let s = score_story(story, &run, embedder).await?;
+        engine.clear(&graph).await?;
+        total.add(&s.scores);
+        scored.push(s);
+    }
+    Ok(Report {
+        model: model.to_owned(),
+        stories: scored,
+        total,
+    })
+}
+
+fn row(name: &str, s: &Scores) -> Vec<String> {
+    let per = |x: f64| {
+        if s.episodes == 0 {
+            "n/a".to_owned()
+        } else {
+            format!("{:.1}", x / s.episodes as f64)
+        }
+    };
+    let f = |v: f64| pct(Some(v));
+    vec![
+        name.to_owned(),
+        s.episodes.to_string(),
+        s.failed_episodes.to_string(),
+        f(s.entities.precision()),
+        f(s.entities.recall()),
+        f(s.entities.f1()),
+        s.duplicate_entities.to_string(),
+        pct(s.types.value()),
+        f(s.facts.precision()),
+        f(s.facts.recall()),
+        f(s.facts.f1()),
+        pct(s.times.value()),
+        pct(s.invalidations.value()),
+        s.mean_invalidation_error_days()
+            .map_or_else(|| "n/a".into(), |d| format!("{d:.1}")),
+        pct(s.attribution.value()),
+        pct(s.attributes.value()),
+        per(s.llm_calls as f64),
+        per(s.tokens as f64),
+        per(s.wall_ms),
+    ]
+}
+
+impl Report {
+    /// The report as a table: one row per story and a total row (`failed`: episodes
+    /// whose ingestion failed, with their errors in the JSON report). Percentages;
+    /// `inv err d` is the mean timing error of the right invalidations in days;
+    /// the last three columns are per episode.
+    pub fn table(&self) -> String {
+        let header = [
+            "story",
+            "eps",
+            "failed",
+            "ent P",
+            "ent R",
+            "ent F1",
+            "dups",
+            "types",
+            "fact P",
+            "fact R",
+            "fact F1",
+            "times",
+            "inval",
+            "inv err d",
+            "attrib",
+            "attrs",
+            "calls/ep",
+            "tokens/ep",
+            "ms/ep",
+        ];
+        let mut rows: Vec<Vec<String>> = self
+            .stories
+            .iter()
+            .map(|s| row(&s.story, &s.scores))
+            .collect();
+        rows.push(row("TOTAL", &self.total));
+        format!(
+            "extraction quality — model: {}\n{}",
+            self.model,
+            table(&header, &rows)
+        )
+    }
+}
