@@ -52,9 +52,12 @@ use serde_json::{Map, Value};
 use crate::ontology::Ontology;
 use crate::{Error, Result};
 
+mod artefact;
 mod json;
+pub mod runner;
 mod types;
 
+pub use artefact::{artefact_id, artefact_uuid};
 pub use types::{Mismatch, OutputType, TypeError, is_output_name};
 
 /// Reflection names the package keeps for its own Reflections (`generalisations`,
