@@ -50,6 +50,8 @@ struct Inner<S> {
     closed: AtomicBool,
     /// The test twin's recording and canned responses (`None` for every other client).
     recorder: Option<Recorder>,
+    /// Admitted Reflection invocations, stopped without callbacks at shutdown.
+    reflections: super::reflect::Work,
 }
 
 impl<S> Clone for MemoryClient<S> {
@@ -113,6 +115,7 @@ impl<S: Storage> MemoryClient<S> {
                 background: Mutex::new(JoinSet::new()),
                 closed: AtomicBool::new(false),
                 recorder,
+                reflections: Default::default(),
             }),
         }
     }
@@ -120,6 +123,10 @@ impl<S: Storage> MemoryClient<S> {
     /// The storage.
     pub fn storage(&self) -> &S {
         &self.inner.storage
+    }
+
+    pub(super) fn reflections(&self) -> &super::reflect::Work {
+        &self.inner.reflections
     }
 
     pub(super) fn recorder(&self) -> Option<&Recorder> {
@@ -482,6 +489,8 @@ impl<S: Storage> Client for MemoryClient<S> {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // Unfinished Reflection invocations end with their owner, without a callback.
+        self.inner.reflections.stop();
         self.drain_background().await;
         self.inner
             .storage

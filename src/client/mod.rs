@@ -45,6 +45,7 @@
 mod in_memory;
 mod memory;
 mod native;
+mod reflect;
 mod request;
 pub(crate) mod validate;
 
@@ -54,6 +55,7 @@ use serde::{Deserialize, Serialize};
 pub use in_memory::{Call, Canned, InMemoryClient};
 pub use memory::MemoryClient;
 pub use native::NativeClient;
+pub use reflect::ReflectOptions;
 pub use request::{
     BuildCommunities, DEFAULT_MEMORY_ADD_DESCRIPTION, DestinationExtraction, EpisodeRef,
     ExtractPending, MemoryAdd, Replace, Route, Search,

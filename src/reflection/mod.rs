@@ -53,7 +53,9 @@ use crate::ontology::Ontology;
 use crate::{Error, Result};
 
 mod artefact;
+pub mod delivery;
 mod json;
+pub mod packaged;
 pub mod runner;
 mod types;
 

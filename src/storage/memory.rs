@@ -132,6 +132,20 @@ impl Storage for InMemoryStorage {
         let state = graphs
             .entry(episode.graph.as_str().to_string())
             .or_default();
+        // A Reflection's artefact is create-or-confirm by id: different content under
+        // the same uuid is a conflict, as in the engine.
+        if matches!(episode.writer, Writer::Reflection(_))
+            && state.episodes.iter().any(|e| {
+                e.uuid == episode.uuid
+                    && (e.content != episode.content
+                        || e.stored_description != episode.stored_description)
+            })
+        {
+            return Err(crate::Error::EpisodeConflict {
+                uuid: episode.uuid,
+                field: "content",
+            });
+        }
         // A replayed write (same derived uuid) stores nothing twice.
         if !state.episodes.iter().any(|e| e.uuid == episode.uuid) {
             state.episodes.push(HeldEpisode {
