@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Reflection;
 use crate::provenance::Writer;
@@ -288,24 +288,14 @@ impl RetrySchedule {
 
 /// The episode body of an artefact: `{"id": …, "payload": …}`.
 pub fn artefact_body(artefact: &Artefact) -> Value {
-    json!({"id": artefact.id, "payload": artefact.payload})
+    artefact.body()
 }
 
 /// Reads an artefact from a stored Reflection episode body; `None` when the body is
 /// not a well-formed artefact (an object with exactly a string `id` and an object
 /// `payload`).
 pub fn parse_artefact(body: &str) -> Option<Artefact> {
-    let v: Value = serde_json::from_str(body).ok()?;
-    let map = v.as_object()?;
-    if map.len() != 2 {
-        return None;
-    }
-    let id = map.get("id")?.as_str()?;
-    let payload = map.get("payload")?;
-    if !payload.is_object() {
-        return None;
-    }
-    Some(Artefact::new(id, payload.clone()))
+    Artefact::from_body(body)
 }
 
 fn episode_uuid(artefact_id: &str) -> Result<uuid::Uuid> {
@@ -369,6 +359,7 @@ pub async fn deliver<S: Storage + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn provider(status: Option<u16>) -> Error {
         Error::Provider {

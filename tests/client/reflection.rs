@@ -38,8 +38,16 @@ fn inv() -> String {
     format!("inv-{}", uuid::Uuid::new_v4())
 }
 
+/// The Destination `release-review` writes to: an application Destination of this
+/// test process, so the artefacts (and the facts extracted from them on the shared
+/// server) stay out of `global`, which other tests search.
+fn review_dest() -> &'static str {
+    static DEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DEST.get_or_init(|| format!("reviews-{}", crate::client_contract::word()))
+}
+
 fn review() -> Reflection {
-    Reflection::new("release-review", "global")
+    Reflection::new("release-review", review_dest())
         .step(
             Step::new("review", "Review the supplied release evidence.")
                 .typed("assessment", "string")
@@ -49,7 +57,9 @@ fn review() -> Reflection {
 }
 
 fn config() -> RuntimeConfig {
-    RuntimeConfig::new().reflection(review())
+    RuntimeConfig::new()
+        .destination(review_dest())
+        .reflection(review())
 }
 
 fn review_model() -> ScriptedModel {
@@ -138,9 +148,16 @@ both!(
     the_owner_stopping_ends_unfinished_work_without_a_callback,
     the_definition_in_force_at_admission_is_used,
     invocations_run_independently,
-    packaged_generalisations_searches_related_memory_first_and_writes_to_global,
     packaged_erl_writes_to_the_operators_personal_graph,
 );
+
+/// On the twin only: on the shared server its artefact (and the fact extracted from
+/// it) would land in `global`, which other tests of this binary count facts in.
+#[tokio::test]
+async fn packaged_generalisations_searches_related_memory_first_and_writes_to_global_in_memory() {
+    packaged_generalisations_searches_related_memory_first_and_writes_to_global(twin(config()))
+        .await
+}
 
 async fn a_declared_reflection_is_produced_delivered_and_calls_back_once<S: Storage>(
     client: MemoryClient<S>,
@@ -175,7 +192,7 @@ async fn a_declared_reflection_is_produced_delivered_and_calls_back_once<S: Stor
     let episode = client
         .get_episode(&EpisodeRef::new(
             op.clone(),
-            "global",
+            review_dest(),
             artefact_uuid(op.as_str(), &id, "release-review"),
         ))
         .await
@@ -259,7 +276,7 @@ async fn resubmitting_the_same_invocation_converges_on_one_artefact<S: Storage>(
     // The second found the stored artefact and did not run the chain of thought again.
     assert_eq!(model.calls().len(), 2);
     let found: Vec<_> = client
-        .search(&gralkor::client::Search::new(&op, "ship it").destinations(["global"]))
+        .search(&gralkor::client::Search::new(&op, "ship it").destinations([review_dest()]))
         .await
         .unwrap()
         .into_iter()
@@ -283,9 +300,14 @@ async fn a_stored_artefact_is_delivered_again_without_rerunning_the_chain_of_tho
     .run(&review(), &invocation, None)
     .await
     .unwrap();
-    deliver(client.storage(), &graph("global"), &review(), &artefact)
-        .await
-        .unwrap();
+    deliver(
+        client.storage(),
+        &graph(review_dest()),
+        &review(),
+        &artefact,
+    )
+    .await
+    .unwrap();
     let unscripted = ScriptedModel::new();
     let again = delivered(
         reflect_and_wait(
@@ -304,7 +326,7 @@ async fn different_content_under_an_artefact_id_is_a_conflict<S: Storage>(client
     let id = artefact_id(op().as_str(), &inv(), "release-review");
     let a = Artefact::new(id.clone(), json!({"summary": "ship it"}));
     let b = Artefact::new(id.clone(), json!({"summary": "hold it"}));
-    let g = graph("global");
+    let g = graph(review_dest());
     deliver(client.storage(), &g, &review(), &a).await.unwrap();
     // Equal content confirms.
     deliver(client.storage(), &g, &review(), &a).await.unwrap();
@@ -857,4 +879,300 @@ async fn delivery_retries_5xx_and_an_abandoned_delivery_carries_the_artefact() {
         other => panic!("{other:?}"),
     }
     assert_eq!(client.storage().writes.load(Ordering::SeqCst), 1);
+}
+
+// --- reading artefacts ----------------------------------------------------------------
+
+/// A Reflection writing to a fresh application Destination (its own graph), so
+/// malformed or conflicting episodes written on purpose reach no other test.
+fn scratch() -> (RuntimeConfig, String) {
+    let dest = format!("refl-{}", crate::client_contract::word());
+    let config = RuntimeConfig::new().destination(dest.clone()).reflection(
+        Reflection::new("scratch", dest.clone())
+            .step(Step::new("write", "Write it.").typed("note", "string")),
+    );
+    (config, dest)
+}
+
+macro_rules! both_scratch {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn in_memory() {
+                let (config, dest) = super::scratch();
+                super::$name(super::twin(config), dest).await
+            }
+            #[tokio::test]
+            async fn native() {
+                let (config, dest) = super::scratch();
+                super::$name(super::native(config).await, dest).await
+            }
+        }
+    )*};
+}
+
+both_scratch!(
+    artefact_search_finds_delivered_artefacts_by_query_and_by_id,
+    episode_results_of_reflection_episodes_carry_the_artefact_and_lens_text_stays_text,
+    a_malformed_reflection_body_is_invalid_reflection_artefact,
+    a_disagreeing_duplicate_under_a_selected_id_is_a_conflict,
+    facts_from_an_artefact_name_the_reflection_as_their_source,
+);
+
+fn note_model(note: &str) -> ScriptedModel {
+    ScriptedModel::new().answer("step_write", json!({ "note": note }))
+}
+
+async fn reflect_note<S: Storage>(
+    client: &MemoryClient<S>,
+    op: &OperatorId,
+    note: &str,
+) -> Artefact {
+    delivered(
+        reflect_and_wait(
+            client,
+            "scratch",
+            Invocation::new(inv(), op.clone()),
+            ReflectOptions::new().model(Arc::new(note_model(note))),
+        )
+        .await,
+    )
+}
+
+fn artefacts(results: Vec<gralkor::client::SearchResult>) -> Vec<Artefact> {
+    results
+        .into_iter()
+        .map(|r| match r.hit {
+            gralkor::client::Hit::Artefact(a) => a,
+            other => panic!("an artefact search returned {other:?}"),
+        })
+        .collect()
+}
+
+async fn artefact_search_finds_delivered_artefacts_by_query_and_by_id<S: Storage>(
+    client: MemoryClient<S>,
+    dest: String,
+) {
+    let op = op();
+    let word = crate::client_contract::word();
+    let a = reflect_note(
+        &client,
+        &op,
+        &format!("Deploys need a rollback plan {word}"),
+    )
+    .await;
+    let b = reflect_note(&client, &op, "Unrelated lunch notes").await;
+    let search = |q: &str| gralkor::client::Search::new(&op, q).destinations([dest.as_str()]);
+    let found = artefacts(client.search(&search(&word).artefacts(None)).await.unwrap());
+    assert_eq!(found.first(), Some(&a), "{found:?}");
+    // By id, with a blank query: exactly that artefact.
+    let by_id = artefacts(
+        client
+            .search(&search("").artefacts(Some(b.id.clone())))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(by_id, vec![b.clone()]);
+    // An id narrows even when the query matches another artefact.
+    let narrowed = artefacts(
+        client
+            .search(&search(&word).artefacts(Some(b.id.clone())))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(narrowed, vec![b]);
+    let none = artefacts(
+        client
+            .search(&search("").artefacts(Some(artefact_id("x", "y", "z"))))
+            .await
+            .unwrap(),
+    );
+    assert!(none.is_empty());
+    // The limit applies to distinct artefacts.
+    let one = artefacts(
+        client
+            .search(&search(&word).artefacts(None).max_results(1))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(one.len(), 1);
+}
+
+async fn episode_results_of_reflection_episodes_carry_the_artefact_and_lens_text_stays_text<
+    S: Storage,
+>(
+    client: MemoryClient<S>,
+    dest: String,
+) {
+    let op = op();
+    let word = crate::client_contract::word();
+    let a = reflect_note(&client, &op, &format!("Pin the toolchain {word}")).await;
+    let episodes: Vec<_> = client
+        .search(&gralkor::client::Search::new(&op, &word).destinations([dest.as_str()]))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| r.hit.as_episode().cloned())
+        .collect();
+    assert_eq!(episodes.len(), 1, "{episodes:?}");
+    assert_eq!(episodes[0].artefact.as_ref(), Some(&a));
+    assert_eq!(episodes[0].source_description, "reflection:scratch");
+    // A Lens writing text that looks like an artefact: it stays text.
+    let lookalike = a.body().to_string();
+    client
+        .ingest(&Ingest::new(
+            inv(),
+            &op,
+            "personal-chat",
+            Content::document(lookalike.clone()),
+        ))
+        .await
+        .unwrap();
+    let texts: Vec<_> = client
+        .search(&gralkor::client::Search::new(&op, &word).destinations(["personal"]))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| r.hit.as_episode().cloned())
+        .collect();
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert_eq!(texts[0].content, lookalike);
+    assert_eq!(texts[0].artefact, None);
+}
+
+async fn a_malformed_reflection_body_is_invalid_reflection_artefact<S: Storage>(
+    client: MemoryClient<S>,
+    dest: String,
+) {
+    let op = op();
+    let word = crate::client_contract::word();
+    client
+        .storage()
+        .add_episode(gralkor::storage::NewEpisode::new(
+            graph(&dest),
+            Writer::Reflection("scratch".into()),
+            Content::document(format!("not an artefact {word}")),
+            "",
+            None,
+        ))
+        .await
+        .unwrap();
+    let search = gralkor::client::Search::new(&op, &word).destinations([dest.as_str()]);
+    for request in [search.clone(), search.artefacts(None)] {
+        let err = client.search(&request).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidReflectionArtefact { reflection } if reflection == "scratch"),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("invalid_reflection_artefact"));
+    }
+}
+
+async fn a_disagreeing_duplicate_under_a_selected_id_is_a_conflict<S: Storage>(
+    client: MemoryClient<S>,
+    dest: String,
+) {
+    let op = op();
+    let word = crate::client_contract::word();
+    let a = reflect_note(&client, &op, &format!("Review on Mondays {word}")).await;
+    // A second episode (another uuid, as a legacy writer might have left) carrying
+    // the same artefact id with different content.
+    let disagreeing = Artefact::new(
+        a.id.clone(),
+        json!({"note": format!("Review on Fridays {word}")}),
+    );
+    client
+        .storage()
+        .add_episode(gralkor::storage::NewEpisode::new(
+            graph(&dest),
+            Writer::Reflection("scratch".into()),
+            Content::structured(disagreeing.body()),
+            "",
+            None,
+        ))
+        .await
+        .unwrap();
+    let search = gralkor::client::Search::new(&op, &word).destinations([dest.as_str()]);
+    let err = client.search(&search.artefacts(None)).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::ArtefactConflict { id } if *id == a.id),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn incomplete_artefacts_stay_hidden_until_delivery_completes_them() {
+    let (config, dest) = scratch();
+    // Written by a storage that does not extract: stored, never completed.
+    let offline = NativeStorage::new(Engine::without_llm(
+        common::db().await,
+        Arc::new(CountingEmbedder::new()),
+    ));
+    let op = op();
+    let id = inv();
+    let reflection = Reflection::new("scratch", dest.clone())
+        .step(Step::new("write", "Write it.").typed("note", "string"));
+    let word = crate::client_contract::word();
+    let artefact = Artefact::new(
+        artefact_id(op.as_str(), &id, "scratch"),
+        json!({"note": format!("Half written {word}")}),
+    );
+    deliver(&offline, &graph(&dest), &reflection, &artefact)
+        .await
+        .unwrap();
+    let client = native(config).await;
+    let by_id = gralkor::client::Search::new(&op, "")
+        .destinations([dest.as_str()])
+        .artefacts(Some(artefact.id.clone()));
+    assert!(artefacts(client.search(&by_id).await.unwrap()).is_empty());
+    // Resubmission resumes the stored episode's extraction without the chain of
+    // thought, and the artefact appears.
+    let unscripted = ScriptedModel::new();
+    let again = delivered(
+        reflect_and_wait(
+            &client,
+            "scratch",
+            Invocation::new(&id, op.clone()),
+            ReflectOptions::new().model(Arc::new(unscripted.clone())),
+        )
+        .await,
+    );
+    assert_eq!(again, artefact);
+    assert!(unscripted.calls().is_empty());
+    assert_eq!(
+        artefacts(client.search(&by_id).await.unwrap()),
+        vec![artefact]
+    );
+}
+
+async fn facts_from_an_artefact_name_the_reflection_as_their_source<S: Storage>(
+    client: MemoryClient<S>,
+    dest: String,
+) {
+    let op = op();
+    let word = crate::client_contract::word();
+    reflect_note(&client, &op, &format!("Staging mirrors production {word}")).await;
+    let results = client
+        .search(
+            &gralkor::client::Search::new(&op, &word)
+                .destinations([dest.as_str()])
+                .result_type(gralkor::client::ResultType::Facts { edge_types: vec![] }),
+        )
+        .await
+        .unwrap();
+    let facts: Vec<_> = results
+        .iter()
+        .filter_map(|r| r.hit.as_fact().cloned())
+        .collect();
+    assert!(!facts.is_empty());
+    for f in &facts {
+        assert!(
+            f.sources
+                .iter()
+                .all(|s| s.writer == Some(Writer::Reflection("scratch".into()))),
+            "{f:?}"
+        );
+    }
+    let shown = gralkor::agent::format::present_facts(&results, 65_536).unwrap();
+    assert!(shown.contains("Reflection: scratch"), "{shown}");
 }
