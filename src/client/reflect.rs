@@ -137,17 +137,43 @@ impl ReflectOptions {
 
 /// The admitted Reflection work a client owns: stopped, without callbacks, when the
 /// client shuts down.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Work {
     tasks: Mutex<JoinSet<()>>,
+    /// How many admitted invocations have not finished (a task that is aborted
+    /// counts as finished when it is dropped).
+    active: tokio::sync::watch::Sender<usize>,
+}
+
+impl Default for Work {
+    fn default() -> Self {
+        Work {
+            tasks: Mutex::new(JoinSet::new()),
+            active: tokio::sync::watch::channel(0).0,
+        }
+    }
+}
+
+/// Counts one invocation as finished when dropped (completed or aborted).
+struct Finished(tokio::sync::watch::Sender<usize>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl Work {
     fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.active.send_modify(|n| *n += 1);
+        let finished = Finished(self.active.clone());
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         // Forget finished tasks so the set does not grow.
         while tasks.try_join_next().is_some() {}
-        tasks.spawn(task);
+        tasks.spawn(async move {
+            let _finished = finished;
+            task.await;
+        });
     }
 
     /// Ends every unfinished invocation; none of them calls back.
@@ -160,18 +186,8 @@ impl Work {
 
     /// Waits for every admitted invocation to finish.
     async fn drain(&self) {
-        loop {
-            let next = {
-                let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
-                if tasks.is_empty() {
-                    return;
-                }
-                // Move the set out to await it without holding the lock.
-                std::mem::take(&mut *tasks)
-            };
-            let mut next = next;
-            while next.join_next().await.is_some() {}
-        }
+        let mut rx = self.active.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
     }
 }
 

@@ -47,7 +47,7 @@ pub enum Stage {
 
 /// The terminal outcome of one invocation, reported exactly once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Outcome {
     /// The artefact is stored (created, confirmed or resumed).
