@@ -205,6 +205,8 @@ impl<S: Storage> MemoryClient<S> {
     /// invocation id converges on the same artefact (an artefact already stored is
     /// delivered again without running the chain of thought).
     ///
+    /// Call it within a tokio runtime (the task is spawned on it).
+    ///
     /// Checked before anything runs, as [`Error::InvalidInput`]: a non-blank
     /// invocation id without NUL, a declared or packaged Reflection, the options
     /// ([`ReflectOptions`]) and a model to answer with (the options' inference or

@@ -774,10 +774,12 @@ async fn the_native_client_answers_with_its_engines_model_by_default() {
 
 /// A storage whose writes fail with a given error (reads go to the twin's storage).
 struct FailingWrites {
-    inner: InMemoryStorage,
+    inner: Arc<InMemoryStorage>,
     error: fn() -> Error,
     writes: AtomicUsize,
     fail_first: usize,
+    /// When set, every write first waits here (a process about to be killed).
+    gate: Option<Arc<Gated>>,
 }
 
 #[async_trait]
@@ -786,6 +788,10 @@ impl Storage for FailingWrites {
         &self,
         episode: gralkor::storage::NewEpisode,
     ) -> Result<gralkor::storage::StoredEpisode> {
+        if let Some(gate) = &self.gate {
+            gate.entered.notify_one();
+            gate.gate.notified().await;
+        }
         if self.writes.fetch_add(1, Ordering::SeqCst) < self.fail_first {
             return Err((self.error)());
         }
@@ -828,10 +834,11 @@ fn failing(error: fn() -> Error, fail_first: usize) -> MemoryClient<FailingWrite
     MemoryClient::with_storage(
         Runtime::new(config()).unwrap(),
         FailingWrites {
-            inner: InMemoryStorage::new(),
+            inner: Arc::new(InMemoryStorage::new()),
             error,
             writes: AtomicUsize::new(0),
             fail_first,
+            gate: None,
         },
     )
 }
@@ -1175,4 +1182,132 @@ async fn facts_from_an_artefact_name_the_reflection_as_their_source<S: Storage>(
     }
     let shown = gralkor::agent::format::present_facts(&results, 65_536).unwrap();
     assert!(shown.contains("Reflection: scratch"), "{shown}");
+}
+
+#[tokio::test]
+async fn prior_generalisations_are_supplied_apart_from_observations_in_memory() {
+    let client = twin(config());
+    let op = op();
+    let word = crate::client_contract::word();
+    let model = ScriptedModel::new()
+        .answer("step_inspect-world", json!({"inspection": "Nothing new."}))
+        .answer(
+            "step_evolve-generalisations",
+            json!({"generalisations": [
+                {"content": format!("Rollbacks need rehearsal {word}"), "level": 1, "evolves_from": []}
+            ]}),
+        );
+    let representation = || {
+        Representation::new(
+            "turn",
+            "personal-chat",
+            Content::conversation(format!("Ada: the rollback drill {word} went well")),
+            json!({}),
+        )
+    };
+    let first = delivered(
+        reflect_and_wait(
+            &client,
+            "generalisations",
+            Invocation::new(inv(), op.clone()).representation(representation()),
+            ReflectOptions::new().model(Arc::new(model.clone())),
+        )
+        .await,
+    );
+    delivered(
+        reflect_and_wait(
+            &client,
+            "generalisations",
+            Invocation::new(inv(), op.clone()).representation(representation()),
+            ReflectOptions::new().model(Arc::new(model.clone())),
+        )
+        .await,
+    );
+    let calls = model.calls_for("step_inspect-world");
+    assert_eq!(calls.len(), 2);
+    let shown: Value = serde_json::from_str(&calls[1].messages[1].content).unwrap();
+    let priors = &shown["related_memory"]["prior_generalisations"];
+    assert_eq!(priors, &json!([first]), "{shown}");
+    assert_eq!(shown["related_memory"]["observations"], json!([]));
+    // The first invocation had none yet.
+    let shown: Value = serde_json::from_str(&calls[0].messages[1].content).unwrap();
+    assert_eq!(shown["related_memory"]["prior_generalisations"], json!([]));
+}
+
+#[tokio::test]
+async fn a_kill_between_production_and_delivery_then_resubmission_yields_one_artefact() {
+    let shared = Arc::new(InMemoryStorage::new());
+    let storage = |gate: Option<Arc<Gated>>| FailingWrites {
+        inner: shared.clone(),
+        error: || status(500),
+        writes: AtomicUsize::new(0),
+        fail_first: 0,
+        gate,
+    };
+    let (op, id) = (op(), inv());
+    // The first process produces, then dies while its delivery is in flight.
+    let gate = gated();
+    let first =
+        MemoryClient::with_storage(Runtime::new(config()).unwrap(), storage(Some(gate.clone())));
+    let model = review_model();
+    let (tx, rx) = oneshot::channel::<Completion>();
+    first
+        .reflect(
+            "release-review",
+            Invocation::new(&id, op.clone()),
+            move |c| {
+                let _ = tx.send(c);
+            },
+            ReflectOptions::new().model(Arc::new(model.clone())),
+        )
+        .unwrap();
+    gate.entered.notified().await;
+    assert_eq!(model.calls().len(), 2, "produced");
+    first.shutdown().await.unwrap();
+    assert!(rx.await.is_err(), "no callback from the killed process");
+    let uuid = artefact_uuid(op.as_str(), &id, "release-review");
+    assert_eq!(
+        shared
+            .get_episode(&graph(review_dest()), uuid)
+            .await
+            .unwrap(),
+        None,
+        "nothing was delivered"
+    );
+    // The replacement process resubmits the same invocation.
+    let second = MemoryClient::with_storage(Runtime::new(config()).unwrap(), storage(None));
+    let artefact = delivered(
+        reflect_and_wait(
+            &second,
+            "release-review",
+            Invocation::new(&id, op.clone()),
+            ReflectOptions::new().model(Arc::new(review_model())),
+        )
+        .await,
+    );
+    assert_eq!(artefact.id, uuid.to_string());
+    let stored: Vec<_> = shared
+        .stored_descriptions(review_dest())
+        .into_iter()
+        .filter(|d| d == "reflection:release-review")
+        .collect();
+    assert_eq!(stored.len(), 1, "one artefact episode");
+    let found = artefacts(
+        second
+            .search(
+                &gralkor::client::Search::new(&op, "")
+                    .destinations([review_dest()])
+                    .artefacts(Some(artefact.id.clone())),
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(found, vec![artefact]);
+    assert!(
+        shared
+            .get_episode(&graph(review_dest()), uuid)
+            .await
+            .unwrap()
+            .is_some()
+    );
 }
