@@ -103,6 +103,54 @@ impl ReflectOptions {
         self
     }
 
+    /// Options written as JSON, for hosts that pass them through: only
+    /// `tool_context` (an object) and `max_tool_rounds` (a positive integer) can be
+    /// written so (tools, inference, models and clocks are Rust values); any other key
+    /// is an error naming every unsupported one.
+    ///
+    /// ```
+    /// use gralkor::client::ReflectOptions;
+    /// use serde_json::json;
+    ///
+    /// ReflectOptions::from_json(&json!({"tool_context": {"tenant": "t1"}, "max_tool_rounds": 3}))?;
+    /// let err = ReflectOptions::from_json(&json!({"retries": 9, "schedule": "x"})).unwrap_err();
+    /// assert!(err.to_string().contains("unsupported reflection options: retries, schedule"));
+    /// # Ok::<(), gralkor::Error>(())
+    /// ```
+    pub fn from_json(options: &Value) -> Result<ReflectOptions> {
+        let map = options
+            .as_object()
+            .ok_or_else(|| Error::invalid("options", "must be a JSON object"))?;
+        let unsupported: Vec<&str> = map
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !["tool_context", "max_tool_rounds"].contains(k))
+            .collect();
+        if !unsupported.is_empty() {
+            return Err(Error::invalid(
+                "options",
+                format!(
+                    "has unsupported reflection options: {} (supported: tool_context, max_tool_rounds)",
+                    unsupported.join(", ")
+                ),
+            ));
+        }
+        let mut o = ReflectOptions::new();
+        if let Some(c) = map.get("tool_context") {
+            o.tool_context = c.clone();
+        }
+        if let Some(r) = map.get("max_tool_rounds") {
+            o.max_tool_rounds = r
+                .as_u64()
+                .and_then(|r| usize::try_from(r).ok())
+                .ok_or_else(|| {
+                    Error::invalid("options.max_tool_rounds", "must be a positive integer")
+                })?;
+        }
+        o.check()?;
+        Ok(o)
+    }
+
     fn check(&self) -> Result<()> {
         if !self.tool_context.is_object() {
             return Err(Error::invalid(

@@ -1311,3 +1311,23 @@ async fn a_kill_between_production_and_delivery_then_resubmission_yields_one_art
             .is_some()
     );
 }
+
+#[test]
+fn json_options_accept_only_the_allowed_set() {
+    ReflectOptions::from_json(&json!({})).unwrap();
+    ReflectOptions::from_json(&json!({"tool_context": {"a": 1}, "max_tool_rounds": 2})).unwrap();
+    let e = |v: Value| ReflectOptions::from_json(&v).unwrap_err().to_string();
+    let s = e(json!({"inference": "x", "tools": []}));
+    assert!(
+        s.contains("unsupported reflection options: inference, tools"),
+        "{s}"
+    );
+    assert!(
+        e(json!({"max_tool_rounds": 0})).contains("`options.max_tool_rounds` must be at least 1")
+    );
+    assert!(e(json!({"max_tool_rounds": -1})).contains("must be a positive integer"));
+    assert!(
+        e(json!({"tool_context": []})).contains("`options.tool_context` must be a JSON object")
+    );
+    assert!(e(json!([])).contains("`options` must be a JSON object"));
+}
