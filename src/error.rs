@@ -239,6 +239,52 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
+    /// A Reflection step's answer broke its output contract: `key` (a path such as
+    /// `generalisations[0].level`) is missing, not part of the contract, or of the
+    /// wrong type. Not retryable: the model answered, wrongly.
+    #[error("Reflection `{reflection}`, step `{step}`: output `{key}` {problem}")]
+    ReflectionOutput {
+        /// The Reflection.
+        reflection: String,
+        /// The step's label.
+        step: String,
+        /// The offending key's path.
+        key: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+
+    /// A Reflection step's inference went wrong without a usable answer: an invalid
+    /// inference response, tool calls past the round limit, or no final output.
+    #[error("Reflection `{reflection}`, step `{step}`: {message}")]
+    ReflectionInference {
+        /// The Reflection.
+        reflection: String,
+        /// The step's label.
+        step: String,
+        /// What happened.
+        message: String,
+    },
+
+    /// An artefact with this id is already stored with different content: a
+    /// resubmission must produce the same artefact. Nothing was written.
+    #[error("artefact {id} is already stored with different content")]
+    ArtefactConflict {
+        /// The artefact's id.
+        id: String,
+    },
+
+    /// A completed episode written by a Reflection does not hold a well-formed
+    /// artefact body (`{"id": …, "payload": {…}}`); the search returns this error
+    /// rather than a partial result.
+    #[error(
+        "invalid_reflection_artefact: an episode of Reflection `{reflection}` holds no well-formed artefact"
+    )]
+    InvalidReflectionArtefact {
+        /// The Reflection that wrote the episode.
+        reflection: String,
+    },
+
     /// A local I/O error (files, directories).
     #[error("I/O error: {context}")]
     Io {

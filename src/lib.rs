@@ -10,7 +10,8 @@
 //! tests). Both are one implementation, [`MemoryClient`], over two storages, and both
 //! implement the object-safe [`Client`] trait. The [`agent`] layer wraps a client
 //! for an agent's harness: turns and transcripts, the durable capture buffer, recall
-//! within a deadline, the memory tools and auto-recall. Reflections are still to come.
+//! within a deadline, the memory tools and auto-recall. [`reflection`] runs
+//! consumer-invoked synthesis, submitted with [`MemoryClient::reflect`].
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
@@ -89,7 +90,10 @@
 //!   written with a plain `async fn`, writing through a [`LensStore`](lens::LensStore)),
 //!   replace-graph Lenses, the [`Ingest`](lens::Ingest) request, the packaged
 //!   `personal-chat` Lens.
-//! * [`reflection`] — Reflection declarations (chain-of-thought shape only).
+//! * [`reflection`] — Reflections: declarations and the output type grammar, the
+//!   runner (one structured call per step, a bounded tool loop), artefact ids,
+//!   delivery with its retry schedule and outcomes, the packaged `generalisations`
+//!   and `erl`.
 //! * [`runtime`] — the validated, immutable [`Snapshot`](runtime::Snapshot) of
 //!   Destinations, Lenses and Reflections, held by a [`Runtime`](runtime::Runtime)
 //!   whose replacement is atomic.

@@ -170,6 +170,7 @@ impl RuntimeConfig {
                     format!("`{}` is declared twice", reflection.name()),
                 ));
             }
+            reflection.validate_outputs(&field)?;
             check_reference(
                 &destinations,
                 &format!("{field}.destination"),

@@ -55,6 +55,8 @@ struct Inner<S> {
     closed: AtomicBool,
     /// The test twin's recording and canned responses (`None` for every other client).
     recorder: Option<Recorder>,
+    /// Admitted Reflection invocations, stopped without callbacks at shutdown.
+    reflections: super::reflect::Work,
 }
 
 impl<S> Clone for MemoryClient<S> {
@@ -120,6 +122,7 @@ impl<S: Storage> MemoryClient<S> {
                 stopping: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 recorder,
+                reflections: Default::default(),
             }),
         }
     }
@@ -127,6 +130,10 @@ impl<S: Storage> MemoryClient<S> {
     /// The storage.
     pub fn storage(&self) -> &S {
         &self.inner.storage
+    }
+
+    pub(super) fn reflections(&self) -> &super::reflect::Work {
+        &self.inner.reflections
     }
 
     pub(super) fn recorder(&self) -> Option<&Recorder> {
@@ -539,6 +546,8 @@ impl<S: Storage> Client for MemoryClient<S> {
             }
         }
         self.inner.closed.store(true, Ordering::Release);
+        // Unfinished Reflection invocations end with their owner, without a callback.
+        self.inner.reflections.stop();
         self.drain_background().await;
         let stopped = self
             .inner

@@ -46,6 +46,7 @@ mod drain;
 mod in_memory;
 mod memory;
 mod native;
+mod reflect;
 mod request;
 pub(crate) mod validate;
 
@@ -56,6 +57,7 @@ pub use drain::Drain;
 pub use in_memory::{Call, Canned, InMemoryClient};
 pub use memory::MemoryClient;
 pub use native::NativeClient;
+pub use reflect::ReflectOptions;
 pub use request::{
     BuildCommunities, DEFAULT_MEMORY_ADD_DESCRIPTION, DestinationExtraction, EpisodeRef,
     ExtractPending, MemoryAdd, Replace, Route, Search,

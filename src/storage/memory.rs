@@ -29,7 +29,11 @@ use crate::graph::Timestamp;
 ///   single source (kind, description and writer).
 /// * Node search reads the nodes of replace-graph Lenses (name = the `name` property,
 ///   else the node id); replacement follows the ownership rules of the real storage.
-/// * No artefacts (Reflections do not run yet); communities are always zero.
+/// * Artefacts: a Reflection's episode is create-or-confirm by uuid (different content
+///   is a conflict, as in the engine); an artefact search ranks Reflection episodes
+///   by word overlap (or takes the one `artefact_id`), then collapses every episode
+///   carrying a selected id (a disagreeing duplicate is a conflict).
+/// * Communities are always zero.
 #[derive(Debug, Default)]
 pub struct InMemoryStorage {
     graphs: Mutex<HashMap<String, GraphState>>,
@@ -132,6 +136,20 @@ impl Storage for InMemoryStorage {
         let state = graphs
             .entry(episode.graph.as_str().to_string())
             .or_default();
+        // A Reflection's artefact is create-or-confirm by id: different content under
+        // the same uuid is a conflict, as in the engine.
+        if matches!(episode.writer, Writer::Reflection(_))
+            && state.episodes.iter().any(|e| {
+                e.uuid == episode.uuid
+                    && (e.content != episode.content
+                        || e.stored_description != episode.stored_description)
+            })
+        {
+            return Err(crate::Error::EpisodeConflict {
+                uuid: episode.uuid,
+                field: "content",
+            });
+        }
         // A replayed write (same derived uuid) stores nothing twice.
         if !state.episodes.iter().any(|e| e.uuid == episode.uuid) {
             state.episodes.push(HeldEpisode {
@@ -153,13 +171,22 @@ impl Storage for InMemoryStorage {
     async fn search(&self, graphs: &[GraphId], query: &GraphQuery) -> Result<Vec<Vec<ScoredHit>>> {
         let held = self.lock();
         let wanted = words(&query.query);
-        Ok(graphs
+        graphs
             .iter()
             .map(|graph| match held.get(graph.as_str()) {
-                Some(state) => search_graph(state, graph, &wanted, query),
-                None => Vec::new(),
+                Some(state) => match &query.result_type {
+                    ResultType::Artefacts { artefact_id } => {
+                        artefact_hits(state, &wanted, query, artefact_id.as_deref())
+                    }
+                    _ => {
+                        let hits = search_graph(state, graph, &wanted, query);
+                        super::records::check_reflection_bodies(&hits)?;
+                        Ok(hits)
+                    }
+                },
+                None => Ok(Vec::new()),
             })
-            .collect())
+            .collect()
     }
 
     async fn replace_graph(&self, graph: &GraphId, lens: &str, replacement: &Graph) -> Result<()> {
@@ -271,10 +298,65 @@ fn search_graph(
                 (score > 0.0).then(|| ScoredHit::new(score, Hit::Node(node_record(graph, n))))
             })
             .collect(),
+        // Answered by `artefact_hits`.
         ResultType::Artefacts { .. } => Vec::new(),
     };
     hits.truncate(query.limit);
     hits
+}
+
+/// One graph's artefacts: Reflection episodes ranked by the query (or the one
+/// `artefact_id`) select up to `limit` artefact ids, in insertion order; then every
+/// Reflection episode carrying a selected id is enumerated: equal duplicates
+/// collapse, a disagreeing one is an artefact conflict, a malformed body the
+/// `invalid_reflection_artefact` error.
+fn artefact_hits(
+    state: &GraphState,
+    wanted: &HashSet<String>,
+    query: &GraphQuery,
+    artefact_id: Option<&str>,
+) -> Result<Vec<ScoredHit>> {
+    let mut held: Vec<(&HeldEpisode, super::Artefact)> = Vec::new();
+    for e in &state.episodes {
+        if let Writer::Reflection(name) = &e.writer {
+            match super::Artefact::from_body(&e.content.encoded()) {
+                Some(a) => held.push((e, a)),
+                None => {
+                    return Err(crate::Error::InvalidReflectionArtefact {
+                        reflection: name.clone(),
+                    });
+                }
+            }
+        }
+    }
+    let mut selected: Vec<(String, f64)> = Vec::new();
+    for (e, a) in &held {
+        if selected.len() >= query.limit {
+            break;
+        }
+        let score = match artefact_id {
+            Some(id) if a.id == id => 1.0,
+            Some(_) => continue,
+            None => overlap(wanted, &e.content.encoded()),
+        };
+        if score > 0.0 && !selected.iter().any(|(id, _)| *id == a.id) {
+            selected.push((a.id.clone(), score));
+        }
+    }
+    let mut hits = Vec::with_capacity(selected.len());
+    for (id, score) in selected {
+        let mut found: Option<&super::Artefact> = None;
+        for (_, a) in held.iter().filter(|(_, a)| a.id == id) {
+            match found {
+                Some(f) if f != a => return Err(crate::Error::ArtefactConflict { id }),
+                _ => found = Some(a),
+            }
+        }
+        if let Some(a) = found {
+            hits.push(ScoredHit::new(score, Hit::Artefact(a.clone())));
+        }
+    }
+    Ok(hits)
 }
 
 /// A replace-graph node as a search returns it (its owner mark removed).

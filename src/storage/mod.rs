@@ -104,6 +104,13 @@ pub trait Storage: Send + Sync + 'static {
         Ok(ExtractionReport::default())
     }
 
+    /// The language model this storage extracts with, if any: what a Reflection's
+    /// chain of thought is answered with when the submission names none. Default:
+    /// none.
+    fn language_model(&self) -> Option<std::sync::Arc<dyn crate::llm::LanguageModel>> {
+        None
+    }
+
     /// Releases what the storage holds (stops an embedded server it started). Called
     /// once by the client's `shutdown`, after background writes finished. Default:
     /// nothing to release.

@@ -117,10 +117,17 @@ impl Storage for NativeStorage {
         Ok(StoredEpisode::new(uuid, cost))
     }
 
+    fn language_model(&self) -> Option<std::sync::Arc<dyn crate::llm::LanguageModel>> {
+        self.engine.llm().cloned()
+    }
+
     async fn search(&self, graphs: &[GraphId], query: &GraphQuery) -> Result<Vec<Vec<ScoredHit>>> {
         let names: Vec<&str> = graphs.iter().map(GraphId::as_str).collect();
         let request = self.request(query);
-        let found = if matches!(query.result_type, ResultType::Artefacts { .. }) {
+        // An artefact lookup by id may have a blank query: nothing to rank then.
+        let found = if matches!(query.result_type, ResultType::Artefacts { .. })
+            && query.query.trim().is_empty()
+        {
             vec![SearchResults::default(); graphs.len()]
         } else {
             self.engine.search_many(&names, &request).await?
@@ -235,7 +242,12 @@ impl NativeStorage {
                 config.entities = Some(self.scope());
                 filters.entity_labels = entity_types.clone();
             }
-            ResultType::Artefacts { .. } => {}
+            ResultType::Artefacts { .. } => {
+                // Ranked episodes select the artefact ids; fetch widely so that other
+                // writers' and incomplete episodes do not crowd artefacts out.
+                config.episodes = Some(self.scope());
+                config.limit = MAX_SEARCH_LIMIT;
+            }
         }
         SearchRequest::new(query.query.clone(), config).filters(filters)
     }
@@ -299,9 +311,86 @@ impl NativeStorage {
                 nodes.extend(self.owned_hits(graph, &query.query, entity_types).await?);
                 nodes
             }
-            ResultType::Artefacts { .. } => Vec::new(),
+            ResultType::Artefacts { artefact_id } => {
+                self.artefact_hits(graph, results, query, artefact_id.as_deref())
+                    .await?
+            }
         };
         hits.truncate(query.limit);
+        super::records::check_reflection_bodies(&hits)?;
+        Ok(hits)
+    }
+
+    /// Artefact search by identity convergence: the ranked, *completed* Reflection
+    /// episodes (or the one `artefact_id`) select up to `limit` artefact ids; then
+    /// every completed episode carrying a selected id is enumerated independently of
+    /// the ranking (the ranked ones and the episode whose uuid is the id): equal
+    /// duplicates collapse, a disagreeing one is an [`Error::ArtefactConflict`], a
+    /// malformed completed body an [`Error::InvalidReflectionArtefact`]. Incomplete
+    /// episodes stay hidden.
+    async fn artefact_hits(
+        &self,
+        graph: &GraphId,
+        results: SearchResults,
+        query: &GraphQuery,
+        artefact_id: Option<&str>,
+    ) -> Result<Vec<ScoredHit>> {
+        fn read(e: &graph::Episode) -> Result<Option<super::Artefact>> {
+            let Some(Writer::Reflection(name)) = e.writer.as_deref().and_then(Writer::from_key)
+            else {
+                return Ok(None);
+            };
+            if e.state != EpisodeState::Complete {
+                return Ok(None);
+            }
+            super::Artefact::from_body(&e.content)
+                .map(Some)
+                .ok_or(Error::InvalidReflectionArtefact { reflection: name })
+        }
+        let mut ranked: Vec<(super::Artefact, f64)> = Vec::new();
+        for h in &results.episodes {
+            if let Some(a) = read(&h.episode)? {
+                ranked.push((a, h.score));
+            }
+        }
+        let mut selected: Vec<(String, f64)> = Vec::new();
+        match artefact_id {
+            Some(id) => selected.push((id.to_string(), 1.0)),
+            None => {
+                for (a, score) in &ranked {
+                    if selected.len() >= query.limit {
+                        break;
+                    }
+                    if !selected.iter().any(|(id, _)| *id == a.id) {
+                        selected.push((a.id.clone(), *score));
+                    }
+                }
+            }
+        }
+        let mut hits = Vec::with_capacity(selected.len());
+        for (id, score) in selected {
+            let mut carrying: Vec<super::Artefact> = ranked
+                .iter()
+                .filter(|(a, _)| a.id == id)
+                .map(|(a, _)| a.clone())
+                .collect();
+            if let Ok(uuid) = Uuid::parse_str(&id)
+                && let Some(e) = self.engine.get_episode(graph.as_str(), uuid).await?
+                && let Some(a) = read(&e)?
+            {
+                if a.id != id {
+                    return Err(Error::ArtefactConflict { id });
+                }
+                carrying.push(a);
+            }
+            let Some(first) = carrying.first().cloned() else {
+                continue;
+            };
+            if carrying.iter().any(|a| *a != first) {
+                return Err(Error::ArtefactConflict { id });
+            }
+            hits.push(ScoredHit::new(score, Hit::Artefact(first)));
+        }
         Ok(hits)
     }
 

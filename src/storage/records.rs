@@ -94,6 +94,12 @@ pub struct EpisodeRecord {
     pub valid_at: Timestamp,
     /// When it was stored.
     pub created_at: Timestamp,
+    /// For an episode a Reflection wrote: its artefact, read from the body
+    /// (`{"id": …, "payload": {…}}`). `None` for every other writer — text that looks
+    /// like an artefact stays text — and for a malformed Reflection body, which a
+    /// search reports as [`Error::InvalidReflectionArtefact`](crate::Error::InvalidReflectionArtefact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artefact: Option<Artefact>,
 }
 
 impl EpisodeRecord {
@@ -108,14 +114,20 @@ impl EpisodeRecord {
         created_at: Timestamp,
     ) -> EpisodeRecord {
         let p = provenance::parse(stored_description);
+        let content = content.into();
+        let artefact = match &p.writer {
+            Some(Writer::Reflection(_)) => Artefact::from_body(&content),
+            _ => None,
+        };
         EpisodeRecord {
             uuid,
-            content: content.into(),
+            content,
             source_kind,
             source_description: p.description,
             writer: p.writer,
             valid_at,
             created_at,
+            artefact,
         }
     }
 }
@@ -257,6 +269,44 @@ impl Artefact {
             payload,
         }
     }
+
+    /// The episode body a Reflection's artefact is stored as: `{"id": …, "payload": …}`.
+    pub fn body(&self) -> Value {
+        serde_json::json!({"id": self.id, "payload": self.payload})
+    }
+
+    /// Reads an artefact from a stored episode body; `None` unless the body is an
+    /// object with exactly a string `id` and an object `payload`.
+    pub fn from_body(body: &str) -> Option<Artefact> {
+        let v: Value = serde_json::from_str(body).ok()?;
+        let map = v.as_object()?;
+        if map.len() != 2 {
+            return None;
+        }
+        let id = map.get("id")?.as_str()?;
+        let payload = map.get("payload")?;
+        if !payload.is_object() {
+            return None;
+        }
+        Some(Artefact::new(id, payload.clone()))
+    }
+}
+
+/// Refuses episode hits written by a Reflection whose body is no well-formed artefact
+/// (`invalid_reflection_artefact`): a search returns that error, never a partial
+/// result.
+pub(crate) fn check_reflection_bodies(hits: &[ScoredHit]) -> crate::Result<()> {
+    for h in hits {
+        if let Hit::Episode(e) = &h.hit
+            && let Some(Writer::Reflection(name)) = &e.writer
+            && e.artefact.is_none()
+        {
+            return Err(crate::Error::InvalidReflectionArtefact {
+                reflection: name.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// What community detection made.

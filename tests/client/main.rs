@@ -16,5 +16,6 @@ mod json;
 mod layers;
 mod native;
 mod recall;
+mod reflection;
 mod tools;
 mod transcript;
