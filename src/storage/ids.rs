@@ -14,9 +14,10 @@ use crate::{Error, Result};
 /// is 4,096 bytes with the marker), so a name must leave room for the caller's text.
 pub const MAX_NAME_BYTES: usize = 256;
 
-/// Name prefixes that belong to resolved private logical graph ids: no application
+/// Name prefixes that belong to resolved private logical graph ids and to gralkor's
+/// own graphs (`gralkor/access`, the embedded authorizer's): no application
 /// Destination may use them, and no operator id may begin with one.
-pub const RESERVED_PREFIXES: [&str; 2] = ["personal/", "operator/"];
+pub const RESERVED_PREFIXES: [&str; 3] = ["personal/", "operator/", "gralkor/"];
 
 /// What every name must satisfy, wherever it is given (configuration, request,
 /// operator id): no NUL characters and at most [`MAX_NAME_BYTES`] bytes. `field` names
