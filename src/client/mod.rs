@@ -42,6 +42,7 @@
 //! # Ok(()) }
 //! ```
 
+mod authorize;
 mod in_memory;
 mod memory;
 mod native;
