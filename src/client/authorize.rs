@@ -86,7 +86,6 @@ impl Access {
     }
 
     /// Forgets the memberships written so far (after a purge removed them).
-    #[allow(dead_code)] // the purges (next) clear it
     pub(super) fn forget_ensured(&self) {
         self.ensured
             .lock()

@@ -43,6 +43,7 @@
 //! ```
 
 mod authorize;
+mod forget;
 mod in_memory;
 mod memory;
 mod native;
@@ -52,6 +53,7 @@ pub(crate) mod validate;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub use forget::{PurgeOperator, PurgeReport, Status};
 pub use in_memory::{Call, Canned, InMemoryClient};
 pub use memory::MemoryClient;
 pub use native::NativeClient;

@@ -29,7 +29,14 @@ pub struct Rig {
     pub authz: Arc<dyn Authorizer>,
     pub team: String,
     pub word: String,
+    concrete: Concrete,
     _graph: Option<crate::common::TestGraph>,
+}
+
+/// The client itself, for what is not on the `Client` trait.
+enum Concrete {
+    Twin(InMemoryClient),
+    Native(NativeClient),
 }
 
 pub async fn rig(kind: Kind) -> Rig {
@@ -43,10 +50,11 @@ pub async fn rig(kind: Kind) -> Rig {
                 .with_authorizer(authz.clone())
                 .unwrap();
             Rig {
-                client: Arc::new(client),
+                client: Arc::new(client.clone()),
                 authz,
                 team,
                 word,
+                concrete: Concrete::Twin(client),
                 _graph: None,
             }
         }
@@ -59,10 +67,11 @@ pub async fn rig(kind: Kind) -> Rig {
                 .with_authorizer(authz.clone())
                 .unwrap();
             Rig {
-                client: Arc::new(client),
+                client: Arc::new(client.clone()),
                 authz,
                 team,
                 word,
+                concrete: Concrete::Native(client),
                 _graph: Some(g),
             }
         }
@@ -84,6 +93,23 @@ fn fresh(tag: &str) -> (OperatorId, Subject) {
 }
 
 impl Rig {
+    pub async fn client_purge(
+        &self,
+        request: &gralkor::client::PurgeOperator,
+    ) -> gralkor::Result<gralkor::client::PurgeReport> {
+        match &self.concrete {
+            Concrete::Twin(c) => c.purge_operator(request).await,
+            Concrete::Native(c) => c.purge_operator(request).await,
+        }
+    }
+
+    pub async fn status(&self) -> gralkor::client::Status {
+        match &self.concrete {
+            Concrete::Twin(c) => c.status().await,
+            Concrete::Native(c) => c.status().await,
+        }
+    }
+
     async fn add(
         &self,
         operator: &OperatorId,

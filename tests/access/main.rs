@@ -7,3 +7,4 @@ mod common;
 
 mod client;
 mod contract;
+mod forget;
