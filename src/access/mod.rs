@@ -25,6 +25,8 @@
 mod embedded;
 mod memory;
 mod model;
+#[cfg(feature = "spicedb")]
+mod spicedb;
 
 use std::collections::BTreeSet;
 
@@ -35,6 +37,11 @@ pub use memory::InMemoryAuthorizer;
 pub use model::{
     Fragment, MAX_OBJECT_ID_BYTES, ObjectRef, ObjectType, Permission, Relation, Relationship,
     RelationshipFilter, SCHEMA, Subject, permits,
+};
+
+#[cfg(feature = "spicedb")]
+pub use spicedb::{
+    SPICEDB_LIB_VAR, SPICEDB_NPM_PACKAGE, SPICEDB_NPM_VERSION, SpiceDbAuthorizer, provision_spicedb,
 };
 
 use crate::Result;

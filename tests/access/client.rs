@@ -21,6 +21,9 @@ use uuid::Uuid;
 pub enum Kind {
     Twin,
     Native,
+    /// The native client with a real SpiceDB (feature `spicedb`).
+    #[cfg_attr(not(feature = "spicedb"), allow(dead_code))]
+    NativeSpiceDb,
 }
 
 /// One test's world: a client with an authorizer, a fresh operator and Destination.
@@ -58,10 +61,17 @@ pub async fn rig(kind: Kind) -> Rig {
                 _graph: None,
             }
         }
-        Kind::Native => {
+        Kind::Native | Kind::NativeSpiceDb => {
             let g = crate::common::TestGraph::new("access-client").await;
-            let authz: Arc<dyn Authorizer> =
-                Arc::new(EmbeddedAuthorizer::in_graph(g.db.clone(), g.name.clone()));
+            let authz: Arc<dyn Authorizer> = match kind {
+                #[cfg(feature = "spicedb")]
+                Kind::NativeSpiceDb => Arc::new(
+                    gralkor::access::SpiceDbAuthorizer::start_embedded()
+                        .await
+                        .unwrap(),
+                ),
+                _ => Arc::new(EmbeddedAuthorizer::in_graph(g.db.clone(), g.name.clone())),
+            };
             let engine = Engine::episodes_only(g.db.clone());
             let client = NativeClient::from_parts(runtime, NativeStorage::new(engine))
                 .with_authorizer(authz.clone())
@@ -194,6 +204,11 @@ macro_rules! both {
             #[tokio::test]
             async fn native() {
                 super::$name(super::Kind::Native).await
+            }
+            #[cfg(feature = "spicedb")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn native_spicedb() {
+                super::$name(super::Kind::NativeSpiceDb).await
             }
         }
     )*};

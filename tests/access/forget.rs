@@ -26,6 +26,11 @@ macro_rules! both {
             async fn native() {
                 super::$name(super::Kind::Native).await
             }
+            #[cfg(feature = "spicedb")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn native_spicedb() {
+                super::$name(super::Kind::NativeSpiceDb).await
+            }
         }
     )*};
 }
@@ -216,6 +221,10 @@ async fn status_reports_the_storage_and_the_authorizer(kind: Kind) {
         Kind::Native => {
             assert!(storage.starts_with("FalkorDB (embedded)"), "{storage}");
             assert_eq!(status.authorizer.as_deref(), Some("embedded"));
+        }
+        Kind::NativeSpiceDb => {
+            assert!(storage.starts_with("FalkorDB (embedded)"), "{storage}");
+            assert_eq!(status.authorizer.as_deref(), Some("spicedb"));
         }
     }
     assert_eq!(status.authorizer_health, Some(Ok(())));
