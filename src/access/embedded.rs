@@ -36,14 +36,18 @@ const WRITE: &str = "UNWIND $rels AS r \
      MERGE (b:Obj {key: r.sk}) ON CREATE SET b.t = r.st, b.i = r.si \
      MERGE (a)-[:R {rel: r.rel}]->(b)";
 
-/// The relationships of the resources in `$keys`, with the key each belongs to.
-const DIRECT: &str = "UNWIND $keys AS k \
-     MATCH (a:Obj {key: k})-[e:R]->(b:Obj) \
-     RETURN k AS k, e.rel AS rel, b.t AS t, b.i AS i";
+/// The relationships from the resources in `$keys` to the subject `$s`.
+const TO_SUBJECT: &str = "UNWIND $keys AS k \
+     MATCH (a:Obj {key: k})-[e:R]->(:Obj {key: $s}) \
+     RETURN k AS k, e.rel AS rel";
+
+/// The source groups of the fragments in `$keys`.
+const SOURCE_GROUPS: &str = "UNWIND $keys AS k \
+     MATCH (a:Obj {key: k})-[:R {rel: 'source_group'}]->(g:Obj) \
+     RETURN k AS k, g.i AS g";
 
 /// The groups the subject `$s` is a member of.
-const MEMBER_OF: &str = "MATCH (g:Obj)-[e:R {rel: 'member'}]->(s:Obj {key: $s}) \
-     RETURN g.i AS i";
+const MEMBER_OF: &str = "MATCH (g:Obj)-[:R {rel: 'member'}]->(:Obj {key: $s}) RETURN g.i AS g";
 
 /// Relationships in the embedded FalkorDB graph [`ACCESS_GRAPH`] (or another one you
 /// name), evaluated with [`permits`]. Cheap to clone.
@@ -112,51 +116,11 @@ impl EmbeddedAuthorizer {
         .await
     }
 
-    /// The relationships of each resource in `resources`, keyed by resource key.
-    async fn direct(
-        &self,
-        resources: &[ObjectRef],
-    ) -> Result<BTreeMap<String, Vec<(Relation, ObjectRef)>>> {
-        let keys: Vec<String> = resources.iter().map(ObjectRef::key).collect();
-        let mut out: BTreeMap<String, Vec<(Relation, ObjectRef)>> = BTreeMap::new();
-        if keys.is_empty() {
-            return Ok(out);
-        }
-        let res = self
-            .db
-            .ro_query(&self.graph, DIRECT, &Params::new().set("keys", keys))
-            .await?;
-        for row in 0..res.rows.len() {
-            let text = |name: &str| res.get(row, name).and_then(Value::as_str);
-            let (Some(k), Some(rel), Some(t), Some(i)) =
-                (text("k"), text("rel"), text("t"), text("i"))
-            else {
-                return Err(Error::Protocol(format!(
-                    "the access graph `{}` holds a malformed relationship",
-                    self.graph
-                )));
-            };
-            out.entry(k.to_string()).or_default().push((
-                Relation::parse(rel)?,
-                ObjectRef::new(ObjectType::parse(t)?, i)?,
-            ));
-        }
-        Ok(out)
-    }
-
-    async fn member_of(&self, subject: &Subject) -> Result<BTreeSet<String>> {
-        let res = self
-            .db
-            .ro_query(
-                &self.graph,
-                MEMBER_OF,
-                &Params::new().set("s", subject.object().key()),
-            )
-            .await?;
-        Ok(res
-            .column_values("i")
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect())
+    fn malformed(&self) -> Error {
+        Error::Protocol(format!(
+            "the access graph `{}` holds a malformed relationship",
+            self.graph
+        ))
     }
 }
 
@@ -308,12 +272,61 @@ impl Authorizer for EmbeddedAuthorizer {
             n = resources.len()
         );
         async {
-            let direct = self.direct(resources).await?;
-            let groups = if permission == Permission::View {
-                self.member_of(subject).await?
-            } else {
-                BTreeSet::new()
+            // Only the relationships that can grant: the resources' edges to the
+            // subject, and (for `view`) their groups the subject is a member of — a
+            // few rows whatever the fragments' other relationships.
+            let keys: Vec<String> = resources.iter().map(ObjectRef::key).collect();
+            if keys.is_empty() {
+                return Ok(Vec::new());
+            }
+            let s = subject.object().key();
+            let params = Params::new().set("keys", keys).set("s", s);
+            let to_subject = self.db.ro_query(&self.graph, TO_SUBJECT, &params);
+            let via_groups = async {
+                if permission != Permission::View {
+                    return Ok(None);
+                }
+                let (sources, member_of) = tokio::join!(
+                    self.db.ro_query(&self.graph, SOURCE_GROUPS, &params),
+                    self.db.ro_query(&self.graph, MEMBER_OF, &params)
+                );
+                let member_of: BTreeSet<String> = member_of?
+                    .column_values("g")
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect();
+                Ok::<_, Error>(Some((sources?, member_of)))
             };
+            let (to_subject, via_groups) = tokio::join!(to_subject, via_groups);
+            let mut direct: BTreeMap<String, Vec<(Relation, ObjectRef)>> = BTreeMap::new();
+            let mut groups = BTreeSet::new();
+            let res = to_subject?;
+            for row in 0..res.rows.len() {
+                let (Some(k), Some(rel)) = (
+                    res.get(row, "k").and_then(Value::as_str),
+                    res.get(row, "rel").and_then(Value::as_str),
+                ) else {
+                    return Err(self.malformed());
+                };
+                direct
+                    .entry(k.to_string())
+                    .or_default()
+                    .push((Relation::parse(rel)?, subject.object().clone()));
+            }
+            if let Some((res, member_of)) = via_groups? {
+                groups = member_of;
+                for row in 0..res.rows.len() {
+                    let (Some(k), Some(g)) = (
+                        res.get(row, "k").and_then(Value::as_str),
+                        res.get(row, "g").and_then(Value::as_str),
+                    ) else {
+                        return Err(self.malformed());
+                    };
+                    direct
+                        .entry(k.to_string())
+                        .or_default()
+                        .push((Relation::SourceGroup, ObjectRef::group(g)?));
+                }
+            }
             Ok(resources
                 .iter()
                 .map(|r| {

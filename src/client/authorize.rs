@@ -180,37 +180,83 @@ impl Access {
             .await
     }
 
-    /// The query to send when some graphs are not readable as a whole: their hits are
-    /// filtered per fragment, so more are fetched (up to the largest limit) to fill
-    /// the limit after filtering.
-    pub(super) fn widened(query: &GraphQuery) -> GraphQuery {
-        let mut wide = query.clone();
-        if matches!(
-            query.result_type,
-            ResultType::Episodes | ResultType::Facts { .. }
-        ) {
-            wide.limit = MAX_RESULTS_LIMIT.max(query.limit);
-        }
-        wide
-    }
-
-    /// Keeps the hits of an unreadable graph the subject may view, at most `limit`.
-    pub(super) async fn filter_hits(
+    /// A search of `graphs` as the subject may see it. The lookup of the readable
+    /// groups runs concurrently with the search itself, so a subject who may read
+    /// every graph pays one authorizer round trip hidden behind the search. Hits of
+    /// the other graphs are kept only when the subject may view their fragment (one
+    /// bulk check for all of them); a graph whose first answer was cut at the limit
+    /// is searched again with a wider limit first, so the limit is applied after the
+    /// filter (within the largest limit, [`MAX_RESULTS_LIMIT`]).
+    pub(super) async fn search<S: Storage>(
         &self,
         subject: &Subject,
-        hits: Vec<ScoredHit>,
-        limit: usize,
-    ) -> Result<Vec<ScoredHit>> {
-        // The fragments each hit needs (any one of them suffices).
-        let needs: Vec<Vec<Uuid>> = hits
+        operator: &OperatorId,
+        storage: &S,
+        graphs: &[GraphId],
+        query: &GraphQuery,
+    ) -> Result<Vec<Vec<ScoredHit>>> {
+        let (readable, first) = tokio::join!(
+            self.readable(subject, operator, graphs),
+            storage.search(graphs, query)
+        );
+        let (readable, mut per_graph) = (readable?, first?);
+        if per_graph.len() != graphs.len() {
+            return Ok(per_graph); // the caller reports the mismatch
+        }
+        let unreadable: Vec<usize> = (0..graphs.len())
+            .filter(|i| !readable.contains(graphs[*i].as_str()))
+            .collect();
+        if unreadable.is_empty() {
+            return Ok(per_graph);
+        }
+        let filtered = matches!(
+            query.result_type,
+            ResultType::Episodes | ResultType::Facts { .. }
+        );
+        let cut: Vec<usize> = unreadable
             .iter()
-            .map(|h| match &h.hit {
+            .copied()
+            .filter(|i| filtered && per_graph[*i].len() >= query.limit)
+            .collect();
+        if !cut.is_empty() && query.limit < MAX_RESULTS_LIMIT {
+            let wide_graphs: Vec<GraphId> = cut.iter().map(|i| graphs[*i].clone()).collect();
+            let mut wide = query.clone();
+            wide.limit = MAX_RESULTS_LIMIT;
+            let again = storage.search(&wide_graphs, &wide).await?;
+            for (i, hits) in cut.iter().zip(again) {
+                per_graph[*i] = hits;
+            }
+        }
+        let taken: Vec<Vec<ScoredHit>> = unreadable
+            .iter()
+            .map(|i| std::mem::take(&mut per_graph[*i]))
+            .collect();
+        for (i, hits) in unreadable
+            .iter()
+            .zip(self.filter_hits(subject, taken, query.limit).await?)
+        {
+            per_graph[*i] = hits;
+        }
+        Ok(per_graph)
+    }
+
+    /// Keeps the hits the subject may view, at most `limit` per list, with one bulk
+    /// check for every list.
+    async fn filter_hits(
+        &self,
+        subject: &Subject,
+        lists: Vec<Vec<ScoredHit>>,
+        limit: usize,
+    ) -> Result<Vec<Vec<ScoredHit>>> {
+        // The fragments each hit needs (any one of them suffices).
+        let need = |h: &ScoredHit| -> Vec<Uuid> {
+            match &h.hit {
                 Hit::Episode(e) => vec![e.uuid],
                 Hit::Fact(f) => f.sources.iter().map(|s| s.episode).collect(),
                 _ => Vec::new(),
-            })
-            .collect();
-        let distinct: BTreeSet<Uuid> = needs.iter().flatten().copied().collect();
+            }
+        };
+        let distinct: BTreeSet<Uuid> = lists.iter().flatten().flat_map(need).collect();
         let distinct: Vec<Uuid> = distinct.into_iter().collect();
         let objects: Vec<ObjectRef> = distinct.iter().map(|u| ObjectRef::fragment(*u)).collect();
         let answers = self
@@ -222,12 +268,14 @@ impl Access {
             .zip(answers)
             .filter_map(|(u, ok)| ok.then_some(u))
             .collect();
-        Ok(hits
+        Ok(lists
             .into_iter()
-            .zip(needs)
-            .filter(|(_, need)| need.iter().any(|u| visible.contains(u)))
-            .map(|(h, _)| h)
-            .take(limit)
+            .map(|hits| {
+                hits.into_iter()
+                    .filter(|h| need(h).iter().any(|u| visible.contains(u)))
+                    .take(limit)
+                    .collect()
+            })
             .collect())
     }
 

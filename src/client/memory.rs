@@ -262,39 +262,27 @@ impl<S: Storage> MemoryClient<S> {
                 destinations = plan.targets.len()
             );
             let graphs: Vec<GraphId> = plan.targets.iter().map(|t| t.graph.clone()).collect();
-            let guard = self.guard(request.subject.as_ref())?;
-            let readable = match guard {
-                Some((access, subject)) => Some(
+            let per_graph = match self.guard(request.subject.as_ref())? {
+                Some((access, subject)) => {
                     access
-                        .readable(subject, &request.operator_id, &graphs)
-                        .await?,
-                ),
-                None => None,
-            };
-            let widen = readable
-                .as_ref()
-                .is_some_and(|r| graphs.iter().any(|g| !r.contains(g.as_str())));
-            let query = if widen {
-                Access::widened(&plan.query)
-            } else {
-                plan.query.clone()
-            };
-            let mut per_graph = self
-                .inner
-                .storage
-                .search(&graphs, &query)
-                .instrument(span)
-                .await?;
-            if let (Some((access, subject)), Some(readable)) = (guard, &readable) {
-                for (g, hits) in graphs.iter().zip(per_graph.iter_mut()) {
-                    let all = std::mem::take(hits);
-                    *hits = if readable.contains(g.as_str()) {
-                        all.into_iter().take(plan.query.limit).collect()
-                    } else {
-                        access.filter_hits(subject, all, plan.query.limit).await?
-                    };
+                        .search(
+                            subject,
+                            &request.operator_id,
+                            &*self.inner.storage,
+                            &graphs,
+                            &plan.query,
+                        )
+                        .instrument(span)
+                        .await?
                 }
-            }
+                None => {
+                    self.inner
+                        .storage
+                        .search(&graphs, &plan.query)
+                        .instrument(span)
+                        .await?
+                }
+            };
             if per_graph.len() != graphs.len() {
                 return Err(Error::Protocol(format!(
                     "the storage answered {} graphs for a search of {}",
