@@ -8,3 +8,15 @@ mod common;
 mod client;
 mod contract;
 mod forget;
+
+/// The embedded authorizer's graph can never be a Destination's or an operator's.
+#[test]
+fn the_access_graph_name_is_reserved() {
+    assert!(gralkor::access::ACCESS_GRAPH.starts_with("gralkor/"));
+    let err = gralkor::destination::Destination::new("gralkor/access").unwrap_err();
+    assert!(
+        err.to_string().contains("reserved prefix `gralkor/`"),
+        "{err}"
+    );
+    assert!(gralkor::storage::OperatorId::new("gralkor/access").is_err());
+}
