@@ -187,6 +187,20 @@ async fn main() -> gralkor::Result<()> {
         pct(&t, 0.5).as_secs_f64() * 1e3,
         pct(&t, 0.95).as_secs_f64() * 1e3
     );
+    let mut t = Vec::new();
+    for _ in 0..samples {
+        let start = Instant::now();
+        authz
+            .lookup_resources(&ada, gralkor::access::Permission::Access)
+            .await?;
+        t.push(start.elapsed());
+    }
+    t.sort();
+    println!(
+        "lookup_resources (access): p50 {:>7.2} ms p95 {:>7.2} ms",
+        pct(&t, 0.5).as_secs_f64() * 1e3,
+        pct(&t, 0.95).as_secs_f64() * 1e3
+    );
     server.shutdown().await?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

@@ -47,7 +47,7 @@ const SOURCE_GROUPS: &str = "UNWIND $keys AS k \
      RETURN k AS k, g.i AS g";
 
 /// The groups the subject `$s` is a member of.
-const MEMBER_OF: &str = "MATCH (g:Obj)-[:R {rel: 'member'}]->(:Obj {key: $s}) RETURN g.i AS g";
+const MEMBER_OF: &str = "MATCH (:Obj {key: $s})<-[:R {rel: 'member'}]-(g:Obj) RETURN g.i AS g";
 
 /// Relationships in the embedded FalkorDB graph [`ACCESS_GRAPH`] (or another one you
 /// name), evaluated with [`permits`]. Cheap to clone.
@@ -359,7 +359,7 @@ impl Authorizer for EmbeddedAuthorizer {
                 self.db
                     .ro_query(
                         &self.graph,
-                        "MATCH (a:Obj)-[e:R]->(b:Obj {key: $s}) WHERE e.rel = $rel AND a.t = $t \
+                        "MATCH (b:Obj {key: $s})<-[e:R]-(a:Obj) WHERE e.rel = $rel AND a.t = $t \
                          RETURN DISTINCT a.i AS i",
                         &params,
                     )
