@@ -29,7 +29,13 @@
 //! | all    | 8.18 / 17.33 ms   | 73.5 / 100.3 ms | 8.99× / 5.79× |
 //! | other  | 1.79 / 10.05 ms   | 76.2 / 108.4 ms | 42.7× / 10.8× |
 //!
-//! At 3,000 + 300 episodes: team 1.18× / 1.18×; other 16× (its widened 200-hit
+//! A second 10,000 run (after the changes to `check_many`): team 3.67 / 9.67 → 6.54 /
+//! 15.26 ms (1.78× / 1.58×), all 13.1× / 4.1×, other 29.8× / 12.9×; the widened
+//! 200-hit search alone 26.4 ms p50, the bulk view check of 200 fragments 13.9 ms p50.
+//! The machine is noisy: repeat before trusting a ratio.
+//!
+//! At 3,000 + 300 episodes: team 1.18× / 1.18× (another run 1.29× / 1.17×; the
+//! lookup alone 0.93 ms p50); other 16× (its widened 200-hit
 //! search alone 7.4 ms p50, the bulk view check of 87 fragments 7.6 ms p50). The
 //! pre-filter path meets the goal; the per-fragment path (graphs the subject cannot
 //! read as a whole) does not yet: it searches again with 200 results and checks each.
