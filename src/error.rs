@@ -69,6 +69,19 @@ pub enum Error {
         what: String,
     },
 
+    /// The client's authorizer refused: `subject` lacks `permission` on `resource`
+    /// (see [`access`](crate::access)). Nothing was written; retrying cannot help
+    /// until the relationships change.
+    #[error("`{subject}` lacks `{permission}` on `{resource}`")]
+    PermissionDenied {
+        /// Who asked, e.g. `person:ada`.
+        subject: String,
+        /// The permission, e.g. `contribute`.
+        permission: String,
+        /// The resource, e.g. `group:team`.
+        resource: String,
+    },
+
     /// An operation did not finish in time.
     #[error("{operation} timed out after {after:?}")]
     Timeout {

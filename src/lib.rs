@@ -51,6 +51,8 @@
 //!  engine    graph                       Engine (one handle: db + models), search,
 //!                                        communities, store, model, extract, dedup, temporal
 //!            ontology                    entity and relationship types, identifiers
+//!            access                      who may read, write and forget: the schema,
+//!                                        the Authorizer trait, embedded and in-memory
 //!  adapters  config                      settings from the environment
 //!            falkordb · llm              FalkorDB (embedded server, Cypher, indices);
 //!                                        model providers
@@ -72,6 +74,11 @@
 //! * [`config`] — backend and models from the environment (`Config::from_env`).
 //! * [`ontology`] — the entity and relationship types an extraction may use, declared
 //!   with a builder and checked when built; the identifier rule the domain uses.
+//! * [`access`] — who may read, write and forget: OpenClaw's SpiceDB schema as
+//!   gralkor concepts (people and agents, groups = Destinations, memory fragments =
+//!   episodes), the object-safe [`Authorizer`](access::Authorizer) trait, the
+//!   [embedded](access::EmbeddedAuthorizer) authorizer (relationships in a FalkorDB
+//!   graph of their own) and the [in-memory](access::InMemoryAuthorizer) one.
 //! * [`graph`] — the temporal graph engine. [`graph::Engine`] is the one handle: it
 //!   owns the database handle and the models, ingests episodes into entities and facts
 //!   (durable first, at most four model calls per episode, one atomic commit,
@@ -109,6 +116,7 @@
 //! through [`Error::is_retryable`], whether trying again can help.
 #![deny(missing_docs)]
 
+pub mod access;
 pub mod agent;
 mod cache;
 pub mod client;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use tokio::task::JoinSet;
@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::Client;
 use super::Drain;
 use super::SearchResult;
+use super::authorize::{self, Access};
 use super::in_memory::{Call, Canned, Recorder};
 use super::request::{
     BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace, Search,
@@ -20,6 +21,7 @@ use super::validate::{
     MemoryAddPlan, validate_build_communities, validate_episode_ref, validate_extract_pending,
     validate_ingest, validate_memory_add, validate_replace, validate_search,
 };
+use crate::access::Authorizer;
 use crate::lens::{Ingest, IngestedRepresentation, Lens, LensStore};
 use crate::ontology::Ontology;
 use crate::provenance::Writer;
@@ -57,6 +59,8 @@ struct Inner<S> {
     recorder: Option<Recorder>,
     /// Admitted Reflection invocations, stopped without callbacks at shutdown.
     reflections: super::reflect::Work,
+    /// The authorizer, when one is configured (see `authorize.rs`).
+    access: OnceLock<Access>,
 }
 
 impl<S> Clone for MemoryClient<S> {
@@ -123,8 +127,46 @@ impl<S: Storage> MemoryClient<S> {
                 closed: AtomicBool::new(false),
                 recorder,
                 reflections: Default::default(),
+                access: OnceLock::new(),
             }),
         }
+    }
+
+    /// Enforces `authorizer` on every guarded operation of this client and its clones
+    /// (see [`access`](crate::access)): requests must then name a subject
+    /// (`.subject(…)`), writes need `contribute`, searches show only what the subject
+    /// may view, forgetting needs `delete`.
+    ///
+    /// **Without an authorizer nothing is checked**: any caller who names an operator id
+    /// reads that operator's `personal` graph and every shared Destination, and the
+    /// subject of a request is ignored. Set it before the client is used; a second
+    /// authorizer is an error.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use gralkor::access::{InMemoryAuthorizer, Subject};
+    /// use gralkor::client::{Client, Content, InMemoryClient, MemoryAdd, OperatorId};
+    ///
+    /// let client = InMemoryClient::new().with_authorizer(Arc::new(InMemoryAuthorizer::new()))?;
+    /// let ada = OperatorId::new("ada")?;
+    /// // No subject: refused before anything is stored.
+    /// assert!(client.memory_add(&MemoryAdd::new(&ada, Content::document("tea"))).await.is_err());
+    /// // Ada writes to her own `personal` graph.
+    /// client.memory_add(&MemoryAdd::new(&ada, Content::document("tea")).subject(Subject::person("ada")?)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_authorizer(self, authorizer: Arc<dyn Authorizer>) -> Result<Self> {
+        self.inner
+            .access
+            .set(Access::new(authorizer))
+            .map_err(|_| Error::invalid("authorizer", "is already set on this client"))?;
+        Ok(self)
+    }
+
+    /// The authorizer, when one is configured.
+    pub fn authorizer(&self) -> Option<&Arc<dyn Authorizer>> {
+        self.inner.access.get().map(Access::authorizer)
     }
 
     /// The storage.
@@ -188,6 +230,18 @@ impl<S: Storage> MemoryClient<S> {
         Ok(())
     }
 
+    /// The authorizer and the request's subject, when the client has an authorizer
+    /// (the subject is then required).
+    pub(super) fn guard<'a>(
+        &'a self,
+        subject: Option<&'a crate::access::Subject>,
+    ) -> Result<Option<(&'a Access, &'a crate::access::Subject)>> {
+        match self.inner.access.get() {
+            Some(access) => Ok(Some((access, authorize::require(subject)?))),
+            None => Ok(None),
+        }
+    }
+
     fn dyn_storage(&self) -> Arc<dyn Storage> {
         self.inner.storage.clone()
     }
@@ -202,9 +256,22 @@ impl<S: Storage> MemoryClient<S> {
         let lens = validate_ingest(request, snapshot)?.clone();
         hooked!(self, Call::Ingest(request.clone()), Ingest, {
             let graph = lens_graph(snapshot, &lens, &request.operator_id)?;
-            run_ingestion(self.dyn_storage(), lens, graph, request)
+            let guard = self.guard(request.subject.as_ref())?;
+            if let Some((access, subject)) = guard {
+                access
+                    .may_contribute(subject, &request.operator_id, &graph)
+                    .await?;
+            }
+            let written = run_ingestion(self.dyn_storage(), lens, graph.clone(), request)
                 .instrument(tracing::info_span!("gralkor.ingest", lens = %request.lens))
-                .await
+                .await?;
+            if let Some((access, subject)) = guard {
+                let episodes = written.iter().map(|w| w.episode);
+                access
+                    .record(subject, &graph, episodes, &request.involves)
+                    .await?;
+            }
+            Ok(written)
         })
     }
 
@@ -214,6 +281,11 @@ impl<S: Storage> MemoryClient<S> {
         let lens = validate_replace(request, snapshot)?;
         hooked!(self, Call::Replace(request.clone()), Replace, {
             let graph = lens_graph(snapshot, lens, &request.operator_id)?;
+            if let Some((access, subject)) = self.guard(request.subject.as_ref())? {
+                access
+                    .may_contribute(subject, &request.operator_id, &graph)
+                    .await?;
+            }
             self.inner
                 .storage
                 .replace_graph(&graph, lens.name(), &request.graph)
@@ -238,12 +310,27 @@ impl<S: Storage> MemoryClient<S> {
                 destinations = plan.targets.len()
             );
             let graphs: Vec<GraphId> = plan.targets.iter().map(|t| t.graph.clone()).collect();
-            let per_graph = self
-                .inner
-                .storage
-                .search(&graphs, &plan.query)
-                .instrument(span)
-                .await?;
+            let per_graph = match self.guard(request.subject.as_ref())? {
+                Some((access, subject)) => {
+                    access
+                        .search(
+                            subject,
+                            &request.operator_id,
+                            &*self.inner.storage,
+                            &graphs,
+                            &plan.query,
+                        )
+                        .instrument(span)
+                        .await?
+                }
+                None => {
+                    self.inner
+                        .storage
+                        .search(&graphs, &plan.query)
+                        .instrument(span)
+                        .await?
+                }
+            };
             if per_graph.len() != graphs.len() {
                 return Err(Error::Protocol(format!(
                     "the storage answered {} graphs for a search of {}",
@@ -278,18 +365,29 @@ impl<S: Storage> MemoryClient<S> {
                 MemoryAddPlan::Lens(lens) => lens_graph(snapshot, lens, &request.operator_id)?,
             };
             let span = tracing::info_span!("gralkor.memory_add");
+            self.guard(request.subject.as_ref())?;
+            let client = self.clone();
             let task = async move {
+                let guard = client.guard(request.subject.as_ref()).ok().flatten();
+                if let Some((access, subject)) = guard
+                    && let Err(e) = access
+                        .may_contribute(subject, &request.operator_id, &graph)
+                        .await
+                {
+                    tracing::warn!(error = %e, "memory_add refused");
+                    return;
+                }
                 let outcome = match plan {
                     MemoryAddPlan::Direct(_) => storage
                         .add_episode(NewEpisode::new(
-                            graph,
+                            graph.clone(),
                             Writer::Direct,
                             request.content.clone(),
                             &request.source_description,
                             None,
                         ))
                         .await
-                        .map(|_| ()),
+                        .map(|stored| vec![stored.uuid]),
                     MemoryAddPlan::Lens(lens) => {
                         let ingest = Ingest::new(
                             format!("memory-add-{}", Uuid::new_v4()),
@@ -298,10 +396,18 @@ impl<S: Storage> MemoryClient<S> {
                             request.content.clone(),
                         )
                         .source_description(request.source_description.clone());
-                        run_ingestion(storage, lens, graph, &ingest)
+                        run_ingestion(storage, lens, graph.clone(), &ingest)
                             .await
-                            .map(|_| ())
+                            .map(|w| w.iter().map(|r| r.episode).collect())
                     }
+                };
+                let outcome = match (outcome, guard) {
+                    (Ok(episodes), Some((access, subject))) => {
+                        access
+                            .record(subject, &graph, episodes, &request.involves)
+                            .await
+                    }
+                    (outcome, _) => outcome.map(|_| ()),
                 };
                 if let Err(e) = outcome {
                     tracing::warn!(error = %e, "memory_add background write failed");
@@ -328,6 +434,12 @@ impl<S: Storage> MemoryClient<S> {
         self.open()?;
         let t = validate_episode_ref(request, snapshot)?;
         hooked!(self, Call::GetEpisode(request.clone()), GetEpisode, {
+            if let Some((access, subject)) = self.guard(request.subject.as_ref())? {
+                let op = &request.operator_id;
+                if !access.may_view(subject, op, &t.graph, request.uuid).await? {
+                    return Ok(None);
+                }
+            }
             self.inner.storage.get_episode(&t.graph, request.uuid).await
         })
     }
@@ -341,11 +453,20 @@ impl<S: Storage> MemoryClient<S> {
         self.open()?;
         let t = validate_episode_ref(request, snapshot)?;
         hooked!(self, Call::RemoveEpisode(request.clone()), RemoveEpisode, {
-            self.inner
+            let guard = self.guard(request.subject.as_ref())?;
+            if let Some((access, subject)) = guard {
+                access.may_delete(subject, request.uuid).await?;
+            }
+            let removed = self
+                .inner
                 .storage
                 .remove_episode(&t.graph, request.uuid)
                 .instrument(tracing::info_span!("gralkor.remove_episode"))
-                .await
+                .await?;
+            if let Some((access, _)) = guard {
+                access.forget_fragment(request.uuid).await?;
+            }
+            Ok(removed)
         })
     }
 
@@ -445,7 +566,11 @@ impl<S: Storage> MemoryClient<S> {
     }
 }
 
-fn lens_graph(snapshot: &Snapshot, lens: &Lens, operator: &OperatorId) -> Result<GraphId> {
+pub(super) fn lens_graph(
+    snapshot: &Snapshot,
+    lens: &Lens,
+    operator: &OperatorId,
+) -> Result<GraphId> {
     snapshot
         .destination("lens.destination", lens.destination())?
         .graph_id(operator)
@@ -492,7 +617,9 @@ impl<S: Storage> Client for MemoryClient<S> {
     }
 
     async fn memory_add(&self, request: &MemoryAdd) -> Result<()> {
-        self.memory_add_with(&self.runtime().snapshot(), request)
+        let snapshot = self.runtime().snapshot();
+        authorize::precheck_memory_add(self, &snapshot, request).await?;
+        self.memory_add_with(&snapshot, request)
     }
 
     async fn await_background_writes(&self) {

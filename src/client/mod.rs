@@ -42,7 +42,9 @@
 //! # Ok(()) }
 //! ```
 
+mod authorize;
 mod drain;
+mod forget;
 mod in_memory;
 mod memory;
 mod native;
@@ -54,6 +56,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use drain::Drain;
+pub use forget::{PurgeOperator, PurgeReport, Status};
 pub use in_memory::{Call, Canned, InMemoryClient};
 pub use memory::MemoryClient;
 pub use native::NativeClient;

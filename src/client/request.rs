@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::access::Subject;
 use crate::destination::{GLOBAL, PERSONAL};
 use crate::lens::Graph;
 use crate::storage::{Content, DEFAULT_MAX_RESULTS, OperatorId, ResultType};
@@ -23,6 +24,10 @@ pub struct Replace {
     pub lens: String,
     /// The Lens's complete new graph.
     pub graph: Graph,
+    /// Who asks (required when the client has an authorizer; see
+    /// [`MemoryClient::with_authorizer`](super::MemoryClient::with_authorizer)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
 }
 
 impl Replace {
@@ -32,7 +37,14 @@ impl Replace {
             operator_id: operator.into(),
             lens: lens.into(),
             graph,
+            subject: None,
         }
+    }
+
+    /// Who asks (required when the client has an authorizer).
+    pub fn subject(mut self, subject: Subject) -> Self {
+        self.subject = Some(subject);
+        self
     }
 }
 
@@ -82,6 +94,10 @@ pub struct Search {
     /// Results per Destination.
     #[serde(default = "default_max_results")]
     pub max_results: usize,
+    /// Who asks (required when the client has an authorizer; see
+    /// [`MemoryClient::with_authorizer`](super::MemoryClient::with_authorizer)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
 }
 
 impl Search {
@@ -94,7 +110,14 @@ impl Search {
             lenses: Vec::new(),
             result_type: ResultType::Episodes,
             max_results: DEFAULT_MAX_RESULTS,
+            subject: None,
         }
+    }
+
+    /// Who asks (required when the client has an authorizer).
+    pub fn subject(mut self, subject: Subject) -> Self {
+        self.subject = Some(subject);
+        self
     }
 
     /// Selects Destinations.
@@ -187,6 +210,13 @@ pub struct MemoryAdd {
     /// Direct to a Destination (default `personal`) or through a Lens.
     #[serde(default)]
     pub route: Route,
+    /// Who asks (required when the client has an authorizer; see
+    /// [`MemoryClient::with_authorizer`](super::MemoryClient::with_authorizer)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
+    /// The people and agents it concerns: they may view it (with an authorizer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub involves: Vec<Subject>,
 }
 
 impl MemoryAdd {
@@ -197,7 +227,21 @@ impl MemoryAdd {
             content,
             source_description: DEFAULT_MEMORY_ADD_DESCRIPTION.to_string(),
             route: Route::default(),
+            subject: None,
+            involves: Vec::new(),
         }
+    }
+
+    /// Who asks (required when the client has an authorizer).
+    pub fn subject(mut self, subject: Subject) -> Self {
+        self.subject = Some(subject);
+        self
+    }
+
+    /// The people and agents it concerns.
+    pub fn involves(mut self, subjects: impl IntoIterator<Item = Subject>) -> Self {
+        self.involves.extend(subjects);
+        self
     }
 
     /// Sets the source description.
@@ -229,6 +273,10 @@ pub struct EpisodeRef {
     pub destination: String,
     /// The episode's uuid.
     pub uuid: Uuid,
+    /// Who asks (required when the client has an authorizer; see
+    /// [`MemoryClient::with_authorizer`](super::MemoryClient::with_authorizer)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
 }
 
 impl EpisodeRef {
@@ -242,7 +290,14 @@ impl EpisodeRef {
             operator_id: operator.into(),
             destination: destination.into(),
             uuid,
+            subject: None,
         }
+    }
+
+    /// Who asks (required when the client has an authorizer).
+    pub fn subject(mut self, subject: Subject) -> Self {
+        self.subject = Some(subject);
+        self
     }
 }
 

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::Result;
+use crate::access::Subject;
 use crate::graph::Timestamp;
 use crate::storage::{Content, IngestCost, OperatorId};
 use crate::{Error, storage};
@@ -44,6 +45,13 @@ pub struct Ingest {
     /// When it happened in the world (default: when it is written).
     #[serde(default)]
     pub reference_time: Option<Timestamp>,
+    /// Who asks (required when the client has an authorizer; see
+    /// [`MemoryClient::with_authorizer`](crate::client::MemoryClient::with_authorizer)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
+    /// The people and agents it concerns: they may view it (with an authorizer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub involves: Vec<Subject>,
 }
 
 impl Ingest {
@@ -61,7 +69,21 @@ impl Ingest {
             content,
             source_description: String::new(),
             reference_time: None,
+            subject: None,
+            involves: Vec::new(),
         }
+    }
+
+    /// Who asks (required when the client has an authorizer).
+    pub fn subject(mut self, subject: Subject) -> Ingest {
+        self.subject = Some(subject);
+        self
+    }
+
+    /// The people and agents it concerns.
+    pub fn involves(mut self, subjects: impl IntoIterator<Item = Subject>) -> Ingest {
+        self.involves.extend(subjects);
+        self
     }
 
     /// The caller's description of the source.

@@ -15,7 +15,8 @@ use crate::{Error, Result};
 pub const MAX_NAME_BYTES: usize = 256;
 
 /// Name prefixes that belong to resolved private logical graph ids and to gralkor's
-/// own graphs (`gralkor/capture-buffer`, the capture buffer's): no application
+/// own graphs (`gralkor/capture-buffer`, the capture buffer's; `gralkor/access`, the
+/// embedded authorizer's): no application
 /// Destination may use them, and no operator id may begin with one.
 pub const RESERVED_PREFIXES: [&str; 3] = ["personal/", "operator/", "gralkor/"];
 

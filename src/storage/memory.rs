@@ -230,6 +230,14 @@ impl Storage for InMemoryStorage {
         Ok(g.episodes.len() != before)
     }
 
+    async fn purge_graph(&self, graph: &GraphId) -> Result<bool> {
+        Ok(self.lock().remove(graph.as_str()).is_some())
+    }
+
+    async fn health(&self) -> Result<String> {
+        Ok(format!("in-memory: {} graphs", self.lock().len()))
+    }
+
     async fn build_indices(&self) -> Result<()> {
         Ok(())
     }

@@ -111,6 +111,25 @@ pub trait Storage: Send + Sync + 'static {
         None
     }
 
+    /// Deletes one graph whole — episodes, facts, entities, vectors, indices — so that
+    /// nothing of it can be read back, and makes the deletion durable (the native
+    /// storage rewrites an embedded server's AOF, so the deleted content does not stay
+    /// in its log files); `false` when there was none. Default: refused (a storage
+    /// that cannot delete a graph).
+    async fn purge_graph(&self, graph: &GraphId) -> Result<bool> {
+        let _ = graph;
+        Err(crate::Error::invalid(
+            "purge",
+            "this storage cannot delete a graph",
+        ))
+    }
+
+    /// A one-line description of the backend after a cheap round trip (for a health
+    /// report); an error when it does not answer. Default: the storage's type name.
+    async fn health(&self) -> Result<String> {
+        Ok(std::any::type_name::<Self>().to_string())
+    }
+
     /// Releases what the storage holds (stops an embedded server it started). Called
     /// once by the client's `shutdown`, after background writes finished. Default:
     /// nothing to release.

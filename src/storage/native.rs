@@ -163,6 +163,28 @@ impl Storage for NativeStorage {
             .episode)
     }
 
+    async fn purge_graph(&self, graph: &GraphId) -> Result<bool> {
+        let db = self.engine.db();
+        let existed = db.delete_graph(graph.as_str()).await?;
+        // The AOF still holds the deleted content until it is rewritten from the
+        // data set; the RDB preamble of the rewrite is the new base.
+        if let Some(server) = db.embedded_server() {
+            server.rewrite_aof().await?;
+        }
+        Ok(existed)
+    }
+
+    async fn health(&self) -> Result<String> {
+        let db = self.engine.db();
+        let graphs = db.list_graphs().await?;
+        let backend = if db.embedded_server().is_some() {
+            "embedded"
+        } else {
+            "remote"
+        };
+        Ok(format!("FalkorDB ({backend}): {} graphs", graphs.len()))
+    }
+
     async fn build_indices(&self) -> Result<()> {
         self.engine.build_all_indices().await
     }

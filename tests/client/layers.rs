@@ -10,7 +10,7 @@ fn height(room: &str) -> Option<u32> {
     Some(match room {
         "retry" | "cache" => 0,
         "falkordb" | "llm" => 1,
-        "config" | "ontology" => 2,
+        "config" | "ontology" | "access" => 2,
         "graph" => 3,
         "storage" => 4,
         "destination" => 5,

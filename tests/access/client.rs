@@ -1,0 +1,500 @@
+//! Enforcement in the client logic, on both clients (the twin with the in-memory
+//! authorizer, the native client with the embedded one on a real FalkorDB).
+
+use std::sync::Arc;
+
+use gralkor::Error;
+use gralkor::access::{
+    Authorizer, EmbeddedAuthorizer, InMemoryAuthorizer, ObjectRef, ObjectType, Relationship,
+    RelationshipFilter, Subject,
+};
+use gralkor::client::{
+    Client, Content, EpisodeRef, Hit, InMemoryClient, Ingest, MemoryAdd, NativeClient, OperatorId,
+    Search,
+};
+use gralkor::graph::Engine;
+use gralkor::runtime::{Runtime, RuntimeConfig};
+use gralkor::storage::NativeStorage;
+use uuid::Uuid;
+
+#[derive(Clone, Copy)]
+pub enum Kind {
+    Twin,
+    Native,
+    /// The native client with a real SpiceDB (feature `spicedb`).
+    #[cfg_attr(not(feature = "spicedb"), allow(dead_code))]
+    NativeSpiceDb,
+}
+
+/// One test's world: a client with an authorizer, a fresh operator and Destination.
+pub struct Rig {
+    pub client: Arc<dyn Client>,
+    pub authz: Arc<dyn Authorizer>,
+    pub team: String,
+    pub word: String,
+    concrete: Concrete,
+    _graph: Option<crate::common::TestGraph>,
+}
+
+/// The client itself, for what is not on the `Client` trait.
+enum Concrete {
+    Twin(InMemoryClient),
+    Native(NativeClient),
+}
+
+pub async fn rig(kind: Kind) -> Rig {
+    let team = format!("team-{}", Uuid::new_v4().simple());
+    let word = format!("w{}", &Uuid::new_v4().simple().to_string()[..10]);
+    let runtime = Runtime::new(RuntimeConfig::new().destination(team.clone())).unwrap();
+    match kind {
+        Kind::Twin => {
+            let authz: Arc<dyn Authorizer> = Arc::new(InMemoryAuthorizer::new());
+            let client = InMemoryClient::with_runtime(runtime)
+                .with_authorizer(authz.clone())
+                .unwrap();
+            Rig {
+                client: Arc::new(client.clone()),
+                authz,
+                team,
+                word,
+                concrete: Concrete::Twin(client),
+                _graph: None,
+            }
+        }
+        Kind::Native | Kind::NativeSpiceDb => {
+            let g = crate::common::TestGraph::new("access-client").await;
+            let authz: Arc<dyn Authorizer> = match kind {
+                #[cfg(feature = "spicedb")]
+                Kind::NativeSpiceDb => Arc::new(
+                    gralkor::access::SpiceDbAuthorizer::start_embedded()
+                        .await
+                        .unwrap(),
+                ),
+                _ => Arc::new(EmbeddedAuthorizer::in_graph(g.db.clone(), g.name.clone())),
+            };
+            let engine = Engine::episodes_only(g.db.clone());
+            let client = NativeClient::from_parts(runtime, NativeStorage::new(engine))
+                .with_authorizer(authz.clone())
+                .unwrap();
+            Rig {
+                client: Arc::new(client.clone()),
+                authz,
+                team,
+                word,
+                concrete: Concrete::Native(client),
+                _graph: Some(g),
+            }
+        }
+    }
+}
+
+fn person(id: &str) -> Subject {
+    Subject::person(id).unwrap()
+}
+
+fn op(id: &str) -> OperatorId {
+    OperatorId::new(id).unwrap()
+}
+
+/// A fresh person whose id is also an operator id.
+fn fresh(tag: &str) -> (OperatorId, Subject) {
+    let id = format!("{tag}-{}", Uuid::new_v4().simple());
+    (op(&id), person(&id))
+}
+
+impl Rig {
+    pub async fn client_purge(
+        &self,
+        request: &gralkor::client::PurgeOperator,
+    ) -> gralkor::Result<gralkor::client::PurgeReport> {
+        match &self.concrete {
+            Concrete::Twin(c) => c.purge_operator(request).await,
+            Concrete::Native(c) => c.purge_operator(request).await,
+        }
+    }
+
+    pub async fn status(&self) -> gralkor::client::Status {
+        match &self.concrete {
+            Concrete::Twin(c) => c.status().await,
+            Concrete::Native(c) => c.status().await,
+        }
+    }
+
+    async fn add(
+        &self,
+        operator: &OperatorId,
+        who: &Subject,
+        dest: &str,
+        text: &str,
+    ) -> gralkor::Result<()> {
+        self.client
+            .memory_add(
+                &MemoryAdd::new(operator, Content::document(format!("{text} {}", self.word)))
+                    .to_destination(dest)
+                    .subject(who.clone()),
+            )
+            .await?;
+        self.client.await_background_writes().await;
+        Ok(())
+    }
+
+    async fn search(
+        &self,
+        operator: &OperatorId,
+        who: &Subject,
+        dests: &[&str],
+        n: usize,
+    ) -> Vec<String> {
+        let mut s = Search::new(operator, self.word.clone())
+            .max_results(n)
+            .subject(who.clone());
+        if !dests.is_empty() {
+            s = s.destinations(dests.iter().copied());
+        }
+        self.client
+            .search(&s)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| match r.hit {
+                Hit::Episode(e) => e.content.split(' ').next().unwrap().to_string(),
+                other => panic!("not an episode: {other:?}"),
+            })
+            .collect()
+    }
+
+    async fn uuid_of(
+        &self,
+        operator: &OperatorId,
+        who: &Subject,
+        dest: &str,
+        first_word: &str,
+    ) -> Uuid {
+        let s = Search::new(operator, self.word.clone())
+            .destinations([dest])
+            .max_results(50)
+            .subject(who.clone());
+        self.client
+            .search(&s)
+            .await
+            .unwrap()
+            .into_iter()
+            .find_map(|r| match r.hit {
+                Hit::Episode(e) if e.content.starts_with(first_word) => Some(e.uuid),
+                _ => None,
+            })
+            .expect("the episode is visible to its writer")
+    }
+
+    async fn join(&self, who: &Subject) {
+        self.authz
+            .write_relationships(&[Relationship::member(self.team.clone(), who).unwrap()])
+            .await
+            .unwrap();
+    }
+}
+
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn in_memory() {
+                super::$name(super::Kind::Twin).await
+            }
+            #[tokio::test]
+            async fn native() {
+                super::$name(super::Kind::Native).await
+            }
+            #[cfg(feature = "spicedb")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn native_spicedb() {
+                super::$name(super::Kind::NativeSpiceDb).await
+            }
+        }
+    )*};
+}
+
+both!(
+    with_an_authorizer_a_request_without_a_subject_is_refused_before_anything_is_stored,
+    a_person_owns_their_personal_graph_and_no_one_else_reads_it,
+    a_shared_destination_needs_contribute_to_write_and_access_to_read,
+    involves_and_shared_by_make_an_episode_visible_outside_its_group,
+    hits_are_filtered_before_the_limit,
+    forgetting_needs_delete_and_removes_the_fragment_relationships,
+    membership_changes_take_effect_on_the_next_search,
+    ingest_checks_contribute_and_records_each_written_episode,
+    operators_are_isolated_under_concurrency,
+);
+
+async fn with_an_authorizer_a_request_without_a_subject_is_refused_before_anything_is_stored(
+    kind: Kind,
+) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let err = r
+        .client
+        .memory_add(&MemoryAdd::new(
+            &ada_op,
+            Content::document(format!("first {}", r.word)),
+        ))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidInput { field, .. } if field == "subject"),
+        "{err}"
+    );
+    let err = r
+        .client
+        .search(&Search::new(&ada_op, r.word.clone()))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("`subject` is required"), "{err}");
+    let err = r
+        .client
+        .get_episode(&EpisodeRef::new(&ada_op, "personal", Uuid::new_v4()))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("`subject` is required"), "{err}");
+    r.client.await_background_writes().await;
+    assert!(
+        r.search(&ada_op, &ada, &[], 10).await.is_empty(),
+        "nothing was stored"
+    );
+}
+
+async fn a_person_owns_their_personal_graph_and_no_one_else_reads_it(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (_, bob) = fresh("bob");
+    r.add(&ada_op, &ada, "personal", "mine").await.unwrap();
+    assert_eq!(r.search(&ada_op, &ada, &[], 10).await, ["mine"]);
+    // Bob names Ada's operator id: her personal graph is not his.
+    assert!(r.search(&ada_op, &bob, &[], 10).await.is_empty());
+    let uuid = r.uuid_of(&ada_op, &ada, "personal", "mine").await;
+    let get = |who: &Subject| EpisodeRef::new(&ada_op, "personal", uuid).subject(who.clone());
+    assert!(r.client.get_episode(&get(&ada)).await.unwrap().is_some());
+    assert_eq!(r.client.get_episode(&get(&bob)).await.unwrap(), None);
+    // Nor may he write there.
+    let err = r
+        .add(&ada_op, &bob, "personal", "intruder")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::PermissionDenied { ref permission, .. } if permission == "contribute"),
+        "{err}"
+    );
+    assert!(!err.is_retryable());
+    assert_eq!(r.search(&ada_op, &ada, &[], 10).await, ["mine"]);
+}
+
+async fn a_shared_destination_needs_contribute_to_write_and_access_to_read(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (bob_op, bob) = fresh("bob");
+    let (cy_op, cy) = fresh("cy");
+    let err = r.add(&ada_op, &ada, &r.team, "early").await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(&format!("lacks `contribute` on `group:{}`", r.team)),
+        "{err}"
+    );
+    r.join(&ada).await;
+    r.join(&bob).await;
+    r.add(&ada_op, &ada, &r.team, "shared").await.unwrap();
+    assert_eq!(r.search(&bob_op, &bob, &[&r.team], 10).await, ["shared"]);
+    assert!(r.search(&cy_op, &cy, &[&r.team], 10).await.is_empty());
+    assert!(r.add(&cy_op, &cy, &r.team, "cy").await.is_err());
+    // `global` is a group like any other: no one is a member by default.
+    assert!(r.add(&ada_op, &ada, "global", "global").await.is_err());
+}
+
+async fn involves_and_shared_by_make_an_episode_visible_outside_its_group(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (cy_op, cy) = fresh("cy");
+    r.join(&ada).await;
+    r.client
+        .memory_add(
+            &MemoryAdd::new(&ada_op, Content::document(format!("about {}", r.word)))
+                .to_destination(r.team.clone())
+                .subject(ada.clone())
+                .involves([cy.clone()]),
+        )
+        .await
+        .unwrap();
+    r.add(&ada_op, &ada, &r.team, "other").await.unwrap();
+    // Cy is no member, but the first episode involves her.
+    assert_eq!(r.search(&cy_op, &cy, &[&r.team], 10).await, ["about"]);
+    let uuid = r.uuid_of(&ada_op, &ada, &r.team, "about").await;
+    let got = r
+        .client
+        .get_episode(&EpisodeRef::new(&cy_op, r.team.clone(), uuid).subject(cy.clone()))
+        .await
+        .unwrap();
+    assert!(got.is_some());
+    // Ada leaves the group: she still sees what she shared (shared_by), nothing else.
+    r.authz
+        .delete_relationships(
+            &RelationshipFilter::resource(ObjectRef::group(r.team.clone()).unwrap())
+                .subject(ada.object().clone()),
+        )
+        .await
+        .unwrap();
+    let mut seen = r.search(&ada_op, &ada, &[&r.team], 10).await;
+    seen.sort();
+    assert_eq!(seen, ["about", "other"]);
+}
+
+async fn hits_are_filtered_before_the_limit(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (cy_op, cy) = fresh("cy");
+    r.join(&ada).await;
+    for i in 0..12 {
+        let mut add = MemoryAdd::new(&ada_op, Content::document(format!("e{i} {}", r.word)))
+            .to_destination(r.team.clone())
+            .subject(ada.clone());
+        if i % 4 == 3 {
+            add = add.involves([cy.clone()]);
+        }
+        r.client.memory_add(&add).await.unwrap();
+    }
+    r.client.await_background_writes().await;
+    assert_eq!(r.search(&ada_op, &ada, &[&r.team], 50).await.len(), 12);
+    let mut seen = r.search(&cy_op, &cy, &[&r.team], 3).await;
+    seen.sort();
+    assert_eq!(
+        seen,
+        ["e11", "e3", "e7"],
+        "three visible hits fill a limit of three"
+    );
+    assert_eq!(r.search(&cy_op, &cy, &[&r.team], 2).await.len(), 2);
+}
+
+async fn forgetting_needs_delete_and_removes_the_fragment_relationships(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (bob_op, bob) = fresh("bob");
+    r.join(&ada).await;
+    r.join(&bob).await;
+    r.add(&ada_op, &ada, &r.team, "forgettable").await.unwrap();
+    let uuid = r.uuid_of(&ada_op, &ada, &r.team, "forgettable").await;
+    let err = r
+        .client
+        .remove_episode(&EpisodeRef::new(&bob_op, r.team.clone(), uuid).subject(bob.clone()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::PermissionDenied { ref permission, .. } if permission == "delete"),
+        "{err}"
+    );
+    assert_eq!(
+        r.search(&bob_op, &bob, &[&r.team], 10).await,
+        ["forgettable"]
+    );
+    assert!(
+        r.client
+            .remove_episode(&EpisodeRef::new(&ada_op, r.team.clone(), uuid).subject(ada.clone()))
+            .await
+            .unwrap()
+    );
+    assert!(r.search(&bob_op, &bob, &[&r.team], 10).await.is_empty());
+    assert!(
+        r.authz
+            .read_relationships(&RelationshipFilter::resource(ObjectRef::fragment(uuid)))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn membership_changes_take_effect_on_the_next_search(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (bob_op, bob) = fresh("bob");
+    r.join(&ada).await;
+    r.add(&ada_op, &ada, &r.team, "news").await.unwrap();
+    assert!(r.search(&bob_op, &bob, &[&r.team], 10).await.is_empty());
+    r.join(&bob).await;
+    assert_eq!(r.search(&bob_op, &bob, &[&r.team], 10).await, ["news"]);
+    r.authz
+        .delete_relationships(
+            &RelationshipFilter::of_type(ObjectType::Group).subject(bob.object().clone()),
+        )
+        .await
+        .unwrap();
+    assert!(r.search(&bob_op, &bob, &[&r.team], 10).await.is_empty());
+}
+
+async fn ingest_checks_contribute_and_records_each_written_episode(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (bob_op, bob) = fresh("bob");
+    let text = format!("Ada: lens {}", r.word);
+    let ingest = |who: &Subject| {
+        Ingest::new(
+            "turn-1",
+            &ada_op,
+            "personal-chat",
+            Content::conversation(text.clone()),
+        )
+        .subject(who.clone())
+        .involves([bob.clone()])
+    };
+    let err = r.client.ingest(&ingest(&bob)).await.unwrap_err();
+    assert!(matches!(err, Error::PermissionDenied { .. }), "{err}");
+    let written = r.client.ingest(&ingest(&ada)).await.unwrap();
+    assert_eq!(written.len(), 1);
+    let rels = r
+        .authz
+        .read_relationships(&RelationshipFilter::resource(ObjectRef::fragment(
+            written[0].episode,
+        )))
+        .await
+        .unwrap();
+    let strings: Vec<String> = rels.iter().map(ToString::to_string).collect();
+    let f = format!("memory_fragment:{}", written[0].episode);
+    assert_eq!(
+        strings,
+        [
+            format!("{f}#source_group@group:personal/{}", ada_op.as_str()),
+            format!("{f}#involves@person:{}", bob.id()),
+            format!("{f}#shared_by@person:{}", ada.id()),
+        ]
+    );
+    // Bob is involved: he sees it in Ada's personal graph, nothing else there.
+    r.add(&ada_op, &ada, "personal", "private").await.unwrap();
+    assert_eq!(r.search(&ada_op, &bob, &["personal"], 10).await, ["Ada:"]);
+    let _ = bob_op;
+}
+
+async fn operators_are_isolated_under_concurrency(kind: Kind) {
+    let r = Arc::new(rig(kind).await);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..6 {
+        let r = r.clone();
+        tasks.spawn(async move {
+            let (o, s) = fresh(&format!("op{i}"));
+            for n in 0..3 {
+                r.add(&o, &s, "personal", &format!("op{i}n{n}"))
+                    .await
+                    .unwrap();
+            }
+            (o, s, i)
+        });
+    }
+    let done = tasks.join_all().await;
+    for (o, s, i) in &done {
+        let mut mine = r.search(o, s, &[], 50).await;
+        mine.sort();
+        assert_eq!(
+            mine,
+            [format!("op{i}n0"), format!("op{i}n1"), format!("op{i}n2")]
+        );
+        for (other, _, _) in &done {
+            if other != o {
+                assert!(r.search(other, s, &[], 50).await.is_empty());
+            }
+        }
+    }
+}
