@@ -4,8 +4,8 @@
 //!
 //! * **Tools.** [`MemorySearchTool`], [`MemoryAddTool`] and the admin tools
 //!   [`BuildIndicesTool`], [`BuildCommunitiesTool`] implement rig's
-//!   [`Tool`](rig_core::tool::Tool) trait over [`call_tool`]: their name, description
-//!   and JSON Schema *are* the [`tools`](super::tools) definitions (read from them,
+//!   [`Tool`] trait over [`call_tool`]: their name, description
+//!   and JSON Schema *are* the [`tools`] definitions (read from them,
 //!   not copied), so a rig agent advertises exactly what an OpenAI-style request
 //!   carries. A contract error (bad arguments, a budget too small) is shown to the
 //!   model as its message; other failures reach the model as rig's redacted
@@ -444,16 +444,14 @@ impl AgentHook for MemoryHook {
     }
 
     async fn on_run_start(&self, _ctx: &HookContext, event: RunStart<'_>) -> RunStartAction {
-        let Some(recall) = &self.recall else {
+        // Only a user's prompt is recalled for (a run resumed on tool results is not).
+        let (Some(recall), Message::User { content }) = (&self.recall, event.prompt) else {
             return RunStartAction::continue_run();
         };
         let prompt = prompt_text(event.prompt);
         match recall.before_turn(self.session.as_deref(), &prompt).await {
             Ok(Some(block)) => {
-                let mut content = match event.prompt {
-                    Message::User { content } => content.clone(),
-                    _ => Vec::new(),
-                };
+                let mut content = content.clone();
                 content.insert(0, UserContent::Text(Text::new(block)));
                 RunStartAction::rewrite(Message::User { content })
             }
