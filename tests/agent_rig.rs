@@ -114,6 +114,7 @@ both!(
     tool_calls_through_rig_dispatch_run_gralkor_s_handlers,
     a_rig_agent_searches_adds_answers_and_is_captured,
     a_failed_rig_run_is_captured_as_a_failed_turn,
+    without_a_session_id_the_hook_recalls_but_captures_nothing,
 );
 
 // rig › tools › the definitions rig registers are gralkor's, not a copy
@@ -626,6 +627,59 @@ async fn a_failed_rig_run_is_captured_as_a_failed_turn(kind: Kind) {
         messages
             .iter()
             .all(|m| m.role != gralkor::agent::turn::Role::Assistant)
+    );
+    buffer.shutdown(WAIT).await.unwrap();
+    client.shutdown().await.unwrap();
+}
+
+// rig › agent › without a session id the hook still recalls but captures nothing
+
+async fn without_a_session_id_the_hook_recalls_but_captures_nothing(kind: Kind) {
+    let (client, buffer) = memory(kind).await;
+    let op = op();
+    remember(client.as_ref(), &op, "Ada prefers green tea in the morning").await;
+    let server = provider(vec![answer("Green tea, in the morning.")]).await;
+    let agent = rig_agent(&server, &client, &op);
+    let no_session = MemoryHook::new()
+        .recall(AgentRecall::new(client.clone(), op.clone(), "Susu", AutoRecall::new()).unwrap())
+        .capture(
+            buffer.clone(),
+            op.clone(),
+            "Susu",
+            "Ada",
+            CaptureRoute::default(),
+            AutoCapture::new(),
+        )
+        .unwrap();
+    agent
+        .prompt("Which green tea do I like?")
+        .add_hook(no_session)
+        .await
+        .unwrap();
+    let sent = bodies(&server).await;
+    assert_eq!(sent.len(), 1);
+    assert!(
+        sent[0].get("tool_choice").is_none(),
+        "not pinned unless asked"
+    );
+    let user = text(
+        &sent[0]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "user")
+            .unwrap()["content"],
+    );
+    assert!(
+        user.contains("Ada prefers green tea in the morning"),
+        "{user}"
+    );
+    buffer.flush_all().await.unwrap();
+    assert!(
+        captured(client.as_ref(), &op, "Which green tea")
+            .await
+            .is_empty(),
+        "nothing captured without a session id"
     );
     buffer.shutdown(WAIT).await.unwrap();
     client.shutdown().await.unwrap();
