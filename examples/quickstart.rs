@@ -1,7 +1,8 @@
 //! The main job, end to end on a fresh machine: start an embedded FalkorDB (provisioning
 //! its binaries on first use), remember a conversation through the packaged
 //! `personal-chat` Lens, write shared knowledge, replace a Lens-owned graph, search it
-//! all, and shut down cleanly.
+//! all, let an agent remember across two sessions (its turns captured in session 1,
+//! recalled before session 2's first turn), and shut down cleanly.
 //!
 //! ```text
 //! cargo run --example quickstart              # embedded FalkorDB in a temporary directory
@@ -18,8 +19,11 @@
 //! run extracts entities and facts, and `MemoryClient::extract_pending` extracts what
 //! was stored offline.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use gralkor::agent::capture::{CaptureBuffer, CaptureConfig, CaptureRoute};
+use gralkor::agent::{AgentCapture, AgentRecall, AutoCapture, AutoRecall};
 use gralkor::agent::{MemorySearch, memory_search};
 use gralkor::client::{
     Client, Content, Hit, Ingest, MemoryAdd, NativeClient, OperatorId, Replace, Search,
@@ -222,6 +226,38 @@ async fn try_main() -> gralkor::Result<()> {
         );
     }
 
+    // An agent across two sessions (see examples/agent.rs for the full loop with a
+    // model): session 1's turn is captured and flushed when the session ends;
+    // session 2, a new session id, recalls it before its first turn.
+    let buffer = CaptureBuffer::native(&client, CaptureConfig::new()).await?;
+    let capture = AgentCapture::new(
+        buffer.clone(),
+        op,
+        "Susu",
+        "Ada",
+        CaptureRoute::default(),
+        AutoCapture::new(),
+    )?;
+    capture
+        .after_turn(
+            Some("session-1"),
+            &[
+                json!({"role": "user", "content": "We adopted a grey cat called Miso last weekend."}),
+                json!({"role": "assistant", "content": "Congratulations! Miso is a lovely name."}),
+            ],
+        )
+        .await?;
+    buffer
+        .flush_and_await("session-1", Duration::from_secs(60))
+        .await?;
+    let recall = AgentRecall::new(Arc::new(client.clone()), op, "Susu", AutoRecall::new())?;
+    let question = "what is the name of our cat?";
+    if let Some(block) = recall.before_turn(Some("session-2"), question).await? {
+        println!("\nsession 2 asks {question:?}; injected before its first turn:\n\n{block}");
+    }
+
+    // One call shuts down: the client drains the capture buffer first (bounded by
+    // `CaptureConfig::shutdown_timeout`, 30 s), then stops the memory.
     client.shutdown().await?;
     println!("\nshut down cleanly after {:?}", started.elapsed());
     if let Some(dir) = named {

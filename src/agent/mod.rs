@@ -14,11 +14,15 @@
 //! * [`hooks`] — auto-recall before a turn ([`hooks::AgentRecall::before_turn`]) and
 //!   auto-capture after it ([`hooks::AgentCapture::after_turn`]).
 //! * [`rotation`] — context rotation: flush and await a session, seed the new context.
+//! * `rig` (feature `rig`) — the adapter for rig agents: the memory tools as rig
+//!   tools, rig messages as turns, and a rig hook that recalls and captures.
 
 pub mod capture;
 pub mod format;
 pub mod hooks;
 pub mod recall;
+#[cfg(feature = "rig")]
+pub mod rig;
 pub mod rotation;
 pub mod tools;
 pub mod transcript;
