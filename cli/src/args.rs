@@ -287,4 +287,8 @@ pub struct McpArgs {
     /// none configured, for a server shared by several operators.
     #[arg(long)]
     pub operator_from_request: bool,
+    /// A further Host header the HTTP transport accepts (repeatable; localhost,
+    /// 127.0.0.1 and ::1 always are: DNS-rebinding protection).
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
 }

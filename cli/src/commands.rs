@@ -215,7 +215,7 @@ pub async fn search(
 }
 
 /// Finds an episode in the named Destination, or in every one.
-async fn find_episode(
+pub async fn find_episode(
     client: &NativeClient,
     op: &OperatorId,
     uuid: Uuid,
@@ -307,7 +307,7 @@ pub async fn episodes(
 }
 
 #[derive(Serialize)]
-struct DestinationStatus {
+pub struct DestinationStatus {
     name: String,
     graph: String,
     #[serde(flatten)]
@@ -315,7 +315,7 @@ struct DestinationStatus {
 }
 
 #[derive(Serialize)]
-struct Status {
+pub struct Status {
     configuration: String,
     extracts: bool,
     operator: Option<String>,
@@ -323,12 +323,12 @@ struct Status {
     destinations: Vec<DestinationStatus>,
 }
 
-pub async fn status(
+/// What is configured and what each Destination holds (`personal` with an operator).
+pub async fn status_report(
     client: &NativeClient,
     config: &gralkor::Config,
     op: Option<&OperatorId>,
-    out: Out,
-) -> Outcome {
+) -> Outcome<Status> {
     let snapshot = client.runtime().snapshot();
     let mut destinations = Vec::new();
     for place in graphs::places(&snapshot, op, &[])? {
@@ -346,6 +346,16 @@ pub async fn status(
         graphs: client.storage().db().list_graphs().await?.len(),
         destinations,
     };
+    Ok(status)
+}
+
+pub async fn status(
+    client: &NativeClient,
+    config: &gralkor::Config,
+    op: Option<&OperatorId>,
+    out: Out,
+) -> Outcome {
+    let status = status_report(client, config, op).await?;
     out.emit(&status, || {
         let mut lines = vec![
             format!("ok: {}", status.configuration),
@@ -426,6 +436,27 @@ pub async fn resume(
     })
 }
 
+/// Removes one episode (found in the named Destination or any), with the facts only
+/// it supported; the Destination it was in.
+pub async fn forget_episode(
+    client: &NativeClient,
+    op: &OperatorId,
+    uuid: Uuid,
+    destination: Option<&String>,
+) -> Outcome<Place> {
+    let (place, _) = find_episode(client, op, uuid, destination).await?;
+    let removed = client
+        .remove_episode(&EpisodeRef::new(op.clone(), &place.name, uuid))
+        .await?;
+    if !removed {
+        return Err(Failure::NotFound(format!(
+            "episode {uuid} in Destination `{}`",
+            place.name
+        )));
+    }
+    Ok(place)
+}
+
 pub async fn forget(
     client: &NativeClient,
     op: &OperatorId,
@@ -434,16 +465,7 @@ pub async fn forget(
 ) -> Outcome {
     match what {
         ForgetCommand::Episode { uuid, destination } => {
-            let (place, _) = find_episode(client, op, *uuid, destination.as_ref()).await?;
-            let removed = client
-                .remove_episode(&EpisodeRef::new(op.clone(), &place.name, *uuid))
-                .await?;
-            if !removed {
-                return Err(Failure::NotFound(format!(
-                    "episode {uuid} in Destination `{}`",
-                    place.name
-                )));
-            }
+            let place = forget_episode(client, op, *uuid, destination.as_ref()).await?;
             out.emit(
                 &json!({"forgotten": "episode", "episode": uuid, "destination": place.name}),
                 || format!("forgot episode {uuid} in {}", place.name),

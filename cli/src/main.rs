@@ -75,6 +75,7 @@ fn logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }
@@ -123,6 +124,6 @@ async fn dispatch(
         Command::Forget(w) => commands::forget(client, op(), w, out).await,
         Command::Import(a) => import::run(client, op(), a, out).await,
         Command::Export(a) => export::run(client, op(), a, out).await,
-        Command::Mcp(a) => mcp::serve(client, operator, a).await,
+        Command::Mcp(a) => mcp::serve(client, config, operator, a).await,
     }
 }
