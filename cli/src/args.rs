@@ -88,6 +88,12 @@ pub enum Command {
     /// Forget memory.
     #[command(subcommand)]
     Forget(ForgetCommand),
+    /// The groups the operator belongs to (not available yet: needs the access layer's
+    /// authorizer, issue 15; exits 6).
+    Groups,
+    /// Add a subject to a group (not available yet: needs the access layer's
+    /// authorizer, issue 15; exits 6).
+    AddMember(AddMemberArgs),
     /// Import a workspace's markdown memory files (USER.md, MEMORY.md, memory/*.md)
     /// and JSONL session transcripts. A re-run writes nothing.
     Import(ImportArgs),
@@ -224,6 +230,17 @@ pub enum ForgetCommand {
         /// The operator id.
         id: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct AddMemberArgs {
+    /// The group.
+    pub group: String,
+    /// The subject to add.
+    pub subject: String,
+    /// The subject's type (e.g. agent, person).
+    #[arg(long = "type", default_value = "agent")]
+    pub subject_type: String,
 }
 
 #[derive(Debug, Args)]

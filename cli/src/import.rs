@@ -7,8 +7,8 @@
 //!   (`{"role", "content"}`, or the same wrapped as `{"message": {…}}`) are grouped into
 //!   turns at each user message, read by the agent layer's
 //!   [`Turn::from_chat`](gralkor::agent::turn::Turn::from_chat), scrubbed of recalled
-//!   memory ([`MemoryFilter`](gralkor::agent::transcript::MemoryFilter)) and rendered by
-//!   [`format_transcript`](gralkor::agent::transcript::format_transcript).
+//!   memory ([`MemoryFilter`]) and rendered by
+//!   [`format_transcript`].
 //!
 //! Everything is read and checked before anything is written: a malformed line is an
 //! error naming the file and line. Each item's ingestion id is a hash of its path and

@@ -92,6 +92,12 @@ async fn run(cli: Cli) -> Outcome {
         Command::Status(_) | Command::Mcp(_) => settings::optional_operator(global)?,
         _ => Some(settings::operator(global)?),
     };
+    // Groups and membership are the access layer's (its authorizer).
+    if matches!(cli.command, Command::Groups | Command::AddMember(_)) {
+        return Err(Failure::Unsupported(
+            "groups and membership need the access layer's authorizer (issue 15)".into(),
+        ));
+    }
     let client =
         NativeClient::connect(config.clone(), gralkor::runtime::RuntimeConfig::new()).await?;
     let result = dispatch(&cli.command, &client, &config, operator.as_ref(), out).await;
@@ -122,6 +128,7 @@ async fn dispatch(
         Command::BuildCommunities(a) => commands::build_communities(client, op(), a, out).await,
         Command::Resume(a) => commands::resume(client, op(), a, out).await,
         Command::Forget(w) => commands::forget(client, op(), w, out).await,
+        Command::Groups | Command::AddMember(_) => unreachable!("refused before connecting"),
         Command::Import(a) => import::run(client, op(), a, out).await,
         Command::Export(a) => export::run(client, op(), a, out).await,
         Command::Mcp(a) => mcp::serve(client, config, operator, a).await,

@@ -252,17 +252,22 @@ fn a_bad_command_line_is_a_usage_error() {
 
 // forget / what needs the access layer says so
 #[test]
-fn forgetting_a_session_destination_or_operator_is_not_available_yet() {
+fn what_needs_the_access_layer_is_not_available_yet() {
     let home = Home::new();
     for what in [
         ["forget", "session", "s-1"],
         ["forget", "destination", "global"],
         ["forget", "operator", "ada"],
+        ["add-member", "family", "mom"],
     ] {
         let run = home.run(&what);
         assert_eq!(run.code, 6, "{run:?}");
         assert!(run.stderr.contains("access layer"), "{run:?}");
     }
+    let groups = home.run(&["--json", "groups"]);
+    assert_eq!(groups.code, 6, "{groups:?}");
+    let error: Value = serde_json::from_str(&groups.stdout).unwrap();
+    assert_eq!(error["error"]["kind"], "unsupported");
 }
 
 // resume / without a language model is a configuration error
@@ -272,4 +277,34 @@ fn resume_without_a_language_model_says_so() {
     home.run(&["add", "Ada owns a red bicycle"]).ok();
     let run = home.run(&["resume"]);
     assert_eq!(run.code, 5, "{run:?}");
+}
+
+// models / the default build answers by meaning with no provider key
+#[cfg(feature = "local-embedder")]
+#[test]
+fn with_the_default_local_embedder_search_finds_by_meaning_offline() {
+    let home = Home::new();
+    let run = |args: &[&str]| {
+        let output = home
+            .command()
+            .args(["--operator", "ada", "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let uuid = added_uuid(&run(&["add", "Ada keeps honeybees on her allotment"]));
+    run(&["add", "The quarterly report is due on Friday"]);
+    let status = run(&["status"]);
+    assert!(
+        status["configuration"]
+            .as_str()
+            .unwrap()
+            .contains("embedder local:all-minilm-l6-v2"),
+        "{status}"
+    );
+    // No word in common with the episode: found by its embedding.
+    let found = run(&["search", "insects in the garden", "-n", "1"]);
+    assert_eq!(episode_uuids(&found), [uuid.as_str()]);
 }
