@@ -72,7 +72,7 @@ pub enum Command {
     Add(AddArgs),
     /// Search memory: episodes (default), facts or entities.
     Search(SearchArgs),
-    /// One episode by id (looked up in every Destination unless --destination).
+    /// One episode or fact by id (looked up in every Destination unless --destination).
     Get(GetArgs),
     /// The most recent episodes, per Destination.
     Episodes(EpisodesArgs),
@@ -168,7 +168,7 @@ pub struct SearchArgs {
 
 #[derive(Debug, Args)]
 pub struct GetArgs {
-    /// The episode's uuid.
+    /// The episode's or fact's uuid.
     pub uuid: uuid::Uuid,
     /// The Destination holding it (default: look in every one).
     #[arg(long, short = 'd', value_name = "NAME")]

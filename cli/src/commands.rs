@@ -255,12 +255,78 @@ fn episode_text(destination: &str, e: &EpisodeRecord) -> String {
     )
 }
 
+/// What an id names: an episode or a fact.
+pub enum Memory {
+    Episode(EpisodeRecord),
+    Fact(crate::export::Fact),
+}
+
+impl Memory {
+    /// `{"destination", "episode" | "fact"}`.
+    pub fn json(&self, destination: &str) -> serde_json::Value {
+        match self {
+            Memory::Episode(e) => json!({"destination": destination, "episode": e}),
+            Memory::Fact(f) => json!({"destination": destination, "fact": f}),
+        }
+    }
+
+    fn text(&self, destination: &str) -> String {
+        match self {
+            Memory::Episode(e) => episode_text(destination, e),
+            Memory::Fact(f) => {
+                let time = |t: Option<gralkor::graph::Timestamp>| {
+                    t.map_or_else(|| "-".to_string(), |t| t.to_string())
+                };
+                format!(
+                    "fact {}\ndestination: {destination}\nname: {}\nvalid at: {}\n\
+                     invalid at: {}\nexpired at: {}\ncreated at: {}\nepisodes: {}\n\n{}",
+                    f.uuid,
+                    f.name,
+                    time(f.valid_at),
+                    time(f.invalid_at),
+                    time(f.expired_at),
+                    f.created_at,
+                    f.episodes
+                        .iter()
+                        .map(Uuid::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    f.fact
+                )
+            }
+        }
+    }
+}
+
+/// Finds an episode, or else a fact, by id in the named Destination or in every one.
+pub async fn find_memory(
+    client: &NativeClient,
+    op: &OperatorId,
+    uuid: Uuid,
+    destination: Option<&String>,
+) -> Outcome<(Place, Memory)> {
+    let snapshot = client.runtime().snapshot();
+    let named: Vec<String> = destination.into_iter().cloned().collect();
+    for place in graphs::places(&snapshot, Some(op), &named)? {
+        if let Some(episode) = client
+            .get_episode(&EpisodeRef::new(op.clone(), &place.name, uuid))
+            .await?
+        {
+            return Ok((place, Memory::Episode(episode)));
+        }
+        if let Some(fact) = graphs::fact(client, &place, uuid).await? {
+            return Ok((place, Memory::Fact(fact.into())));
+        }
+    }
+    Err(Failure::NotFound(match destination {
+        Some(d) => format!("no episode or fact {uuid} in Destination `{d}`"),
+        None => format!("no episode or fact {uuid} in any Destination of operator `{op}`"),
+    }))
+}
+
 pub async fn get(client: &NativeClient, op: &OperatorId, args: &GetArgs, out: Out) -> Outcome {
-    let (place, episode) = find_episode(client, op, args.uuid, args.destination.as_ref()).await?;
-    out.emit(
-        &json!({"destination": place.name, "episode": episode}),
-        || episode_text(&place.name, &episode),
-    )
+    let (place, memory) = find_memory(client, op, args.uuid, args.destination.as_ref()).await?;
+    out.emit(&memory.json(&place.name), || memory.text(&place.name))
 }
 
 pub async fn episodes(

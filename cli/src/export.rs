@@ -38,6 +38,23 @@ pub struct Fact {
     pub episodes: Vec<Uuid>,
 }
 
+impl From<EntityEdge> for Fact {
+    fn from(e: EntityEdge) -> Fact {
+        Fact {
+            uuid: e.uuid,
+            source: e.source_uuid,
+            target: e.target_uuid,
+            name: e.name,
+            fact: e.fact,
+            valid_at: e.valid_at,
+            invalid_at: e.invalid_at,
+            expired_at: e.expired_at,
+            created_at: e.created_at,
+            episodes: e.episodes,
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct Export {
     pub destination: String,
@@ -68,21 +85,7 @@ impl Export {
                     created_at: n.created_at,
                 })
                 .collect(),
-            facts: edges
-                .into_iter()
-                .map(|e| Fact {
-                    uuid: e.uuid,
-                    source: e.source_uuid,
-                    target: e.target_uuid,
-                    name: e.name,
-                    fact: e.fact,
-                    valid_at: e.valid_at,
-                    invalid_at: e.invalid_at,
-                    expired_at: e.expired_at,
-                    created_at: e.created_at,
-                    episodes: e.episodes,
-                })
-                .collect(),
+            facts: edges.into_iter().map(Fact::from).collect(),
         }
     }
 

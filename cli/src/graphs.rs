@@ -195,3 +195,9 @@ pub async fn whole_graph(
     facts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.uuid.cmp(&b.uuid)));
     Ok((entities, facts))
 }
+
+/// One fact of a graph by uuid.
+pub async fn fact(client: &NativeClient, place: &Place, uuid: Uuid) -> Result<Option<EntityEdge>> {
+    let found = gralkor::graph::get_facts(db(client), place.graph.as_str(), &[uuid]).await?;
+    Ok(found.into_iter().find(|f| f.uuid == uuid))
+}

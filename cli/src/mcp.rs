@@ -54,12 +54,12 @@ fn server_tools() -> Vec<ToolDefinition> {
     vec![
         definition(json!({
             "name": MEMORY_GET,
-            "description": "Read one remembered episode by its id (as returned by \
-                            memory_search or memory_status), whole.",
+            "description": "Read one remembered episode or fact by its uuid, whole, with \
+                            the Destination holding it.",
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "id": {"type": "string", "description": "The episode's uuid."},
+                    "id": {"type": "string", "description": "The episode's or fact's uuid."},
                     "destination": {"type": "string", "description": "The Destination holding it (default: look in every one)."},
                 },
                 "required": ["id"],
@@ -203,9 +203,9 @@ impl MemoryServer {
             MEMORY_GET => {
                 let a: ByIdArgs = args(MEMORY_GET, arguments)?;
                 let uuid = episode_id(MEMORY_GET, &a.id)?;
-                let (place, episode) =
-                    commands::find_episode(&self.client, &op, uuid, a.destination.as_ref()).await?;
-                Ok(json!({"destination": place.name, "episode": episode}).to_string())
+                let (place, memory) =
+                    commands::find_memory(&self.client, &op, uuid, a.destination.as_ref()).await?;
+                Ok(memory.json(&place.name).to_string())
             }
             MEMORY_FORGET => {
                 let a: ByIdArgs = args(MEMORY_FORGET, arguments)?;

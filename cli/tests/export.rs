@@ -3,39 +3,7 @@
 
 mod common;
 
-use std::time::Duration;
-
-use common::Home;
-use gralkor::falkordb::{EmbeddedConfig, EmbeddedServer, FalkorDb};
-use gralkor::graph::{EntityEdge, EntityNode, Timestamp, save_entities, save_facts};
-
-/// Ada, Lisbon and Porto; Ada lived in Porto until 2025 and lives in Lisbon since.
-async fn write_graph(home: &Home) -> (EntityNode, EntityNode, EntityEdge, EntityEdge) {
-    let server = EmbeddedServer::start(&EmbeddedConfig::new(home.data_dir()))
-        .await
-        .unwrap();
-    let db = FalkorDb::attach(&server, Duration::from_secs(60))
-        .await
-        .unwrap();
-    let mut ada = EntityNode::new("Ada");
-    ada.labels = vec!["Entity".into(), "Person".into()];
-    let lisbon = EntityNode::new("Lisbon");
-    let porto = EntityNode::new("Porto");
-    let t = |s: &str| Timestamp::parse_rfc3339(s).unwrap();
-    let mut old = EntityEdge::new(ada.uuid, porto.uuid, "LIVES_IN", "Ada lives in Porto");
-    old.valid_at = Some(t("2020-01-01T00:00:00Z"));
-    old.invalid_at = Some(t("2025-03-01T00:00:00Z"));
-    let mut new = EntityEdge::new(ada.uuid, lisbon.uuid, "LIVES_IN", "Ada lives in Lisbon");
-    new.valid_at = Some(t("2025-03-01T00:00:00Z"));
-    save_entities(&db, "personal/ada", &[ada.clone(), lisbon.clone(), porto])
-        .await
-        .unwrap();
-    save_facts(&db, "personal/ada", &[old.clone(), new.clone()])
-        .await
-        .unwrap();
-    server.shutdown().await.unwrap();
-    (ada, lisbon, old, new)
-}
+use common::{Home, write_graph};
 
 // export / JSON: entities and facts with their valid and invalid times
 #[tokio::test(flavor = "multi_thread")]
@@ -113,4 +81,29 @@ async fn export_as_dot_draws_the_graph_into_a_file() {
         .find(|l| l.contains("Ada lives in Lisbon"))
         .unwrap();
     assert!(!new_line.contains("dashed"), "{new_line}");
+}
+
+// get / a fact by id, from the graph, with its times
+#[tokio::test(flavor = "multi_thread")]
+async fn get_reads_a_fact_by_id() {
+    let home = Home::new();
+    let (_, _, old, _) = write_graph(&home).await;
+    let got = home.run(&["--json", "get", &old.uuid.to_string()]).json();
+    assert_eq!(got["destination"], "personal");
+    assert_eq!(got["fact"]["fact"], "Ada lives in Porto");
+    assert_eq!(got["fact"]["invalid_at"], "2025-03-01T00:00:00.000000Z");
+    let text = home.run(&["get", &old.uuid.to_string()]);
+    assert!(
+        text.ok().stdout.starts_with(&format!("fact {}", old.uuid)),
+        "{text:?}"
+    );
+    assert!(
+        text.stdout
+            .contains("invalid at: 2025-03-01T00:00:00.000000Z")
+    );
+    // Not Grace's.
+    assert_eq!(
+        home.run_as("grace", &["get", &old.uuid.to_string()]).code,
+        4
+    );
 }

@@ -323,3 +323,25 @@ fn a_server_without_an_operator_refuses_to_start() {
     assert_eq!(run.code, 5, "{run:?}");
     assert!(run.stderr.contains("--operator-from-request"), "{run:?}");
 }
+
+// tools / memory_get reads a fact by id too
+#[tokio::test(flavor = "multi_thread")]
+async fn memory_get_reads_a_fact_by_id() {
+    let home = Home::new();
+    let (_, _, _, lisbon) = common::write_graph(&home).await;
+    let client = stdio_client(&home, &["--operator", "ada", "mcp"]).await;
+    let got: Value = serde_json::from_str(&text(
+        &call(
+            &client,
+            "memory_get",
+            json!({"id": lisbon.uuid.to_string()}),
+        )
+        .await
+        .unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(got["destination"], "personal");
+    assert_eq!(got["fact"]["fact"], "Ada lives in Lisbon");
+    assert!(got["fact"]["invalid_at"].is_null());
+    client.cancel().await.unwrap();
+}

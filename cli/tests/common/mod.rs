@@ -4,6 +4,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
+
+use gralkor::falkordb::{EmbeddedConfig, EmbeddedServer, FalkorDb};
+use gralkor::graph::{EntityEdge, EntityNode, Timestamp, save_entities, save_facts};
 
 /// The variables that would point the binary somewhere else than the test's own
 /// embedded server, or at a model provider.
@@ -110,4 +114,32 @@ impl Home {
     pub fn run_raw(&self, args: &[&str]) -> Run {
         Run::from(self.command().args(args).output().unwrap())
     }
+}
+
+/// Ada, Lisbon and Porto; Ada lived in Porto until 2025 and lives in Lisbon since.
+pub async fn write_graph(home: &Home) -> (EntityNode, EntityNode, EntityEdge, EntityEdge) {
+    let server = EmbeddedServer::start(&EmbeddedConfig::new(home.data_dir()))
+        .await
+        .unwrap();
+    let db = FalkorDb::attach(&server, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let mut ada = EntityNode::new("Ada");
+    ada.labels = vec!["Entity".into(), "Person".into()];
+    let lisbon = EntityNode::new("Lisbon");
+    let porto = EntityNode::new("Porto");
+    let t = |s: &str| Timestamp::parse_rfc3339(s).unwrap();
+    let mut old = EntityEdge::new(ada.uuid, porto.uuid, "LIVES_IN", "Ada lives in Porto");
+    old.valid_at = Some(t("2020-01-01T00:00:00Z"));
+    old.invalid_at = Some(t("2025-03-01T00:00:00Z"));
+    let mut new = EntityEdge::new(ada.uuid, lisbon.uuid, "LIVES_IN", "Ada lives in Lisbon");
+    new.valid_at = Some(t("2025-03-01T00:00:00Z"));
+    save_entities(&db, "personal/ada", &[ada.clone(), lisbon.clone(), porto])
+        .await
+        .unwrap();
+    save_facts(&db, "personal/ada", &[old.clone(), new.clone()])
+        .await
+        .unwrap();
+    server.shutdown().await.unwrap();
+    (ada, lisbon, old, new)
 }
