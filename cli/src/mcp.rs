@@ -11,6 +11,10 @@
 //!   server is started with `--operator-from-request` and has none, the request's
 //!   `_meta.operator_id` — set by the MCP client, never by the model's arguments. A
 //!   request with neither is refused; no operator is ever invented.
+//! * Long operations (the admin tools) run as MCP tasks (the `io.modelcontextprotocol/tasks`
+//!   extension) when the client declares it: the call returns a task at once, and
+//!   `tasks/get` reports it working, then its result; other clients get the result
+//!   when the call returns.
 //! * Errors are MCP (JSON-RPC) errors: invalid arguments and unknown tools are
 //!   `-32602` (invalid params), a missing episode `-32002` (resource not found),
 //!   anything else `-32603` (internal error); `data` carries `kind` and `retryable`.
@@ -22,11 +26,12 @@ use gralkor::NativeClient;
 use gralkor::agent::tools::{ToolContext, ToolDefinition, admin_tools, call_tool, memory_tools};
 use gralkor::client::{Client, OperatorId};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, ErrorData, GetTaskParams, GetTaskResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
+use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -161,7 +166,14 @@ pub struct MemoryServer {
     operator: Option<OperatorId>,
     operator_from_request: bool,
     lens: Option<String>,
+    tasks: TaskManager,
 }
+
+/// The tools that may take long: run as tasks for a client that supports them.
+const LONG: [&str; 2] = [
+    gralkor::agent::tools::MEMORY_BUILD_COMMUNITIES,
+    gralkor::agent::tools::MEMORY_BUILD_INDICES,
+];
 
 impl MemoryServer {
     /// The operator of a request: the server's, else (when allowed) the request's
@@ -234,13 +246,34 @@ impl MemoryServer {
 
 impl ServerHandler for MemoryServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("gralkor", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Long-term memory: memory_search before answering from past context, \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new("gralkor", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Long-term memory: memory_search before answering from past context, \
                  memory_add to remember an insight; memory_get and memory_forget by episode \
                  id. The admin tools are not for agents unless the user asked.",
-            )
+        )
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        Ok(GetTaskResult::new(self.tasks.get_task(&request.task_id)?))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel_task(&request.task_id)
     }
 
     async fn list_tools(
@@ -260,6 +293,30 @@ impl ServerHandler for MemoryServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let meta: &JsonObject = &context.meta;
+        let as_task = LONG.contains(&request.name.as_ref())
+            && context
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
+        if as_task {
+            // The operator is checked now; the work runs as a task.
+            self.operator(meta).map_err(|f| mcp_error(&f))?;
+            let (server, name, meta) = (self.clone(), request.name.to_string(), meta.clone());
+            let task = self.tasks.spawn(
+                TaskOptions::new().with_poll_interval_ms(200),
+                move |ctx| {
+                    Box::pin(async move {
+                        tokio::select! {
+                            _ = ctx.cancelled() => Err(TaskExit::Cancelled),
+                            done = server.run_tool(&name, &arguments, &meta) => match done {
+                                Ok(text) => Ok(CallToolResult::success(vec![ContentBlock::text(text)])),
+                                Err(failure) => Err(TaskExit::Error(mcp_error(&failure))),
+                            },
+                        }
+                    })
+                },
+            );
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        }
         match self.run_tool(&request.name, &arguments, meta).await {
             Ok(text) => Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into()),
             Err(failure) => {
@@ -299,6 +356,7 @@ pub async fn serve(
         operator: operator.cloned(),
         operator_from_request: args.operator_from_request,
         lens: args.lens.clone(),
+        tasks: TaskManager::new(),
     };
     match args.http {
         None => {

@@ -9,7 +9,8 @@ use common::Home;
 use gralkor::agent::tools::{admin_tools, memory_tools};
 use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientConfig, ErrorCode, JsonObject, RequestMetaObject,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
+    ErrorCode, GetTaskParams, Implementation, JsonObject, RequestMetaObject, TaskPayload,
 };
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -343,5 +344,60 @@ async fn memory_get_reads_a_fact_by_id() {
     assert_eq!(got["destination"], "personal");
     assert_eq!(got["fact"]["fact"], "Ada lives in Lisbon");
     assert!(got["fact"]["invalid_at"].is_null());
+    client.cancel().await.unwrap();
+}
+
+// tasks / the admin tools run as MCP tasks for a client that declares the extension
+#[tokio::test(flavor = "multi_thread")]
+async fn long_operations_run_as_tasks_for_a_client_that_supports_them() {
+    let home = Home::new();
+    seed(&home);
+    let (transport, _) = TokioChildProcess::builder(command(&home, &["--operator", "ada", "mcp"]))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ClientConfig::new(
+        ClientCapabilities::builder().enable_tasks().build(),
+        Implementation::new("gralkor-tests", "0"),
+    )
+    .serve(transport)
+    .await
+    .unwrap();
+    let response = client
+        .call_tool_once(
+            CallToolRequestParams::new("memory_build_communities")
+                .with_arguments(arguments(json!({}))),
+        )
+        .await
+        .unwrap();
+    let CallToolResponse::Task(created) = response else {
+        panic!("expected a task, got {response:?}");
+    };
+    // Poll as the protocol says, at the server's interval, until the task settles.
+    let task = loop {
+        let info = client
+            .peer()
+            .get_task(GetTaskParams::new(created.task.task_id.clone()))
+            .await
+            .unwrap();
+        if info.task.status().is_terminal() {
+            break info.task;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(
+            created.task.poll_interval_ms.unwrap_or(200),
+        ))
+        .await;
+    };
+    let TaskPayload::Completed { result } = task.payload else {
+        panic!("expected a completed task, got {:?}", task.payload);
+    };
+    let result: CallToolResult = serde_json::from_value(Value::Object(result)).unwrap();
+    assert!(
+        text(&result).starts_with("Communities built: "),
+        "{result:?}"
+    );
+    // Short tools answer directly, even for this client.
+    let status = text(&call(&client, "memory_status", json!({})).await.unwrap());
+    assert!(status.contains("\"operator\":\"ada\""), "{status}");
     client.cancel().await.unwrap();
 }
