@@ -102,8 +102,6 @@ async fn get_reads_a_fact_by_id() {
             .contains("invalid at: 2025-03-01T00:00:00.000000Z")
     );
     // Not Grace's.
-    assert_eq!(
-        home.run_as("grace", &["get", &old.uuid.to_string()]).code,
-        4
-    );
+    let grace = home.run_as("grace", &["get", &old.uuid.to_string()]);
+    assert_eq!(grace.code, 4, "{grace:?}");
 }
