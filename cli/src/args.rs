@@ -1,0 +1,311 @@
+//! The command line: global settings and the subcommands (clap derive).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// gralkor: long-term memory for AI agents, on the command line and as an MCP server.
+///
+/// Settings come from the same environment variables as the library's
+/// `Config::from_env` (GRALKOR_DATA_DIR, FALKORDB_HOST, FALKORDB_PORT, GRALKOR_LLM_MODEL,
+/// GRALKOR_EMBEDDER_MODEL, OPENAI_API_KEY, GOOGLE_API_KEY, …); the flags below override
+/// them. The operator (whose `personal` memory a command reads and writes) comes from
+/// --operator or GRALKOR_OPERATOR and is never invented.
+///
+/// Exit codes: 0 success; 1 failure; 2 usage error; 3 invalid input (nothing was
+/// written); 4 not found; 5 configuration error; 6 not available yet; 75 temporary
+/// failure (trying again can help).
+#[derive(Debug, Parser)]
+#[command(name = "gralkor", version, about, long_about, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Settings every command shares.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// The operator the command acts for (their `personal` Destination).
+    #[arg(long, global = true, env = "GRALKOR_OPERATOR", value_name = "ID")]
+    pub operator: Option<String>,
+
+    /// The embedded FalkorDB's data directory (overrides GRALKOR_DATA_DIR).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// A remote FalkorDB's host (overrides FALKORDB_HOST; wins over the embedded one).
+    #[arg(long, global = true, value_name = "HOST")]
+    pub falkordb_host: Option<String>,
+
+    /// A remote FalkorDB's port (overrides FALKORDB_PORT).
+    #[arg(long, global = true, value_name = "PORT")]
+    pub falkordb_port: Option<u16>,
+
+    /// The language model, `provider:model` (overrides GRALKOR_LLM_MODEL).
+    #[arg(long, global = true, value_name = "SPEC")]
+    pub llm_model: Option<String>,
+
+    /// The embedder, `provider:model` (overrides GRALKOR_EMBEDDER_MODEL).
+    #[arg(long, global = true, value_name = "SPEC")]
+    pub embedder_model: Option<String>,
+
+    /// No models at all: episodes are stored and searched by their text only (no
+    /// embedder is loaded, nothing is extracted).
+    #[arg(long, global = true)]
+    pub text_only: bool,
+
+    /// Machine-readable output: one JSON document on standard output.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Log what the library does to standard error (-v info, -vv debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Remember text or a file, through an appending Lens (synchronously: prints the
+    /// episode id). Adding the same content twice writes it once.
+    Add(AddArgs),
+    /// Search memory: episodes (default), facts or entities.
+    Search(SearchArgs),
+    /// One episode or fact by id (looked up in every Destination unless --destination).
+    Get(GetArgs),
+    /// The most recent episodes, per Destination.
+    Episodes(EpisodesArgs),
+    /// What is configured and what each Destination holds.
+    Status(StatusArgs),
+    /// Build the indices of every graph (idempotent). An admin operation.
+    BuildIndices,
+    /// Detect communities in one Destination's graph. An admin operation.
+    BuildCommunities(BuildCommunitiesArgs),
+    /// Extract pending episodes (stored while no language model was configured, or
+    /// whose extraction failed) into entities and facts.
+    Resume(ResumeArgs),
+    /// Forget memory.
+    #[command(subcommand)]
+    Forget(ForgetCommand),
+    /// The groups the operator belongs to (not available yet: needs the access layer's
+    /// authorizer, issue 15; exits 6).
+    Groups,
+    /// Add a subject to a group (not available yet: needs the access layer's
+    /// authorizer, issue 15; exits 6).
+    AddMember(AddMemberArgs),
+    /// Import a workspace's markdown memory files (USER.md, MEMORY.md, memory/*.md)
+    /// and JSONL session transcripts. A re-run writes nothing.
+    Import(ImportArgs),
+    /// Export a Destination's graph (entities and facts with their times) as JSON or
+    /// Graphviz DOT.
+    Export(ExportArgs),
+    /// Serve the memory tools over the Model Context Protocol (stdio by default).
+    Mcp(McpArgs),
+}
+
+/// What a piece of content is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Kind {
+    /// A conversation (message episode).
+    Conversation,
+    /// A document (text episode).
+    Document,
+    /// A structured record: the content must be a JSON object.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// The text to remember (or use --file).
+    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    pub text: Option<String>,
+    /// Read the content from this file (`-`: standard input).
+    #[arg(long, short, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// What the content is.
+    #[arg(long, value_enum, default_value_t = Kind::Document)]
+    pub kind: Kind,
+    /// The appending Lens to write through (its Destination is where it lands).
+    #[arg(long, default_value = "personal-chat")]
+    pub lens: String,
+    /// Where the content came from.
+    #[arg(long, default_value = "cli")]
+    pub source_description: String,
+    /// The replay-stable ingestion id (default: derived from the content).
+    #[arg(long)]
+    pub id: Option<String>,
+}
+
+/// What a search returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ResultKind {
+    /// Episodes (what was said or read).
+    Episodes,
+    /// Facts (extracted relationships, with their times).
+    Facts,
+    /// Entities.
+    Nodes,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to look for.
+    pub query: String,
+    /// What to return.
+    #[arg(long = "type", value_enum, default_value_t = ResultKind::Episodes)]
+    pub result_type: ResultKind,
+    /// Only these Destinations (repeatable; default: every accessible one).
+    #[arg(long = "destination", short = 'd', value_name = "NAME")]
+    pub destinations: Vec<String>,
+    /// Only what these Lenses wrote (repeatable; episodes and facts).
+    #[arg(long = "lens", value_name = "NAME")]
+    pub lenses: Vec<String>,
+    /// Results per Destination (1-200).
+    #[arg(long, short = 'n', default_value_t = 10)]
+    pub limit: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The episode's or fact's uuid.
+    pub uuid: uuid::Uuid,
+    /// The Destination holding it (default: look in every one).
+    #[arg(long, short = 'd', value_name = "NAME")]
+    pub destination: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct EpisodesArgs {
+    /// Only these Destinations (repeatable; default: every accessible one).
+    #[arg(long = "destination", short = 'd', value_name = "NAME")]
+    pub destinations: Vec<String>,
+    /// How many of the most recent episodes per Destination.
+    #[arg(long, default_value_t = 10)]
+    pub last: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {}
+
+#[derive(Debug, Args)]
+pub struct BuildCommunitiesArgs {
+    /// The Destination.
+    #[arg(long, short = 'd', default_value = "personal")]
+    pub destination: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// Only these Destinations (repeatable; default: every accessible one).
+    #[arg(long = "destination", short = 'd', value_name = "NAME")]
+    pub destinations: Vec<String>,
+}
+
+/// What to forget. Today: one episode (with the facts only it supported). Sessions,
+/// Destinations and operators, with the permission checks of the access issue, are not
+/// available yet and exit with code 6.
+#[derive(Debug, Subcommand)]
+pub enum ForgetCommand {
+    /// One episode by id (looked up in every Destination unless --destination).
+    Episode {
+        /// The episode's uuid.
+        uuid: uuid::Uuid,
+        /// The Destination holding it.
+        #[arg(long, short = 'd', value_name = "NAME")]
+        destination: Option<String>,
+    },
+    /// Every episode of one session (not available yet: needs the access layer).
+    Session {
+        /// The session id.
+        id: String,
+    },
+    /// A whole Destination's graph (not available yet: needs the access layer).
+    Destination {
+        /// The Destination.
+        name: String,
+    },
+    /// Everything of one operator (not available yet: needs the access layer).
+    Operator {
+        /// The operator id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AddMemberArgs {
+    /// The group.
+    pub group: String,
+    /// The subject to add.
+    pub subject: String,
+    /// The subject's type (e.g. agent, person).
+    #[arg(long = "type", default_value = "agent")]
+    pub subject_type: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The workspace holding USER.md, MEMORY.md and memory/*.md.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub workspace: PathBuf,
+    /// Also import the JSONL session transcripts in this directory (one conversation
+    /// episode per file; the file name is the session id).
+    #[arg(long, value_name = "DIR")]
+    pub sessions: Option<PathBuf>,
+    /// Skip the workspace's markdown files (import only --sessions).
+    #[arg(long)]
+    pub no_files: bool,
+    /// The appending Lens to write through.
+    #[arg(long, default_value = "personal-chat")]
+    pub lens: String,
+    /// The agent's name in session transcripts (required with --sessions).
+    #[arg(long, value_name = "NAME")]
+    pub agent_name: Option<String>,
+    /// The human's name in session transcripts (required with --sessions).
+    #[arg(long, value_name = "NAME")]
+    pub human_name: Option<String>,
+    /// List what would be written, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// An export format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// JSON: entities and facts with their valid/invalid times.
+    Json,
+    /// Graphviz DOT (`dot -Tsvg`): invalidated or expired facts are dashed.
+    Dot,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The Destination.
+    #[arg(long, short = 'd', default_value = "personal")]
+    pub destination: String,
+    /// The format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+    pub format: ExportFormat,
+    /// Write to this file instead of standard output.
+    #[arg(long, short, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio.
+    /// The endpoint is printed to standard error once listening.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// The ingestion Lens memory_add writes through (default: directly to `personal`).
+    #[arg(long, value_name = "NAME")]
+    pub lens: Option<String>,
+    /// Let a request name its operator (`operator_id` argument) when the server has
+    /// none configured, for a server shared by several operators.
+    #[arg(long)]
+    pub operator_from_request: bool,
+    /// A further Host header the HTTP transport accepts (repeatable; localhost,
+    /// 127.0.0.1 and ::1 always are: DNS-rebinding protection).
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
+}

@@ -1,0 +1,554 @@
+//! The memory commands: add, search, get, episodes, status, the admin operations,
+//! resume and forget.
+
+use std::io::Read;
+
+use gralkor::client::{
+    BuildCommunities, Client, Content, EpisodeRecord, EpisodeRef, ExtractPending, Hit, Ingest,
+    OperatorId, ResultType, Search, SearchResult,
+};
+use gralkor::{Error, NativeClient};
+use serde::Serialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use crate::args::{
+    AddArgs, BuildCommunitiesArgs, EpisodesArgs, ForgetCommand, GetArgs, Kind, ResultKind,
+    ResumeArgs, SearchArgs,
+};
+use crate::failure::{Failure, Outcome, one_line};
+use crate::graphs::{self, Listed, Place};
+
+/// Where a command's answer goes: JSON or readable lines on standard output.
+#[derive(Debug, Clone, Copy)]
+pub struct Out {
+    pub json: bool,
+}
+
+impl Out {
+    /// Prints `value` as JSON, or the readable `text`.
+    pub fn emit<T: Serialize>(&self, value: &T, text: impl FnOnce() -> String) -> Outcome {
+        if self.json {
+            let rendered = serde_json::to_string_pretty(value)
+                .map_err(|e| Failure::Io("rendering JSON".into(), e.into()))?;
+            println!("{rendered}");
+        } else {
+            let text = text();
+            if !text.is_empty() {
+                println!("{text}");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A replay-stable ingestion id for content: its kind and a hash of it.
+pub fn content_id(prefix: &str, content: &Content) -> String {
+    let mut hash = Sha256::new();
+    hash.update(content.kind().as_str().as_bytes());
+    hash.update([0]);
+    hash.update(content.encoded().as_bytes());
+    let digest = hash.finalize();
+    format!("{prefix}:{}", hex::encode(&digest[..16]))
+}
+
+/// `text` folded onto one line and cut to `max` characters.
+pub fn preview(text: &str, max: usize) -> String {
+    let line = one_line(text);
+    if line.chars().count() <= max {
+        line
+    } else {
+        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+fn read_content(args: &AddArgs) -> Outcome<String> {
+    match (&args.text, &args.file) {
+        (Some(text), _) => Ok(text.clone()),
+        (None, Some(path)) if path.as_os_str() == "-" => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| Failure::Io("reading standard input".into(), e))?;
+            Ok(text)
+        }
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .map_err(|e| Failure::Io(format!("reading {}", path.display()), e)),
+        (None, None) => Err(Error::InvalidInput {
+            field: "text".into(),
+            rule: "must be given, or --file".into(),
+        }
+        .into()),
+    }
+}
+
+/// The content of a kind.
+pub fn content(kind: Kind, text: String) -> Outcome<Content> {
+    Ok(match kind {
+        Kind::Conversation => Content::conversation(text),
+        Kind::Document => Content::document(text),
+        Kind::Json => {
+            let value: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| Error::InvalidInput {
+                    field: "content".into(),
+                    rule: format!("must be a JSON object with --kind json: {e}"),
+                })?;
+            Content::structured(value)
+        }
+    })
+}
+
+#[derive(Serialize)]
+struct Added {
+    id: String,
+    lens: String,
+    destination: String,
+    /// `false` when the content was there already (nothing was written).
+    written: bool,
+    episodes: Vec<Uuid>,
+}
+
+pub async fn add(client: &NativeClient, op: &OperatorId, args: &AddArgs, out: Out) -> Outcome {
+    let content = content(args.kind, read_content(args)?)?;
+    let id = args
+        .id
+        .clone()
+        .unwrap_or_else(|| content_id("cli", &content));
+    let snapshot = client.runtime().snapshot();
+    let (place, expected) = graphs::ingested_uuid(&snapshot, op, &args.lens, &id)?;
+    let existing = client
+        .get_episode(&EpisodeRef::new(op.clone(), &place.name, expected))
+        .await?;
+    let added = if existing.is_some() {
+        Added {
+            id,
+            lens: args.lens.clone(),
+            destination: place.name,
+            written: false,
+            episodes: vec![expected],
+        }
+    } else {
+        let request =
+            Ingest::new(&id, op, &args.lens, content).source_description(&args.source_description);
+        let written = client.ingest(&request).await?;
+        Added {
+            id,
+            lens: args.lens.clone(),
+            destination: place.name,
+            written: true,
+            episodes: written.iter().map(|w| w.episode).collect(),
+        }
+    };
+    out.emit(&added, || {
+        let verb = if added.written {
+            "added"
+        } else {
+            "already remembered"
+        };
+        added
+            .episodes
+            .iter()
+            .map(|e| format!("{verb} {e} in {}", added.destination))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+fn hit_line(r: &SearchResult) -> String {
+    let (kind, uuid, text) = match &r.hit {
+        Hit::Episode(e) => ("episode", e.uuid, e.content.clone()),
+        Hit::Fact(f) => ("fact", f.uuid, fact_text(f)),
+        Hit::Node(n) => ("entity", n.uuid, format!("{}: {}", n.name, n.summary)),
+        Hit::Artefact(a) => ("artefact", Uuid::nil(), format!("{a:?}")),
+        _ => ("result", Uuid::nil(), String::new()),
+    };
+    format!(
+        "{}\t{:.3}\t{kind}\t{uuid}\t{}",
+        r.destination,
+        r.score,
+        preview(&text, 160)
+    )
+}
+
+fn fact_text(f: &gralkor::client::FactRecord) -> String {
+    let mut text = f.fact.clone();
+    if let Some(v) = f.valid_at {
+        text.push_str(&format!(" (valid from {v}"));
+        match f.invalid_at {
+            Some(i) => text.push_str(&format!(" to {i})")),
+            None => text.push(')'),
+        }
+    }
+    text
+}
+
+pub async fn search(
+    client: &NativeClient,
+    op: &OperatorId,
+    args: &SearchArgs,
+    out: Out,
+) -> Outcome {
+    let result_type = match args.result_type {
+        ResultKind::Episodes => ResultType::Episodes,
+        ResultKind::Facts => ResultType::Facts {
+            edge_types: Vec::new(),
+        },
+        ResultKind::Nodes => ResultType::Nodes {
+            entity_types: Vec::new(),
+        },
+    };
+    let request = Search::new(op, &args.query)
+        .destinations(args.destinations.clone())
+        .lenses(args.lenses.clone())
+        .result_type(result_type)
+        .max_results(args.limit);
+    let results = client.search(&request).await?;
+    out.emit(&results, || {
+        if results.is_empty() {
+            "nothing found".to_string()
+        } else {
+            results.iter().map(hit_line).collect::<Vec<_>>().join("\n")
+        }
+    })
+}
+
+/// Finds an episode in the named Destination, or in every one.
+pub async fn find_episode(
+    client: &NativeClient,
+    op: &OperatorId,
+    uuid: Uuid,
+    destination: Option<&String>,
+) -> Outcome<(Place, EpisodeRecord)> {
+    let snapshot = client.runtime().snapshot();
+    let named: Vec<String> = destination.into_iter().cloned().collect();
+    for place in graphs::places(&snapshot, Some(op), &named)? {
+        if let Some(episode) = client
+            .get_episode(&EpisodeRef::new(op.clone(), &place.name, uuid))
+            .await?
+        {
+            return Ok((place, episode));
+        }
+    }
+    Err(Failure::NotFound(match destination {
+        Some(d) => format!("episode {uuid} in Destination `{d}`"),
+        None => format!("episode {uuid} in any Destination of operator `{op}`"),
+    }))
+}
+
+fn episode_text(destination: &str, e: &EpisodeRecord) -> String {
+    let writer = e
+        .writer
+        .as_ref()
+        .map(|w| w.to_string())
+        .unwrap_or_else(|| "unattributed".into());
+    format!(
+        "episode {}\ndestination: {destination}\nkind: {}\nwriter: {writer}\nsource: {}\n\
+         valid at: {}\ncreated at: {}\n\n{}",
+        e.uuid,
+        e.source_kind.as_str(),
+        e.source_description,
+        e.valid_at,
+        e.created_at,
+        e.content
+    )
+}
+
+/// What an id names: an episode or a fact.
+pub enum Memory {
+    Episode(EpisodeRecord),
+    Fact(crate::export::Fact),
+}
+
+impl Memory {
+    /// `{"destination", "episode" | "fact"}`.
+    pub fn json(&self, destination: &str) -> serde_json::Value {
+        match self {
+            Memory::Episode(e) => json!({"destination": destination, "episode": e}),
+            Memory::Fact(f) => json!({"destination": destination, "fact": f}),
+        }
+    }
+
+    fn text(&self, destination: &str) -> String {
+        match self {
+            Memory::Episode(e) => episode_text(destination, e),
+            Memory::Fact(f) => {
+                let time = |t: Option<gralkor::graph::Timestamp>| {
+                    t.map_or_else(|| "-".to_string(), |t| t.to_string())
+                };
+                format!(
+                    "fact {}\ndestination: {destination}\nname: {}\nvalid at: {}\n\
+                     invalid at: {}\nexpired at: {}\ncreated at: {}\nepisodes: {}\n\n{}",
+                    f.uuid,
+                    f.name,
+                    time(f.valid_at),
+                    time(f.invalid_at),
+                    time(f.expired_at),
+                    f.created_at,
+                    f.episodes
+                        .iter()
+                        .map(Uuid::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    f.fact
+                )
+            }
+        }
+    }
+}
+
+/// Finds an episode, or else a fact, by id in the named Destination or in every one.
+pub async fn find_memory(
+    client: &NativeClient,
+    op: &OperatorId,
+    uuid: Uuid,
+    destination: Option<&String>,
+) -> Outcome<(Place, Memory)> {
+    let snapshot = client.runtime().snapshot();
+    let named: Vec<String> = destination.into_iter().cloned().collect();
+    for place in graphs::places(&snapshot, Some(op), &named)? {
+        if let Some(episode) = client
+            .get_episode(&EpisodeRef::new(op.clone(), &place.name, uuid))
+            .await?
+        {
+            return Ok((place, Memory::Episode(episode)));
+        }
+        if let Some(fact) = graphs::fact(client, &place, uuid).await? {
+            return Ok((place, Memory::Fact(fact.into())));
+        }
+    }
+    Err(Failure::NotFound(match destination {
+        Some(d) => format!("no episode or fact {uuid} in Destination `{d}`"),
+        None => format!("no episode or fact {uuid} in any Destination of operator `{op}`"),
+    }))
+}
+
+pub async fn get(client: &NativeClient, op: &OperatorId, args: &GetArgs, out: Out) -> Outcome {
+    let (place, memory) = find_memory(client, op, args.uuid, args.destination.as_ref()).await?;
+    out.emit(&memory.json(&place.name), || memory.text(&place.name))
+}
+
+pub async fn episodes(
+    client: &NativeClient,
+    op: &OperatorId,
+    args: &EpisodesArgs,
+    out: Out,
+) -> Outcome {
+    let snapshot = client.runtime().snapshot();
+    let mut listed = Vec::new();
+    for place in graphs::places(&snapshot, Some(op), &args.destinations)? {
+        for (uuid, state) in graphs::recent_episodes(client, &place, args.last).await? {
+            if let Some(episode) = client
+                .get_episode(&EpisodeRef::new(op.clone(), &place.name, uuid))
+                .await?
+            {
+                listed.push(Listed {
+                    destination: place.name.clone(),
+                    state,
+                    episode,
+                });
+            }
+        }
+    }
+    out.emit(&listed, || {
+        if listed.is_empty() {
+            return "no episodes".to_string();
+        }
+        listed
+            .iter()
+            .map(|l| {
+                format!(
+                    "{}\t{}\t{}\t{}\t{}",
+                    l.destination,
+                    l.episode.created_at,
+                    l.episode.uuid,
+                    l.state,
+                    preview(&l.episode.content, 120)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+#[derive(Serialize)]
+pub struct DestinationStatus {
+    name: String,
+    graph: String,
+    #[serde(flatten)]
+    counts: graphs::Counts,
+}
+
+#[derive(Serialize)]
+pub struct Status {
+    configuration: String,
+    extracts: bool,
+    operator: Option<String>,
+    graphs: usize,
+    destinations: Vec<DestinationStatus>,
+}
+
+/// What is configured and what each Destination holds (`personal` with an operator).
+pub async fn status_report(
+    client: &NativeClient,
+    config: &gralkor::Config,
+    op: Option<&OperatorId>,
+) -> Outcome<Status> {
+    let snapshot = client.runtime().snapshot();
+    let mut destinations = Vec::new();
+    for place in graphs::places(&snapshot, op, &[])? {
+        let counts = graphs::counts(client, &place).await?;
+        destinations.push(DestinationStatus {
+            name: place.name,
+            graph: place.graph.as_str().to_string(),
+            counts,
+        });
+    }
+    let status = Status {
+        configuration: config.describe(),
+        extracts: config.extracts(),
+        operator: op.map(|o| o.to_string()),
+        graphs: client.storage().db().list_graphs().await?.len(),
+        destinations,
+    };
+    Ok(status)
+}
+
+pub async fn status(
+    client: &NativeClient,
+    config: &gralkor::Config,
+    op: Option<&OperatorId>,
+    out: Out,
+) -> Outcome {
+    let status = status_report(client, config, op).await?;
+    out.emit(&status, || {
+        let mut lines = vec![
+            format!("ok: {}", status.configuration),
+            format!(
+                "operator: {}",
+                status
+                    .operator
+                    .as_deref()
+                    .unwrap_or("none (set --operator to include `personal`)")
+            ),
+            format!("graphs stored: {}", status.graphs),
+        ];
+        for d in &status.destinations {
+            lines.push(format!(
+                "{}: {} episodes ({} pending), {} entities, {} facts, {} communities",
+                d.name,
+                d.counts.episodes,
+                d.counts.pending,
+                d.counts.entities,
+                d.counts.facts,
+                d.counts.communities
+            ));
+        }
+        lines.join("\n")
+    })
+}
+
+pub async fn build_indices(client: &NativeClient, out: Out) -> Outcome {
+    client.build_indices().await?;
+    out.emit(&json!({"built": true}), || "indices built".into())
+}
+
+pub async fn build_communities(
+    client: &NativeClient,
+    op: &OperatorId,
+    args: &BuildCommunitiesArgs,
+    out: Out,
+) -> Outcome {
+    let counts = client
+        .build_communities(&BuildCommunities::new(op).destination(&args.destination))
+        .await?;
+    out.emit(
+        &json!({"destination": args.destination, "communities": counts.communities,
+                "membership_edges": counts.edges}),
+        || {
+            format!(
+                "{}: {} communities, {} membership edges",
+                args.destination, counts.communities, counts.edges
+            )
+        },
+    )
+}
+
+pub async fn resume(
+    client: &NativeClient,
+    op: &OperatorId,
+    args: &ResumeArgs,
+    out: Out,
+) -> Outcome {
+    let reports = client
+        .extract_pending(&ExtractPending::new(op).destinations(args.destinations.clone()))
+        .await?;
+    out.emit(&reports, || {
+        reports
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}: {} extracted, {} busy, {} failed, {} quarantined",
+                    r.destination,
+                    r.report.completed.len(),
+                    r.report.busy.len(),
+                    r.report.failed.len(),
+                    r.report.quarantined.len()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+/// Removes one episode (found in the named Destination or any), with the facts only
+/// it supported; the Destination it was in.
+pub async fn forget_episode(
+    client: &NativeClient,
+    op: &OperatorId,
+    uuid: Uuid,
+    destination: Option<&String>,
+) -> Outcome<Place> {
+    let (place, _) = find_episode(client, op, uuid, destination).await?;
+    let removed = client
+        .remove_episode(&EpisodeRef::new(op.clone(), &place.name, uuid))
+        .await?;
+    if !removed {
+        return Err(Failure::NotFound(format!(
+            "episode {uuid} in Destination `{}`",
+            place.name
+        )));
+    }
+    Ok(place)
+}
+
+pub async fn forget(
+    client: &NativeClient,
+    op: &OperatorId,
+    what: &ForgetCommand,
+    out: Out,
+) -> Outcome {
+    match what {
+        ForgetCommand::Episode { uuid, destination } => {
+            let place = forget_episode(client, op, *uuid, destination.as_ref()).await?;
+            out.emit(
+                &json!({"forgotten": "episode", "episode": uuid, "destination": place.name}),
+                || format!("forgot episode {uuid} in {}", place.name),
+            )
+        }
+        // These need the access layer (who may delete what) and the storage's
+        // forgetting of whole sessions, graphs and operators.
+        ForgetCommand::Session { .. } => Err(Failure::Unsupported(
+            "forgetting a session needs the access layer (issue 15); forget its episodes one \
+             by one with `gralkor forget episode`"
+                .into(),
+        )),
+        ForgetCommand::Destination { .. } => Err(Failure::Unsupported(
+            "forgetting a Destination needs the access layer (issue 15)".into(),
+        )),
+        ForgetCommand::Operator { .. } => Err(Failure::Unsupported(
+            "forgetting an operator needs the access layer (issue 15)".into(),
+        )),
+    }
+}

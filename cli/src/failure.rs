@@ -1,0 +1,144 @@
+//! What a command can fail with, its one-line message and its exit code.
+
+use std::fmt;
+
+/// Exit code: success.
+pub const OK: u8 = 0;
+/// Exit code: a failure (database, model, I/O) that trying again will not fix.
+pub const FAILURE: u8 = 1;
+/// Exit code: the command line itself is wrong (clap's own code).
+pub const USAGE: u8 = 2;
+/// Exit code: invalid input; nothing was written.
+pub const INVALID_INPUT: u8 = 3;
+/// Exit code: what was asked for does not exist.
+pub const NOT_FOUND: u8 = 4;
+/// Exit code: the configuration (environment or flags) is invalid.
+pub const CONFIG: u8 = 5;
+/// Exit code: the operation is not available yet.
+pub const UNSUPPORTED: u8 = 6;
+/// Exit code: a temporary failure (`EX_TEMPFAIL`): trying again can help.
+pub const TEMPORARY: u8 = 75;
+
+/// A command's failure.
+#[derive(Debug)]
+pub enum Failure {
+    /// The library's error.
+    Gralkor(gralkor::Error),
+    /// Nothing matched (an episode id, a Destination).
+    NotFound(String),
+    /// Not available yet (what it waits for is in the message).
+    Unsupported(String),
+    /// A file could not be read or written.
+    Io(String, std::io::Error),
+}
+
+pub type Outcome<T = ()> = std::result::Result<T, Failure>;
+
+impl From<gralkor::Error> for Failure {
+    fn from(e: gralkor::Error) -> Self {
+        Failure::Gralkor(e)
+    }
+}
+
+impl Failure {
+    /// The exit code scripts can rely on.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Failure::Gralkor(e) => match e {
+                gralkor::Error::InvalidInput { .. } => INVALID_INPUT,
+                gralkor::Error::Config { .. } => CONFIG,
+                gralkor::Error::NotFound(_) => NOT_FOUND,
+                e if e.is_retryable() => TEMPORARY,
+                _ => FAILURE,
+            },
+            Failure::NotFound(_) => NOT_FOUND,
+            Failure::Unsupported(_) => UNSUPPORTED,
+            Failure::Io(..) => FAILURE,
+        }
+    }
+
+    /// A JSON rendering, for `--json` error output.
+    pub fn kind(&self) -> &'static str {
+        match self.exit_code() {
+            INVALID_INPUT => "invalid_input",
+            NOT_FOUND => "not_found",
+            CONFIG => "config",
+            UNSUPPORTED => "unsupported",
+            TEMPORARY => "temporary",
+            _ => "failure",
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = match self {
+            Failure::Gralkor(e) => chain(e),
+            Failure::NotFound(what) => format!("not found: {what}"),
+            Failure::Unsupported(what) => format!("not available yet: {what}"),
+            Failure::Io(context, e) => format!("{context}: {e}"),
+        };
+        // One readable line, whatever the message holds.
+        f.write_str(&one_line(&text))
+    }
+}
+
+/// The error and its causes, joined with `: ` (a cause already in the message is not
+/// repeated).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// `text` with its line breaks and runs of whitespace folded into single spaces.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_follow_the_kind_of_error() {
+        let invalid = Failure::from(gralkor::Error::InvalidInput {
+            field: "query".into(),
+            rule: "must not be blank".into(),
+        });
+        assert_eq!(invalid.exit_code(), INVALID_INPUT);
+        assert_eq!(
+            invalid.to_string(),
+            "invalid input: `query` must not be blank"
+        );
+        let config = Failure::from(gralkor::Error::Config {
+            field: "operator".into(),
+            rule: "must be set".into(),
+        });
+        assert_eq!(config.exit_code(), CONFIG);
+        let timeout = Failure::from(gralkor::Error::Timeout {
+            operation: "query".into(),
+            after: std::time::Duration::from_secs(1),
+        });
+        assert_eq!(timeout.exit_code(), TEMPORARY);
+        assert_eq!(Failure::NotFound("x".into()).exit_code(), NOT_FOUND);
+        assert_eq!(Failure::Unsupported("x".into()).exit_code(), UNSUPPORTED);
+    }
+
+    #[test]
+    fn messages_are_one_line() {
+        let f = Failure::Unsupported("forgetting a session\n  needs the access layer".into());
+        assert_eq!(
+            f.to_string(),
+            "not available yet: forgetting a session needs the access layer"
+        );
+    }
+}

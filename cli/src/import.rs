@@ -1,0 +1,408 @@
+//! `gralkor import`: a workspace's markdown memory files and JSONL session transcripts.
+//!
+//! * Files: `USER.md`, `MEMORY.md` and `memory/*.md` (in name order), each one document
+//!   episode described as `import: <path>`.
+//! * Sessions: each `*.jsonl` file of `--sessions` is one session (its file name the
+//!   session id) and becomes one conversation episode: the lines' chat messages
+//!   (`{"role", "content"}`, or the same wrapped as `{"message": {…}}`) are grouped into
+//!   turns at each user message, read by the agent layer's
+//!   [`Turn::from_chat`](gralkor::agent::turn::Turn::from_chat), scrubbed of recalled
+//!   memory ([`MemoryFilter`]) and rendered by
+//!   [`format_transcript`].
+//!
+//! Everything is read and checked before anything is written: a malformed line is an
+//! error naming the file and line. Each item's ingestion id is a hash of its path and
+//! content, so the episode's uuid is replay-stable: an item already stored is reported
+//! `unchanged` and not written again, and a re-run writes nothing.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use gralkor::Error;
+use gralkor::NativeClient;
+use gralkor::agent::transcript::{MemoryFilter, format_transcript};
+use gralkor::agent::turn::Turn;
+use gralkor::client::{Client, Content, EpisodeRef, Ingest, OperatorId};
+use gralkor::graph::Timestamp;
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::args::ImportArgs;
+use crate::commands::{Out, content_id};
+use crate::failure::{Failure, Outcome};
+use crate::graphs;
+
+/// One thing to import, read and checked.
+#[derive(Debug)]
+struct Item {
+    /// The path relative to the workspace (or `sessions/<file>`).
+    source: String,
+    kind: &'static str,
+    content: Content,
+    reference_time: Option<Timestamp>,
+}
+
+/// What happened to one item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Fate {
+    /// Written now.
+    Written,
+    /// Already stored: nothing written.
+    Unchanged,
+    /// Would be written (dry run).
+    WouldWrite,
+}
+
+#[derive(Debug, Serialize)]
+struct Imported {
+    source: String,
+    kind: &'static str,
+    id: String,
+    destination: String,
+    episode: Uuid,
+    status: Fate,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    dry_run: bool,
+    lens: String,
+    written: usize,
+    unchanged: usize,
+    would_write: usize,
+    skipped: Vec<Skipped>,
+    items: Vec<Imported>,
+}
+
+#[derive(Debug, Serialize)]
+struct Skipped {
+    source: String,
+    reason: String,
+}
+
+fn read(path: &Path) -> Outcome<String> {
+    std::fs::read_to_string(path).map_err(|e| Failure::Io(format!("reading {}", path.display()), e))
+}
+
+/// The workspace's memory files that exist, in import order.
+fn memory_files(workspace: &Path) -> Outcome<Vec<PathBuf>> {
+    if !workspace.is_dir() {
+        return Err(Error::InvalidInput {
+            field: "--workspace".into(),
+            rule: format!("must be a directory (got {})", workspace.display()),
+        }
+        .into());
+    }
+    let mut files: Vec<PathBuf> = ["USER.md", "MEMORY.md"]
+        .iter()
+        .map(|f| workspace.join(f))
+        .filter(|p| p.is_file())
+        .collect();
+    files.extend(sorted_with_extension(&workspace.join("memory"), "md")?);
+    Ok(files)
+}
+
+/// The files of `dir` ending in `.ext`, by name (none when `dir` does not exist).
+fn sorted_with_extension(dir: &Path, ext: &str) -> Outcome<Vec<PathBuf>> {
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| Failure::Io(format!("listing {}", dir.display()), e))?;
+    let mut out = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|e| Failure::Io(format!("listing {}", dir.display()), e))?
+            .path();
+        if path.is_file() && path.extension().is_some_and(|x| x == ext) {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn relative(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+/// A line's chat message: the object itself or its `message`, when it has a role
+/// the agent layer reads (other lines, such as session headers, are not messages).
+fn chat_message(line: &Value) -> Option<Value> {
+    let message = match line.get("message") {
+        Some(m) if m.is_object() => m,
+        _ => line,
+    };
+    let role = message.get("role")?.as_str()?;
+    match role {
+        "system" | "developer" | "user" | "assistant" | "tool" | "function" => {
+            Some(message.clone())
+        }
+        // Tool results written as their own role (`toolResult`) are behaviour.
+        "toolResult" | "tool_result" => {
+            let mut m = message.clone();
+            m["role"] = Value::from("tool");
+            if m.get("name").is_none()
+                && let Some(name) = message.get("toolName").cloned()
+            {
+                m["name"] = name;
+            }
+            Some(m)
+        }
+        _ => None,
+    }
+}
+
+/// The session's transcript (recalled memory left out) and the time of its first
+/// timestamped line.
+fn session_transcript(
+    path: &Path,
+    source: &str,
+    agent_name: &str,
+    human_name: &str,
+) -> Outcome<(String, Option<Timestamp>)> {
+    let text = read(path)?;
+    let mut turns: Vec<Vec<Value>> = Vec::new();
+    let mut first_time = None;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: Value = serde_json::from_str(line).map_err(|e| Error::InvalidInput {
+            field: format!("{source}:{}", i + 1),
+            rule: format!("must be one JSON object per line: {e}"),
+        })?;
+        if first_time.is_none()
+            && let Some(t) = value
+                .get("timestamp")
+                .and_then(Value::as_str)
+                .and_then(|t| Timestamp::parse_rfc3339(t).ok())
+        {
+            first_time = Some(t);
+        }
+        let Some(message) = chat_message(&value) else {
+            continue;
+        };
+        let is_user = message["role"] == "user";
+        match turns.last_mut() {
+            Some(turn) if !is_user => turn.push(message),
+            _ => turns.push(vec![message]),
+        }
+    }
+    let filter = MemoryFilter::new();
+    let mut scrubbed = Vec::with_capacity(turns.len());
+    for (n, messages) in turns.iter().enumerate() {
+        let turn = Turn::from_chat(messages).map_err(|e| match e {
+            Error::InvalidInput { field, rule } => Error::InvalidInput {
+                field: format!("{source}: turn {} {field}", n + 1),
+                rule,
+            },
+            other => other,
+        })?;
+        scrubbed.push(filter.scrub(&turn));
+    }
+    let transcript = format_transcript(&scrubbed, agent_name, human_name)?;
+    Ok((transcript, first_time))
+}
+
+/// Reads and checks everything to import; nothing is written.
+fn plan(args: &ImportArgs) -> Outcome<(Vec<Item>, Vec<Skipped>)> {
+    let mut items = Vec::new();
+    let mut skipped = Vec::new();
+    if !args.no_files {
+        for path in memory_files(&args.workspace)? {
+            let source = relative(&path, &args.workspace);
+            let text = read(&path)?;
+            if text.trim().is_empty() {
+                skipped.push(Skipped {
+                    source,
+                    reason: "empty".into(),
+                });
+                continue;
+            }
+            items.push(Item {
+                source,
+                kind: "file",
+                content: Content::document(text),
+                reference_time: None,
+            });
+        }
+    }
+    if let Some(dir) = &args.sessions {
+        let names = |flag: &str, value: &Option<String>| -> Outcome<String> {
+            match value {
+                Some(v) if !v.trim().is_empty() => Ok(v.clone()),
+                _ => Err(Error::InvalidInput {
+                    field: flag.into(),
+                    rule: "must be given with --sessions: the name transcripts use for that \
+                           speaker (there is no generic fallback)"
+                        .into(),
+                }
+                .into()),
+            }
+        };
+        let agent = names("--agent-name", &args.agent_name)?;
+        let human = names("--human-name", &args.human_name)?;
+        if !dir.is_dir() {
+            return Err(Error::InvalidInput {
+                field: "--sessions".into(),
+                rule: format!("must be a directory (got {})", dir.display()),
+            }
+            .into());
+        }
+        for path in sorted_with_extension(dir, "jsonl")? {
+            let session = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let source = format!("sessions/{session}");
+            let (transcript, at) = session_transcript(&path, &source, &agent, &human)?;
+            if transcript.trim().is_empty() {
+                skipped.push(Skipped {
+                    source,
+                    reason: "no conversation".into(),
+                });
+                continue;
+            }
+            items.push(Item {
+                source,
+                kind: "session",
+                content: Content::conversation(transcript),
+                reference_time: at,
+            });
+        }
+    }
+    Ok((items, skipped))
+}
+
+/// Progress: a bar on a terminal, plain lines otherwise (none with --json).
+enum Progress {
+    Bar(indicatif::ProgressBar),
+    Lines,
+    Quiet,
+}
+
+impl Progress {
+    fn new(total: usize, out: Out) -> Progress {
+        if out.json {
+            Progress::Quiet
+        } else if std::io::stderr().is_terminal() {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} {msg}")
+            {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            Progress::Bar(bar)
+        } else {
+            Progress::Lines
+        }
+    }
+
+    fn starting(&self, source: &str) {
+        if let Progress::Bar(bar) = self {
+            bar.set_message(source.to_string());
+        }
+    }
+
+    fn done(&self, item: &Imported) {
+        let line = format!(
+            "{} {} → {} in {}",
+            match item.status {
+                Fate::Written => "written",
+                Fate::Unchanged => "unchanged",
+                Fate::WouldWrite => "would write",
+            },
+            item.source,
+            item.episode,
+            item.destination
+        );
+        match self {
+            Progress::Bar(bar) => {
+                bar.println(line);
+                bar.inc(1);
+            }
+            Progress::Lines => println!("{line}"),
+            Progress::Quiet => {}
+        }
+    }
+
+    fn finish(&self) {
+        if let Progress::Bar(bar) = self {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+pub async fn run(client: &NativeClient, op: &OperatorId, args: &ImportArgs, out: Out) -> Outcome {
+    // The Lens is checked before anything is read or written.
+    let snapshot = client.runtime().snapshot();
+    snapshot.lens("--lens", &args.lens)?;
+    let (items, skipped) = plan(args)?;
+    let progress = Progress::new(items.len(), out);
+    let mut imported = Vec::with_capacity(items.len());
+    for item in items {
+        progress.starting(&item.source);
+        let id = content_id(&format!("import:{}", item.source), &item.content);
+        let (place, expected) = graphs::ingested_uuid(&snapshot, op, &args.lens, &id)?;
+        let stored = client
+            .get_episode(&EpisodeRef::new(op.clone(), &place.name, expected))
+            .await?
+            .is_some();
+        let status = match (stored, args.dry_run) {
+            (true, _) => Fate::Unchanged,
+            (false, true) => Fate::WouldWrite,
+            (false, false) => {
+                let mut request = Ingest::new(&id, op, &args.lens, item.content)
+                    .source_description(format!("import: {}", item.source));
+                if let Some(at) = item.reference_time {
+                    request = request.reference_time(at);
+                }
+                client.ingest(&request).await?;
+                Fate::Written
+            }
+        };
+        let done = Imported {
+            source: item.source,
+            kind: item.kind,
+            id,
+            destination: place.name,
+            episode: expected,
+            status,
+        };
+        progress.done(&done);
+        imported.push(done);
+    }
+    progress.finish();
+    let count = |f: Fate| imported.iter().filter(|i| i.status == f).count();
+    let report = Report {
+        dry_run: args.dry_run,
+        lens: args.lens.clone(),
+        written: count(Fate::Written),
+        unchanged: count(Fate::Unchanged),
+        would_write: count(Fate::WouldWrite),
+        skipped,
+        items: imported,
+    };
+    out.emit(&report, || {
+        let mut lines: Vec<String> = report
+            .skipped
+            .iter()
+            .map(|s| format!("skipped {} ({})", s.source, s.reason))
+            .collect();
+        lines.push(if report.dry_run {
+            format!(
+                "dry run: {} would be written, {} unchanged; nothing was written",
+                report.would_write, report.unchanged
+            )
+        } else {
+            format!("{} written, {} unchanged", report.written, report.unchanged)
+        });
+        lines.join("\n")
+    })
+}

@@ -1,0 +1,69 @@
+//! From the environment and the flags to a connected client.
+//!
+//! The flags override the variables `Config::from_lookup` reads; nothing else is
+//! interpreted here, so the CLI follows exactly the library's rules (and its error
+//! messages) for backends and models.
+
+use gralkor::client::OperatorId;
+use gralkor::config::Config;
+use gralkor::{Error, Result};
+
+use crate::args::Global;
+
+/// The variables a flag overrides, as (variable, value) pairs.
+fn overrides(global: &Global) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if let Some(dir) = &global.data_dir {
+        out.push(("GRALKOR_DATA_DIR", dir.display().to_string()));
+    }
+    if let Some(host) = &global.falkordb_host {
+        out.push(("FALKORDB_HOST", host.clone()));
+    }
+    if let Some(port) = global.falkordb_port {
+        out.push(("FALKORDB_PORT", port.to_string()));
+    }
+    if let Some(spec) = &global.llm_model {
+        out.push(("GRALKOR_LLM_MODEL", spec.clone()));
+    }
+    if let Some(spec) = &global.embedder_model {
+        out.push(("GRALKOR_EMBEDDER_MODEL", spec.clone()));
+    }
+    out
+}
+
+/// The library configuration: the environment with the flags on top.
+pub fn config(global: &Global) -> Result<Config> {
+    let overrides = overrides(global);
+    let mut config = Config::from_lookup(|key| {
+        overrides
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(key).ok())
+    })?;
+    if global.text_only {
+        config.models = None;
+    }
+    Ok(config)
+}
+
+/// The operator, which a command that reads or writes someone's memory needs.
+pub fn operator(global: &Global) -> Result<OperatorId> {
+    match global.operator.as_deref() {
+        Some(id) if !id.trim().is_empty() => OperatorId::new(id),
+        _ => Err(Error::Config {
+            field: "operator".into(),
+            rule: "must be set with --operator or GRALKOR_OPERATOR: the operator whose \
+                   memory this command reads or writes (gralkor never invents one)"
+                .into(),
+        }),
+    }
+}
+
+/// The operator when one is given (a command that can do without).
+pub fn optional_operator(global: &Global) -> Result<Option<OperatorId>> {
+    match global.operator.as_deref() {
+        Some(id) if !id.trim().is_empty() => OperatorId::new(id).map(Some),
+        _ => Ok(None),
+    }
+}

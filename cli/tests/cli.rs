@@ -1,0 +1,310 @@
+//! The `gralkor` command line end to end: the real binary against an embedded FalkorDB
+//! in a temporary directory (test-trees/cli.md).
+
+mod common;
+
+use common::Home;
+use serde_json::Value;
+
+fn added_uuid(v: &Value) -> String {
+    v["episodes"][0]
+        .as_str()
+        .expect("an episode uuid")
+        .to_string()
+}
+
+fn episode_uuids(results: &Value) -> Vec<String> {
+    results
+        .as_array()
+        .expect("a list of results")
+        .iter()
+        .filter(|r| r["hit"]["type"] == "episode")
+        .filter_map(|r| r["hit"]["uuid"].as_str().map(str::to_string))
+        .collect()
+}
+
+// memory / add → search → forget → search finds nothing
+#[test]
+fn add_then_search_finds_it_and_after_forget_search_finds_nothing() {
+    let home = Home::new();
+    let added = home
+        .run(&["--json", "add", "Ada keeps honeybees on her allotment"])
+        .json();
+    let uuid = added_uuid(&added);
+    assert_eq!(added["destination"], "personal");
+    assert_eq!(added["written"], true);
+
+    let found = home.run(&["--json", "search", "honeybees"]).json();
+    assert_eq!(episode_uuids(&found), [uuid.as_str()]);
+    assert_eq!(found[0]["destination"], "personal");
+
+    let forgot = home.run(&["--json", "forget", "episode", &uuid]).json();
+    assert_eq!(forgot["forgotten"], "episode");
+    assert_eq!(forgot["destination"], "personal");
+
+    let after = home.run(&["--json", "search", "honeybees"]).json();
+    assert_eq!(episode_uuids(&after), Vec::<String>::new());
+    // And it cannot be read or forgotten again.
+    assert_eq!(home.run(&["get", &uuid]).code, 4);
+    assert_eq!(home.run(&["forget", "episode", &uuid]).code, 4);
+}
+
+// memory / add / the same content twice is written once
+#[test]
+fn adding_the_same_content_twice_writes_it_once() {
+    let home = Home::new();
+    let first = home.run(&["--json", "add", "Ada prefers green tea"]).json();
+    let second = home.run(&["--json", "add", "Ada prefers green tea"]).json();
+    assert_eq!(first["written"], true);
+    assert_eq!(second["written"], false);
+    assert_eq!(added_uuid(&first), added_uuid(&second));
+    let listed = home.run(&["--json", "episodes"]).json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+}
+
+// memory / operators / one operator's personal memory is not another's
+#[test]
+fn one_operators_personal_memory_is_not_anothers() {
+    let home = Home::new();
+    let uuid = added_uuid(
+        &home
+            .run(&["--json", "add", "Ada hides the spare key"])
+            .json(),
+    );
+    let other = home
+        .run_as("grace", &["--json", "search", "spare key"])
+        .json();
+    assert_eq!(episode_uuids(&other), Vec::<String>::new());
+    assert_eq!(home.run_as("grace", &["get", &uuid]).code, 4);
+    assert_eq!(home.run_as("grace", &["forget", "episode", &uuid]).code, 4);
+    // Still there for Ada.
+    assert_eq!(home.run(&["get", &uuid]).code, 0);
+}
+
+// memory / add / from a file, as a conversation, through a Lens
+#[test]
+fn add_reads_a_file_and_get_shows_it_whole() {
+    let home = Home::new();
+    let file = home.path().join("note.txt");
+    std::fs::write(&file, "Ada: We ship on Fridays.\nGrace: Noted.").unwrap();
+    let added = home
+        .run(&[
+            "--json",
+            "add",
+            "--file",
+            file.to_str().unwrap(),
+            "--kind",
+            "conversation",
+            "--source-description",
+            "standup",
+        ])
+        .json();
+    let uuid = added_uuid(&added);
+    let got = home.run(&["--json", "get", &uuid]).json();
+    assert_eq!(got["destination"], "personal");
+    assert_eq!(
+        got["episode"]["content"],
+        "Ada: We ship on Fridays.\nGrace: Noted."
+    );
+    assert_eq!(got["episode"]["source_kind"], "message");
+    assert_eq!(got["episode"]["source_description"], "standup");
+    // Readable output names the episode and holds the content.
+    let text = home.run(&["get", &uuid]);
+    assert!(text.ok().stdout.contains(&format!("episode {uuid}")));
+    assert!(text.stdout.contains("Grace: Noted."));
+}
+
+// json / every read command prints one JSON document
+#[test]
+fn every_read_command_prints_json_that_parses() {
+    let home = Home::new();
+    let uuid = added_uuid(&home.run(&["--json", "add", "Ada moved to Lisbon"]).json());
+
+    let episodes = home.run(&["--json", "episodes", "--last", "5"]).json();
+    assert_eq!(episodes[0]["episode"]["uuid"], uuid.as_str());
+    assert_eq!(episodes[0]["destination"], "personal");
+    // Without a language model the episode waits for extraction.
+    assert_eq!(episodes[0]["state"], "pending");
+
+    let status = home.run(&["--json", "status"]).json();
+    assert_eq!(status["operator"], "ada");
+    let personal = status["destinations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "personal")
+        .expect("personal is listed with an operator");
+    assert_eq!(personal["episodes"], 1);
+    assert_eq!(personal["pending"], 1);
+    assert_eq!(status["extracts"], false);
+
+    let facts = home
+        .run(&["--json", "search", "Lisbon", "--type", "facts"])
+        .json();
+    // Without extraction an episode stands in as its own fact, naming its source.
+    assert_eq!(facts[0]["hit"]["type"], "fact", "{facts}");
+    assert_eq!(facts[0]["hit"]["sources"][0]["episode"], uuid.as_str());
+    assert!(home.run(&["--json", "get", &uuid]).json()["episode"].is_object());
+    assert_eq!(home.run(&["--json", "build-indices"]).json()["built"], true);
+}
+
+// status / without an operator lists the shared Destinations only
+#[test]
+fn status_without_an_operator_lists_the_shared_destinations() {
+    let home = Home::new();
+    let status = home.run_raw(&["--text-only", "--json", "status"]).json();
+    let names: Vec<&str> = status["destinations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["global"]);
+    assert!(status["operator"].is_null());
+    let text = home.run_raw(&["--text-only", "status"]);
+    assert!(text.ok().stdout.starts_with("ok: "), "{text:?}");
+}
+
+// errors / exit codes and one readable line
+#[test]
+fn a_missing_operator_is_a_configuration_error_before_anything_starts() {
+    let home = Home::new();
+    let run = home.run_raw(&["--text-only", "search", "tea"]);
+    assert_eq!(run.code, 5, "{run:?}");
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+    assert!(run.stderr.contains("GRALKOR_OPERATOR"), "{run:?}");
+    // Nothing was started: no data directory was made.
+    assert!(!home.data_dir().exists());
+}
+
+#[test]
+fn no_backend_configured_is_a_configuration_error_naming_what_to_set() {
+    let home = Home::new();
+    let run = home
+        .command()
+        .env_remove("GRALKOR_DATA_DIR")
+        .args(["--text-only", "--operator", "ada", "search", "tea"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(5));
+    let stderr = String::from_utf8(run.stderr).unwrap();
+    assert!(stderr.contains("GRALKOR_DATA_DIR"), "{stderr}");
+}
+
+#[test]
+fn a_data_dir_flag_overrides_the_environment() {
+    let home = Home::new();
+    let elsewhere = home.path().join("elsewhere");
+    let run = home.run(&[
+        "--json",
+        "--data-dir",
+        elsewhere.to_str().unwrap(),
+        "add",
+        "Ada likes figs",
+    ]);
+    run.ok();
+    assert!(elsewhere.exists());
+    assert!(!home.data_dir().exists());
+}
+
+#[test]
+fn a_blank_query_is_invalid_input_with_json_error_output() {
+    let home = Home::new();
+    let run = home.run(&["--json", "search", "  "]);
+    assert_eq!(run.code, 3, "{run:?}");
+    let error: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(error["error"]["kind"], "invalid_input");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`query`")
+    );
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+    assert!(run.stderr.starts_with("gralkor: error: invalid input"));
+}
+
+#[test]
+fn an_unknown_destination_is_invalid_input() {
+    let home = Home::new();
+    let run = home.run(&["episodes", "--destination", "nowhere"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.contains("nowhere"), "{run:?}");
+}
+
+#[test]
+fn an_unknown_episode_is_not_found() {
+    let home = Home::new();
+    let run = home.run(&["get", "7c9e6679-7425-40de-944b-e07fc1f90ae7"]);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(run.stderr.contains("7c9e6679"), "{run:?}");
+}
+
+#[test]
+fn a_bad_command_line_is_a_usage_error() {
+    let home = Home::new();
+    assert_eq!(home.run_raw(&["get", "not-a-uuid"]).code, 2);
+    assert_eq!(home.run_raw(&["frobnicate"]).code, 2);
+    let help = home.run_raw(&["--help"]);
+    assert_eq!(help.code, 0);
+    assert!(help.stdout.contains("Exit codes"), "{help:?}");
+}
+
+// forget / what needs the access layer says so
+#[test]
+fn what_needs_the_access_layer_is_not_available_yet() {
+    let home = Home::new();
+    for what in [
+        ["forget", "session", "s-1"],
+        ["forget", "destination", "global"],
+        ["forget", "operator", "ada"],
+        ["add-member", "family", "mom"],
+    ] {
+        let run = home.run(&what);
+        assert_eq!(run.code, 6, "{run:?}");
+        assert!(run.stderr.contains("access layer"), "{run:?}");
+    }
+    let groups = home.run(&["--json", "groups"]);
+    assert_eq!(groups.code, 6, "{groups:?}");
+    let error: Value = serde_json::from_str(&groups.stdout).unwrap();
+    assert_eq!(error["error"]["kind"], "unsupported");
+}
+
+// resume / without a language model is a configuration error
+#[test]
+fn resume_without_a_language_model_says_so() {
+    let home = Home::new();
+    home.run(&["add", "Ada owns a red bicycle"]).ok();
+    let run = home.run(&["resume"]);
+    assert_eq!(run.code, 5, "{run:?}");
+}
+
+// models / the default build answers by meaning with no provider key
+#[cfg(feature = "local-embedder")]
+#[test]
+fn with_the_default_local_embedder_search_finds_by_meaning_offline() {
+    let home = Home::new();
+    let run = |args: &[&str]| {
+        let output = home
+            .command()
+            .args(["--operator", "ada", "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let uuid = added_uuid(&run(&["add", "Ada keeps honeybees on her allotment"]));
+    run(&["add", "The quarterly report is due on Friday"]);
+    let status = run(&["status"]);
+    assert!(
+        status["configuration"]
+            .as_str()
+            .unwrap()
+            .contains("embedder local:all-minilm-l6-v2"),
+        "{status}"
+    );
+    // No word in common with the episode: found by its embedding.
+    let found = run(&["search", "insects in the garden", "-n", "1"]);
+    assert_eq!(episode_uuids(&found), [uuid.as_str()]);
+}

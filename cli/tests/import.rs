@@ -1,0 +1,253 @@
+//! `gralkor import` end to end on a fixture workspace (test-trees/cli.md, import).
+
+mod common;
+
+use std::path::Path;
+
+use common::Home;
+use serde_json::{Value, json};
+
+/// USER.md, MEMORY.md, memory/{2026-11-30,notes}.md, an empty memory/blank.md, and two
+/// sessions: one in chat-message lines with a recalled memory block and a tool call,
+/// one in wrapped `{"type": "message", "message": …}` lines with a header.
+fn workspace(root: &Path) {
+    std::fs::create_dir_all(root.join("memory")).unwrap();
+    std::fs::create_dir_all(root.join("sessions")).unwrap();
+    std::fs::write(
+        root.join("USER.md"),
+        "# User\nSam keeps a vegetable garden.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("MEMORY.md"),
+        "# Memory\nSam's sister is called Ada.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("memory/2026-11-30.md"),
+        "Sam planted garlic on the thirtieth.\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("memory/notes.md"), "Sam dislikes coriander.\n").unwrap();
+    std::fs::write(root.join("memory/blank.md"), "\n  \n").unwrap();
+    std::fs::write(root.join("memory/ignored.txt"), "not markdown").unwrap();
+    let s1 = [
+        json!({"role": "system", "content": "You are Susu."}),
+        json!({"role": "user", "content": "<gralkor-memory trust=\"untrusted\">\n- Sam likes tea\n</gralkor-memory>\nWhat should I plant next?"}),
+        json!({"role": "assistant", "content": "Let me check.", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "memory_search", "arguments": "{}"}}]}),
+        json!({"role": "tool", "tool_call_id": "c1", "content": "- Sam likes tea"}),
+        json!({"role": "assistant", "content": "Broad beans do well in winter."}),
+        json!({"role": "user", "content": "Thanks, I will plant broad beans."}),
+        json!({"role": "assistant", "content": "Good luck!"}),
+    ];
+    let s1: Vec<String> = s1.iter().map(Value::to_string).collect();
+    std::fs::write(root.join("sessions/s-1.jsonl"), s1.join("\n") + "\n").unwrap();
+    let s2 = [
+        json!({"type": "session", "id": "s-2", "timestamp": "2026-11-29T10:00:00Z"}),
+        json!({"type": "message", "timestamp": "2026-11-29T10:00:01Z",
+               "message": {"role": "user", "content": [{"type": "text", "text": "My bike was stolen."}]}}),
+        json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "I am sorry to hear that."}]}}),
+    ];
+    let s2: Vec<String> = s2.iter().map(Value::to_string).collect();
+    std::fs::write(root.join("sessions/s-2.jsonl"), s2.join("\n")).unwrap();
+}
+
+fn import(home: &Home, ws: &Path, extra: &[&str]) -> Value {
+    let sessions = ws.join("sessions");
+    let mut args = vec![
+        "--json",
+        "import",
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--sessions",
+        sessions.to_str().unwrap(),
+        "--agent-name",
+        "Susu",
+        "--human-name",
+        "Sam",
+    ];
+    args.extend_from_slice(extra);
+    home.run(&args).json()
+}
+
+fn sources(report: &Value, status: &str) -> Vec<String> {
+    report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["status"] == status)
+        .map(|i| i["source"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn episode_count(home: &Home) -> usize {
+    home.run(&["--json", "episodes", "--last", "100"])
+        .json()
+        .as_array()
+        .unwrap()
+        .len()
+}
+
+const ALL: [&str; 6] = [
+    "USER.md",
+    "MEMORY.md",
+    "memory/2026-11-30.md",
+    "memory/notes.md",
+    "sessions/s-1",
+    "sessions/s-2",
+];
+
+// import / a fixture workspace imported twice is written once
+#[test]
+fn importing_a_workspace_twice_writes_it_once() {
+    let home = Home::new();
+    let ws = home.path().join("ws");
+    workspace(&ws);
+    let first = import(&home, &ws, &[]);
+    assert_eq!(sources(&first, "written"), ALL);
+    assert_eq!(first["written"], 6);
+    assert_eq!(
+        first["skipped"],
+        json!([{"source": "memory/blank.md", "reason": "empty"}])
+    );
+    assert_eq!(episode_count(&home), 6);
+
+    let second = import(&home, &ws, &[]);
+    assert_eq!(second["written"], 0);
+    assert_eq!(sources(&second, "unchanged"), ALL);
+    assert_eq!(episode_count(&home), 6);
+    // The same episodes, by the same replay-stable ids.
+    let ids = |r: &Value| -> Vec<Value> {
+        r["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["episode"].clone())
+            .collect()
+    };
+    assert_eq!(ids(&first), ids(&second));
+
+    // A changed file is written anew; the rest stay unchanged.
+    std::fs::write(ws.join("memory/notes.md"), "Sam now likes coriander.\n").unwrap();
+    let third = import(&home, &ws, &[]);
+    assert_eq!(sources(&third, "written"), ["memory/notes.md"]);
+    assert_eq!(third["unchanged"], 5);
+    assert_eq!(episode_count(&home), 7);
+}
+
+// import / sessions become one conversation episode each, without recalled memory
+#[test]
+fn a_session_becomes_one_conversation_episode_without_recalled_memory() {
+    let home = Home::new();
+    let ws = home.path().join("ws");
+    workspace(&ws);
+    let report = import(&home, &ws, &["--no-files"]);
+    assert_eq!(
+        sources(&report, "written"),
+        ["sessions/s-1", "sessions/s-2"]
+    );
+    let s1 = report["items"][0]["episode"].as_str().unwrap().to_string();
+    let got = home.run(&["--json", "get", &s1]).json();
+    assert_eq!(
+        got["episode"]["content"],
+        "Sam: What should I plant next?\nSusu: Broad beans do well in winter.\n\
+         Sam: Thanks, I will plant broad beans.\nSusu: Good luck!"
+    );
+    assert_eq!(got["episode"]["source_kind"], "message");
+    assert_eq!(got["episode"]["source_description"], "import: sessions/s-1");
+    let s2 = report["items"][1]["episode"].as_str().unwrap().to_string();
+    let got = home.run(&["--json", "get", &s2]).json();
+    assert_eq!(
+        got["episode"]["content"],
+        "Sam: My bike was stolen.\nSusu: I am sorry to hear that."
+    );
+    // The session's first timestamp is when it happened.
+    assert_eq!(got["episode"]["valid_at"], "2026-11-29T10:00:00.000000Z");
+    // Markdown files are searchable documents.
+    let found = home.run(&["--json", "search", "garlic"]);
+    assert_eq!(
+        found.json().as_array().unwrap().len(),
+        0,
+        "--no-files wrote no file"
+    );
+}
+
+// import / --dry-run lists what would be written and writes nothing
+#[test]
+fn a_dry_run_lists_what_would_be_written_and_writes_nothing() {
+    let home = Home::new();
+    let ws = home.path().join("ws");
+    workspace(&ws);
+    let dry = import(&home, &ws, &["--dry-run"]);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(sources(&dry, "would_write"), ALL);
+    assert_eq!(dry["written"], 0);
+    assert_eq!(episode_count(&home), 0);
+    // The episodes a dry run names are the ones the import then writes.
+    let real = import(&home, &ws, &[]);
+    assert_eq!(dry["items"][0]["episode"], real["items"][0]["episode"]);
+    let text = home.run(&["import", "--dry-run", "--workspace", ws.to_str().unwrap()]);
+    assert!(
+        text.ok().stdout.contains("unchanged USER.md → "),
+        "{text:?}"
+    );
+    assert!(text.stdout.contains("nothing was written"), "{text:?}");
+}
+
+// import / bad input is refused before anything is written
+#[test]
+fn a_malformed_session_line_is_refused_naming_file_and_line_before_anything_is_written() {
+    let home = Home::new();
+    let ws = home.path().join("ws");
+    workspace(&ws);
+    std::fs::write(
+        ws.join("sessions/s-3.jsonl"),
+        "{\"role\": \"user\", \"content\": \"hi\"}\nnot json\n",
+    )
+    .unwrap();
+    let run = home.run(&[
+        "import",
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--sessions",
+        ws.join("sessions").to_str().unwrap(),
+        "--agent-name",
+        "Susu",
+        "--human-name",
+        "Sam",
+    ]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.contains("sessions/s-3:2"), "{run:?}");
+    assert_eq!(episode_count(&home), 0);
+}
+
+#[test]
+fn sessions_need_both_speaker_names() {
+    let home = Home::new();
+    let ws = home.path().join("ws");
+    workspace(&ws);
+    let run = home.run(&[
+        "import",
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--sessions",
+        ws.join("sessions").to_str().unwrap(),
+        "--agent-name",
+        "Susu",
+    ]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.contains("--human-name"), "{run:?}");
+    let run = home.run(&["import", "--workspace", "/nonexistent/gralkor-ws"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.contains("--workspace"), "{run:?}");
+    let run = home.run(&[
+        "import",
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--lens",
+        "nope",
+    ]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert_eq!(episode_count(&home), 0);
+}
