@@ -16,11 +16,7 @@
 //!    field, before any call.
 //! 2. The query is embedded **once**, if any scope needs it and no
 //!    [`SearchRequest::query_vector`] is given — once for every graph of a
-//!    [`search_many`] too, which then searches the graphs concurrently. While it is
-//!    embedded, the fulltext candidates of the facts and episodes scopes that run as
-//!    one statement with both methods (RRF, no walk) are already fetched from every
-//!    graph; their statements then take them with the vector, so the embedding does
-//!    not wait in front of the whole search (same results as with the vector given).
+//!    [`search_many`] too, which then searches the graphs concurrently.
 //! 3. The scopes run **concurrently**. Inside a scope, the fulltext and vector
 //!    statements are issued together as two concurrent read-only queries on the
 //!    handle's read connections — as fast as one pipeline in
