@@ -186,45 +186,6 @@ mod rrf {
         assert!(got.len() >= 3 && ft >= 2 && vec >= 2, "{got:?}");
     }
 
-    /// A search that embeds its query itself fetches the fulltext candidates while the
-    /// query is embedded, then runs the rest with them: the same facts, scores and
-    /// sources as with the query vector given — current facts, as of a date, a small
-    /// limit, a minimum score, words found nowhere.
-    #[tokio::test]
-    async fn fulltext_fetched_while_the_query_is_embedded_changes_nothing() {
-        let w = world("gsrr-overlap").await;
-        let cfg = facts_with(Methods::HYBRID, RerankerKind::Rrf);
-        let q = "Alice works in Paris";
-        let small = SearchConfig { limit: 2, ..cfg };
-        let strict = SearchConfig {
-            min_score: 0.6,
-            ..cfg
-        };
-        let requests = [
-            SearchRequest::new(q, cfg),
-            SearchRequest::new(q, cfg).history(),
-            SearchRequest::new(q, cfg).as_of(t("2024-06-01T00:00:00Z")),
-            SearchRequest::new(q, small).history(),
-            SearchRequest::new(q, strict).history(),
-            SearchRequest::new("zyxwv qwerty", cfg).history(),
-        ];
-        let mut found = 0;
-        for req in requests {
-            let embedded = run(&w, &req).await.facts;
-            let given = run(&w, &req.clone().query_vector(w.emb.vector(&req.query)))
-                .await
-                .facts;
-            assert_eq!(embedded.len(), given.len(), "{:?}", req.query);
-            for (a, b) in embedded.iter().zip(&given) {
-                assert_eq!(a.fact, b.fact);
-                assert_eq!(a.sources, b.sources);
-                assert!(close(a.score, b.score), "{} vs {}", a.score, b.score);
-            }
-            found += embedded.len();
-        }
-        assert!(found > 0);
-    }
-
     #[tokio::test]
     async fn the_fusion_holds_under_filters_cut_offs_and_a_missing_method() {
         let w = world("gsrr-rrf2").await;

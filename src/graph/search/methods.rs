@@ -378,11 +378,9 @@ fn fact_tail(w: &Where) -> String {
 /// scores keep the client's order; when only one method found anything, its own
 /// scores and order stand. `None` when an index it needs is missing: the per-method
 /// path tolerates that.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn fact_hybrid_rrf(
     ctx: Ctx<'_>,
     q: Option<&str>,
-    pre: Option<&Value>,
     v: Option<&[f32]>,
     n: usize,
     min_sim: f64,
@@ -390,16 +388,12 @@ pub(crate) async fn fact_hybrid_rrf(
     limit: usize,
 ) -> Result<Option<Vec<FactHit>>> {
     let w = ctx.filters.fact_where(ctx.now);
-    let ft = match (q, pre) {
-        (Some(_), Some(_)) => "CALL { UNWIND range(0, size($ft_pre) - 1) AS i \
-             WITH i, $ft_pre[i] AS t MATCH ()-[f:RELATES_TO {uuid: t[0]}]->() \
-             WITH f, t[1] AS score, i ORDER BY i RETURN collect([f, score]) AS ft }"
-            .to_owned(),
-        (Some(_), None) => format!(
+    let ft = match q {
+        Some(_) => format!(
             "CALL {{ {} RETURN collect([f, score]) AS ft }}",
             fact_fulltext_clauses(ctx, &w, false)
         ),
-        (None, _) => "WITH [] AS ft".to_owned(),
+        None => "WITH [] AS ft".to_owned(),
     };
     let vec = match v {
         Some(_) => format!(
@@ -435,9 +429,6 @@ pub(crate) async fn fact_hybrid_rrf(
     if let Some(v) = v {
         params = params.set("v", v.to_vec());
     }
-    if let Some(pre) = pre {
-        params = params.set("ft_pre", pre.clone());
-    }
     match ctx.db.ro_query(ctx.graph, &query, &params).await {
         Ok(res) => {
             let hits = res
@@ -455,44 +446,6 @@ pub(crate) async fn fact_hybrid_rrf(
                 Ok(None)
             } else {
                 Err(err)
-            }
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// The fulltext list of [`fact_hybrid_rrf`] fetched ahead of it — while the query is
-/// embedded — as `[[uuid, score], …]`, best first: exactly what the statement's own
-/// fulltext subquery collects, filters included. `None` when the fulltext index is
-/// missing (the statement then finds that out itself).
-pub(crate) async fn fact_fulltext_prefetch(
-    ctx: Ctx<'_>,
-    q: &str,
-    n: usize,
-) -> Result<Option<Value>> {
-    let w = ctx.filters.fact_where(ctx.now);
-    let query = format!(
-        "{} RETURN collect([f.uuid, score]) AS ft",
-        fact_fulltext_clauses(ctx, &w, false)
-    );
-    let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
-    prefetch(ctx, Index::Fulltext("RELATES_TO", false), &query, &params).await
-}
-
-/// Runs a prefetch statement: its one `ft` list, or `None` when `index` is missing.
-async fn prefetch(
-    ctx: Ctx<'_>,
-    index: Index,
-    query: &str,
-    params: &Params,
-) -> Result<Option<Value>> {
-    match ctx.db.ro_query(ctx.graph, query, params).await {
-        Ok(res) => Ok(res.get(0, "ft").cloned()),
-        Err(err @ Error::Query { .. }) => {
-            if index_exists(ctx, index).await? {
-                Err(err)
-            } else {
-                Ok(None)
             }
         }
         Err(e) => Err(e),
@@ -737,11 +690,9 @@ pub(crate) async fn episode_vector(
 /// the minimum score and the limit, in one round trip instead of two. `None` under a
 /// writer selection (the vector method ranks the selected writers' episodes exactly
 /// instead) or when an index it needs is missing: the per-method path handles both.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn episode_hybrid_rrf(
     ctx: Ctx<'_>,
     q: Option<&str>,
-    pre: Option<&Value>,
     v: Option<&[f32]>,
     n: usize,
     min_sim: f64,
@@ -752,15 +703,13 @@ pub(crate) async fn episode_hybrid_rrf(
         return Ok(None);
     }
     let label = crate::graph::store::EPISODE_EMBEDDING_LABEL;
-    let ft = match (q, pre) {
-        (Some(_), Some(_)) => "CALL { UNWIND range(0, size($ft_pre) - 1) AS i \
-             WITH i, $ft_pre[i] AS t MATCH (e:Episodic {uuid: t[0]}) \
-             WITH e, t[1] AS score, i ORDER BY i RETURN collect([e, score]) AS ft }"
+    let ft = match q {
+        Some(_) => "CALL { CALL db.idx.fulltext.queryNodes('Episodic', $q) YIELD node, score \
+                    WITH node AS e, score ORDER BY score DESC LIMIT $n \
+                    WITH e, score ORDER BY score DESC, e.uuid \
+                    RETURN collect([e, score]) AS ft }"
             .to_owned(),
-        (Some(_), None) => {
-            format!("CALL {{ {EPISODE_FULLTEXT} RETURN collect([e, score]) AS ft }}")
-        }
-        (None, _) => "WITH [] AS ft".to_owned(),
+        None => "WITH [] AS ft".to_owned(),
     };
     let vec = match v {
         Some(_) => format!(
@@ -799,9 +748,6 @@ pub(crate) async fn episode_hybrid_rrf(
     if let Some(v) = v {
         params = params.set("v", v.to_vec());
     }
-    if let Some(pre) = pre {
-        params = params.set("ft_pre", pre.clone());
-    }
     match ctx.db.ro_query(ctx.graph, &query, &params).await {
         Ok(res) => {
             let hits = res
@@ -824,27 +770,6 @@ pub(crate) async fn episode_hybrid_rrf(
         }
         Err(e) => Err(e),
     }
-}
-
-/// The unfiltered episode fulltext clauses of [`episode_hybrid_rrf`] and its
-/// prefetch, binding `e` and `score`: the best `$n` matches, best first.
-const EPISODE_FULLTEXT: &str = "CALL db.idx.fulltext.queryNodes('Episodic', $q) YIELD node, score \
-     WITH node AS e, score ORDER BY score DESC LIMIT $n \
-     WITH e, score ORDER BY score DESC, e.uuid";
-
-/// The fulltext list of [`episode_hybrid_rrf`] fetched ahead of it, as
-/// [`fact_fulltext_prefetch`] does for facts. Only without a writer selection.
-pub(crate) async fn episode_fulltext_prefetch(
-    ctx: Ctx<'_>,
-    q: &str,
-    n: usize,
-) -> Result<Option<Value>> {
-    if !ctx.filters.writers.is_empty() {
-        return Ok(None);
-    }
-    let query = format!("{EPISODE_FULLTEXT} RETURN collect([e.uuid, score]) AS ft");
-    let params = Params::new().set("q", q).set("n", int(n));
-    prefetch(ctx, Index::Fulltext("Episodic", true), &query, &params).await
 }
 
 // ---------------------------------------------------------------- communities

@@ -96,7 +96,7 @@ pub use methods::{MIN_INDEX_K, OVERFETCH, WRITER_WIDEN};
 pub use results::{CommunityHit, EntityHit, EpisodeHit, EpisodeSource, FactHit, SearchResults};
 
 use self::methods::Ctx;
-use self::scope::{Prefetch, Scope};
+use self::scope::Scope;
 use crate::falkordb::{DEFAULT_STOPWORDS, FalkorDb, fulltext_query};
 use crate::graph::model::Timestamp;
 use crate::llm::{Embedder, Reranker};
@@ -232,8 +232,8 @@ pub async fn search(
 ) -> Result<SearchResults> {
     request.check(embedder.is_some(), reranker.is_some())?;
     crate::falkordb::physical_graph_name(graph)?;
-    let mut found = search_graphs(db, &[graph], request, embedder, reranker).await?;
-    Ok(found.remove(0))
+    let vector = embed_query(request, embedder).await?;
+    run_graph(db, graph, request, vector.as_deref(), reranker).await
 }
 
 /// Runs `request` on each of `graphs`, concurrently, and returns their results in the
@@ -270,94 +270,13 @@ pub async fn search_many(
     if graphs.is_empty() {
         return Ok(Vec::new());
     }
-    search_graphs(db, graphs, request, embedder, reranker).await
-}
-
-/// The checked request on `graphs`. When the query must be embedded, the fulltext
-/// candidates of the scopes whose one statement uses both methods are fetched from
-/// every graph **while** it is embedded (the embedding no longer waits in front of
-/// the whole search); each graph's statements then take those candidates and the
-/// vector. Results are the same as with a precomputed query vector.
-async fn search_graphs(
-    db: &FalkorDb,
-    graphs: &[&str],
-    request: &SearchRequest,
-    embedder: Option<&dyn Embedder>,
-    reranker: Option<&dyn Reranker>,
-) -> Result<Vec<SearchResults>> {
-    let text = query_text(request);
-    let now = Timestamp::now();
-    let overlap = request.query_vector.is_none()
-        && embedder.is_some()
-        && text.is_some()
-        && request.config.needs_embedding();
-    let (vector, prefetched) = if overlap {
-        let (vector, prefetched) = tokio::join!(
-            embed_query(request, embedder),
-            try_join_all(graphs.iter().map(|g| prefetch_graph(
-                db,
-                g,
-                request,
-                text.as_deref(),
-                now
-            )),)
-        );
-        (vector?, Some(prefetched?))
-    } else {
-        (embed_query(request, embedder).await?, None)
-    };
-    try_join_all(graphs.iter().enumerate().map(|(i, g)| {
-        let pre = prefetched.as_ref().map(|p| &p[i]);
-        run_graph(
-            db,
-            g,
-            request,
-            vector.as_deref(),
-            reranker,
-            text.as_deref(),
-            now,
-            pre,
-        )
-    }))
+    let vector = embed_query(request, embedder).await?;
+    try_join_all(
+        graphs
+            .iter()
+            .map(|g| run_graph(db, g, request, vector.as_deref(), reranker)),
+    )
     .await
-}
-
-/// The query as the fulltext methods take it (`None` when blank or only stopwords).
-fn query_text(request: &SearchRequest) -> Option<String> {
-    if request.query.trim().is_empty() {
-        None
-    } else {
-        fulltext_query(&request.query, DEFAULT_STOPWORDS)
-    }
-}
-
-/// One graph's [`Prefetch`]: the fulltext candidates its facts and episodes scopes'
-/// one statements will take.
-async fn prefetch_graph(
-    db: &FalkorDb,
-    graph: &str,
-    request: &SearchRequest,
-    text: Option<&str>,
-    now: Timestamp,
-) -> Result<Prefetch> {
-    let s = Scope {
-        ctx: Ctx {
-            db,
-            graph,
-            filters: &request.filters,
-            now,
-        },
-        request,
-        vector: None,
-        text,
-        reranker: None,
-        prefetched: None,
-    };
-    let (facts, episodes) = tokio::try_join!(
-        s.prefetch::<scope::Facts>(),
-        s.prefetch::<scope::Episodes>()
-    )?;
-    Ok(Prefetch { facts, episodes })
 }
 
 /// Runs `request` on `graph` with a precomputed query embedding: `query_vector`
@@ -377,18 +296,7 @@ pub async fn search_with_vector(
     request.check(query_vector.is_some(), reranker.is_some())?;
     crate::falkordb::physical_graph_name(graph)?;
     let vector = query_vector.or(request.query_vector.as_deref());
-    let text = query_text(request);
-    run_graph(
-        db,
-        graph,
-        request,
-        vector,
-        reranker,
-        text.as_deref(),
-        Timestamp::now(),
-        None,
-    )
-    .await
+    run_graph(db, graph, request, vector, reranker).await
 }
 
 /// The query embedding `request` needs: its [`SearchRequest::query_vector`] if given,
@@ -461,31 +369,30 @@ where
         .collect())
 }
 
-/// One graph's search, the request checked and the query embedding at hand (and the
-/// fulltext candidates fetched while it was embedded, if any).
-#[allow(clippy::too_many_arguments)]
+/// One graph's search, the request checked and the query embedding at hand.
 async fn run_graph(
     db: &FalkorDb,
     graph: &str,
     request: &SearchRequest,
     vector: Option<&[f32]>,
     reranker: Option<&dyn Reranker>,
-    text: Option<&str>,
-    now: Timestamp,
-    prefetched: Option<&Prefetch>,
 ) -> Result<SearchResults> {
+    let text = if request.query.trim().is_empty() {
+        None
+    } else {
+        fulltext_query(&request.query, DEFAULT_STOPWORDS)
+    };
     let s = Scope {
         ctx: Ctx {
             db,
             graph,
             filters: &request.filters,
-            now,
+            now: Timestamp::now(),
         },
         request,
         vector,
-        text,
+        text: text.as_deref(),
         reranker,
-        prefetched,
     };
     let (facts, entities, episodes, communities) = tokio::try_join!(
         s.run::<scope::Facts>(),

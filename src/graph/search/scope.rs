@@ -14,7 +14,6 @@ use super::methods::{self, Ctx, Embedded};
 use super::rerank;
 use super::results::{CommunityHit, EntityHit, EpisodeHit, FactHit, Hit};
 use super::{SEARCH_LABEL, SearchRequest};
-use crate::falkordb::Value;
 use crate::llm::Reranker;
 use crate::{Error, Result};
 
@@ -75,31 +74,12 @@ pub(crate) trait ScopeKind {
         async { Ok(None) }
     }
 
-    /// The fulltext candidates of [`one_statement`](Self::one_statement), fetched
-    /// ahead of it while the query is embedded; `None` when the scope has no such
-    /// statement (or it would not use them).
-    fn prefetch(
-        _ctx: Ctx<'_>,
-        _q: &str,
-        _n: usize,
-    ) -> impl Future<Output = Result<Option<Value>>> + Send {
-        async { Ok(None) }
-    }
-
-    /// This scope's part of a [`Prefetch`].
-    fn prefetched(_p: &Prefetch) -> Option<&Value> {
-        None
-    }
-
     /// The whole RRF search (no walk) in one statement, when the scope has one:
-    /// `Some(final hits)`, or `None` to take the per-method path. `pre` is the
-    /// fulltext list [`prefetch`](Self::prefetch) fetched, used instead of the
-    /// statement's own fulltext subquery.
+    /// `Some(final hits)`, or `None` to take the per-method path.
     #[allow(clippy::too_many_arguments)]
     fn one_statement(
         _ctx: Ctx<'_>,
         _q: Option<&str>,
-        _pre: Option<&Value>,
         _v: Option<&[f32]>,
         _n: usize,
         _min_sim: f64,
@@ -163,22 +143,9 @@ impl ScopeKind for Facts {
         async { Ok(Some(counts)) }
     }
 
-    async fn prefetch(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Option<Value>> {
-        if !ctx.filters.writers.is_empty() {
-            return Ok(None);
-        }
-        methods::fact_fulltext_prefetch(ctx, q, n).await
-    }
-
-    fn prefetched(p: &Prefetch) -> Option<&Value> {
-        p.facts.as_ref()
-    }
-
-    #[allow(clippy::too_many_arguments)]
     async fn one_statement(
         ctx: Ctx<'_>,
         q: Option<&str>,
-        pre: Option<&Value>,
         v: Option<&[f32]>,
         n: usize,
         min_sim: f64,
@@ -191,7 +158,7 @@ impl ScopeKind for Facts {
             return Ok(None);
         }
         // `None` when an index is missing, which the per-method path tolerates.
-        methods::fact_hybrid_rrf(ctx, q, pre, v, n, min_sim, min_score, limit).await
+        methods::fact_hybrid_rrf(ctx, q, v, n, min_sim, min_score, limit).await
     }
 }
 
@@ -273,23 +240,9 @@ impl ScopeKind for Episodes {
         methods::episode_vector(ctx, v, n, min_sim)
     }
 
-    fn prefetch(
-        ctx: Ctx<'_>,
-        q: &str,
-        n: usize,
-    ) -> impl Future<Output = Result<Option<Value>>> + Send {
-        methods::episode_fulltext_prefetch(ctx, q, n)
-    }
-
-    fn prefetched(p: &Prefetch) -> Option<&Value> {
-        p.episodes.as_ref()
-    }
-
-    #[allow(clippy::too_many_arguments)]
     fn one_statement(
         ctx: Ctx<'_>,
         q: Option<&str>,
-        pre: Option<&Value>,
         v: Option<&[f32]>,
         n: usize,
         min_sim: f64,
@@ -297,7 +250,7 @@ impl ScopeKind for Episodes {
         limit: usize,
     ) -> impl Future<Output = Result<Option<Vec<EpisodeHit>>>> + Send {
         // `None` under a writer selection or without an index: the per-method path.
-        methods::episode_hybrid_rrf(ctx, q, pre, v, n, min_sim, min_score, limit)
+        methods::episode_hybrid_rrf(ctx, q, v, n, min_sim, min_score, limit)
     }
 }
 
@@ -330,14 +283,6 @@ impl ScopeKind for Communities {
     }
 }
 
-/// The fulltext candidates of the scopes whose one statement will use them, fetched
-/// while the query is embedded (see [`Scope::prefetch`]).
-#[derive(Debug, Default)]
-pub(crate) struct Prefetch {
-    pub(crate) facts: Option<Value>,
-    pub(crate) episodes: Option<Value>,
-}
-
 /// What the scopes of one search share.
 pub(crate) struct Scope<'a> {
     pub(crate) ctx: Ctx<'a>,
@@ -345,7 +290,6 @@ pub(crate) struct Scope<'a> {
     pub(crate) vector: Option<&'a [f32]>,
     pub(crate) text: Option<&'a str>,
     pub(crate) reranker: Option<&'a dyn Reranker>,
-    pub(crate) prefetched: Option<&'a Prefetch>,
 }
 
 /// `fut.await` when `run`, else an empty list — for `try_join!`.
@@ -359,22 +303,6 @@ where
 impl Scope<'_> {
     fn limit(&self) -> usize {
         self.request.config.limit
-    }
-
-    /// The fulltext candidates of scope `S`, fetched ahead of its one statement, when
-    /// that statement will run with both methods (RRF, no walk, fulltext and vector):
-    /// what a search can do while its query is still being embedded.
-    pub(crate) async fn prefetch<S: ScopeKind>(&self) -> Result<Option<Value>> {
-        let Some(cfg) = S::config(&self.request.config) else {
-            return Ok(None);
-        };
-        let m = cfg.methods;
-        match self.text {
-            Some(q) if m.fulltext && m.vector && !m.bfs && cfg.reranker == RerankerKind::Rrf => {
-                S::prefetch(self.ctx, q, self.n()).await
-            }
-            _ => Ok(None),
-        }
     }
 
     /// Candidates per method: twice the limit, as Graphiti.
@@ -394,23 +322,10 @@ impl Scope<'_> {
         if text.is_none() && vector.is_none() && !m.bfs {
             return Ok(Vec::new());
         }
-        let pre = self
-            .prefetched
-            .and_then(S::prefetched)
-            .filter(|_| text.is_some());
         if cfg.reranker == RerankerKind::Rrf
             && !m.bfs
-            && let Some(hits) = S::one_statement(
-                ctx,
-                text,
-                pre,
-                vector,
-                n,
-                cfg.min_similarity,
-                min_score,
-                limit,
-            )
-            .await?
+            && let Some(hits) =
+                S::one_statement(ctx, text, vector, n, cfg.min_similarity, min_score, limit).await?
         {
             return Ok(hits);
         }
