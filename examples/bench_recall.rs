@@ -363,6 +363,26 @@ async fn run() -> gralkor::Result<()> {
         engine.search_many(&names, &request).await?;
         search_facts.push(t.elapsed());
     }
+    // The facts search by one method at a time: where the search's time goes.
+    let mut by_method = Vec::new();
+    for methods in [Methods::FULLTEXT, Methods::VECTOR] {
+        let one = SearchConfig {
+            facts: Some(ScopeConfig::new(methods, RerankerKind::Rrf)),
+            ..facts_config
+        };
+        let mut times = Vec::with_capacity(samples);
+        for q in &queries {
+            let v = local
+                .embed(std::slice::from_ref(q), "bench")
+                .await?
+                .remove(0);
+            let request = SearchRequest::new(q.clone(), one).query_vector(v);
+            let t = Instant::now();
+            engine.search_many(&names, &request).await?;
+            times.push(t.elapsed());
+        }
+        by_method.push(times);
+    }
     let mut embed = Vec::with_capacity(samples);
     for q in &queries {
         let t = Instant::now();
@@ -383,6 +403,12 @@ async fn run() -> gralkor::Result<()> {
     row("recall, offline, partial (3 searches)", part);
     row("search alone, facts only", search_facts);
     row("search alone, facts + episodes", search_only);
+    let vector_only = by_method.pop().unwrap_or_default();
+    row(
+        "search alone, facts, fulltext only",
+        by_method.pop().unwrap_or_default(),
+    );
+    row("search alone, facts, vector only", vector_only);
     row("query embedding alone", embed);
     // One shutdown: both clients share the database handle, which it stops.
     client.shutdown().await?;
