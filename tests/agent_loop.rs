@@ -12,10 +12,10 @@ mod agent_loop;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agent_loop::{Agent, Endpoint};
+use common::chat_provider::{answer, bodies, provider, tool_call};
 use common::ingest::CountingEmbedder;
 use gralkor::agent::capture::{
     CaptureBuffer, CaptureConfig, CaptureSink, CaptureStore, FalkorCaptureStore,
@@ -30,65 +30,9 @@ use gralkor::graph::Engine;
 use gralkor::runtime::{Runtime, RuntimeConfig};
 use gralkor::storage::NativeStorage;
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::MockServer;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// A provider that answers each request with the next scripted reply (HTTP 500 once
-/// the script is spent, or for a reply scripted as `null`).
-struct Script {
-    replies: Vec<Value>,
-    next: AtomicUsize,
-}
-
-impl Respond for Script {
-    fn respond(&self, _request: &Request) -> ResponseTemplate {
-        let i = self.next.fetch_add(1, Ordering::SeqCst);
-        match self.replies.get(i) {
-            Some(reply) if !reply.is_null() => ResponseTemplate::new(200).set_body_json(reply),
-            _ => ResponseTemplate::new(500).set_body_string("scripted failure"),
-        }
-    }
-}
-
-fn completion(message: Value, finish: &str) -> Value {
-    json!({
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": "fake-model",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    })
-}
-
-fn tool_call(id: &str, name: &str, arguments: Value) -> Value {
-    completion(
-        json!({"role": "assistant", "content": null, "tool_calls": [{
-            "id": id, "type": "function",
-            "function": {"name": name, "arguments": arguments.to_string()},
-        }]}),
-        "tool_calls",
-    )
-}
-
-fn answer(text: &str) -> Value {
-    completion(json!({"role": "assistant", "content": text}), "stop")
-}
-
-async fn provider(replies: Vec<Value>) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(Script {
-            replies,
-            next: AtomicUsize::new(0),
-        })
-        .mount(&server)
-        .await;
-    server
-}
 
 fn endpoint(server: &MockServer) -> Endpoint {
     Endpoint::from_lookup(|k| match k {
@@ -102,15 +46,6 @@ fn endpoint(server: &MockServer) -> Endpoint {
 }
 
 /// The JSON bodies the provider received, in order.
-async fn bodies(server: &MockServer) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| serde_json::from_slice(&r.body).unwrap())
-        .collect()
-}
 
 #[derive(Debug, Clone, Copy)]
 enum Kind {

@@ -373,11 +373,8 @@ fn fact_tail(w: &Where) -> String {
 /// limit, and the winners' columns and sources — so only the winners are loaded, in
 /// one round trip.
 ///
-/// The fusion is [`rerank::rrf`](super::rerank) exactly: each candidate carries its
-/// position of first appearance (`2 × rank + method`, fulltext first), so equal fused
-/// scores keep the client's order; when only one method found anything, its own
-/// scores and order stand. `None` when an index it needs is missing: the per-method
-/// path tolerates that.
+/// The fusion is [`rrf_fusion`], [`rerank::rrf`](super::rerank) exactly. `None` when
+/// an index it needs is missing: the per-method path tolerates that.
 pub(crate) async fn fact_hybrid_rrf(
     ctx: Ctx<'_>,
     q: Option<&str>,
@@ -403,18 +400,8 @@ pub(crate) async fn fact_hybrid_rrf(
         None => "WITH ft, [] AS vec".to_owned(),
     };
     let query = format!(
-        "{ft} {vec} \
-         WITH ft, vec, size(ft) > 0 AND size(vec) > 0 AS fuse \
-         UNWIND [i IN range(0, size(ft) - 1) | \
-                   [ft[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE ft[i][1] END, 2 * i]] \
-              + [i IN range(0, size(vec) - 1) | \
-                   [vec[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE vec[i][1] END, 2 * i + 1]] \
-              AS c \
-         WITH c[0] AS f, sum(c[1]) AS score, min(c[2]) AS pos \
-         WHERE score >= $min_score \
-         WITH f, score, pos ORDER BY score DESC, pos LIMIT $limit \
-         {sources} \
-         RETURN {FACT_COLUMNS}, pos ORDER BY score DESC, pos",
+        "{ft} {vec} {fused} {sources} RETURN {FACT_COLUMNS}, pos ORDER BY score DESC, pos",
+        fused = rrf_fusion("f"),
         sources = fact_sources(&w, ", pos"),
     );
     let mut params = with(&w)
@@ -429,24 +416,53 @@ pub(crate) async fn fact_hybrid_rrf(
     if let Some(v) = v {
         params = params.set("v", v.to_vec());
     }
-    match ctx.db.ro_query(ctx.graph, &query, &params).await {
-        Ok(res) => {
-            let hits = res
-                .into_maps()
-                .iter()
-                .map(fact_hit)
-                .collect::<Result<_>>()?;
-            Ok(Some(hits))
-        }
+    let indices = [
+        (q.is_some(), Index::Fulltext("RELATES_TO", false)),
+        (v.is_some(), fact_vector_index(ctx)),
+    ];
+    let Some(rows) = one_statement(ctx, &query, &params, indices).await? else {
+        return Ok(None);
+    };
+    rows.iter().map(fact_hit).collect::<Result<_>>().map(Some)
+}
+
+/// The RRF fusion of the lists `ft` and `vec` of `[item, score]` (best first) that
+/// a hybrid one statement has collected, exactly as [`rerank::rrf`](super::rerank)
+/// fuses: each candidate carries its position of first appearance (`2 × rank +
+/// method`, fulltext first), so equal fused scores keep the client's order; when only
+/// one list found anything, its own scores and order stand. Then the minimum score
+/// and the limit, binding `var`, `score` and `pos`.
+fn rrf_fusion(var: &str) -> String {
+    format!(
+        "WITH ft, vec, size(ft) > 0 AND size(vec) > 0 AS fuse \
+         UNWIND [i IN range(0, size(ft) - 1) | \
+                   [ft[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE ft[i][1] END, 2 * i]] \
+              + [i IN range(0, size(vec) - 1) | \
+                   [vec[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE vec[i][1] END, 2 * i + 1]] \
+              AS c \
+         WITH c[0] AS {var}, sum(c[1]) AS score, min(c[2]) AS pos \
+         WHERE score >= $min_score \
+         WITH {var}, score, pos ORDER BY score DESC, pos LIMIT $limit"
+    )
+}
+
+/// Runs a hybrid one statement: its rows, or `None` when it failed because one of the
+/// `indices` it used (`(used, index)`) is missing — the per-method path tolerates that.
+async fn one_statement(
+    ctx: Ctx<'_>,
+    query: &str,
+    params: &Params,
+    indices: [(bool, Index); 2],
+) -> Result<Option<Vec<BTreeMap<String, Value>>>> {
+    match ctx.db.ro_query(ctx.graph, query, params).await {
+        Ok(res) => Ok(Some(res.into_maps())),
         Err(err @ Error::Query { .. }) => {
-            let fulltext_missing =
-                q.is_some() && !index_exists(ctx, Index::Fulltext("RELATES_TO", false)).await?;
-            let vector_missing = v.is_some() && !index_exists(ctx, fact_vector_index(ctx)).await?;
-            if fulltext_missing || vector_missing {
-                Ok(None)
-            } else {
-                Err(err)
+            for (used, index) in indices {
+                if used && !index_exists(ctx, index).await? {
+                    return Ok(None);
+                }
             }
+            Err(err)
         }
         Err(e) => Err(e),
     }
@@ -724,17 +740,8 @@ pub(crate) async fn episode_hybrid_rrf(
         None => "WITH ft, [] AS vec".to_owned(),
     };
     let query = format!(
-        "{ft} {vec} \
-         WITH ft, vec, size(ft) > 0 AND size(vec) > 0 AS fuse \
-         UNWIND [i IN range(0, size(ft) - 1) | \
-                   [ft[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE ft[i][1] END, 2 * i]] \
-              + [i IN range(0, size(vec) - 1) | \
-                   [vec[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE vec[i][1] END, 2 * i + 1]] \
-              AS c \
-         WITH c[0] AS e, sum(c[1]) AS score, min(c[2]) AS pos \
-         WHERE score >= $min_score \
-         WITH e, score, pos ORDER BY score DESC, pos LIMIT $limit \
-         RETURN {EPISODE_COLUMNS}, pos ORDER BY score DESC, pos"
+        "{ft} {vec} {fused} RETURN {EPISODE_COLUMNS}, pos ORDER BY score DESC, pos",
+        fused = rrf_fusion("e"),
     );
     let mut params = Params::new()
         .set("k", index_k(n))
@@ -748,28 +755,17 @@ pub(crate) async fn episode_hybrid_rrf(
     if let Some(v) = v {
         params = params.set("v", v.to_vec());
     }
-    match ctx.db.ro_query(ctx.graph, &query, &params).await {
-        Ok(res) => {
-            let hits = res
-                .into_maps()
-                .iter()
-                .map(episode_hit)
-                .collect::<Result<_>>()?;
-            Ok(Some(hits))
-        }
-        Err(err @ Error::Query { .. }) => {
-            let fulltext_missing =
-                q.is_some() && !index_exists(ctx, Index::Fulltext("Episodic", true)).await?;
-            let vector_missing =
-                v.is_some() && !index_exists(ctx, Index::Vector(label, true, "embedding")).await?;
-            if fulltext_missing || vector_missing {
-                Ok(None)
-            } else {
-                Err(err)
-            }
-        }
-        Err(e) => Err(e),
-    }
+    let indices = [
+        (q.is_some(), Index::Fulltext("Episodic", true)),
+        (v.is_some(), Index::Vector(label, true, "embedding")),
+    ];
+    let Some(rows) = one_statement(ctx, &query, &params, indices).await? else {
+        return Ok(None);
+    };
+    rows.iter()
+        .map(episode_hit)
+        .collect::<Result<_>>()
+        .map(Some)
 }
 
 // ---------------------------------------------------------------- communities
