@@ -13,7 +13,7 @@
 //!   scorer itself is tested.
 //! * [`retrieval`] — loaders for the LongMemEval and LoCoMo JSON formats, sessions
 //!   ingested as transcript episodes (the agent layer's rules) with their dates,
-//!   questions run through [`gralkor::agent::recall`]; recall@k of the evidence
+//!   questions run through [`gralkor::agent::recall()`]; recall@k of the evidence
 //!   sessions, deterministic answer checks (exact / contains / abstention), and with a
 //!   model an answer and an LLM-judge verdict, recall latency p50/p95 and context
 //!   tokens.

@@ -1,5 +1,5 @@
 //! The retrieval benchmark: LongMemEval- and LoCoMo-format sets ingested through the
-//! agent layer's transcript rules, questions through [`gralkor::agent::recall`],
+//! agent layer's transcript rules, questions through [`gralkor::agent::recall()`],
 //! and the accuracy–latency–context triple per question kind.
 //!
 //! The public sets are not shipped (see `eval/README.md` for where to get them and

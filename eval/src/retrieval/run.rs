@@ -18,7 +18,7 @@
 //! * **Context check** (deterministic, no model): whether the answer context
 //!   supports the answer, by the question's [`Scoring`]: `exact` an accepted answer as
 //!   a whole phrase, `contains` as a substring (both under
-//!   [`normalise`](crate::text::normalise)), `abstention` none of the question's
+//!   [`normalise`]), `abstention` none of the question's
 //!   `absent` words (not scored when it has none).
 //! * **With a model**: an answer from the block ([`ANSWER_SYSTEM`]) checked by the
 //!   same rule (`exact`: equal; `contains`: substring; `abstention`: the answer says
@@ -47,7 +47,7 @@ use crate::text::{contains_phrase, estimate_tokens, normalise};
 pub const DEFAULT_KS: [usize; 4] = [1, 3, 5, 10];
 
 /// Phrases by which an answer declines (compared under
-/// [`normalise`](crate::text::normalise)).
+/// [`normalise`]).
 pub const ABSTENTION_PHRASES: [&str; 9] = [
     "i don t know",
     "not mentioned",
