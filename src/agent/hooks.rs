@@ -29,6 +29,7 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use super::recall::{DEFAULT_RECALL_DEADLINE, RecallOptions, render_block, search_facts};
+use crate::access::Subject;
 use crate::client::{Client, OperatorId, SearchResult};
 use crate::storage::MAX_RESULTS_LIMIT;
 use crate::{Error, Result};
@@ -152,6 +153,7 @@ pub struct AgentRecall {
     operator: OperatorId,
     agent_name: String,
     config: AutoRecall,
+    subject: Option<Subject>,
 }
 
 impl std::fmt::Debug for AgentRecall {
@@ -183,12 +185,30 @@ impl AgentRecall {
             operator: operator.into(),
             agent_name,
             config,
+            subject: None,
         })
+    }
+
+    /// Searches as `subject`, for a client with an authorizer (which refuses a
+    /// search without one).
+    pub fn subject(mut self, subject: Subject) -> AgentRecall {
+        self.subject = Some(subject);
+        self
     }
 
     /// The configuration.
     pub fn config(&self) -> &AutoRecall {
         &self.config
+    }
+
+    fn options(&self, max_results: usize) -> RecallOptions {
+        let options = RecallOptions::new()
+            .max_results(max_results)
+            .deadline(self.config.deadline);
+        match &self.subject {
+            Some(s) => options.subject(s.clone()),
+            None => options,
+        }
     }
 
     /// The memory block to inject before a turn with this prompt, or `None` when
@@ -233,9 +253,7 @@ impl AgentRecall {
                 .collect(),
             None => Vec::new(),
         };
-        let long_options = RecallOptions::new()
-            .max_results(self.config.long_term_results)
-            .deadline(self.config.deadline);
+        let long_options = self.options(self.config.long_term_results);
         let span = tracing::info_span!(
             "gralkor.before_turn",
             session = session.unwrap_or("-"),
@@ -252,9 +270,7 @@ impl AgentRecall {
             );
             match session_dest {
                 Some(dest) => {
-                    let options = RecallOptions::new()
-                        .max_results(self.config.session_results)
-                        .deadline(self.config.deadline);
+                    let options = self.options(self.config.session_results);
                     let dests = [dest.clone()];
                     let session_search =
                         search_facts(client, &self.operator, &dests, query, &options);

@@ -35,6 +35,7 @@ pub use tools::{ToolContext, ToolDefinition, call_tool, force_memory_search_on_f
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
+use crate::access::Subject;
 use crate::client::{Client, OperatorId, Search};
 
 /// The text `memory_search` returns for a blank query: no search ran.
@@ -78,6 +79,10 @@ pub struct MemorySearch {
     /// [`format::DEFAULT_MAX_BYTES`]); every answer fits it (see [`memory_search`]).
     #[serde(default = "default_max_bytes")]
     pub max_bytes: usize,
+    /// Who is asking, for a client with an authorizer (from the tool context, never
+    /// from the model; see [`Search::subject`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
 }
 
 fn default_max_bytes() -> usize {
@@ -93,7 +98,14 @@ impl MemorySearch {
             destinations: Vec::new(),
             lenses: Vec::new(),
             max_bytes: format::DEFAULT_MAX_BYTES,
+            subject: None,
         }
+    }
+
+    /// Who is asking (needed by a client with an authorizer).
+    pub fn subject(mut self, subject: Subject) -> Self {
+        self.subject = Some(subject);
+        self
     }
 
     /// Only these Destinations.
@@ -149,14 +161,14 @@ pub async fn memory_search(client: &dyn Client, call: &MemorySearch) -> Result<S
     }
     // No search can answer in fewer bytes than "No matching facts.".
     format::within_budget(format::NO_MATCHING_FACTS, call.max_bytes)?;
-    let results = client
-        .search(
-            &Search::new(&call.operator_id, &call.query)
-                .destinations(call.destinations.iter().cloned())
-                .lenses(call.lenses.iter().cloned())
-                .facts(),
-        )
-        .await?;
+    let mut search = Search::new(&call.operator_id, &call.query)
+        .destinations(call.destinations.iter().cloned())
+        .lenses(call.lenses.iter().cloned())
+        .facts();
+    if let Some(subject) = &call.subject {
+        search = search.subject(subject.clone());
+    }
+    let results = client.search(&search).await?;
     format::present_facts(&results, call.max_bytes)
 }
 

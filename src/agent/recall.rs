@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use super::format::format_fact;
+use crate::access::Subject;
 use crate::client::{Client, OperatorId, Search, SearchResult};
 use crate::storage::MAX_RESULTS_LIMIT;
 use crate::{Error, Result};
@@ -79,6 +80,9 @@ pub struct RecallOptions {
     /// Return what the Destinations that answered in time found, marked partial,
     /// instead of the deadline error (default off; see the module docs for its cost).
     pub partial: bool,
+    /// Who is asking, for a client with an authorizer (which refuses a search
+    /// without one).
+    pub subject: Option<Subject>,
 }
 
 impl Default for RecallOptions {
@@ -87,6 +91,7 @@ impl Default for RecallOptions {
             max_results: DEFAULT_RECALL_MAX_RESULTS,
             deadline: DEFAULT_RECALL_DEADLINE,
             partial: false,
+            subject: None,
         }
     }
 }
@@ -112,6 +117,12 @@ impl RecallOptions {
     /// Partial results at the deadline.
     pub fn partial(mut self, partial: bool) -> Self {
         self.partial = partial;
+        self
+    }
+
+    /// Who is asking (needed by a client with an authorizer).
+    pub fn subject(mut self, subject: Subject) -> Self {
+        self.subject = Some(subject);
         self
     }
 
@@ -223,10 +234,13 @@ pub(crate) async fn search_facts(
     options: &RecallOptions,
 ) -> Result<(Vec<SearchResult>, Vec<String>)> {
     options.validate()?;
-    let search = Search::new(operator, query)
+    let mut search = Search::new(operator, query)
         .destinations(destinations.iter().cloned())
         .facts()
         .max_results(options.max_results);
+    if let Some(subject) = &options.subject {
+        search = search.subject(subject.clone());
+    }
     if !options.partial {
         return match tokio::time::timeout(options.deadline, client.search(&search)).await {
             Ok(found) => Ok((

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 
 use super::format::DEFAULT_MAX_BYTES;
 use super::{MemorySearch, memory_search};
+use crate::access::Subject;
 use crate::client::{BuildCommunities, Client, Content, MemoryAdd, OperatorId};
 use crate::{Error, Result};
 
@@ -241,6 +242,10 @@ pub struct ToolContext {
     pub lens: Option<String>,
     /// `memory_search`'s byte budget (default 65,536).
     pub max_bytes: usize,
+    /// Who the tools act for, for a client with an authorizer: `memory_search` asks
+    /// as them and `memory_add` writes as them (a client with an authorizer refuses
+    /// requests without one).
+    pub subject: Option<Subject>,
 }
 
 impl ToolContext {
@@ -251,7 +256,14 @@ impl ToolContext {
             session: None,
             lens: None,
             max_bytes: DEFAULT_MAX_BYTES,
+            subject: None,
         }
+    }
+
+    /// Who the tools act for (see [`ToolContext::subject`](Self#structfield.subject)).
+    pub fn subject(mut self, subject: Subject) -> Self {
+        self.subject = Some(subject);
+        self
     }
 
     /// The session id.
@@ -305,10 +317,11 @@ pub async fn handle_memory_search(
     arguments: &Value,
 ) -> Result<String> {
     let a: MemorySearchArgs = args(MEMORY_SEARCH, arguments)?;
-    let call = MemorySearch::new(ctx.operator.clone(), a.query)
+    let mut call = MemorySearch::new(ctx.operator.clone(), a.query)
         .destinations(a.destinations)
         .lenses(a.lenses)
         .max_bytes(ctx.max_bytes);
+    call.subject = ctx.subject.clone();
     memory_search(client, &call).await
 }
 
@@ -355,6 +368,9 @@ pub async fn handle_memory_add(
     }
     if let Some(lens) = &ctx.lens {
         request = request.through_lens(lens.clone());
+    }
+    if let Some(subject) = &ctx.subject {
+        request = request.subject(subject.clone());
     }
     client.memory_add(&request).await?;
     Ok(INGESTING.to_string())

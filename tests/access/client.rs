@@ -224,6 +224,7 @@ both!(
     membership_changes_take_effect_on_the_next_search,
     ingest_checks_contribute_and_records_each_written_episode,
     operators_are_isolated_under_concurrency,
+    the_agent_tools_and_recall_act_for_the_subject_they_are_given,
 );
 
 async fn with_an_authorizer_a_request_without_a_subject_is_refused_before_anything_is_stored(
@@ -497,4 +498,94 @@ async fn operators_are_isolated_under_concurrency(kind: Kind) {
             }
         }
     }
+}
+
+/// The agent layer carries the subject: `memory_add` writes as the tool context's
+/// subject, `memory_search`, `recall` and auto-recall ask as theirs; without one a
+/// client with an authorizer refuses, and another person sees nothing.
+async fn the_agent_tools_and_recall_act_for_the_subject_they_are_given(kind: Kind) {
+    use gralkor::agent::hooks::{AgentRecall, AutoRecall};
+    use gralkor::agent::recall::{RecallOptions, recall};
+    use gralkor::agent::tools::{INGESTING, MEMORY_ADD, MEMORY_SEARCH, ToolContext, call_tool};
+    use serde_json::json;
+
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (_, bob) = fresh("bob");
+    let as_ada = ToolContext::new(ada_op.clone()).subject(ada.clone());
+    let text = format!("Ada keeps bees {}", r.word);
+    let ack = call_tool(
+        r.client.as_ref(),
+        &as_ada,
+        MEMORY_ADD,
+        &json!({"content": text}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ack, INGESTING);
+    r.client.await_background_writes().await;
+
+    let query = json!({"query": r.word.clone()});
+    let found = call_tool(r.client.as_ref(), &as_ada, MEMORY_SEARCH, &query)
+        .await
+        .unwrap();
+    assert!(found.contains("Ada keeps bees"), "{found}");
+    // Without a subject: refused, naming the field.
+    let err = call_tool(
+        r.client.as_ref(),
+        &ToolContext::new(ada_op.clone()),
+        MEMORY_SEARCH,
+        &query,
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("`subject` is required"), "{err}");
+    // Bob naming Ada's operator sees nothing of hers.
+    let as_bob = ToolContext::new(ada_op.clone()).subject(bob.clone());
+    let none = call_tool(r.client.as_ref(), &as_bob, MEMORY_SEARCH, &query)
+        .await
+        .unwrap();
+    assert!(!none.contains("Ada keeps bees"), "{none}");
+
+    let options = RecallOptions::new().subject(ada.clone());
+    let recalled = recall(r.client.as_ref(), &ada_op, "Susu", None, &r.word, &options)
+        .await
+        .unwrap();
+    assert!(
+        recalled.block.contains("Ada keeps bees"),
+        "{}",
+        recalled.block
+    );
+    let err = recall(
+        r.client.as_ref(),
+        &ada_op,
+        "Susu",
+        None,
+        &r.word,
+        &RecallOptions::new(),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("`subject` is required"), "{err}");
+    let bobs = recall(
+        r.client.as_ref(),
+        &ada_op,
+        "Susu",
+        None,
+        &r.word,
+        &RecallOptions::new().subject(bob.clone()),
+    )
+    .await
+    .unwrap();
+    assert!(!bobs.block.contains("Ada keeps bees"), "{}", bobs.block);
+
+    let auto = AgentRecall::new(r.client.clone(), ada_op.clone(), "Susu", AutoRecall::new())
+        .unwrap()
+        .subject(ada.clone());
+    let block = auto
+        .before_turn(Some("s-1"), &format!("what about {}", r.word))
+        .await
+        .unwrap()
+        .expect("a block");
+    assert!(block.contains("Ada keeps bees"), "{block}");
 }
