@@ -225,7 +225,8 @@ pub enum ForgetCommand {
         /// The Destination.
         name: String,
     },
-    /// Everything of one operator (not available yet: needs the access layer).
+    /// Everything of one operator: their personal graph, removed whole and durably
+    /// (the embedded server's AOF is rewritten).
     Operator {
         /// The operator id.
         id: String,

@@ -537,18 +537,39 @@ pub async fn forget(
                 || format!("forgot episode {uuid} in {}", place.name),
             )
         }
-        // These need the access layer (who may delete what) and the storage's
-        // forgetting of whole sessions, graphs and operators.
+        ForgetCommand::Operator { id } => {
+            // The library's purge: the operator's personal graph, its relationships with
+            // an authorizer, and the AOF rewritten so the text does not stay on disk.
+            let target = OperatorId::new(id.clone())?;
+            let report = client
+                .purge_operator(&gralkor::client::PurgeOperator::new(target))
+                .await?;
+            out.emit(
+                &json!({
+                    "forgotten": "operator",
+                    "operator": id,
+                    "graph_removed": report.graph_removed,
+                    "relationships_removed": report.relationships_removed,
+                }),
+                || {
+                    if report.graph_removed {
+                        format!("forgot operator {id}: their personal graph is gone")
+                    } else {
+                        format!("operator {id} had nothing to forget")
+                    }
+                },
+            )
+        }
+        // The library has no purge of a session or of a whole Destination yet.
         ForgetCommand::Session { .. } => Err(Failure::Unsupported(
-            "forgetting a session needs the access layer (issue 15); forget its episodes one \
-             by one with `gralkor forget episode`"
+            "forgetting a session needs the access layer's session purge (issue 15, not \
+             built yet); forget its episodes one by one with `gralkor forget episode`"
                 .into(),
         )),
         ForgetCommand::Destination { .. } => Err(Failure::Unsupported(
-            "forgetting a Destination needs the access layer (issue 15)".into(),
-        )),
-        ForgetCommand::Operator { .. } => Err(Failure::Unsupported(
-            "forgetting an operator needs the access layer (issue 15)".into(),
+            "forgetting a Destination needs the access layer's Destination purge (issue 15, \
+             not built yet)"
+                .into(),
         )),
     }
 }

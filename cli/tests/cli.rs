@@ -250,6 +250,28 @@ fn a_bad_command_line_is_a_usage_error() {
     assert!(help.stdout.contains("Exit codes"), "{help:?}");
 }
 
+// forget / operator: the personal graph is gone, and a second run has nothing to do
+#[test]
+fn forgetting_an_operator_removes_their_memory_and_is_idempotent() {
+    let home = Home::new();
+    home.run(&["add", "Ada keeps honeybees on her allotment"])
+        .ok();
+    home.run_as("grace", &["add", "Grace keeps honeybees too"])
+        .ok();
+    let forgot = home.run(&["--json", "forget", "operator", "ada"]).json();
+    assert_eq!(forgot["forgotten"], "operator");
+    assert_eq!(forgot["graph_removed"], true);
+    let after = home.run(&["--json", "search", "honeybees"]).json();
+    assert_eq!(episode_uuids(&after), Vec::<String>::new());
+    // Grace's memory is untouched.
+    let graces = home
+        .run_as("grace", &["--json", "search", "honeybees"])
+        .json();
+    assert_eq!(episode_uuids(&graces).len(), 1);
+    let again = home.run(&["--json", "forget", "operator", "ada"]).json();
+    assert_eq!(again["graph_removed"], false);
+}
+
 // forget / what needs the access layer says so
 #[test]
 fn what_needs_the_access_layer_is_not_available_yet() {
@@ -257,7 +279,6 @@ fn what_needs_the_access_layer_is_not_available_yet() {
     for what in [
         ["forget", "session", "s-1"],
         ["forget", "destination", "global"],
-        ["forget", "operator", "ada"],
         ["add-member", "family", "mom"],
     ] {
         let run = home.run(&what);
