@@ -64,12 +64,52 @@ impl Content {
         }
     }
 
-    /// The content as stored: the text itself, or the record JSON-encoded.
+    /// The content as stored: the text itself, or the record JSON-encoded canonically
+    /// (compact, object keys sorted at every level), so the stored text and every id
+    /// derived from it are the same whatever serde_json's map order — a dependency
+    /// (rig's, behind the `rig` feature) may turn on its `preserve_order`.
     pub fn encoded(&self) -> String {
         match self {
             Content::Conversation(t) | Content::Document(t) => t.clone(),
-            Content::StructuredRecord(v) => v.to_string(),
+            Content::StructuredRecord(v) => canonical_json(v),
         }
+    }
+}
+
+/// `v` as compact JSON with object keys sorted at every level.
+pub(crate) fn canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::from(k.as_str()).to_string());
+                out.push(':');
+                write_canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
     }
 }
 
@@ -171,6 +211,22 @@ pub fn validate_max_results(field: &str, n: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_structured_record_is_encoded_canonically_whatever_the_map_order() {
+        use serde_json::json;
+        let mut record = serde_json::Map::new();
+        record.insert("zeta".into(), json!(1));
+        record.insert("alpha".into(), json!({"y": [true, null, "é\"q"], "b": 2.5}));
+        let content = Content::structured(Value::Object(record));
+        assert_eq!(
+            content.encoded(),
+            r#"{"alpha":{"b":2.5,"y":[true,null,"é\"q"]},"zeta":1}"#
+        );
+        // The default map's own encoding is the same text.
+        let parsed: Value = serde_json::from_str(&content.encoded()).unwrap();
+        assert_eq!(canonical_json(&parsed), content.encoded());
+    }
 
     #[test]
     fn a_marker_longer_than_the_description_limit_is_an_error_not_an_overflow() {

@@ -79,9 +79,16 @@ async fn generate_content_sends_system_instruction_json_mime_and_translated_sche
         (40, 15)
     );
     let sent = bodies(&server).await;
-    assert_eq!(
-        sent[0],
-        json!({
+    // Gemini's propertyOrdering follows the schema's own order: sorted with serde_json's
+    // default map, as written when a dependency turns on `preserve_order`.
+    let schema = facts_schema();
+    let declared: Vec<&str> = schema.schema["properties"]["edges"]["items"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut expected = json!({
             "systemInstruction": {"parts": [{"text": "Extract facts."}]},
             "contents": [{"role": "user", "parts": [{"text": "Ada joined Acme in 2020."}]}],
             "generationConfig": {
@@ -103,8 +110,10 @@ async fn generate_content_sends_system_instruction_json_mime_and_translated_sche
                 },
                 "maxOutputTokens": 2048
             }
-        })
-    );
+    });
+    expected["generationConfig"]["responseSchema"]["properties"]["edges"]["items"]["propertyOrdering"] =
+        json!(declared);
+    assert_eq!(sent[0], expected);
     // The key is a header, never part of the URL.
     let received = server.received_requests().await.unwrap();
     assert!(!received[0].url.as_str().contains("AIza-test"));
