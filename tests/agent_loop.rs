@@ -11,24 +11,14 @@ mod common;
 mod agent_loop;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use agent_loop::{Agent, Endpoint};
+use common::agent_memory::{Kind, memory, op};
 use common::chat_provider::{answer, bodies, provider, tool_call};
-use common::ingest::CountingEmbedder;
-use gralkor::agent::capture::{
-    CaptureBuffer, CaptureConfig, CaptureSink, CaptureStore, FalkorCaptureStore,
-    InMemoryCaptureStore,
-};
 use gralkor::agent::tools::memory_tools;
 use gralkor::agent::turn::Message;
-use gralkor::client::{
-    Client, Content, EpisodeRecord, InMemoryClient, MemoryAdd, NativeClient, OperatorId, Search,
-};
-use gralkor::graph::Engine;
-use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
+use gralkor::client::{Client, Content, EpisodeRecord, MemoryAdd, OperatorId, Search};
 use serde_json::{Value, json};
 use wiremock::MockServer;
 
@@ -43,51 +33,6 @@ fn endpoint(server: &MockServer) -> Endpoint {
     })
     .unwrap()
     .unwrap()
-}
-
-/// The JSON bodies the provider received, in order.
-
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Twin,
-    Native,
-}
-
-/// A client of either kind and a capture buffer over it.
-async fn memory(kind: Kind) -> (Arc<dyn Client>, CaptureBuffer) {
-    let config = CaptureConfig::new().retry_delays([Duration::from_millis(1); 3]);
-    match kind {
-        Kind::Twin => {
-            let client = InMemoryClient::new();
-            let buffer = CaptureBuffer::new(
-                Arc::new(client.clone()),
-                Arc::new(InMemoryCaptureStore::new()),
-                config,
-            )
-            .await
-            .unwrap();
-            (Arc::new(client), buffer)
-        }
-        Kind::Native => {
-            let db = common::db().await;
-            let engine = Engine::without_llm(db.clone(), Arc::new(CountingEmbedder::new()));
-            let client = NativeClient::from_parts(
-                Runtime::new(RuntimeConfig::new()).unwrap(),
-                NativeStorage::new(engine),
-            );
-            // A capture graph of this test's own: a buffer loads every entry its store
-            // holds, and the tests of this binary run side by side.
-            let graph = format!("test:agent-loop:{}", uuid::Uuid::new_v4());
-            let store: Arc<dyn CaptureStore> = Arc::new(FalkorCaptureStore::in_graph(db, graph));
-            let sink: Arc<dyn CaptureSink> = Arc::new(client.clone());
-            let buffer = CaptureBuffer::new(sink, store, config).await.unwrap();
-            (Arc::new(client), buffer)
-        }
-    }
-}
-
-fn op() -> OperatorId {
-    OperatorId::new(format!("op-{}", uuid::Uuid::new_v4())).unwrap()
 }
 
 /// Every episode of the operator's `personal` graph that mentions `word`.
@@ -110,7 +55,7 @@ const BLOCK_OPEN: &str = "<gralkor-memory trust=\"untrusted\">";
 // the search results; the next session recalls what memory_add stored
 
 async fn a_turn_searches_adds_and_answers_and_the_next_session_recalls_it(kind: Kind) {
-    let (client, buffer) = memory(kind).await;
+    let (client, buffer) = memory(kind, "agent-loop").await;
     let op = op();
     client
         .memory_add(&MemoryAdd::new(
@@ -289,7 +234,7 @@ async fn a_turn_searches_adds_and_answers_and_the_next_session_recalls_it(kind: 
 // agent loop › a failed request is captured as a failed turn and returned
 
 async fn a_failed_request_is_captured_as_a_failed_turn(kind: Kind) {
-    let (client, buffer) = memory(kind).await;
+    let (client, buffer) = memory(kind, "agent-loop").await;
     let op = op();
     let server = provider(vec![
         tool_call("call_1", "memory_search", json!({"query": "tea"})),

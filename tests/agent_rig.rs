@@ -12,12 +12,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::agent_memory::{Kind, memory, op};
 use common::chat_provider::{answer, bodies, provider, tool_call};
-use common::ingest::CountingEmbedder;
-use gralkor::agent::capture::{
-    CaptureBuffer, CaptureConfig, CaptureRoute, CaptureSink, CaptureStore, FalkorCaptureStore,
-    InMemoryCaptureStore,
-};
+use gralkor::agent::capture::{CaptureBuffer, CaptureRoute};
 use gralkor::agent::hooks::{AgentRecall, AutoCapture, AutoRecall};
 use gralkor::agent::rig::{
     BuildCommunitiesTool, BuildIndicesTool, MemoryAddTool, MemoryHook, MemorySearchTool,
@@ -26,11 +23,8 @@ use gralkor::agent::rig::{
 use gralkor::agent::tools::{self, ToolContext, call_tool};
 use gralkor::agent::turn::{Message, Turn};
 use gralkor::client::{
-    Client, Content, EpisodeRecord, InMemoryClient, MemoryAdd, NativeClient, OperatorId, Search,
+    Client, Content, EpisodeRecord, InMemoryClient, MemoryAdd, OperatorId, Search,
 };
-use gralkor::graph::Engine;
-use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
 use rig_agent::AgentBuilder;
 use rig_agent::tool::ToolSet;
 use rig_core::message::{
@@ -43,48 +37,6 @@ use serde_json::{Value, json};
 use wiremock::MockServer;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Twin,
-    Native,
-}
-
-/// A client of either kind and a capture buffer over it (the native one with a
-/// capture graph of its own).
-async fn memory(kind: Kind) -> (Arc<dyn Client>, CaptureBuffer) {
-    let config = CaptureConfig::new().retry_delays([Duration::from_millis(1); 3]);
-    match kind {
-        Kind::Twin => {
-            let client = InMemoryClient::new();
-            let buffer = CaptureBuffer::new(
-                Arc::new(client.clone()),
-                Arc::new(InMemoryCaptureStore::new()),
-                config,
-            )
-            .await
-            .unwrap();
-            (Arc::new(client), buffer)
-        }
-        Kind::Native => {
-            let db = common::db().await;
-            let engine = Engine::without_llm(db.clone(), Arc::new(CountingEmbedder::new()));
-            let client = NativeClient::from_parts(
-                Runtime::new(RuntimeConfig::new()).unwrap(),
-                NativeStorage::new(engine),
-            );
-            let graph = format!("test:agent-rig:{}", uuid::Uuid::new_v4());
-            let store: Arc<dyn CaptureStore> = Arc::new(FalkorCaptureStore::in_graph(db, graph));
-            let sink: Arc<dyn CaptureSink> = Arc::new(client.clone());
-            let buffer = CaptureBuffer::new(sink, store, config).await.unwrap();
-            (Arc::new(client), buffer)
-        }
-    }
-}
-
-fn op() -> OperatorId {
-    OperatorId::new(format!("op-{}", uuid::Uuid::new_v4())).unwrap()
-}
 
 async fn remember(client: &dyn Client, op: &OperatorId, text: &str) {
     client
@@ -151,7 +103,7 @@ fn the_definitions_rig_registers_are_gralkor_s() {
 // reaches the model naming the field
 
 async fn tool_calls_through_rig_dispatch_run_gralkor_s_handlers(kind: Kind) {
-    let (client, _buffer) = memory(kind).await;
+    let (client, _buffer) = memory(kind, "agent-rig").await;
     let op = op();
     remember(client.as_ref(), &op, "Ada prefers green tea in the morning").await;
     let ctx = ToolContext::new(op.clone());
@@ -380,7 +332,7 @@ async fn captured(client: &dyn Client, op: &OperatorId, word: &str) -> Vec<Episo
 // without the block or the search results; the next session recalls what was added
 
 async fn a_rig_agent_searches_adds_answers_and_is_captured(kind: Kind) {
-    let (client, buffer) = memory(kind).await;
+    let (client, buffer) = memory(kind, "agent-rig").await;
     let op = op();
     remember(client.as_ref(), &op, "Ada lives in Lisbon near the river.").await;
     let server = provider(vec![
@@ -535,7 +487,7 @@ async fn a_rig_agent_searches_adds_answers_and_is_captured(kind: Kind) {
 // rig › agent › a failed rig run is captured as a failed turn
 
 async fn a_failed_rig_run_is_captured_as_a_failed_turn(kind: Kind) {
-    let (client, buffer) = memory(kind).await;
+    let (client, buffer) = memory(kind, "agent-rig").await;
     let op = op();
     let server = provider(vec![
         tool_call("call_1", "memory_search", json!({"query": "tea"})),
@@ -569,7 +521,7 @@ async fn a_failed_rig_run_is_captured_as_a_failed_turn(kind: Kind) {
 // rig › agent › without a session id the hook still recalls but captures nothing
 
 async fn without_a_session_id_the_hook_recalls_but_captures_nothing(kind: Kind) {
-    let (client, buffer) = memory(kind).await;
+    let (client, buffer) = memory(kind, "agent-rig").await;
     let op = op();
     remember(client.as_ref(), &op, "Ada prefers green tea in the morning").await;
     let server = provider(vec![answer("Green tea, in the morning.")]).await;

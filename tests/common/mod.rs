@@ -2,6 +2,7 @@
 //! binary, and a unique graph per test that is deleted when the test ends.
 #![allow(dead_code)]
 
+pub mod agent_memory;
 pub mod chat_provider;
 pub mod graph;
 pub mod ingest;

@@ -404,18 +404,7 @@ pub(crate) async fn fact_hybrid_rrf(
         fused = rrf_fusion("f"),
         sources = fact_sources(&w, ", pos"),
     );
-    let mut params = with(&w)
-        .set("k", index_k(n))
-        .set("n", int(n))
-        .set("min_sim", min_sim)
-        .set("min_score", min_score)
-        .set("limit", int(limit));
-    if let Some(q) = q {
-        params = params.set("q", q);
-    }
-    if let Some(v) = v {
-        params = params.set("v", v.to_vec());
-    }
+    let params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit);
     let indices = [
         (q.is_some(), Index::Fulltext("RELATES_TO", false)),
         (v.is_some(), fact_vector_index(ctx)),
@@ -444,6 +433,33 @@ fn rrf_fusion(var: &str) -> String {
          WHERE score >= $min_score \
          WITH {var}, score, pos ORDER BY score DESC, pos LIMIT $limit"
     )
+}
+
+/// A hybrid one statement's parameters on top of `base` (its filters'): the index and
+/// candidate counts, the cut-offs, the limit, and the query text and vector it uses.
+#[allow(clippy::too_many_arguments)]
+fn hybrid_params(
+    base: Params,
+    q: Option<&str>,
+    v: Option<&[f32]>,
+    n: usize,
+    min_sim: f64,
+    min_score: f64,
+    limit: usize,
+) -> Params {
+    let mut params = base
+        .set("k", index_k(n))
+        .set("n", int(n))
+        .set("min_sim", min_sim)
+        .set("min_score", min_score)
+        .set("limit", int(limit));
+    if let Some(q) = q {
+        params = params.set("q", q);
+    }
+    if let Some(v) = v {
+        params = params.set("v", v.to_vec());
+    }
+    params
 }
 
 /// Runs a hybrid one statement: its rows, or `None` when it failed because one of the
@@ -743,18 +759,7 @@ pub(crate) async fn episode_hybrid_rrf(
         "{ft} {vec} {fused} RETURN {EPISODE_COLUMNS}, pos ORDER BY score DESC, pos",
         fused = rrf_fusion("e"),
     );
-    let mut params = Params::new()
-        .set("k", index_k(n))
-        .set("n", int(n))
-        .set("min_sim", min_sim)
-        .set("min_score", min_score)
-        .set("limit", int(limit));
-    if let Some(q) = q {
-        params = params.set("q", q);
-    }
-    if let Some(v) = v {
-        params = params.set("v", v.to_vec());
-    }
+    let params = hybrid_params(Params::new(), q, v, n, min_sim, min_score, limit);
     let indices = [
         (q.is_some(), Index::Fulltext("Episodic", true)),
         (v.is_some(), Index::Vector(label, true, "embedding")),
