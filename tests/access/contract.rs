@@ -107,8 +107,9 @@ every_authorizer!(
 /// The concurrency rule, on every authorizer. On the embedded SpiceDB library it is a
 /// known failure: about one run in ten, a LookupResources (through the library's
 /// streaming proxy) right after eight concurrent writes misses one of them although it
-/// asks for full consistency. Kept runnable (`--ignored`) until that is understood;
-/// see the note on issue 15.
+/// asks for full consistency. Ignored in the suite until that is understood; `.ci/run`
+/// runs it with `--ignored` every time and reports the outcome without gating (see the
+/// note on issue 15).
 mod concurrent_writers_do_not_see_each_others_groups {
     #[tokio::test]
     async fn in_memory() {
