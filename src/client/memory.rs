@@ -379,13 +379,16 @@ impl<S: Storage> MemoryClient<S> {
                 }
                 let outcome = match plan {
                     MemoryAddPlan::Direct(_) => storage
-                        .add_episode(NewEpisode::new(
-                            graph.clone(),
-                            Writer::Direct,
-                            request.content.clone(),
-                            &request.source_description,
-                            None,
-                        ))
+                        .add_episode(
+                            NewEpisode::new(
+                                graph.clone(),
+                                Writer::Direct,
+                                request.content.clone(),
+                                &request.source_description,
+                                None,
+                            )
+                            .session(request.session_id.clone()),
+                        )
                         .await
                         .map(|stored| vec![stored.uuid]),
                     MemoryAddPlan::Lens(lens) => {
@@ -396,6 +399,10 @@ impl<S: Storage> MemoryClient<S> {
                             request.content.clone(),
                         )
                         .source_description(request.source_description.clone());
+                        let ingest = match &request.session_id {
+                            Some(s) => ingest.session(s.clone()),
+                            None => ingest,
+                        };
                         run_ingestion(storage, lens, graph.clone(), &ingest)
                             .await
                             .map(|w| w.iter().map(|r| r.episode).collect())
@@ -593,7 +600,8 @@ async fn run_ingestion(
         request.id.clone(),
         graph,
         request.reference_time,
-    );
+    )
+    .session(request.session_id.clone());
     ingestion.ingest_boxed(request, &store).await?;
     Ok(store.written())
 }

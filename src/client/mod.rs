@@ -56,7 +56,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use drain::Drain;
-pub use forget::{PurgeOperator, PurgeReport, Status};
+pub use forget::{
+    ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport, Status,
+};
 pub use in_memory::{Call, Canned, InMemoryClient};
 pub use memory::MemoryClient;
 pub use native::NativeClient;

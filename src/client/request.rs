@@ -217,6 +217,11 @@ pub struct MemoryAdd {
     /// The people and agents it concerns: they may view it (with an authorizer).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub involves: Vec<Subject>,
+    /// The conversation session it came from, recorded on the episodes it writes so
+    /// the session can be forgotten
+    /// ([`MemoryClient::purge_session`](super::MemoryClient::purge_session)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 impl MemoryAdd {
@@ -229,7 +234,14 @@ impl MemoryAdd {
             route: Route::default(),
             subject: None,
             involves: Vec::new(),
+            session_id: None,
         }
+    }
+
+    /// The conversation session it came from.
+    pub fn session(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = Some(session_id.into());
+        self
     }
 
     /// Who asks (required when the client has an authorizer).

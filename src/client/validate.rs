@@ -221,6 +221,9 @@ pub enum MemoryAddPlan {
 /// Checks a `memory_add` and resolves its route.
 pub fn validate_memory_add(request: &MemoryAdd, snapshot: &Snapshot) -> Result<MemoryAddPlan> {
     validate_content("content", &request.content)?;
+    if let Some(session) = &request.session_id {
+        crate::storage::check_session_id("session_id", session)?;
+    }
     let plan = match &request.route {
         Route::Direct(name) => MemoryAddPlan::Direct(target(
             snapshot,

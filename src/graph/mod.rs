@@ -53,7 +53,7 @@
 //! ## Storage layout
 //!
 //! * `(:Episodic {uuid, content, source, source_description, valid_at, created_at,
-//!   entity_edges, state, writer})` — `source` is `message`/`text`/`json`, `state` is
+//!   entity_edges, state, writer, session})` — `source` is `message`/`text`/`json`, `state` is
 //!   `pending`/`complete`, `entity_edges` a list of uuid strings, `writer` an opaque
 //!   writer key (absent: unattributed) that
 //!   [`SearchFilters::writers`](search::SearchFilters::writers) selects on.
@@ -126,5 +126,5 @@ pub use store::{
     get_communities, get_community_members, get_entities, get_episode, get_episodes_mentioning,
     get_facts, get_mentioned_entities, get_owned, index_specs, link_uuid, remove_episode,
     replace_owned, save_communities, save_community_members, save_entities, save_episode,
-    save_facts, save_mentions,
+    save_facts, save_mentions, session_episodes,
 };

@@ -348,6 +348,11 @@ pub struct Episode {
     /// `None` for an unattributed episode (and for a record stored without the
     /// property).
     pub writer: Option<String>,
+    /// The conversation session it came from (an opaque id the harness chose), stored
+    /// as the `Episodic` property `session` so that a session can be forgotten
+    /// ([`MemoryClient::purge_session`](crate::client::MemoryClient::purge_session));
+    /// `None` for an episode outside any session.
+    pub session: Option<String>,
 }
 
 impl Episode {
@@ -368,6 +373,7 @@ impl Episode {
             entity_edges: Vec::new(),
             state: EpisodeState::Pending,
             writer: None,
+            session: None,
         }
     }
 
@@ -382,6 +388,20 @@ impl Episode {
     /// ```
     pub fn writer(mut self, writer: impl Into<String>) -> Episode {
         self.writer = Some(writer.into());
+        self
+    }
+
+    /// The same episode from session `session` (see [`Episode::session`](Episode#structfield.session)).
+    ///
+    /// ```
+    /// use gralkor::graph::{Episode, SourceKind, Timestamp};
+    ///
+    /// let ep = Episode::new("Alice: hi", SourceKind::Message, "chat", Timestamp::now())
+    ///     .session("session-1");
+    /// assert_eq!(ep.session.as_deref(), Some("session-1"));
+    /// ```
+    pub fn session(mut self, session: impl Into<String>) -> Episode {
+        self.session = Some(session.into());
         self
     }
 }

@@ -52,6 +52,11 @@ pub struct Ingest {
     /// The people and agents it concerns: they may view it (with an authorizer).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub involves: Vec<Subject>,
+    /// The conversation session it came from: every episode it writes records it, so
+    /// the session can be forgotten
+    /// ([`MemoryClient::purge_session`](crate::client::MemoryClient::purge_session)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 impl Ingest {
@@ -71,7 +76,14 @@ impl Ingest {
             reference_time: None,
             subject: None,
             involves: Vec::new(),
+            session_id: None,
         }
+    }
+
+    /// The conversation session it came from.
+    pub fn session(mut self, session_id: impl Into<String>) -> Ingest {
+        self.session_id = Some(session_id.into());
+        self
     }
 
     /// Who asks (required when the client has an authorizer).
@@ -106,6 +118,9 @@ impl Ingest {
         }
         if self.id.contains('\0') {
             return Err(Error::invalid("id", "must not contain NUL characters"));
+        }
+        if let Some(session) = &self.session_id {
+            storage::check_session_id("session_id", session)?;
         }
         storage::validate_content("content", &self.content)
     }

@@ -24,6 +24,7 @@ pub struct LensStore {
     destination: String,
     graph: GraphId,
     reference_time: Option<Timestamp>,
+    session: Option<String>,
     storage: Arc<dyn Storage>,
     written: Mutex<Vec<IngestedRepresentation>>,
 }
@@ -61,9 +62,17 @@ impl LensStore {
             lens,
             graph,
             reference_time,
+            session: None,
             storage,
             written: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Records `session` on every episode it writes (the ingestion's
+    /// [`session_id`](crate::lens::Ingest#structfield.session_id)).
+    pub fn session(mut self, session: Option<String>) -> LensStore {
+        self.session = session;
+        self
     }
 
     /// The operator.
@@ -108,7 +117,8 @@ impl LensStore {
             self.reference_time,
         )
         .ontology(ontology)
-        .replay_key(format!("{}#{}", self.ingest_id, self.written_count()));
+        .replay_key(format!("{}#{}", self.ingest_id, self.written_count()))
+        .session(self.session.clone());
         let stored = self.storage.add_episode(episode).await?;
         self.written
             .lock()

@@ -48,6 +48,27 @@ pub fn check_name_text(field: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// What a session id must satisfy (it comes from the harness; gralkor never mints
+/// one): not blank, no NUL characters, at most [`MAX_NAME_BYTES`] bytes. `field` names
+/// the argument in the error.
+///
+/// ```
+/// use gralkor::storage::check_session_id;
+///
+/// assert!(check_session_id("session_id", "3f2c-telegram-42").is_ok());
+/// let err = check_session_id("session_id", " ").unwrap_err();
+/// assert!(err.to_string().contains("`session_id` must not be blank"), "{err}");
+/// ```
+pub fn check_session_id(field: &str, session: &str) -> Result<()> {
+    if session.trim().is_empty() {
+        return Err(Error::invalid(
+            field,
+            "must not be blank (it comes from the harness; gralkor never mints one)",
+        ));
+    }
+    check_name_text(field, session)
+}
+
 /// The operator (user, tenant, dashboard session…) a request acts for: non-blank, no
 /// NUL, at most [`MAX_NAME_BYTES`] bytes, and not itself a resolved private graph name
 /// (`personal/…`, `operator/…`), so a caller cannot reach another operator's graph by

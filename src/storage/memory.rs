@@ -54,6 +54,7 @@ struct HeldEpisode {
     writer: Writer,
     valid_at: Timestamp,
     created_at: Timestamp,
+    session: Option<String>,
 }
 
 impl HeldEpisode {
@@ -159,6 +160,7 @@ impl Storage for InMemoryStorage {
                 writer: episode.writer,
                 valid_at: episode.reference_time,
                 created_at: Timestamp::now(),
+                session: episode.session,
             });
         }
         let cost = super::IngestCost {
@@ -228,6 +230,21 @@ impl Storage for InMemoryStorage {
         let before = g.episodes.len();
         g.episodes.retain(|e| e.uuid != uuid);
         Ok(g.episodes.len() != before)
+    }
+
+    async fn session_episodes(&self, graph: &GraphId, session: &str) -> Result<Vec<Uuid>> {
+        // Held in write order: oldest first.
+        Ok(self
+            .lock()
+            .get(graph.as_str())
+            .map(|g| {
+                g.episodes
+                    .iter()
+                    .filter(|e| e.session.as_deref() == Some(session))
+                    .map(|e| e.uuid)
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 
     async fn purge_graph(&self, graph: &GraphId) -> Result<bool> {

@@ -44,7 +44,9 @@ pub use graph::{
     Graph, GraphNode, GraphRelationship, MAX_REPLACEMENT_BYTES, OWNER_PROPERTY,
     RESERVED_PROPERTY_PREFIX, owned_node_uuid,
 };
-pub use ids::{GraphId, MAX_NAME_BYTES, OperatorId, RESERVED_PREFIXES, check_name_text};
+pub use ids::{
+    GraphId, MAX_NAME_BYTES, OperatorId, RESERVED_PREFIXES, check_name_text, check_session_id,
+};
 pub use memory::InMemoryStorage;
 pub use native::NativeStorage;
 pub use records::{
@@ -111,6 +113,17 @@ pub trait Storage: Send + Sync + 'static {
         None
     }
 
+    /// The uuids of the episodes of conversation session `session` in `graph`
+    /// ([`NewEpisode::session`]), oldest first; none when the graph does not exist.
+    /// Default: refused (a storage that does not record sessions).
+    async fn session_episodes(&self, graph: &GraphId, session: &str) -> Result<Vec<Uuid>> {
+        let _ = (graph, session);
+        Err(crate::Error::invalid(
+            "session_id",
+            "this storage does not record sessions",
+        ))
+    }
+
     /// Deletes one graph whole — episodes, facts, entities, vectors, indices — so that
     /// nothing of it can be read back, and makes the deletion durable (the native
     /// storage rewrites an embedded server's AOF, so the deleted content does not stay
@@ -122,6 +135,13 @@ pub trait Storage: Send + Sync + 'static {
             "purge",
             "this storage cannot delete a graph",
         ))
+    }
+
+    /// Makes the deletions made so far durable and unrecoverable from the storage's
+    /// log files (the native storage rewrites an embedded server's AOF). Default:
+    /// nothing to do.
+    async fn rewrite_log(&self) -> Result<()> {
+        Ok(())
     }
 
     /// A one-line description of the backend after a cheap round trip (for a health

@@ -91,6 +91,9 @@ impl Storage for NativeStorage {
         .writer(episode.writer.key())
         .source_description(episode.stored_description)
         .ontology(episode.ontology);
+        if let Some(session) = episode.session {
+            request = request.session(session);
+        }
         let started = std::time::Instant::now();
         let mut cost = match self.engine.add_episode(graph, request.clone()).await {
             // A replay without a reference time keeps the time the first write chose;
@@ -163,6 +166,10 @@ impl Storage for NativeStorage {
             .episode)
     }
 
+    async fn session_episodes(&self, graph: &GraphId, session: &str) -> Result<Vec<Uuid>> {
+        self.engine.session_episodes(graph.as_str(), session).await
+    }
+
     async fn purge_graph(&self, graph: &GraphId) -> Result<bool> {
         let db = self.engine.db();
         let existed = db.delete_graph(graph.as_str()).await?;
@@ -172,6 +179,13 @@ impl Storage for NativeStorage {
             server.rewrite_aof().await?;
         }
         Ok(existed)
+    }
+
+    async fn rewrite_log(&self) -> Result<()> {
+        match self.engine.db().embedded_server() {
+            Some(server) => server.rewrite_aof().await,
+            None => Ok(()),
+        }
     }
 
     async fn health(&self) -> Result<String> {

@@ -404,6 +404,10 @@ pub struct NewEpisode {
     /// replayed. A storage derives the episode's identity from it so that a replay
     /// stores nothing twice.
     pub replay_key: Option<String>,
+    /// The conversation session it came from (see
+    /// [`Storage::session_episodes`](super::Storage::session_episodes)); `None`
+    /// outside any session. Not part of its identity.
+    pub session: Option<String>,
 }
 
 impl NewEpisode {
@@ -427,7 +431,15 @@ impl NewEpisode {
             reference_time: reference_time.unwrap_or_else(Timestamp::now),
             reference_time_given: reference_time.is_some(),
             replay_key: None,
+            session: None,
         }
+    }
+
+    /// From conversation session `session` (checked by the client with
+    /// [`check_session_id`](super::check_session_id)).
+    pub fn session(mut self, session: Option<String>) -> NewEpisode {
+        self.session = session;
+        self
     }
 
     /// Extract with `ontology`.

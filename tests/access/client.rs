@@ -113,6 +113,26 @@ impl Rig {
         }
     }
 
+    pub async fn client_purge_session(
+        &self,
+        request: &gralkor::client::PurgeSession,
+    ) -> gralkor::Result<gralkor::client::SessionPurgeReport> {
+        match &self.concrete {
+            Concrete::Twin(c) => c.purge_session(request).await,
+            Concrete::Native(c) => c.purge_session(request).await,
+        }
+    }
+
+    pub async fn client_clear(
+        &self,
+        request: &gralkor::client::ClearDestination,
+    ) -> gralkor::Result<gralkor::client::PurgeReport> {
+        match &self.concrete {
+            Concrete::Twin(c) => c.clear_destination(request).await,
+            Concrete::Native(c) => c.clear_destination(request).await,
+        }
+    }
+
     pub async fn status(&self) -> gralkor::client::Status {
         match &self.concrete {
             Concrete::Twin(c) => c.status().await,

@@ -1,8 +1,11 @@
 //! Purging an operator leaves nothing of theirs behind; the health report.
 
 use gralkor::Error;
-use gralkor::access::{ObjectRef, ObjectType, RelationshipFilter, Subject};
-use gralkor::client::{Content, EpisodeRef, MemoryAdd, OperatorId, PurgeOperator, Search};
+use gralkor::access::{ObjectRef, ObjectType, Relationship, RelationshipFilter, Subject};
+use gralkor::client::{
+    ClearDestination, Content, EpisodeRef, MemoryAdd, OperatorId, PurgeOperator, PurgeSession,
+    Search,
+};
 use uuid::Uuid;
 
 use crate::client::{Kind, rig};
@@ -40,6 +43,12 @@ both!(
     only_the_operator_themself_may_purge,
     a_purge_can_run_again,
     status_reports_the_storage_and_the_authorizer,
+    purging_a_session_removes_its_episodes_in_every_destination_and_nothing_else,
+    a_session_purge_needs_delete_outside_the_own_personal_graph,
+    a_session_purge_checks_the_session_id_and_can_run_again,
+    clearing_a_destination_empties_its_graph_but_keeps_its_members,
+    clearing_a_shared_destination_needs_delete_on_everything_in_it,
+    only_the_owner_clears_a_personal_destination,
 );
 
 async fn purging_an_operator_leaves_no_episode_result_or_relationship_of_theirs(kind: Kind) {
@@ -259,6 +268,352 @@ async fn a_purge_rewrites_the_aof_so_the_purged_content_is_not_left_in_the_log()
         "the write is in the AOF before the purge"
     );
     r.client_purge(&PurgeOperator::new(&ada_op).subject(ada))
+        .await
+        .unwrap();
+    assert!(!aof_holds(&secret), "the purged text is gone from the AOF");
+}
+
+/// Ada's text `text <word>` to `dest`, in `session` when given, as `who`.
+fn add_as(
+    op: &OperatorId,
+    who: &Subject,
+    dest: &str,
+    text: &str,
+    word: &str,
+    session: Option<&str>,
+) -> MemoryAdd {
+    let add = MemoryAdd::new(op, Content::document(format!("{text} {word}")))
+        .to_destination(dest)
+        .subject(who.clone());
+    match session {
+        Some(s) => add.session(s),
+        None => add,
+    }
+}
+
+/// The texts a search of `dests` by `who` for the rig's word finds, sorted.
+async fn texts(
+    r: &crate::client::Rig,
+    op: &OperatorId,
+    who: &Subject,
+    dests: &[&str],
+) -> Vec<String> {
+    let found = r
+        .client
+        .search(
+            &Search::new(op, r.word.clone())
+                .max_results(50)
+                .destinations(dests.iter().copied())
+                .subject(who.clone()),
+        )
+        .await
+        .unwrap();
+    let mut out: Vec<String> = found
+        .iter()
+        .map(|h| {
+            let text = h.hit.as_episode().unwrap().content.clone();
+            text.split_whitespace().next().unwrap().to_string()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+async fn fragment_relationships(r: &crate::client::Rig, episode: uuid::Uuid) -> usize {
+    r.authz
+        .read_relationships(&RelationshipFilter::resource(ObjectRef::fragment(episode)))
+        .await
+        .unwrap()
+        .len()
+}
+
+async fn purging_a_session_removes_its_episodes_in_every_destination_and_nothing_else(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    r.authz
+        .write_relationships(&[Relationship::member(r.team.clone(), &ada).unwrap()])
+        .await
+        .unwrap();
+    for (dest, text, session) in [
+        ("personal", "tea", Some("s-1")),
+        (r.team.as_str(), "plans", Some("s-1")),
+        ("personal", "jazz", Some("s-2")),
+        ("personal", "chess", None),
+    ] {
+        r.client
+            .memory_add(&add_as(&ada_op, &ada, dest, text, &r.word, session))
+            .await
+            .unwrap();
+    }
+    r.client.await_background_writes().await;
+    let team = r.team.as_str();
+    assert_eq!(
+        texts(&r, &ada_op, &ada, &["personal", team]).await,
+        ["chess", "jazz", "plans", "tea"]
+    );
+
+    let report = r
+        .client_purge_session(&PurgeSession::new(&ada_op, "s-1").subject(ada.clone()))
+        .await
+        .unwrap();
+    let mut graphs: Vec<&str> = report.episodes.iter().map(|(g, _)| g.as_str()).collect();
+    graphs.sort();
+    let personal = format!("personal/{}", ada_op.as_str());
+    let mut expected = vec![personal.as_str(), team];
+    expected.sort();
+    assert_eq!(graphs, expected, "{report:?}");
+    assert_eq!(
+        texts(&r, &ada_op, &ada, &["personal", team]).await,
+        ["chess", "jazz"]
+    );
+    for (g, u) in &report.episodes {
+        let dest = if g == team { team } else { "personal" };
+        let got = r
+            .client
+            .get_episode(&EpisodeRef::new(&ada_op, dest, *u).subject(ada.clone()))
+            .await
+            .unwrap();
+        assert_eq!(got, None);
+        assert_eq!(fragment_relationships(&r, *u).await, 0, "{u}");
+    }
+}
+
+async fn a_session_purge_needs_delete_outside_the_own_personal_graph(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (bob_op, bob) = fresh("bob");
+    r.authz
+        .write_relationships(&[
+            Relationship::member(r.team.clone(), &ada).unwrap(),
+            Relationship::member(r.team.clone(), &bob).unwrap(),
+        ])
+        .await
+        .unwrap();
+    // Bob writes to the team in a session of Ada's operator (a shared agent's chat).
+    r.client
+        .memory_add(&add_as(&ada_op, &bob, &r.team, "bobs", &r.word, Some("s")))
+        .await
+        .unwrap();
+    r.client
+        .memory_add(&add_as(
+            &ada_op,
+            &ada,
+            "personal",
+            "adas",
+            &r.word,
+            Some("s"),
+        ))
+        .await
+        .unwrap();
+    r.client.await_background_writes().await;
+    let err = r
+        .client_purge_session(&PurgeSession::new(&ada_op, "s").subject(ada.clone()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::PermissionDenied { ref permission, .. } if permission == "delete"),
+        "{err}"
+    );
+    assert_eq!(
+        texts(&r, &ada_op, &ada, &["personal", r.team.as_str()]).await,
+        ["adas", "bobs"],
+        "a refused purge removes nothing"
+    );
+    // Bob may delete what he wrote, and only that: Ada's personal episode is not his.
+    let err = r
+        .client_purge_session(&PurgeSession::new(&ada_op, "s").subject(bob.clone()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::PermissionDenied { .. }), "{err}");
+    // Bob's own operator sees the team graph but has no session `s` in his personal one.
+    let report = r
+        .client_purge_session(&PurgeSession::new(&bob_op, "s").subject(bob.clone()))
+        .await
+        .unwrap();
+    assert_eq!(report.episodes.len(), 1, "{report:?}");
+    assert_eq!(
+        texts(&r, &ada_op, &ada, &["personal", r.team.as_str()]).await,
+        ["adas"]
+    );
+}
+
+async fn a_session_purge_checks_the_session_id_and_can_run_again(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let err = r
+        .client_purge_session(&PurgeSession::new(&ada_op, " ").subject(ada.clone()))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("`session_id`"), "{err}");
+    let err = r
+        .client
+        .memory_add(&add_as(
+            &ada_op,
+            &ada,
+            "personal",
+            "x",
+            &r.word,
+            Some("a\0b"),
+        ))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("`session_id`"), "{err}");
+    r.client
+        .memory_add(&add_as(
+            &ada_op,
+            &ada,
+            "personal",
+            "tea",
+            &r.word,
+            Some("s"),
+        ))
+        .await
+        .unwrap();
+    r.client.await_background_writes().await;
+    let p = PurgeSession::new(&ada_op, "s").subject(ada.clone());
+    assert_eq!(r.client_purge_session(&p).await.unwrap().episodes.len(), 1);
+    assert!(
+        r.client_purge_session(&p)
+            .await
+            .unwrap()
+            .episodes
+            .is_empty()
+    );
+}
+
+async fn clearing_a_destination_empties_its_graph_but_keeps_its_members(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    r.authz
+        .write_relationships(&[Relationship::member(r.team.clone(), &ada).unwrap()])
+        .await
+        .unwrap();
+    r.client
+        .memory_add(&add_as(&ada_op, &ada, &r.team, "plans", &r.word, None))
+        .await
+        .unwrap();
+    r.client
+        .memory_add(&add_as(&ada_op, &ada, "personal", "tea", &r.word, None))
+        .await
+        .unwrap();
+    r.client.await_background_writes().await;
+    let report = r
+        .client_clear(&ClearDestination::new(&ada_op, r.team.clone()).subject(ada.clone()))
+        .await
+        .unwrap();
+    assert!(report.graph_removed);
+    assert!(report.relationships_removed >= 2, "{report:?}");
+    assert_eq!(
+        texts(&r, &ada_op, &ada, &["personal", r.team.as_str()]).await,
+        ["tea"]
+    );
+    let group = ObjectRef::group(r.team.clone()).unwrap();
+    assert!(
+        r.authz
+            .read_relationships(
+                &RelationshipFilter::of_type(ObjectType::MemoryFragment).subject(group.clone())
+            )
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The Destination still exists, empty, with its members.
+    assert_eq!(
+        r.authz
+            .read_relationships(&RelationshipFilter::resource(group))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    r.client
+        .memory_add(&add_as(&ada_op, &ada, &r.team, "again", &r.word, None))
+        .await
+        .unwrap();
+    r.client.await_background_writes().await;
+    assert_eq!(
+        texts(&r, &ada_op, &ada, &[r.team.as_str()]).await,
+        ["again"]
+    );
+}
+
+async fn clearing_a_shared_destination_needs_delete_on_everything_in_it(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (_, bob) = fresh("bob");
+    let (_, carol) = fresh("carol");
+    r.authz
+        .write_relationships(&[
+            Relationship::member(r.team.clone(), &ada).unwrap(),
+            Relationship::member(r.team.clone(), &bob).unwrap(),
+        ])
+        .await
+        .unwrap();
+    for (who, text) in [(&ada, "adas"), (&bob, "bobs")] {
+        r.client
+            .memory_add(&add_as(&ada_op, who, &r.team, text, &r.word, None))
+            .await
+            .unwrap();
+    }
+    r.client.await_background_writes().await;
+    let clear = |who: &Subject| ClearDestination::new(&ada_op, r.team.clone()).subject(who.clone());
+    let err = r.client_clear(&clear(&ada)).await.unwrap_err();
+    assert!(
+        matches!(err, Error::PermissionDenied { ref permission, .. }
+            if permission.contains("1 fragments written by others")),
+        "{err}"
+    );
+    let err = r.client_clear(&clear(&carol)).await.unwrap_err();
+    assert!(
+        matches!(err, Error::PermissionDenied { ref permission, .. } if permission == "contribute"),
+        "{err}"
+    );
+    assert_eq!(
+        texts(&r, &ada_op, &ada, &[r.team.as_str()]).await,
+        ["adas", "bobs"],
+        "a refused clear removes nothing"
+    );
+}
+
+async fn only_the_owner_clears_a_personal_destination(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (_, bob) = fresh("bob");
+    r.client
+        .memory_add(&add_as(&ada_op, &ada, "personal", "tea", &r.word, None))
+        .await
+        .unwrap();
+    r.client.await_background_writes().await;
+    let clear = |who: &Subject| ClearDestination::new(&ada_op, "personal").subject(who.clone());
+    let err = r.client_clear(&clear(&bob)).await.unwrap_err();
+    assert!(matches!(err, Error::PermissionDenied { .. }), "{err}");
+    assert_eq!(texts(&r, &ada_op, &ada, &["personal"]).await, ["tea"]);
+    assert!(r.client_clear(&clear(&ada)).await.unwrap().graph_removed);
+    assert!(texts(&r, &ada_op, &ada, &["personal"]).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_session_purge_rewrites_the_aof_so_the_purged_content_is_not_left_in_the_log() {
+    let r = rig(Kind::Native).await;
+    let (ada_op, ada) = fresh("ada");
+    let secret = format!("secret{}", Uuid::new_v4().simple());
+    r.client
+        .memory_add(&add_as(
+            &ada_op,
+            &ada,
+            "personal",
+            &secret,
+            &r.word,
+            Some("s"),
+        ))
+        .await
+        .unwrap();
+    r.client.await_background_writes().await;
+    assert!(
+        aof_holds(&secret),
+        "the write is in the AOF before the purge"
+    );
+    r.client_purge_session(&PurgeSession::new(&ada_op, "s").subject(ada))
         .await
         .unwrap();
     assert!(!aof_holds(&secret), "the purged text is gone from the AOF");

@@ -258,7 +258,66 @@ both!(
     one_client_shutdown_drains_the_buffer_before_the_storage_stops,
     a_client_shutdown_whose_drain_times_out_leaves_the_turns_for_the_next_buffer,
     a_dropped_buffer_is_not_drained_and_a_zero_shutdown_timeout_is_refused,
+    purging_a_session_drops_its_buffered_turns_and_what_it_wrote_through_every_route,
 );
+
+async fn purging_a_session_drops_its_buffered_turns_and_what_it_wrote_through_every_route(
+    kind: Kind,
+) {
+    let config = RuntimeConfig::new()
+        .destination("team")
+        .lens(Lens::appending("observations", "team"));
+    let rig = Rig::new(kind, config).await;
+    let buffer = rig.buffer().await;
+    let lenses = ["personal-chat", "observations"];
+    buffer
+        .append(
+            rig.capture("s", turn("Ada ships invoices on Fridays.", "Noted."))
+                .lenses(lenses),
+        )
+        .await
+        .unwrap();
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    buffer
+        .append(rig.capture("other", turn("Ada mails invoices too.", "Noted.")))
+        .await
+        .unwrap();
+    buffer.flush_and_await("other", WAIT).await.unwrap();
+    buffer
+        .append(
+            rig.capture("s", turn("Invoices go out at noon.", "Noted."))
+                .lenses(lenses),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rig.episodes("personal", "invoices").await.len(), 2);
+    assert_eq!(rig.episodes("team", "invoices").await.len(), 1);
+
+    let report = buffer
+        .purge_session(&gralkor::client::PurgeSession::new(&rig.op, "s"))
+        .await
+        .unwrap();
+    assert_eq!(report.buffered_turns_dropped, 1, "{report:?}");
+    assert_eq!(report.episodes.len(), 2, "one per route: {report:?}");
+    assert!(buffer.pending("s").await.is_empty());
+    assert!(
+        rig.store
+            .load()
+            .await
+            .unwrap()
+            .iter()
+            .all(|e| e.session_id != "s"),
+        "nothing of the session stays in the durable store"
+    );
+    let left = rig.episodes("personal", "invoices").await;
+    assert_eq!(left.len(), 1);
+    assert!(left[0].content.contains("mails"), "{}", left[0].content);
+    assert!(rig.episodes("team", "invoices").await.is_empty());
+    // The dropped turn is never written later.
+    buffer.flush_all().await.unwrap();
+    assert!(rig.episodes("team", "noon").await.is_empty());
+    assert!(rig.episodes("personal", "noon").await.is_empty());
+}
 
 async fn one_client_shutdown_drains_the_buffer_before_the_storage_stops(kind: Kind) {
     let script = Scripted::new([]);

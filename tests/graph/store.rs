@@ -185,6 +185,51 @@ mod episodes {
     }
 
     #[tokio::test]
+    async fn an_episode_of_a_session_reads_back_with_it_and_is_listed_by_its_session() {
+        let g = TestGraph::new("gs-ep-session").await;
+        assert!(
+            graph::session_episodes(&g.db, &g.name, "s-1")
+                .await
+                .unwrap()
+                .is_empty(),
+            "a graph that does not exist has no session"
+        );
+        graph::build_indices(&g.db, &g.name, 2).await.unwrap();
+        let first = episode("Alice said hi.", "2024-05-01T12:00:00Z").session("s-1");
+        let other = episode("Bob said hi.", "2024-05-01T12:01:00Z").session("s-2");
+        let mut second = episode("Alice said bye.", "2024-05-01T12:02:00Z").session("s-1");
+        second.created_at = gralkor::graph::Timestamp(first.created_at.0 + 1);
+        let plain = episode("Nobody said anything.", "2024-05-01T12:03:00Z");
+        for ep in [&first, &other, &second, &plain] {
+            graph::save_episode(&g.db, &g.name, ep).await.unwrap();
+        }
+        let read = graph::get_episode(&g.db, &g.name, first.uuid)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.session.as_deref(), Some("s-1"));
+        assert_eq!(read, first);
+        assert_eq!(
+            graph::session_episodes(&g.db, &g.name, "s-1")
+                .await
+                .unwrap(),
+            [first.uuid, second.uuid],
+            "oldest first"
+        );
+        assert_eq!(
+            graph::session_episodes(&g.db, &g.name, "s-2")
+                .await
+                .unwrap(),
+            [other.uuid]
+        );
+        let read = graph::get_episode(&g.db, &g.name, plain.uuid)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.session, None);
+    }
+
+    #[tokio::test]
     async fn an_old_episode_without_the_writer_property_reads_as_unattributed() {
         let g = TestGraph::new("gs-ep-old").await;
         let uuid = uuid::Uuid::new_v4();

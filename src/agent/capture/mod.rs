@@ -89,7 +89,7 @@ pub use store::{
 
 use super::transcript::{MemoryFilter, check_name, format_transcript};
 use super::turn::Turn;
-use crate::client::{InMemoryClient, Ingest, NativeClient};
+use crate::client::{InMemoryClient, Ingest, NativeClient, PurgeSession, SessionPurgeReport};
 use crate::destination::PERSONAL;
 use crate::graph::Timestamp;
 use crate::runtime::Snapshot;
@@ -733,6 +733,72 @@ impl CaptureBuffer {
         Ok(())
     }
 
+    /// Forgets a session entirely: its buffered turns are dropped (from memory and
+    /// from the durable store) without being written, flushes already writing are
+    /// awaited, and then everything written for it is purged
+    /// ([`MemoryClient::purge_session`](crate::client::MemoryClient::purge_session),
+    /// with its permission rules). Call it after any
+    /// [`flush_and_await`](Self::flush_and_await) of the session has returned.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::time::Duration;
+    /// use gralkor::agent::capture::{Capture, CaptureBuffer, CaptureConfig};
+    /// use gralkor::agent::turn::Turn;
+    /// use gralkor::client::{Client, InMemoryClient, OperatorId, PurgeSession, Search};
+    ///
+    /// let client = InMemoryClient::new();
+    /// let buffer = CaptureBuffer::in_memory(&client, CaptureConfig::new()).await?;
+    /// let ada = OperatorId::new("ada")?;
+    /// let turn = |q: &str| Turn::completed(q, Vec::<String>::new(), "noted");
+    /// buffer.append(Capture::new("s-1", &ada, "Susu", "Ada", turn("I like tea"))).await?;
+    /// buffer.flush_and_await("s-1", Duration::from_secs(5)).await?;
+    /// buffer.append(Capture::new("s-1", &ada, "Susu", "Ada", turn("I like jazz"))).await?;
+    ///
+    /// let report = buffer.purge_session(&PurgeSession::new(&ada, "s-1")).await?;
+    /// assert_eq!((report.episodes.len(), report.buffered_turns_dropped), (1, 1));
+    /// assert!(buffer.pending("s-1").await.is_empty());
+    /// assert!(client.search(&Search::new(&ada, "tea")).await?.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub async fn purge_session(&self, request: &PurgeSession) -> Result<SessionPurgeReport> {
+        check_session(&request.session_id)?;
+        let span =
+            tracing::info_span!("gralkor.capture.purge_session", session = %request.session_id);
+        async {
+            let mut dropped = self.discard(&request.session_id).await?;
+            self.await_flushes().await;
+            // A flush that failed while we waited put its entries back.
+            dropped += self.discard(&request.session_id).await?;
+            let mut report = self.inner.sink.purge_session(request).await?;
+            report.buffered_turns_dropped = dropped;
+            Ok(report)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Drops the session's buffered entries (not those being written) from memory
+    /// and from the store; returns how many turns they held.
+    async fn discard(&self, session_id: &str) -> Result<usize> {
+        let entries = {
+            let mut sessions = self.inner.sessions.lock().await;
+            let Some(s) = sessions.get_mut(session_id) else {
+                return Ok(0);
+            };
+            let mut all = std::mem::take(&mut s.queued);
+            all.extend(s.open.take());
+            if s.in_flight == 0 {
+                sessions.remove(session_id);
+            }
+            all
+        };
+        for e in &entries {
+            self.inner.store.remove(&e.pending.id).await?;
+        }
+        Ok(turns(&entries))
+    }
+
     /// Waits for every flush scheduled by [`flush`](Self::flush) so far.
     pub async fn await_flushes(&self) {
         loop {
@@ -836,16 +902,7 @@ fn turns(entries: &[Entry]) -> usize {
 }
 
 fn check_session(session_id: &str) -> Result<()> {
-    if session_id.trim().is_empty() {
-        return Err(Error::invalid(
-            "session_id",
-            "must not be blank (it comes from the harness; gralkor never mints one)",
-        ));
-    }
-    if session_id.contains('\0') {
-        return Err(Error::invalid("session_id", "must not contain NUL"));
-    }
-    Ok(())
+    crate::storage::check_session_id("session_id", session_id)
 }
 
 fn check_binding(session: &str, bound: &Binding, asked: &Binding) -> Result<()> {
@@ -1052,6 +1109,7 @@ async fn write_once(
     let binding = entry.pending.binding.clone();
     let reference_time = Timestamp(entry.pending.accepted_at);
     let content = Content::conversation(transcript);
+    let session = entry.pending.session_id.clone();
     let route = route.clone();
     let attempt = tokio::spawn(async move {
         match &route.target {
@@ -1064,6 +1122,7 @@ async fn write_once(
                     CAPTURED,
                     reference_time,
                     &route.ingestion_id,
+                    Some(&session),
                 )
                 .await
             }
@@ -1074,7 +1133,8 @@ async fn write_once(
                     lens.clone(),
                     content,
                 )
-                .source_description(CAPTURED);
+                .source_description(CAPTURED)
+                .session(session);
                 ingest.reference_time = Some(reference_time);
                 sink.ingest_frozen(&snapshot, &ingest).await
             }

@@ -1,18 +1,18 @@
 //! Where a flushed batch is written: the client's own ingestion path against the
-//! snapshot frozen at acceptance.
+//! snapshot frozen at acceptance; and how a session's writes are forgotten.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::client::{Drain, Ingest, MemoryClient};
+use crate::client::{Drain, Ingest, MemoryClient, PurgeSession, SessionPurgeReport};
 use crate::graph::Timestamp;
 use crate::provenance::Writer;
 use crate::runtime::{Runtime, Snapshot};
 use crate::storage::{Content, NewEpisode, OperatorId, Storage, validate_content};
 use crate::{Error, Result};
 
-/// The two writes a capture makes, against a given snapshot. Implemented for every
+/// The two writes a capture makes, against a given snapshot, and the session purge. Implemented for every
 /// [`MemoryClient`] (so for [`NativeClient`](crate::NativeClient) and
 /// [`InMemoryClient`](crate::InMemoryClient)); the buffer holds one as
 /// `Arc<dyn CaptureSink>`.
@@ -34,7 +34,7 @@ pub trait CaptureSink: Send + Sync + 'static {
 
     /// Writes `content` directly (the direct writer marker) to `destination` as
     /// `snapshot` defines it, identified by `replay_key` so a replay stores nothing
-    /// twice.
+    /// twice, recording conversation session `session`.
     #[allow(clippy::too_many_arguments)]
     async fn write_direct(
         &self,
@@ -45,7 +45,12 @@ pub trait CaptureSink: Send + Sync + 'static {
         source_description: &str,
         reference_time: Timestamp,
         replay_key: &str,
+        session: Option<&str>,
     ) -> Result<()>;
+
+    /// Forgets what was written for a session (see
+    /// [`MemoryClient::purge_session`](crate::client::MemoryClient::purge_session)).
+    async fn purge_session(&self, request: &PurgeSession) -> Result<SessionPurgeReport>;
 }
 
 #[async_trait]
@@ -71,6 +76,7 @@ impl<S: Storage> CaptureSink for MemoryClient<S> {
         source_description: &str,
         reference_time: Timestamp,
         replay_key: &str,
+        session: Option<&str>,
     ) -> Result<()> {
         if self.is_closed() {
             return Err(Error::Closed {
@@ -88,7 +94,12 @@ impl<S: Storage> CaptureSink for MemoryClient<S> {
             source_description,
             Some(reference_time),
         )
-        .replay_key(replay_key);
+        .replay_key(replay_key)
+        .session(session.map(str::to_owned));
         self.storage().add_episode(episode).await.map(|_| ())
+    }
+
+    async fn purge_session(&self, request: &PurgeSession) -> Result<SessionPurgeReport> {
+        MemoryClient::purge_session(self, request).await
     }
 }

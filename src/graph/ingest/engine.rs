@@ -570,6 +570,20 @@ impl Engine {
         store::get_episode(&self.inner.db, graph, uuid).await
     }
 
+    /// The uuids of the episodes of session `session` in `graph`, oldest first (none
+    /// when the graph does not exist).
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// for id in engine.session_episodes("notes", "session-1").await? {
+    ///     engine.remove_episode("notes", id).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn session_episodes(&self, graph: &str, session: &str) -> Result<Vec<Uuid>> {
+        store::session_episodes(&self.inner.db, graph, session).await
+    }
+
     /// Deletes `graph` entirely and forgets that its indices were built.
     ///
     /// ```no_run

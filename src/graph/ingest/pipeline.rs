@@ -62,6 +62,7 @@ impl Engine {
                 entity_edges: Vec::new(),
                 state: EpisodeState::Pending,
                 writer: request.writer.clone(),
+                session: request.session.clone(),
             };
             tracing::Span::current().record("uuid", tracing::field::display(episode.uuid));
             // Without a language model the episode is embedded before it is written
@@ -190,6 +191,7 @@ impl Engine {
                     .source_description(episode.source_description.clone());
             request.ontology = ontology_for(episode.writer.as_deref());
             request.writer = episode.writer.clone();
+            request.session = episode.session.clone();
             let usage = IngestUsage {
                 db_round_trips: 2,
                 ..IngestUsage::default()

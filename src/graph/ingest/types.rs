@@ -42,6 +42,9 @@ pub struct AddEpisode {
     /// searches filter on ([`SearchFilters::writers`](crate::graph::SearchFilters::writers));
     /// `None` leaves it unattributed.
     pub writer: Option<String>,
+    /// The conversation session it came from, stored as the episode's `session`
+    /// property; `None` for an episode outside any session.
+    pub session: Option<String>,
 }
 
 impl AddEpisode {
@@ -57,6 +60,7 @@ impl AddEpisode {
             excluded_types: Vec::new(),
             instructions: None,
             writer: None,
+            session: None,
         }
     }
 
@@ -87,6 +91,12 @@ impl AddEpisode {
     /// Records who wrote it (see [`AddEpisode::writer`](AddEpisode#structfield.writer)).
     pub fn writer(mut self, writer: impl Into<String>) -> Self {
         self.writer = Some(writer.into());
+        self
+    }
+
+    /// Records the session it came from (see [`AddEpisode::session`](AddEpisode#structfield.session)).
+    pub fn session(mut self, session: impl Into<String>) -> Self {
+        self.session = Some(session.into());
         self
     }
 

@@ -53,7 +53,7 @@ pub(crate) fn episode_embedding_clause(param: &str, carry: &str) -> String {
 }
 
 /// Writes `episode` (`MERGE` on its uuid, then every property set to the given
-/// values; a `None` writer removes the `writer` property). Returns what the write changed: saving the same episode again creates no
+/// values; a `None` writer or session removes that property). Returns what the write changed: saving the same episode again creates no
 /// node.
 pub async fn save_episode(db: &FalkorDb, graph: &str, episode: &Episode) -> Result<QueryStats> {
     let params = Params::new()
@@ -65,7 +65,8 @@ pub async fn save_episode(db: &FalkorDb, graph: &str, episode: &Episode) -> Resu
         .set("created_at", episode.created_at.0)
         .set("entity_edges", uuids(&episode.entity_edges))
         .set("state", episode.state.as_str())
-        .set("writer", episode.writer.as_deref());
+        .set("writer", episode.writer.as_deref())
+        .set("session", episode.session.as_deref());
     let res = db
         .query(
             graph,
@@ -73,7 +74,7 @@ pub async fn save_episode(db: &FalkorDb, graph: &str, episode: &Episode) -> Resu
              SET e.content = $content, e.source = $source, \
                  e.source_description = $source_description, e.valid_at = $valid_at, \
                  e.created_at = $created_at, e.entity_edges = $entity_edges, e.state = $state, \
-                 e.writer = $writer",
+                 e.writer = $writer, e.session = $session",
             &params,
         )
         .await?;
@@ -84,7 +85,7 @@ pub async fn save_episode(db: &FalkorDb, graph: &str, episode: &Episode) -> Resu
 pub(crate) const EPISODE_COLUMNS: &str = "e.uuid AS uuid, e.content AS content, e.source AS source, \
      e.source_description AS source_description, e.valid_at AS valid_at, \
      e.created_at AS created_at, e.entity_edges AS entity_edges, e.state AS state, \
-     e.writer AS writer";
+     e.writer AS writer, e.session AS session";
 
 /// The episode with `uuid`, if there is one.
 pub async fn get_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Option<Episode>> {
@@ -96,6 +97,23 @@ pub async fn get_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Optio
         )
         .await?;
     res.into_maps().first().map(episode_from_row).transpose()
+}
+
+/// The uuids of the episodes of session `session`, oldest first (through the range
+/// index on `Episodic.session`).
+pub async fn session_episodes(db: &FalkorDb, graph: &str, session: &str) -> Result<Vec<Uuid>> {
+    let res = db
+        .ro_query(
+            graph,
+            "MATCH (e:Episodic {session: $session}) RETURN e.uuid AS uuid \
+             ORDER BY e.created_at, e.uuid",
+            &Params::new().set("session", session),
+        )
+        .await?;
+    res.into_maps()
+        .iter()
+        .map(|row| Row::new("episode", row).uuid("uuid"))
+        .collect()
 }
 
 /// An episode from a row of [`EPISODE_COLUMNS`].
@@ -113,5 +131,6 @@ pub(crate) fn episode_from_row(row: &BTreeMap<String, Value>) -> Result<Episode>
         entity_edges: r.uuid_list("entity_edges")?,
         state: EpisodeState::parse(state).ok_or_else(|| r.bad("state"))?,
         writer: r.opt_str("writer")?.map(str::to_owned),
+        session: r.opt_str("session")?.map(str::to_owned),
     })
 }

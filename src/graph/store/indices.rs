@@ -23,7 +23,10 @@ const HNSW: HnswOptions = HnswOptions {
 pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
     let sw = DEFAULT_STOPWORDS;
     vec![
-        IndexSpec::range_nodes("Episodic", ["uuid", "created_at", "valid_at", "writer"]),
+        IndexSpec::range_nodes(
+            "Episodic",
+            ["uuid", "created_at", "valid_at", "writer", "session"],
+        ),
         IndexSpec::range_nodes("Entity", ["uuid", "name", "name_key", "created_at"]),
         IndexSpec::range_nodes("Community", ["uuid"]),
         IndexSpec::range_nodes(super::EPISODE_EMBEDDING_LABEL, ["uuid"]),

@@ -27,7 +27,7 @@ fn write_pending_statement(episode: &Episode, embedding: Option<&[f32]>) -> (Str
              ON CREATE SET e.content = $content, e.source = $source, \
                  e.source_description = $source_description, e.valid_at = $valid_at, \
                  e.created_at = $created_at, e.entity_edges = [], e.state = 'pending', \
-                 e.generation = 0, e.writer = $writer \
+                 e.generation = 0, e.writer = $writer, e.session = $session \
              {embedding} \
              RETURN {EPISODE_COLUMNS}",
             embedding = episode_embedding_clause("embedding", "e")
@@ -40,6 +40,7 @@ fn write_pending_statement(episode: &Episode, embedding: Option<&[f32]>) -> (Str
             .set("valid_at", episode.valid_at.0)
             .set("created_at", episode.created_at.0)
             .set("writer", episode.writer.as_deref())
+            .set("session", episode.session.as_deref())
             .set("embedding", embedding.map(<[f32]>::to_vec)),
     )
 }

@@ -52,7 +52,9 @@ pub use candidates::{CandidateQuery, EntityCandidate, MAX_CANDIDATE_LIMIT, entit
 pub use communities::{get_communities, get_community_members, save_communities};
 pub use debt::{VectorIndex, rebuild_vector_index, vector_debt};
 pub use entities::{get_entities, save_entities};
-pub use episodes::{EPISODE_EMBEDDING_CHARS, episode_embedding_text, get_episode, save_episode};
+pub use episodes::{
+    EPISODE_EMBEDDING_CHARS, episode_embedding_text, get_episode, save_episode, session_episodes,
+};
 pub use facts::{get_facts, save_facts};
 pub use indices::{build_indices, clear, index_specs};
 pub use links::{
