@@ -422,6 +422,7 @@ pub struct AgentCapture {
     route: super::capture::CaptureRoute,
     config: AutoCapture,
     filter: super::transcript::MemoryFilter,
+    subject: Option<Subject>,
 }
 
 impl AgentCapture {
@@ -447,7 +448,20 @@ impl AgentCapture {
             route,
             config,
             filter: super::transcript::MemoryFilter::new(),
+            subject: None,
         })
+    }
+
+    /// Captures as `subject`, for a client with an authorizer (which refuses a
+    /// capture without one, naming `subject`).
+    pub fn subject(mut self, subject: Subject) -> AgentCapture {
+        self.subject = Some(subject);
+        self
+    }
+
+    /// Who it captures as, if set.
+    pub fn subject_of(&self) -> Option<&Subject> {
+        self.subject.as_ref()
     }
 
     /// The same hook skipping the blocks `filter` knows (an auto-recall block of your
@@ -496,7 +510,8 @@ impl AgentCapture {
                     self.human_name.clone(),
                     turn,
                 )
-                .route(self.route.clone()),
+                .route(self.route.clone())
+                .subject_opt(self.subject.clone()),
             )
             .await?;
         Ok(true)

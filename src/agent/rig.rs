@@ -316,6 +316,7 @@ struct FailedCapture {
     human_name: String,
     route: CaptureRoute,
     last_messages: usize,
+    subject: Option<crate::access::Subject>,
 }
 
 /// gralkor's auto-recall and auto-capture as a rig [`AgentHook`] (see the
@@ -379,6 +380,7 @@ impl MemoryHook {
             human_name: human_name.into(),
             route,
             last_messages: config.last_messages,
+            subject: None,
         };
         let capture = AgentCapture::new(
             failed.buffer.clone(),
@@ -390,6 +392,19 @@ impl MemoryHook {
         )?;
         self.capture = Some((capture, failed));
         Ok(self)
+    }
+
+    /// Captures as `subject` (set it after [`capture`](Self::capture)), for a client
+    /// with an authorizer.
+    pub fn capture_as(mut self, subject: crate::access::Subject) -> MemoryHook {
+        if let Some((capture, failed)) = self.capture.take() {
+            let failed = FailedCapture {
+                subject: Some(subject.clone()),
+                ..failed
+            };
+            self.capture = Some((capture.subject(subject), failed));
+        }
+        self
     }
 
     /// The harness's session id (never minted: without one, nothing is captured and
@@ -426,7 +441,8 @@ impl MemoryHook {
                             failed.human_name.clone(),
                             turn,
                         )
-                        .route(failed.route.clone()),
+                        .route(failed.route.clone())
+                        .subject_opt(failed.subject.clone()),
                     )
                     .await
             }

@@ -242,6 +242,34 @@ impl<S: Storage> MemoryClient<S> {
         }
     }
 
+    /// For the agent layer's own writes (captured turns): with an authorizer, the
+    /// subject is required and needs `contribute` on `graph`; without one, nothing.
+    pub(crate) async fn authorize_write(
+        &self,
+        subject: Option<&crate::access::Subject>,
+        operator: &OperatorId,
+        graph: &GraphId,
+    ) -> Result<()> {
+        match self.guard(subject)? {
+            Some((access, subject)) => access.may_contribute(subject, operator, graph).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Records the fragments of episodes the agent layer wrote to `graph` as
+    /// `subject` (nothing without an authorizer).
+    pub(crate) async fn record_write(
+        &self,
+        subject: Option<&crate::access::Subject>,
+        graph: &GraphId,
+        episodes: impl IntoIterator<Item = Uuid>,
+    ) -> Result<()> {
+        match self.guard(subject)? {
+            Some((access, subject)) => access.record(subject, graph, episodes, &[]).await,
+            None => Ok(()),
+        }
+    }
+
     fn dyn_storage(&self) -> Arc<dyn Storage> {
         self.inner.storage.clone()
     }

@@ -133,6 +133,24 @@ impl Rig {
         }
     }
 
+    /// A capture buffer over the rig's client, with an in-memory store.
+    pub async fn buffer(&self) -> gralkor::agent::capture::CaptureBuffer {
+        use gralkor::agent::capture::{
+            CaptureBuffer, CaptureConfig, CaptureSink, InMemoryCaptureStore,
+        };
+        let sink: Arc<dyn CaptureSink> = match &self.concrete {
+            Concrete::Twin(c) => Arc::new(c.clone()),
+            Concrete::Native(c) => Arc::new(c.clone()),
+        };
+        CaptureBuffer::new(
+            sink,
+            Arc::new(InMemoryCaptureStore::new()),
+            CaptureConfig::new(),
+        )
+        .await
+        .unwrap()
+    }
+
     pub async fn status(&self) -> gralkor::client::Status {
         match &self.concrete {
             Concrete::Twin(c) => c.status().await,
@@ -241,6 +259,7 @@ both!(
     involves_and_shared_by_make_an_episode_visible_outside_its_group,
     hits_are_filtered_before_the_limit,
     forgetting_needs_delete_and_removes_the_fragment_relationships,
+    captured_turns_are_written_as_the_sessions_subject,
     membership_changes_take_effect_on_the_next_search,
     ingest_checks_contribute_and_records_each_written_episode,
     operators_are_isolated_under_concurrency,
@@ -608,4 +627,93 @@ async fn the_agent_tools_and_recall_act_for_the_subject_they_are_given(kind: Kin
         .unwrap()
         .expect("a block");
     assert!(block.contains("Ada keeps bees"), "{block}");
+}
+
+async fn captured_turns_are_written_as_the_sessions_subject(kind: Kind) {
+    use gralkor::agent::capture::Capture;
+    use gralkor::agent::turn::Turn;
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (bob_op, bob) = fresh("bob");
+    r.authz
+        .write_relationships(&[Relationship::member(r.team.clone(), &ada).unwrap()])
+        .await
+        .unwrap();
+    let buffer = r.buffer().await;
+    let capture = |session: &str| {
+        let turn = Turn::completed(
+            &format!("The launch word is {}.", r.word),
+            Vec::<String>::new(),
+            "Noted.",
+        );
+        Capture::new(session, &ada_op, "Susu", "Ada", turn).direct(r.team.clone())
+    };
+    let err = buffer.append(capture("s")).await.unwrap_err();
+    assert!(err.to_string().contains("`subject`"), "{err}");
+    let err = buffer
+        .append(capture("s").subject(bob.clone()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::PermissionDenied { ref permission, .. } if permission == "contribute"),
+        "refused when appended: {err}"
+    );
+    assert!(buffer.pending("s").await.is_empty(), "nothing buffered");
+
+    buffer
+        .append(capture("s").subject(ada.clone()))
+        .await
+        .unwrap();
+    let err = buffer
+        .append(capture("s").subject(bob.clone()))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("`subject`"),
+        "a session keeps its subject: {err}"
+    );
+    buffer
+        .flush_and_await("s", std::time::Duration::from_secs(30))
+        .await
+        .unwrap();
+    let search = |op: &OperatorId, who: &Subject| {
+        Search::new(op, r.word.clone())
+            .destinations([r.team.clone()])
+            .subject(who.clone())
+    };
+    let found = r.client.search(&search(&ada_op, &ada)).await.unwrap();
+    assert_eq!(found.len(), 1);
+    let episode = found[0].hit.as_episode().unwrap().uuid;
+    assert!(
+        r.client
+            .search(&search(&bob_op, &bob))
+            .await
+            .unwrap()
+            .is_empty(),
+        "a non-member does not read the captured turn"
+    );
+    let shared_by = r
+        .authz
+        .read_relationships(
+            &RelationshipFilter::resource(ObjectRef::fragment(episode))
+                .relation(gralkor::access::Relation::SharedBy),
+        )
+        .await
+        .unwrap();
+    assert_eq!(shared_by.len(), 1);
+    assert_eq!(&shared_by[0].subject, ada.object());
+    // The writer of the captured turn may forget the session, even outside her
+    // personal graph.
+    let report = buffer
+        .purge_session(&gralkor::client::PurgeSession::new(&ada_op, "s").subject(ada.clone()))
+        .await
+        .unwrap();
+    assert_eq!(report.episodes.len(), 1, "{report:?}");
+    assert!(
+        r.client
+            .search(&search(&ada_op, &ada))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

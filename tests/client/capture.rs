@@ -264,55 +264,58 @@ both!(
 async fn purging_a_session_drops_its_buffered_turns_and_what_it_wrote_through_every_route(
     kind: Kind,
 ) {
+    // The team graph is shared by every test on the server: a word of its own.
     let config = RuntimeConfig::new()
         .destination("team")
         .lens(Lens::appending("observations", "team"));
     let rig = Rig::new(kind, config).await;
+    // Session ids of its own too: a purge reaches every graph of the operator.
+    let s = format!("purge-{}", uuid::Uuid::new_v4());
     let buffer = rig.buffer().await;
     let lenses = ["personal-chat", "observations"];
     buffer
         .append(
-            rig.capture("s", turn("Ada ships invoices on Fridays.", "Noted."))
+            rig.capture(&s, turn("Ada ships zorblats on Fridays.", "Noted."))
                 .lenses(lenses),
         )
         .await
         .unwrap();
-    buffer.flush_and_await("s", WAIT).await.unwrap();
+    buffer.flush_and_await(&s, WAIT).await.unwrap();
     buffer
-        .append(rig.capture("other", turn("Ada mails invoices too.", "Noted.")))
+        .append(rig.capture("other", turn("Ada mails zorblats too.", "Noted.")))
         .await
         .unwrap();
     buffer.flush_and_await("other", WAIT).await.unwrap();
     buffer
         .append(
-            rig.capture("s", turn("Invoices go out at noon.", "Noted."))
+            rig.capture(&s, turn("Zorblats go out at noon.", "Noted."))
                 .lenses(lenses),
         )
         .await
         .unwrap();
-    assert_eq!(rig.episodes("personal", "invoices").await.len(), 2);
-    assert_eq!(rig.episodes("team", "invoices").await.len(), 1);
+    assert_eq!(rig.episodes("personal", "zorblats").await.len(), 2);
+    assert_eq!(rig.episodes("team", "zorblats").await.len(), 1);
 
     let report = buffer
-        .purge_session(&gralkor::client::PurgeSession::new(&rig.op, "s"))
+        .purge_session(&gralkor::client::PurgeSession::new(&rig.op, s.clone()))
         .await
         .unwrap();
     assert_eq!(report.buffered_turns_dropped, 1, "{report:?}");
     assert_eq!(report.episodes.len(), 2, "one per route: {report:?}");
-    assert!(buffer.pending("s").await.is_empty());
+    assert!(buffer.pending(&s).await.is_empty());
     assert!(
         rig.store
             .load()
             .await
             .unwrap()
             .iter()
-            .all(|e| e.session_id != "s"),
+            .all(|e| e.session_id != s),
         "nothing of the session stays in the durable store"
     );
-    let left = rig.episodes("personal", "invoices").await;
+    let left = rig.episodes("personal", "zorblats").await;
     assert_eq!(left.len(), 1);
     assert!(left[0].content.contains("mails"), "{}", left[0].content);
-    assert!(rig.episodes("team", "invoices").await.is_empty());
+    assert!(rig.episodes("team", "zorblats").await.is_empty());
     // The dropped turn is never written later.
     buffer.flush_all().await.unwrap();
     assert!(rig.episodes("team", "noon").await.is_empty());

@@ -89,6 +89,7 @@ pub use store::{
 
 use super::transcript::{MemoryFilter, check_name, format_transcript};
 use super::turn::Turn;
+use crate::access::Subject;
 use crate::client::{InMemoryClient, Ingest, NativeClient, PurgeSession, SessionPurgeReport};
 use crate::destination::PERSONAL;
 use crate::graph::Timestamp;
@@ -140,6 +141,9 @@ pub struct Capture {
     pub route: CaptureRoute,
     /// The turn.
     pub turn: Turn,
+    /// Who the session writes as (required when the client has an authorizer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
 }
 
 impl Capture {
@@ -158,7 +162,22 @@ impl Capture {
             human_name: human_name.into(),
             route: CaptureRoute::default(),
             turn,
+            subject: None,
         }
+    }
+
+    /// Written as `subject` (for a client with an authorizer: `contribute` is checked
+    /// when the turn is appended and again when it is written, and each written
+    /// episode's fragment names the subject as `shared_by`).
+    pub fn subject(mut self, subject: Subject) -> Capture {
+        self.subject = Some(subject);
+        self
+    }
+
+    /// Written as `subject`, if any.
+    pub fn subject_opt(mut self, subject: Option<Subject>) -> Capture {
+        self.subject = subject;
+        self
     }
 
     /// Direct to another Destination.
@@ -493,7 +512,22 @@ impl CaptureBuffer {
             agent_name: capture.agent_name,
             human_name: capture.human_name,
             route: capture.route,
+            subject: capture.subject,
         };
+        // A re-binding is refused before the authorizer is asked (and again below,
+        // under the same lock as the append).
+        if let Some(s) = self.inner.sessions.lock().await.get(&capture.session_id) {
+            check_binding(&capture.session_id, &s.binding, &binding)?;
+        }
+        self.inner
+            .sink
+            .authorize_capture(
+                &snapshot,
+                &binding.operator_id,
+                &targets,
+                binding.subject.as_ref(),
+            )
+            .await?;
         let mut sessions = self.inner.sessions.lock().await;
         if let Some(s) = sessions.get(&capture.session_id) {
             check_binding(&capture.session_id, &s.binding, &binding)?;
@@ -914,6 +948,8 @@ fn check_binding(session: &str, bound: &Binding, asked: &Binding) -> Result<()> 
         "human_name"
     } else if bound.route != asked.route {
         "route"
+    } else if bound.subject != asked.subject {
+        "subject"
     } else {
         return Ok(());
     };
@@ -1123,6 +1159,7 @@ async fn write_once(
                     reference_time,
                     &route.ingestion_id,
                     Some(&session),
+                    binding.subject.as_ref(),
                 )
                 .await
             }
@@ -1136,6 +1173,7 @@ async fn write_once(
                 .source_description(CAPTURED)
                 .session(session);
                 ingest.reference_time = Some(reference_time);
+                ingest.subject = binding.subject.clone();
                 sink.ingest_frozen(&snapshot, &ingest).await
             }
         }

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::store::RouteTarget;
+use crate::access::Subject;
 use crate::client::{Drain, Ingest, MemoryClient, PurgeSession, SessionPurgeReport};
 use crate::graph::Timestamp;
 use crate::provenance::Writer;
@@ -46,6 +48,18 @@ pub trait CaptureSink: Send + Sync + 'static {
         reference_time: Timestamp,
         replay_key: &str,
         session: Option<&str>,
+        subject: Option<&Subject>,
+    ) -> Result<()>;
+
+    /// Checks, when a turn is appended, that `subject` may write every one of
+    /// `targets` (for a client with an authorizer: the subject is required and needs
+    /// `contribute` on each target's graph); without an authorizer, nothing.
+    async fn authorize_capture(
+        &self,
+        snapshot: &Snapshot,
+        operator: &OperatorId,
+        targets: &[RouteTarget],
+        subject: Option<&Subject>,
     ) -> Result<()>;
 
     /// Forgets what was written for a session (see
@@ -77,6 +91,7 @@ impl<S: Storage> CaptureSink for MemoryClient<S> {
         reference_time: Timestamp,
         replay_key: &str,
         session: Option<&str>,
+        subject: Option<&Subject>,
     ) -> Result<()> {
         if self.is_closed() {
             return Err(Error::Closed {
@@ -87,8 +102,9 @@ impl<S: Storage> CaptureSink for MemoryClient<S> {
         let graph = snapshot
             .destination("route.destination", destination)?
             .graph_id(operator)?;
+        self.authorize_write(subject, operator, &graph).await?;
         let episode = NewEpisode::new(
-            graph,
+            graph.clone(),
             Writer::Direct,
             content,
             source_description,
@@ -96,7 +112,35 @@ impl<S: Storage> CaptureSink for MemoryClient<S> {
         )
         .replay_key(replay_key)
         .session(session.map(str::to_owned));
-        self.storage().add_episode(episode).await.map(|_| ())
+        let stored = self.storage().add_episode(episode).await?;
+        self.record_write(subject, &graph, [stored.uuid]).await
+    }
+
+    async fn authorize_capture(
+        &self,
+        snapshot: &Snapshot,
+        operator: &OperatorId,
+        targets: &[RouteTarget],
+        subject: Option<&Subject>,
+    ) -> Result<()> {
+        if self.authorizer().is_none() {
+            return Ok(());
+        }
+        for target in targets {
+            let graph = match target {
+                RouteTarget::Direct(d) => snapshot
+                    .destination("route.direct", d)?
+                    .graph_id(operator)?,
+                RouteTarget::Lens(l) => {
+                    let lens = snapshot.lens("route.lenses", l)?;
+                    snapshot
+                        .destination("lens.destination", lens.destination())?
+                        .graph_id(operator)?
+                }
+            };
+            self.authorize_write(subject, operator, &graph).await?;
+        }
+        Ok(())
     }
 
     async fn purge_session(&self, request: &PurgeSession) -> Result<SessionPurgeReport> {

@@ -42,6 +42,11 @@ pub struct Binding {
     pub human_name: String,
     /// Where the session's turns go.
     pub route: CaptureRoute,
+    /// Who the turns are written as (required when the client has an authorizer:
+    /// every write checks `contribute` and records its fragment with this subject as
+    /// `shared_by`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<crate::access::Subject>,
 }
 
 /// One write a flush makes.
