@@ -164,6 +164,17 @@ pub struct SearchArgs {
     /// Results per Destination (1-200).
     #[arg(long, short = 'n', default_value_t = 10)]
     pub limit: usize,
+    /// What was true at this instant (RFC 3339, e.g. 2024-06-01T00:00:00Z) instead of
+    /// what is true now: facts valid then (a fact invalidated later is still found),
+    /// episodes that had happened by then. Episodes and facts only.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
+    pub as_of: Option<gralkor::graph::Timestamp>,
+}
+
+fn parse_time(text: &str) -> Result<gralkor::graph::Timestamp, String> {
+    text.trim()
+        .parse()
+        .map_err(|e: gralkor::Error| format!("must be an RFC 3339 date-time: {e}"))
 }
 
 #[derive(Debug, Args)]

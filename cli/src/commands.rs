@@ -199,11 +199,14 @@ pub async fn search(
             entity_types: Vec::new(),
         },
     };
-    let request = Search::new(op, &args.query)
+    let mut request = Search::new(op, &args.query)
         .destinations(args.destinations.clone())
         .lenses(args.lenses.clone())
         .result_type(result_type)
         .max_results(args.limit);
+    if let Some(t) = args.as_of {
+        request = request.as_of(t);
+    }
     let results = client.search(&request).await?;
     out.emit(&results, || {
         if results.is_empty() {
