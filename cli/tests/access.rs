@@ -67,6 +67,16 @@ fn ada_writes_and_finds_her_personal_memory_and_bob_cannot_reach_it() {
         Vec::<String>::new()
     );
     assert_eq!(bob(&["get", &uuid]).code, 4);
+    assert_eq!(bob(&["--json", "episodes"]).json(), serde_json::json!([]));
+    let status = bob(&["--json", "status"]).json();
+    assert!(
+        !status["destinations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["name"] == "personal"),
+        "{status}"
+    );
     assert_eq!(bob(&["forget", "episode", &uuid]).code, 4);
     // Nor write to her personal graph, nor make himself a member of it: refused, exit 6,
     // one line.
@@ -79,8 +89,9 @@ fn ada_writes_and_finds_her_personal_memory_and_bob_cannot_reach_it() {
     let join = bob(&["add-member", "personal/ada", "person:bob"]);
     assert_eq!(join.code, 6, "{join:?}");
     assert!(join.stderr.contains("personal/ada"), "{join:?}");
-    // Her export is hers alone too.
+    // Her export is hers alone too, and only she may purge her.
     assert_eq!(bob(&["export"]).code, 6);
+    assert_eq!(bob(&["forget", "operator", "ada"]).code, 6);
     // And it is all still there for Ada.
     assert_eq!(
         episode_uuids(&ada(&["--json", "search", "spare key"]).json()),
