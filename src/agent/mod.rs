@@ -84,7 +84,7 @@ pub struct MemorySearch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<Subject>,
     /// What was true at this instant instead of what is current (see
-    /// [`Search::as_of`]).
+    /// [`Search::as_of`](crate::client::Search#structfield.as_of)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<crate::graph::Timestamp>,
 }
