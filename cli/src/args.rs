@@ -12,9 +12,16 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// them. The operator (whose `personal` memory a command reads and writes) comes from
 /// --operator or GRALKOR_OPERATOR and is never invented.
 ///
-/// Exit codes: 0 success; 1 failure; 2 usage error; 3 invalid input (nothing was
-/// written); 4 not found; 5 configuration error; 6 not available yet; 75 temporary
-/// failure (trying again can help).
+/// Access: without an authorizer (`--authorizer none`, the default) nothing is checked —
+/// whoever names an operator reads their memory. With `--authorizer embedded` (the
+/// relationships live in the same FalkorDB, graph `gralkor/access`) every request is
+/// made as the subject given with --as or GRALKOR_SUBJECT (`person:ID` or `agent:ID`,
+/// required, never invented), and refused requests exit 6.
+///
+/// Exit codes: 0 success; 1 failure; 2 usage error (also: an authorizer without --as,
+/// `groups` or `add-member` without an authorizer); 3 invalid input (nothing was
+/// written); 4 not found; 5 configuration error; 6 refused (not permitted by the
+/// authorizer) or not available yet; 75 temporary failure (trying again can help).
 #[derive(Debug, Parser)]
 #[command(name = "gralkor", version, about, long_about, max_term_width = 100)]
 pub struct Cli {
@@ -56,6 +63,28 @@ pub struct Global {
     #[arg(long, global = true)]
     pub text_only: bool,
 
+    /// Who checks permissions: `none` (nothing is checked) or `embedded` (relationships
+    /// in the same FalkorDB server, graph `gralkor/access`).
+    #[arg(
+        long,
+        global = true,
+        env = "GRALKOR_AUTHORIZER",
+        value_enum,
+        default_value_t = AuthorizerKind::None
+    )]
+    pub authorizer: AuthorizerKind,
+
+    /// Who asks, `person:ID` or `agent:ID`: every request is made as them (required
+    /// with an authorizer).
+    #[arg(
+        long = "as",
+        global = true,
+        env = "GRALKOR_SUBJECT",
+        value_name = "person:ID|agent:ID",
+        value_parser = crate::access::parse_subject
+    )]
+    pub subject: Option<gralkor::access::Subject>,
+
     /// Machine-readable output: one JSON document on standard output.
     #[arg(long, global = true)]
     pub json: bool,
@@ -63,6 +92,16 @@ pub struct Global {
     /// Log what the library does to standard error (-v info, -vv debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+/// Who checks permissions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuthorizerKind {
+    /// Nothing is checked: whoever names an operator reads their memory.
+    None,
+    /// Relationships in the same FalkorDB server (graph `gralkor/access`), evaluated by
+    /// gralkor with the access schema.
+    Embedded,
 }
 
 #[derive(Debug, Subcommand)]
@@ -88,11 +127,16 @@ pub enum Command {
     /// Forget memory.
     #[command(subcommand)]
     Forget(ForgetCommand),
-    /// The groups the operator belongs to (not available yet: needs the access layer's
-    /// authorizer, issue 15; exits 6).
+    /// The groups (Destination graphs: `global`, `personal/ada`, `team-x`) the subject
+    /// (--as) may read, with their members. Needs an authorizer.
     Groups,
-    /// Add a subject to a group (not available yet: needs the access layer's
-    /// authorizer, issue 15; exits 6).
+    /// Add a person or an agent to a group. Needs an authorizer.
+    ///
+    /// Allowed when the subject (--as) is a member of the group already; or the group
+    /// has no members yet — the subject founds it, written as its first member together
+    /// with the new one; or the group is the subject's own personal graph
+    /// `personal/<their id>` (a personal graph's members are added by its owner only).
+    /// Otherwise refused with exit 6.
     AddMember(AddMemberArgs),
     /// Import a workspace's markdown memory files (USER.md, MEMORY.md, memory/*.md)
     /// and JSONL session transcripts. A re-run writes nothing.
@@ -164,6 +208,17 @@ pub struct SearchArgs {
     /// Results per Destination (1-200).
     #[arg(long, short = 'n', default_value_t = 10)]
     pub limit: usize,
+    /// What was true at this instant (RFC 3339, e.g. 2024-06-01T00:00:00Z) instead of
+    /// what is true now: facts valid then (a fact invalidated later is still found),
+    /// episodes that had happened by then. Episodes and facts only.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
+    pub as_of: Option<gralkor::graph::Timestamp>,
+}
+
+fn parse_time(text: &str) -> Result<gralkor::graph::Timestamp, String> {
+    text.trim()
+        .parse()
+        .map_err(|e: gralkor::Error| format!("must be an RFC 3339 date-time: {e}"))
 }
 
 #[derive(Debug, Args)]
@@ -235,13 +290,11 @@ pub enum ForgetCommand {
 
 #[derive(Debug, Args)]
 pub struct AddMemberArgs {
-    /// The group.
+    /// The group: a Destination's graph id (`global`, `personal/ada`, `team-x`).
     pub group: String,
-    /// The subject to add.
-    pub subject: String,
-    /// The subject's type (e.g. agent, person).
-    #[arg(long = "type", default_value = "agent")]
-    pub subject_type: String,
+    /// Who to add: `person:ID` or `agent:ID`.
+    #[arg(value_name = "person:ID|agent:ID")]
+    pub member: String,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,8 @@
 
 use std::io::Read;
 
+use gralkor::access::Subject;
+use gralkor::client::PurgeOperator;
 use gralkor::client::{
     BuildCommunities, Client, Content, EpisodeRecord, EpisodeRef, ExtractPending, Hit, Ingest,
     OperatorId, ResultType, Search, SearchResult,
@@ -42,6 +44,26 @@ impl Out {
         Ok(())
     }
 }
+
+/// Makes a request as the subject, when there is one (`--as`).
+pub trait AskedBy: Sized {
+    fn asked_by(self, subject: Option<&Subject>) -> Self;
+}
+
+macro_rules! asked_by {
+    ($($request:ty),*) => {$(
+        impl AskedBy for $request {
+            fn asked_by(self, subject: Option<&Subject>) -> Self {
+                match subject {
+                    Some(s) => self.subject(s.clone()),
+                    None => self,
+                }
+            }
+        }
+    )*};
+}
+
+asked_by!(Search, EpisodeRef, Ingest, PurgeOperator);
 
 /// A replay-stable ingestion id for content: its kind and a hash of it.
 pub fn content_id(prefix: &str, content: &Content) -> String {
@@ -110,7 +132,13 @@ struct Added {
     episodes: Vec<Uuid>,
 }
 
-pub async fn add(client: &NativeClient, op: &OperatorId, args: &AddArgs, out: Out) -> Outcome {
+pub async fn add(
+    client: &NativeClient,
+    op: &OperatorId,
+    subject: Option<&Subject>,
+    args: &AddArgs,
+    out: Out,
+) -> Outcome {
     let content = content(args.kind, read_content(args)?)?;
     let id = args
         .id
@@ -119,7 +147,7 @@ pub async fn add(client: &NativeClient, op: &OperatorId, args: &AddArgs, out: Ou
     let snapshot = client.runtime().snapshot();
     let (place, expected) = graphs::ingested_uuid(&snapshot, op, &args.lens, &id)?;
     let existing = client
-        .get_episode(&EpisodeRef::new(op.clone(), &place.name, expected))
+        .get_episode(&EpisodeRef::new(op.clone(), &place.name, expected).asked_by(subject))
         .await?;
     let added = if existing.is_some() {
         Added {
@@ -130,8 +158,9 @@ pub async fn add(client: &NativeClient, op: &OperatorId, args: &AddArgs, out: Ou
             episodes: vec![expected],
         }
     } else {
-        let request =
-            Ingest::new(&id, op, &args.lens, content).source_description(&args.source_description);
+        let request = Ingest::new(&id, op, &args.lens, content)
+            .source_description(&args.source_description)
+            .asked_by(subject);
         let written = client.ingest(&request).await?;
         Added {
             id,
@@ -187,6 +216,7 @@ fn fact_text(f: &gralkor::client::FactRecord) -> String {
 pub async fn search(
     client: &NativeClient,
     op: &OperatorId,
+    subject: Option<&Subject>,
     args: &SearchArgs,
     out: Out,
 ) -> Outcome {
@@ -199,11 +229,15 @@ pub async fn search(
             entity_types: Vec::new(),
         },
     };
-    let request = Search::new(op, &args.query)
+    let mut request = Search::new(op, &args.query)
+        .asked_by(subject)
         .destinations(args.destinations.clone())
         .lenses(args.lenses.clone())
         .result_type(result_type)
         .max_results(args.limit);
+    if let Some(t) = args.as_of {
+        request = request.as_of(t);
+    }
     let results = client.search(&request).await?;
     out.emit(&results, || {
         if results.is_empty() {
@@ -218,6 +252,7 @@ pub async fn search(
 pub async fn find_episode(
     client: &NativeClient,
     op: &OperatorId,
+    subject: Option<&Subject>,
     uuid: Uuid,
     destination: Option<&String>,
 ) -> Outcome<(Place, EpisodeRecord)> {
@@ -225,7 +260,7 @@ pub async fn find_episode(
     let named: Vec<String> = destination.into_iter().cloned().collect();
     for place in graphs::places(&snapshot, Some(op), &named)? {
         if let Some(episode) = client
-            .get_episode(&EpisodeRef::new(op.clone(), &place.name, uuid))
+            .get_episode(&EpisodeRef::new(op.clone(), &place.name, uuid).asked_by(subject))
             .await?
         {
             return Ok((place, episode));
@@ -302,6 +337,7 @@ impl Memory {
 pub async fn find_memory(
     client: &NativeClient,
     op: &OperatorId,
+    subject: Option<&Subject>,
     uuid: Uuid,
     destination: Option<&String>,
 ) -> Outcome<(Place, Memory)> {
@@ -309,12 +345,14 @@ pub async fn find_memory(
     let named: Vec<String> = destination.into_iter().cloned().collect();
     for place in graphs::places(&snapshot, Some(op), &named)? {
         if let Some(episode) = client
-            .get_episode(&EpisodeRef::new(op.clone(), &place.name, uuid))
+            .get_episode(&EpisodeRef::new(op.clone(), &place.name, uuid).asked_by(subject))
             .await?
         {
             return Ok((place, Memory::Episode(episode)));
         }
-        if let Some(fact) = graphs::fact(client, &place, uuid).await? {
+        if let Some(fact) = graphs::fact(client, &place, uuid).await?
+            && crate::access::fact_visible(client, subject, &place.graph, &fact).await?
+        {
             return Ok((place, Memory::Fact(fact.into())));
         }
     }
@@ -324,14 +362,22 @@ pub async fn find_memory(
     }))
 }
 
-pub async fn get(client: &NativeClient, op: &OperatorId, args: &GetArgs, out: Out) -> Outcome {
-    let (place, memory) = find_memory(client, op, args.uuid, args.destination.as_ref()).await?;
+pub async fn get(
+    client: &NativeClient,
+    op: &OperatorId,
+    subject: Option<&Subject>,
+    args: &GetArgs,
+    out: Out,
+) -> Outcome {
+    let (place, memory) =
+        find_memory(client, op, subject, args.uuid, args.destination.as_ref()).await?;
     out.emit(&memory.json(&place.name), || memory.text(&place.name))
 }
 
 pub async fn episodes(
     client: &NativeClient,
     op: &OperatorId,
+    subject: Option<&Subject>,
     args: &EpisodesArgs,
     out: Out,
 ) -> Outcome {
@@ -340,7 +386,7 @@ pub async fn episodes(
     for place in graphs::places(&snapshot, Some(op), &args.destinations)? {
         for (uuid, state) in graphs::recent_episodes(client, &place, args.last).await? {
             if let Some(episode) = client
-                .get_episode(&EpisodeRef::new(op.clone(), &place.name, uuid))
+                .get_episode(&EpisodeRef::new(op.clone(), &place.name, uuid).asked_by(subject))
                 .await?
             {
                 listed.push(Listed {
@@ -394,10 +440,15 @@ pub async fn status_report(
     client: &NativeClient,
     config: &gralkor::Config,
     op: Option<&OperatorId>,
+    subject: Option<&Subject>,
 ) -> Outcome<Status> {
     let snapshot = client.runtime().snapshot();
     let mut destinations = Vec::new();
     for place in graphs::places(&snapshot, op, &[])? {
+        // With an authorizer, only the Destinations the subject may read are counted.
+        if !crate::access::may_read(client, subject, &place.graph).await? {
+            continue;
+        }
         let counts = graphs::counts(client, &place).await?;
         destinations.push(DestinationStatus {
             name: place.name,
@@ -419,9 +470,10 @@ pub async fn status(
     client: &NativeClient,
     config: &gralkor::Config,
     op: Option<&OperatorId>,
+    subject: Option<&Subject>,
     out: Out,
 ) -> Outcome {
-    let status = status_report(client, config, op).await?;
+    let status = status_report(client, config, op, subject).await?;
     out.emit(&status, || {
         let mut lines = vec![
             format!("ok: {}", status.configuration),
@@ -457,9 +509,16 @@ pub async fn build_indices(client: &NativeClient, out: Out) -> Outcome {
 pub async fn build_communities(
     client: &NativeClient,
     op: &OperatorId,
+    subject: Option<&Subject>,
     args: &BuildCommunitiesArgs,
     out: Out,
 ) -> Outcome {
+    // The library's request has no subject: with an authorizer the CLI asks for the
+    // subject's access to the graph first.
+    let snapshot = client.runtime().snapshot();
+    for place in graphs::places(&snapshot, Some(op), std::slice::from_ref(&args.destination))? {
+        crate::access::must_read(client, subject, &place.graph).await?;
+    }
     let counts = client
         .build_communities(&BuildCommunities::new(op).destination(&args.destination))
         .await?;
@@ -478,9 +537,15 @@ pub async fn build_communities(
 pub async fn resume(
     client: &NativeClient,
     op: &OperatorId,
+    subject: Option<&Subject>,
     args: &ResumeArgs,
     out: Out,
 ) -> Outcome {
+    // As for build-communities: the subject's access to every graph first.
+    let snapshot = client.runtime().snapshot();
+    for place in graphs::places(&snapshot, Some(op), &args.destinations)? {
+        crate::access::must_read(client, subject, &place.graph).await?;
+    }
     let reports = client
         .extract_pending(&ExtractPending::new(op).destinations(args.destinations.clone()))
         .await?;
@@ -507,12 +572,13 @@ pub async fn resume(
 pub async fn forget_episode(
     client: &NativeClient,
     op: &OperatorId,
+    subject: Option<&Subject>,
     uuid: Uuid,
     destination: Option<&String>,
 ) -> Outcome<Place> {
-    let (place, _) = find_episode(client, op, uuid, destination).await?;
+    let (place, _) = find_episode(client, op, subject, uuid, destination).await?;
     let removed = client
-        .remove_episode(&EpisodeRef::new(op.clone(), &place.name, uuid))
+        .remove_episode(&EpisodeRef::new(op.clone(), &place.name, uuid).asked_by(subject))
         .await?;
     if !removed {
         return Err(Failure::NotFound(format!(
@@ -526,12 +592,13 @@ pub async fn forget_episode(
 pub async fn forget(
     client: &NativeClient,
     op: &OperatorId,
+    subject: Option<&Subject>,
     what: &ForgetCommand,
     out: Out,
 ) -> Outcome {
     match what {
         ForgetCommand::Episode { uuid, destination } => {
-            let place = forget_episode(client, op, *uuid, destination.as_ref()).await?;
+            let place = forget_episode(client, op, subject, *uuid, destination.as_ref()).await?;
             out.emit(
                 &json!({"forgotten": "episode", "episode": uuid, "destination": place.name}),
                 || format!("forgot episode {uuid} in {}", place.name),
@@ -542,7 +609,7 @@ pub async fn forget(
             // an authorizer, and the AOF rewritten so the text does not stay on disk.
             let target = OperatorId::new(id.clone())?;
             let report = client
-                .purge_operator(&gralkor::client::PurgeOperator::new(target))
+                .purge_operator(&PurgeOperator::new(target).asked_by(subject))
                 .await?;
             out.emit(
                 &json!({

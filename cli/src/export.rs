@@ -161,10 +161,18 @@ fn quote(text: &str) -> String {
     out
 }
 
-pub async fn run(client: &NativeClient, op: &OperatorId, args: &ExportArgs, out: Out) -> Outcome {
+pub async fn run(
+    client: &NativeClient,
+    op: &OperatorId,
+    subject: Option<&gralkor::access::Subject>,
+    args: &ExportArgs,
+    out: Out,
+) -> Outcome {
     let snapshot = client.runtime().snapshot();
     let place =
         graphs::places(&snapshot, Some(op), std::slice::from_ref(&args.destination))?.remove(0);
+    // The graph is read whole: with an authorizer, only by someone who may read it.
+    crate::access::must_read(client, subject, &place.graph).await?;
     let (nodes, edges) = graphs::whole_graph(client, &place).await?;
     let export = Export::new(place.name, place.graph.as_str().to_string(), nodes, edges);
     let rendered = match args.format {

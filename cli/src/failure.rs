@@ -14,7 +14,7 @@ pub const INVALID_INPUT: u8 = 3;
 pub const NOT_FOUND: u8 = 4;
 /// Exit code: the configuration (environment or flags) is invalid.
 pub const CONFIG: u8 = 5;
-/// Exit code: the operation is not available yet.
+/// Exit code: refused — not permitted by the authorizer, or not available yet.
 pub const UNSUPPORTED: u8 = 6;
 /// Exit code: a temporary failure (`EX_TEMPFAIL`): trying again can help.
 pub const TEMPORARY: u8 = 75;
@@ -28,6 +28,10 @@ pub enum Failure {
     NotFound(String),
     /// Not available yet (what it waits for is in the message).
     Unsupported(String),
+    /// The command line or the settings do not fit together (exit 2, as clap's own).
+    Usage(String),
+    /// Not permitted (a rule of the CLI's own, such as `add-member`'s).
+    Refused(String),
     /// A file could not be read or written.
     Io(String, std::io::Error),
 }
@@ -48,18 +52,31 @@ impl Failure {
                 gralkor::Error::InvalidInput { .. } => INVALID_INPUT,
                 gralkor::Error::Config { .. } => CONFIG,
                 gralkor::Error::NotFound(_) => NOT_FOUND,
+                gralkor::Error::PermissionDenied { .. } => UNSUPPORTED,
                 e if e.is_retryable() => TEMPORARY,
                 _ => FAILURE,
             },
             Failure::NotFound(_) => NOT_FOUND,
-            Failure::Unsupported(_) => UNSUPPORTED,
+            Failure::Unsupported(_) | Failure::Refused(_) => UNSUPPORTED,
+            Failure::Usage(_) => USAGE,
             Failure::Io(..) => FAILURE,
         }
     }
 
+    fn denied(&self) -> bool {
+        matches!(
+            self,
+            Failure::Refused(_) | Failure::Gralkor(gralkor::Error::PermissionDenied { .. })
+        )
+    }
+
     /// A JSON rendering, for `--json` error output.
     pub fn kind(&self) -> &'static str {
+        if self.denied() {
+            return "permission_denied";
+        }
         match self.exit_code() {
+            USAGE => "usage",
             INVALID_INPUT => "invalid_input",
             NOT_FOUND => "not_found",
             CONFIG => "config",
@@ -73,7 +90,12 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let text = match self {
+            Failure::Gralkor(e @ gralkor::Error::PermissionDenied { .. }) => {
+                format!("permission denied: {}", chain(e))
+            }
             Failure::Gralkor(e) => chain(e),
+            Failure::Usage(what) => what.clone(),
+            Failure::Refused(what) => format!("permission denied: {what}"),
             Failure::NotFound(what) => format!("not found: {what}"),
             Failure::Unsupported(what) => format!("not available yet: {what}"),
             Failure::Io(context, e) => format!("{context}: {e}"),
@@ -131,6 +153,20 @@ mod tests {
         assert_eq!(timeout.exit_code(), TEMPORARY);
         assert_eq!(Failure::NotFound("x".into()).exit_code(), NOT_FOUND);
         assert_eq!(Failure::Unsupported("x".into()).exit_code(), UNSUPPORTED);
+        let denied = Failure::from(gralkor::Error::PermissionDenied {
+            subject: "person:bob".into(),
+            permission: "contribute".into(),
+            resource: "group:personal/ada".into(),
+        });
+        assert_eq!(denied.exit_code(), UNSUPPORTED);
+        assert_eq!(denied.kind(), "permission_denied");
+        assert_eq!(
+            denied.to_string(),
+            "permission denied: `person:bob` lacks `contribute` on `group:personal/ada`"
+        );
+        assert_eq!(Failure::Refused("x".into()).exit_code(), UNSUPPORTED);
+        assert_eq!(Failure::Usage("x".into()).exit_code(), USAGE);
+        assert_eq!(Failure::Usage("x".into()).kind(), "usage");
     }
 
     #[test]

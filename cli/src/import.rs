@@ -29,7 +29,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::args::ImportArgs;
-use crate::commands::{Out, content_id};
+use crate::commands::{AskedBy, Out, content_id};
 use crate::failure::{Failure, Outcome};
 use crate::graphs;
 
@@ -339,7 +339,13 @@ impl Progress {
     }
 }
 
-pub async fn run(client: &NativeClient, op: &OperatorId, args: &ImportArgs, out: Out) -> Outcome {
+pub async fn run(
+    client: &NativeClient,
+    op: &OperatorId,
+    subject: Option<&gralkor::access::Subject>,
+    args: &ImportArgs,
+    out: Out,
+) -> Outcome {
     // The Lens is checked before anything is read or written.
     let snapshot = client.runtime().snapshot();
     snapshot.lens("--lens", &args.lens)?;
@@ -351,7 +357,7 @@ pub async fn run(client: &NativeClient, op: &OperatorId, args: &ImportArgs, out:
         let id = content_id(&format!("import:{}", item.source), &item.content);
         let (place, expected) = graphs::ingested_uuid(&snapshot, op, &args.lens, &id)?;
         let stored = client
-            .get_episode(&EpisodeRef::new(op.clone(), &place.name, expected))
+            .get_episode(&EpisodeRef::new(op.clone(), &place.name, expected).asked_by(subject))
             .await?
             .is_some();
         let status = match (stored, args.dry_run) {
@@ -359,7 +365,8 @@ pub async fn run(client: &NativeClient, op: &OperatorId, args: &ImportArgs, out:
             (false, true) => Fate::WouldWrite,
             (false, false) => {
                 let mut request = Ingest::new(&id, op, &args.lens, item.content)
-                    .source_description(format!("import: {}", item.source));
+                    .source_description(format!("import: {}", item.source))
+                    .asked_by(subject);
                 if let Some(at) = item.reference_time {
                     request = request.reference_time(at);
                 }

@@ -3,6 +3,7 @@
 //! See `cli/README.md` for the commands, the exit codes and how to register the MCP
 //! server with an MCP client.
 
+mod access;
 mod args;
 mod commands;
 mod export;
@@ -14,11 +15,14 @@ mod settings;
 
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use clap::Parser;
 use gralkor::NativeClient;
+use gralkor::access::{EmbeddedAuthorizer, Subject};
 use gralkor::client::Client;
 
-use args::{Cli, Command};
+use args::{AuthorizerKind, Cli, Command};
 use commands::Out;
 use failure::{Failure, Outcome};
 
@@ -85,22 +89,45 @@ async fn run(cli: Cli) -> Outcome {
         json: cli.global.json,
     };
     let global = &cli.global;
-    // The operator and the configuration are checked before anything is started.
+    // Who asks, the operator and the configuration are checked before anything is
+    // started.
+    let guarded = global.authorizer == AuthorizerKind::Embedded;
+    let subject = global.subject.as_ref();
+    if guarded && subject.is_none() {
+        return Err(Failure::Usage(
+            "an authorizer is configured (--authorizer embedded / GRALKOR_AUTHORIZER): say              who asks with --as person:ID|agent:ID or GRALKOR_SUBJECT (gralkor never              invents one)"
+                .into(),
+        ));
+    }
+    if !guarded {
+        match &cli.command {
+            Command::Groups => return Err(access::needs_authorizer("groups")),
+            Command::AddMember(_) => return Err(access::needs_authorizer("add-member")),
+            _ => {}
+        }
+    }
     let config = settings::config(global)?;
     let operator = match &cli.command {
-        Command::BuildIndices => None,
+        Command::BuildIndices | Command::Groups | Command::AddMember(_) => None,
         Command::Status(_) | Command::Mcp(_) => settings::optional_operator(global)?,
         _ => Some(settings::operator(global)?),
     };
-    // Groups and membership are the access layer's (its authorizer).
-    if matches!(cli.command, Command::Groups | Command::AddMember(_)) {
-        return Err(Failure::Unsupported(
-            "groups and membership need the access layer's authorizer (issue 15)".into(),
-        ));
-    }
-    let client =
+    let mut client =
         NativeClient::connect(config.clone(), gralkor::runtime::RuntimeConfig::new()).await?;
-    let result = dispatch(&cli.command, &client, &config, operator.as_ref(), out).await;
+    if guarded {
+        // The relationships live on the same FalkorDB server, in `gralkor/access`.
+        let db = client.storage().db().clone();
+        client = client.with_authorizer(Arc::new(EmbeddedAuthorizer::new(db)))?;
+    }
+    let result = dispatch(
+        &cli.command,
+        &client,
+        &config,
+        operator.as_ref(),
+        subject,
+        out,
+    )
+    .await;
     // The embedded server is stopped whatever happened; the command's own failure is
     // the one reported.
     let closed = client.shutdown().await;
@@ -114,23 +141,29 @@ async fn dispatch(
     client: &NativeClient,
     config: &gralkor::Config,
     operator: Option<&gralkor::client::OperatorId>,
+    subject: Option<&Subject>,
     out: Out,
 ) -> Outcome {
-    // Every command but status, build-indices and mcp has an operator (checked in run).
+    // Every command but status, build-indices and mcp has an operator (checked in run);
+    // with an authorizer every one has a subject (checked in run too).
     let op = || operator.expect("an operator is required for this command");
+    let who = || subject.expect("a subject is required with an authorizer");
     match command {
-        Command::Add(a) => commands::add(client, op(), a, out).await,
-        Command::Search(a) => commands::search(client, op(), a, out).await,
-        Command::Get(a) => commands::get(client, op(), a, out).await,
-        Command::Episodes(a) => commands::episodes(client, op(), a, out).await,
-        Command::Status(_) => commands::status(client, config, operator, out).await,
+        Command::Add(a) => commands::add(client, op(), subject, a, out).await,
+        Command::Search(a) => commands::search(client, op(), subject, a, out).await,
+        Command::Get(a) => commands::get(client, op(), subject, a, out).await,
+        Command::Episodes(a) => commands::episodes(client, op(), subject, a, out).await,
+        Command::Status(_) => commands::status(client, config, operator, subject, out).await,
         Command::BuildIndices => commands::build_indices(client, out).await,
-        Command::BuildCommunities(a) => commands::build_communities(client, op(), a, out).await,
-        Command::Resume(a) => commands::resume(client, op(), a, out).await,
-        Command::Forget(w) => commands::forget(client, op(), w, out).await,
-        Command::Groups | Command::AddMember(_) => unreachable!("refused before connecting"),
-        Command::Import(a) => import::run(client, op(), a, out).await,
-        Command::Export(a) => export::run(client, op(), a, out).await,
-        Command::Mcp(a) => mcp::serve(client, config, operator, a).await,
+        Command::BuildCommunities(a) => {
+            commands::build_communities(client, op(), subject, a, out).await
+        }
+        Command::Resume(a) => commands::resume(client, op(), subject, a, out).await,
+        Command::Forget(w) => commands::forget(client, op(), subject, w, out).await,
+        Command::Groups => access::groups(client, who(), out).await,
+        Command::AddMember(a) => access::add_member(client, who(), a, out).await,
+        Command::Import(a) => import::run(client, op(), subject, a, out).await,
+        Command::Export(a) => export::run(client, op(), subject, a, out).await,
+        Command::Mcp(a) => mcp::serve(client, config, operator, subject, a).await,
     }
 }

@@ -11,6 +11,9 @@
 //!   server is started with `--operator-from-request` and has none, the request's
 //!   `_meta.operator_id` — set by the MCP client, never by the model's arguments. A
 //!   request with neither is refused; no operator is ever invented.
+//! * The subject (who asks, for a server with an authorizer) is the server's
+//!   (`--as` / `GRALKOR_SUBJECT`, required with `--authorizer embedded`): every tool
+//!   runs as them, and requests cannot change it.
 //! * Long operations (the admin tools) run as MCP tasks (the `io.modelcontextprotocol/tasks`
 //!   extension) when the client declares it: the call returns a task at once, and
 //!   `tasks/get` reports it working, then its result; other clients get the result
@@ -23,6 +26,7 @@ use std::sync::Arc;
 
 use gralkor::Error;
 use gralkor::NativeClient;
+use gralkor::access::Subject;
 use gralkor::agent::tools::{ToolContext, ToolDefinition, admin_tools, call_tool, memory_tools};
 use gralkor::client::{Client, OperatorId};
 use rmcp::model::{
@@ -164,6 +168,7 @@ pub struct MemoryServer {
     client: NativeClient,
     config: gralkor::Config,
     operator: Option<OperatorId>,
+    subject: Option<Subject>,
     operator_from_request: bool,
     lens: Option<String>,
     tasks: TaskManager,
@@ -211,25 +216,33 @@ impl MemoryServer {
             }));
         }
         let op = self.operator(meta)?;
+        let subject = self.subject.as_ref();
         match name {
             MEMORY_GET => {
                 let a: ByIdArgs = args(MEMORY_GET, arguments)?;
                 let uuid = episode_id(MEMORY_GET, &a.id)?;
                 let (place, memory) =
-                    commands::find_memory(&self.client, &op, uuid, a.destination.as_ref()).await?;
+                    commands::find_memory(&self.client, &op, subject, uuid, a.destination.as_ref())
+                        .await?;
                 Ok(memory.json(&place.name).to_string())
             }
             MEMORY_FORGET => {
                 let a: ByIdArgs = args(MEMORY_FORGET, arguments)?;
                 let uuid = episode_id(MEMORY_FORGET, &a.id)?;
-                let place =
-                    commands::forget_episode(&self.client, &op, uuid, a.destination.as_ref())
-                        .await?;
+                let place = commands::forget_episode(
+                    &self.client,
+                    &op,
+                    subject,
+                    uuid,
+                    a.destination.as_ref(),
+                )
+                .await?;
                 Ok(format!("Forgot episode {uuid} in {}.", place.name))
             }
             MEMORY_STATUS => {
                 let NoArgs {} = args(MEMORY_STATUS, arguments)?;
-                let status = commands::status_report(&self.client, &self.config, Some(&op)).await?;
+                let status =
+                    commands::status_report(&self.client, &self.config, Some(&op), subject).await?;
                 serde_json::to_string(&status)
                     .map_err(|e| Failure::Io("rendering the status".into(), e.into()))
             }
@@ -237,6 +250,9 @@ impl MemoryServer {
                 let mut ctx = ToolContext::new(op);
                 if let Some(lens) = &self.lens {
                     ctx = ctx.lens(lens.clone());
+                }
+                if let Some(subject) = subject {
+                    ctx = ctx.subject(subject.clone());
                 }
                 Ok(call_tool(&self.client, &ctx, name, arguments).await?)
             }
@@ -336,6 +352,7 @@ pub async fn serve(
     client: &NativeClient,
     config: &gralkor::Config,
     operator: Option<&OperatorId>,
+    subject: Option<&Subject>,
     args: &McpArgs,
 ) -> Outcome {
     if operator.is_none() && !args.operator_from_request {
@@ -354,6 +371,7 @@ pub async fn serve(
         client: client.clone(),
         config: config.clone(),
         operator: operator.cloned(),
+        subject: subject.cloned(),
         operator_from_request: args.operator_from_request,
         lens: args.lens.clone(),
         tasks: TaskManager::new(),

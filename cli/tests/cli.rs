@@ -279,16 +279,86 @@ fn what_needs_the_access_layer_is_not_available_yet() {
     for what in [
         ["forget", "session", "s-1"],
         ["forget", "destination", "global"],
-        ["add-member", "family", "mom"],
     ] {
         let run = home.run(&what);
         assert_eq!(run.code, 6, "{run:?}");
         assert!(run.stderr.contains("access layer"), "{run:?}");
+        let json = home.run(&[&["--json"], &what[..]].concat());
+        let error: Value = serde_json::from_str(&json.stdout).unwrap();
+        assert_eq!(error["error"]["kind"], "unsupported");
     }
-    let groups = home.run(&["--json", "groups"]);
-    assert_eq!(groups.code, 6, "{groups:?}");
-    let error: Value = serde_json::from_str(&groups.stdout).unwrap();
-    assert_eq!(error["error"]["kind"], "unsupported");
+}
+
+fn fact_texts(results: &Value) -> Vec<String> {
+    results
+        .as_array()
+        .expect("a list of results")
+        .iter()
+        .filter(|r| r["hit"]["type"] == "fact")
+        .filter_map(|r| r["hit"]["fact"].as_str().map(str::to_string))
+        .collect()
+}
+
+// search / --as-of: what was true then (a fact invalidated later is found as of when it held)
+#[tokio::test(flavor = "multi_thread")]
+async fn search_as_of_finds_what_was_true_then() {
+    let home = Home::new();
+    // Ada lived in Porto from 2020 until 2025-03-01, in Lisbon since.
+    common::write_graph(&home).await;
+    // Written below the engine: its indices are built by the admin command.
+    home.run(&["build-indices"]).ok();
+    let facts = |extra: &[&str]| {
+        let mut args = vec!["--json", "search", "Ada lives", "--type", "facts"];
+        args.extend_from_slice(extra);
+        let mut found = fact_texts(&home.run(&args).json());
+        found.sort();
+        found
+    };
+    assert_eq!(facts(&[]), ["Ada lives in Lisbon"]);
+    assert_eq!(
+        facts(&["--as-of", "2022-01-01T00:00:00Z"]),
+        ["Ada lives in Porto"]
+    );
+    assert_eq!(
+        facts(&["--as-of", "2026-01-01T00:00:00+01:00"]),
+        ["Ada lives in Lisbon"]
+    );
+    assert!(facts(&["--as-of", "2019-01-01T00:00:00Z"]).is_empty());
+    // Episodes: an episode written now had not happened in 2020.
+    let uuid = added_uuid(
+        &home
+            .run(&["--json", "add", "Ada repaints the kayak"])
+            .json(),
+    );
+    let then = home
+        .run(&[
+            "--json",
+            "search",
+            "kayak",
+            "--as-of",
+            "2020-01-01T00:00:00Z",
+        ])
+        .json();
+    assert_eq!(episode_uuids(&then), Vec::<String>::new());
+    let now = home.run(&["--json", "search", "kayak"]).json();
+    assert_eq!(episode_uuids(&now), [uuid.as_str()]);
+    // A malformed instant is a usage error naming the flag; entities have no time.
+    let bad = home.run(&["search", "kayak", "--as-of", "last tuesday"]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(
+        bad.stderr.contains("--as-of") && bad.stderr.contains("RFC 3339"),
+        "{bad:?}"
+    );
+    let nodes = home.run(&[
+        "search",
+        "Ada",
+        "--type",
+        "nodes",
+        "--as-of",
+        "2022-01-01T00:00:00Z",
+    ]);
+    assert_eq!(nodes.code, 3, "{nodes:?}");
+    assert!(nodes.stderr.contains("`as_of`"), "{nodes:?}");
 }
 
 // resume / without a language model is a configuration error

@@ -316,6 +316,69 @@ async fn the_operator_comes_from_the_request_meta_when_the_server_has_none() {
     assert_eq!(server.stop().await, 0);
 }
 
+// subject / with an authorizer every tool runs as the server's --as, never the request's
+#[tokio::test(flavor = "multi_thread")]
+async fn with_an_authorizer_the_tools_run_as_the_configured_subject() {
+    let home = Home::new();
+    let added = home
+        .run_guarded(
+            "ada",
+            "person:ada",
+            &["--json", "add", "Ada keeps honeybees on her allotment"],
+        )
+        .json();
+    let episode = added["episodes"][0].as_str().unwrap().to_string();
+    let guarded = |subject: &'static str| {
+        [
+            "--authorizer",
+            "embedded",
+            "--as",
+            subject,
+            "--operator",
+            "ada",
+            "mcp",
+        ]
+    };
+    // Bob, naming Ada's operator id: her memory is not his to read, get or write.
+    let bob = stdio_client(&home, &guarded("person:bob")).await;
+    let found = text(
+        &call(&bob, "memory_search", json!({"query": "honeybees"}))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(found, "No matching facts.");
+    let got = mcp_error(call(&bob, "memory_get", json!({"id": episode})).await);
+    assert_eq!(got.code, ErrorCode::RESOURCE_NOT_FOUND);
+    let write = mcp_error(call(&bob, "memory_add", json!({"content": "Bob was here"})).await);
+    assert_eq!(
+        write.data.unwrap()["kind"],
+        "permission_denied",
+        "{}",
+        write.message
+    );
+    bob.cancel().await.unwrap();
+    // Ada finds it.
+    let ada = stdio_client(&home, &guarded("person:ada")).await;
+    let found = text(
+        &call(&ada, "memory_search", json!({"query": "honeybees"}))
+            .await
+            .unwrap(),
+    );
+    assert!(found.contains("Ada keeps honeybees"), "{found}");
+    ada.cancel().await.unwrap();
+    // Without --as the server does not start.
+    let run = home.run_raw(&[
+        "--text-only",
+        "--authorizer",
+        "embedded",
+        "--operator",
+        "ada",
+        "mcp",
+    ]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("GRALKOR_SUBJECT"), "{run:?}");
+}
+
 // operator / a server with no operator and no --operator-from-request does not start
 #[test]
 fn a_server_without_an_operator_refuses_to_start() {

@@ -83,6 +83,10 @@ pub struct MemorySearch {
     /// from the model; see [`Search::subject`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<Subject>,
+    /// What was true at this instant instead of what is current (see
+    /// [`Search::as_of`](crate::client::Search#structfield.as_of)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<crate::graph::Timestamp>,
 }
 
 fn default_max_bytes() -> usize {
@@ -99,6 +103,7 @@ impl MemorySearch {
             lenses: Vec::new(),
             max_bytes: format::DEFAULT_MAX_BYTES,
             subject: None,
+            as_of: None,
         }
     }
 
@@ -167,6 +172,9 @@ pub async fn memory_search(client: &dyn Client, call: &MemorySearch) -> Result<S
         .facts();
     if let Some(subject) = &call.subject {
         search = search.subject(subject.clone());
+    }
+    if let Some(t) = call.as_of {
+        search = search.as_of(t);
     }
     let results = client.search(&search).await?;
     format::present_facts(&results, call.max_bytes)

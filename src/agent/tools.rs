@@ -27,6 +27,7 @@ use super::format::DEFAULT_MAX_BYTES;
 use super::{MemorySearch, memory_search};
 use crate::access::Subject;
 use crate::client::{BuildCommunities, Client, Content, MemoryAdd, OperatorId};
+use crate::graph::Timestamp;
 use crate::{Error, Result};
 
 /// The `memory_search` tool's name.
@@ -91,6 +92,11 @@ pub fn memory_search_tool() -> ToolDefinition {
                 "query": {"type": "string", "description": "What to look for."},
                 "destinations": string_list("Only these memory Destinations (default: every accessible one)."),
                 "lenses": string_list("Only facts written through these Lenses (default: every writer)."),
+                "as_of": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "What was true at this instant, RFC 3339 (e.g. 2024-06-01T00:00:00Z), instead of what is true now.",
+                },
             },
             "required": ["query"],
             "additionalProperties": false,
@@ -175,6 +181,9 @@ pub struct MemorySearchArgs {
     /// Lens selector.
     #[serde(default)]
     pub lenses: Vec<String>,
+    /// What was true at this instant (RFC 3339) instead of what is current.
+    #[serde(default)]
+    pub as_of: Option<String>,
 }
 
 /// What a `memory_add` content is.
@@ -317,11 +326,23 @@ pub async fn handle_memory_search(
     arguments: &Value,
 ) -> Result<String> {
     let a: MemorySearchArgs = args(MEMORY_SEARCH, arguments)?;
+    let as_of = match a.as_of.as_deref() {
+        None => None,
+        Some(text) => Some(text.trim().parse::<Timestamp>().map_err(|e| {
+            Error::invalid(
+                format!("{MEMORY_SEARCH}.arguments.as_of"),
+                format!(
+                    "must be an RFC 3339 date-time such as 2024-06-01T00:00:00Z (got `{text}`): {e}"
+                ),
+            )
+        })?),
+    };
     let mut call = MemorySearch::new(ctx.operator.clone(), a.query)
         .destinations(a.destinations)
         .lenses(a.lenses)
         .max_bytes(ctx.max_bytes);
     call.subject = ctx.subject.clone();
+    call.as_of = as_of;
     memory_search(client, &call).await
 }
 

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use crate::access::Subject;
 use crate::destination::{GLOBAL, PERSONAL};
+use crate::graph::Timestamp;
 use crate::lens::Graph;
 use crate::storage::{Content, DEFAULT_MAX_RESULTS, OperatorId, ResultType};
 
@@ -58,6 +59,13 @@ impl Replace {
 ///   Lens selector never adds its Destination, and is an error with node or artefact
 ///   results.
 /// * `max_results` (default 20, 1–[`MAX_RESULTS_LIMIT`](crate::storage::MAX_RESULTS_LIMIT) = 200) applies per Destination.
+/// * `as_of` (default: what is current): what was true at an instant instead. Facts
+///   true at `t` — `valid_at` unknown or `<= t`, `invalid_at` unknown or `> t`,
+///   `expired_at` unknown or `> t` (the engine's
+///   [`times_current`](crate::graph::temporal::times_current)), so a fact invalidated
+///   later is still found as of a time when it held; episodes (and episodes standing
+///   in as facts) that had happened by `t` (their `valid_at`, the reference time,
+///   `<= t`). It is an error with node or artefact results, which have no time.
 ///
 /// ```
 /// use gralkor::client::{ResultType, Search, OperatorId};
@@ -66,8 +74,10 @@ impl Replace {
 ///     .destinations(["personal", "global"])
 ///     .lenses(["decisions"])
 ///     .facts()
-///     .max_results(5);
+///     .max_results(5)
+///     .as_of("2025-01-01T00:00:00Z".parse()?);
 /// assert_eq!(s.result_type, ResultType::Facts { edge_types: vec![] });
+/// assert_eq!(s.as_of.unwrap().to_rfc3339(), "2025-01-01T00:00:00.000000Z");
 ///
 /// // From a tool call's arguments: omitted fields take their defaults.
 /// let s: Search = serde_json::from_str(r#"{"operator_id": "operator-42", "query": "release"}"#).unwrap();
@@ -98,6 +108,10 @@ pub struct Search {
     /// [`MemoryClient::with_authorizer`](super::MemoryClient::with_authorizer)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<Subject>,
+    /// What was true at this instant (RFC 3339 on the wire) instead of what is
+    /// current; episode and fact results only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<Timestamp>,
 }
 
 impl Search {
@@ -111,7 +125,14 @@ impl Search {
             result_type: ResultType::Episodes,
             max_results: DEFAULT_MAX_RESULTS,
             subject: None,
+            as_of: None,
         }
+    }
+
+    /// What was true at `t` instead of what is current (episode and fact results).
+    pub fn as_of(mut self, t: Timestamp) -> Self {
+        self.as_of = Some(t);
+        self
     }
 
     /// Who asks (required when the client has an authorizer).

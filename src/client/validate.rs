@@ -139,6 +139,21 @@ pub fn validate_search(request: &Search, snapshot: &Snapshot) -> Result<SearchPl
         ));
     }
 
+    if request.as_of.is_some()
+        && matches!(
+            request.result_type,
+            ResultType::Nodes { .. } | ResultType::Artefacts { .. }
+        )
+    {
+        return Err(Error::invalid(
+            "as_of",
+            format!(
+                "applies to episode and fact results only (they have times), not to {}",
+                request.result_type.as_str()
+            ),
+        ));
+    }
+
     let mut seen = HashSet::new();
     let mut lenses = Vec::new();
     for (i, name) in request.lenses.iter().enumerate() {
@@ -157,7 +172,8 @@ pub fn validate_search(request: &Search, snapshot: &Snapshot) -> Result<SearchPl
             request.result_type.clone(),
             request.max_results,
         )
-        .lenses(lenses),
+        .lenses(lenses)
+        .as_of(request.as_of),
     })
 }
 

@@ -276,10 +276,12 @@ fn search_graph(
             || e.lens()
                 .is_some_and(|l| query.lenses.iter().any(|q| q == l))
     };
+    // `as_of`: only what had happened by then (an episode standing in as a fact is
+    // timed by its episode, so the fact rule gives the same answer).
     let matching = state
         .episodes
         .iter()
-        .filter(|e| by_lens(e))
+        .filter(|e| by_lens(e) && query.admits_episode(e.valid_at))
         .map(|e| (overlap(wanted, &e.content.encoded()), e))
         .filter(|(score, _)| *score > 0.0);
     let mut hits: Vec<ScoredHit> = match &query.result_type {

@@ -15,7 +15,7 @@ use super::{
 use crate::falkordb::FalkorDb;
 use crate::graph::search::{
     MAX_SEARCH_LIMIT, Methods, RerankerKind, ScopeConfig, SearchConfig, SearchFilters,
-    SearchRequest, SearchResults,
+    SearchRequest, SearchResults, TimeMode,
 };
 use crate::graph::{self, AddEpisode, CommunityOptions, Engine, EpisodeState};
 use crate::llm::UsageMeter;
@@ -285,6 +285,16 @@ impl NativeStorage {
                 config.limit = MAX_SEARCH_LIMIT;
             }
         }
+        if let Some(t) = query.as_of {
+            // Facts: the engine's own as-of rule, inside its statements (before the
+            // limit). Episodes have no span in the engine: they are kept when they
+            // had happened by `t` (`hits`), among a wide fetch so that later ones do
+            // not crowd them out.
+            filters.time = TimeMode::AsOf(t);
+            if config.episodes.is_some() {
+                config.limit = MAX_SEARCH_LIMIT;
+            }
+        }
         SearchRequest::new(query.query.clone(), config).filters(filters)
     }
 
@@ -299,6 +309,7 @@ impl NativeStorage {
             ResultType::Episodes => results
                 .episodes
                 .into_iter()
+                .filter(|h| query.admits_episode(h.episode.valid_at))
                 .map(|h| ScoredHit::new(h.score, Hit::Episode(episode_record(h.episode))))
                 .collect(),
             ResultType::Facts { .. } => results
@@ -323,11 +334,15 @@ impl NativeStorage {
                     fact.sources = sources;
                     ScoredHit::new(h.score, Hit::Fact(fact))
                 })
+                .filter(|h| matches!(&h.hit, Hit::Fact(f) if query.admits_fact(f)))
                 .chain(
                     results
                         .episodes
                         .into_iter()
-                        .filter(|h| h.episode.state == EpisodeState::Pending)
+                        .filter(|h| {
+                            h.episode.state == EpisodeState::Pending
+                                && query.admits_episode(h.episode.valid_at)
+                        })
                         .map(|h| ScoredHit::new(h.score, Hit::Fact(episode_fact(h.episode)))),
                 )
                 .collect(),

@@ -480,6 +480,12 @@ pub struct GraphQuery {
     pub lenses: Vec<String>,
     /// At most this many results per graph.
     pub limit: usize,
+    /// What was true at this instant instead of what is current: facts with
+    /// `valid_at` unknown or `<= t`, `invalid_at` unknown or `> t` and `expired_at`
+    /// unknown or `> t` ([`times_current`](crate::graph::temporal::times_current));
+    /// episodes (and episodes standing in as facts) that happened by `t`
+    /// (`valid_at <= t`). Applied before `limit`.
+    pub as_of: Option<Timestamp>,
 }
 
 impl GraphQuery {
@@ -490,7 +496,36 @@ impl GraphQuery {
             result_type,
             lenses: Vec::new(),
             limit,
+            as_of: None,
         }
+    }
+
+    /// What was true at `t` (`None`: what is current).
+    pub fn as_of(mut self, t: Option<Timestamp>) -> GraphQuery {
+        self.as_of = t;
+        self
+    }
+
+    /// Whether a fact passes the `as_of` instant (always, without one): the
+    /// engine's own rule, [`times_current`](crate::graph::temporal::times_current).
+    pub fn admits_fact(&self, fact: &FactRecord) -> bool {
+        self.as_of.is_none_or(|t| {
+            crate::graph::temporal::times_current(
+                &crate::graph::temporal::FactTimes {
+                    uuid: fact.uuid,
+                    valid_at: fact.valid_at,
+                    invalid_at: fact.invalid_at,
+                    expired_at: fact.expired_at,
+                },
+                t,
+            )
+        })
+    }
+
+    /// Whether an episode that happened at `valid_at` passes the `as_of` instant
+    /// (always, without one): it happened by then.
+    pub fn admits_episode(&self, valid_at: Timestamp) -> bool {
+        self.as_of.is_none_or(|t| valid_at <= t)
     }
 
     /// Only episodes and facts written by these Lenses.

@@ -9,6 +9,7 @@ mod common;
 #[macro_use]
 mod client_contract;
 
+mod as_of;
 mod capture;
 mod hostile;
 mod in_memory;

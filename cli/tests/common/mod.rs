@@ -26,6 +26,8 @@ const SCRUBBED: &[&str] = &[
     "GRALKOR_EMBEDDER_MODEL",
     "GRALKOR_EMBEDDER_DIMENSION",
     "GRALKOR_OPERATOR",
+    "GRALKOR_AUTHORIZER",
+    "GRALKOR_SUBJECT",
     "GRALKOR_DATA_DIR",
     "GRALKOR_LOG",
 ];
@@ -104,6 +106,19 @@ impl Home {
         let output = self
             .command()
             .args(["--text-only", "--operator", operator])
+            .args(args)
+            .output()
+            .unwrap();
+        Run::from(output)
+    }
+
+    /// Runs `gralkor --text-only --authorizer embedded --operator OPERATOR --as SUBJECT
+    /// ARGS`.
+    pub fn run_guarded(&self, operator: &str, subject: &str, args: &[&str]) -> Run {
+        let output = self
+            .command()
+            .args(["--text-only", "--authorizer", "embedded"])
+            .args(["--operator", operator, "--as", subject])
             .args(args)
             .output()
             .unwrap();

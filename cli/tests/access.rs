@@ -1,0 +1,215 @@
+//! The `gralkor` command line with an authorizer (`--authorizer embedded`, the
+//! relationships in the same embedded FalkorDB): who asks (`--as`), `groups` and
+//! `add-member` (test-trees/cli.md, "access").
+
+mod common;
+
+use common::Home;
+use serde_json::Value;
+
+fn episode_uuids(results: &Value) -> Vec<String> {
+    results
+        .as_array()
+        .expect("a list of results")
+        .iter()
+        .filter(|r| r["hit"]["type"] == "episode")
+        .filter_map(|r| r["hit"]["uuid"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn added_uuid(v: &Value) -> String {
+    v["episodes"][0]
+        .as_str()
+        .expect("an episode uuid")
+        .to_string()
+}
+
+/// `groups --json` as a map group → members.
+fn groups(home: &Home, subject: &str) -> Vec<(String, Vec<String>)> {
+    home.run_guarded("ada", subject, &["--json", "groups"])
+        .json()
+        .as_array()
+        .expect("a list of groups")
+        .iter()
+        .map(|g| {
+            let members = g["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m.as_str().unwrap().to_string())
+                .collect();
+            (g["group"].as_str().unwrap().to_string(), members)
+        })
+        .collect()
+}
+
+// access / ada's personal memory: hers to write and read, not bob's
+#[test]
+fn ada_writes_and_finds_her_personal_memory_and_bob_cannot_reach_it() {
+    let home = Home::new();
+    let ada = |args: &[&str]| home.run_guarded("ada", "person:ada", args);
+    let bob = |args: &[&str]| home.run_guarded("ada", "person:bob", args);
+    let added = ada(&["--json", "add", "Ada keeps the spare key under the fern"]).json();
+    assert_eq!(added["destination"], "personal");
+    let uuid = added_uuid(&added);
+    assert_eq!(
+        episode_uuids(&ada(&["--json", "search", "spare key"]).json()),
+        [uuid.as_str()]
+    );
+    assert_eq!(
+        ada(&["--json", "get", &uuid]).json()["episode"]["uuid"],
+        uuid.as_str()
+    );
+
+    // Bob names Ada's operator id: he finds nothing, cannot read or forget it.
+    assert_eq!(
+        episode_uuids(&bob(&["--json", "search", "spare key"]).json()),
+        Vec::<String>::new()
+    );
+    assert_eq!(bob(&["get", &uuid]).code, 4);
+    assert_eq!(bob(&["--json", "episodes"]).json(), serde_json::json!([]));
+    let status = bob(&["--json", "status"]).json();
+    assert!(
+        !status["destinations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["name"] == "personal"),
+        "{status}"
+    );
+    assert_eq!(bob(&["forget", "episode", &uuid]).code, 4);
+    // Nor write to her personal graph, nor make himself a member of it: refused, exit 6,
+    // one line.
+    let write = bob(&["--json", "add", "Bob was here"]);
+    assert_eq!(write.code, 6, "{write:?}");
+    let error: Value = serde_json::from_str(&write.stdout).unwrap();
+    assert_eq!(error["error"]["kind"], "permission_denied");
+    assert_eq!(write.stderr.lines().count(), 1, "{write:?}");
+    assert!(write.stderr.contains("permission denied"), "{write:?}");
+    let join = bob(&["add-member", "personal/ada", "person:bob"]);
+    assert_eq!(join.code, 6, "{join:?}");
+    assert!(join.stderr.contains("personal/ada"), "{join:?}");
+    // Her export is hers alone too, and only she may purge her.
+    assert_eq!(bob(&["export"]).code, 6);
+    assert_eq!(bob(&["forget", "operator", "ada"]).code, 6);
+    // And it is all still there for Ada.
+    assert_eq!(
+        episode_uuids(&ada(&["--json", "search", "spare key"]).json()),
+        [uuid.as_str()]
+    );
+    assert!(
+        !groups(&home, "person:bob")
+            .iter()
+            .any(|(g, _)| g == "personal/ada")
+    );
+}
+
+// access / a shared group: founded by ada, who adds bob; then bob lists it
+#[test]
+fn ada_founds_a_group_adds_bob_and_bob_lists_it_but_carol_cannot_join() {
+    let home = Home::new();
+    assert!(groups(&home, "person:bob").is_empty());
+    let founded = home
+        .run_guarded(
+            "ada",
+            "person:ada",
+            &["--json", "add-member", "team-x", "person:bob"],
+        )
+        .json();
+    assert_eq!(founded["group"], "team-x");
+    assert_eq!(founded["member"], "person:bob");
+    assert_eq!(founded["founded"], true);
+    assert_eq!(founded["written"], true);
+    let listed = groups(&home, "person:bob");
+    assert_eq!(
+        listed,
+        [(
+            "team-x".to_string(),
+            vec!["person:ada".to_string(), "person:bob".to_string()]
+        )]
+    );
+    // A member adds an agent; adding it again writes nothing.
+    let agent = home
+        .run_guarded(
+            "ada",
+            "person:bob",
+            &["--json", "add-member", "team-x", "agent:susu"],
+        )
+        .json();
+    assert_eq!(
+        (agent["founded"].clone(), agent["written"].clone()),
+        (false.into(), true.into())
+    );
+    let again = home
+        .run_guarded(
+            "ada",
+            "person:bob",
+            &["--json", "add-member", "team-x", "agent:susu"],
+        )
+        .json();
+    assert_eq!(again["written"], false);
+    // Carol is no member of a group that has members: refused.
+    let carol = home.run_guarded(
+        "ada",
+        "person:carol",
+        &["add-member", "team-x", "person:carol"],
+    );
+    assert_eq!(carol.code, 6, "{carol:?}");
+    assert!(
+        carol.stderr.contains("only a member may add members"),
+        "{carol:?}"
+    );
+    assert!(groups(&home, "person:carol").is_empty());
+    // A malformed member is invalid input naming it.
+    let bad = home.run_guarded("ada", "person:ada", &["add-member", "team-x", "mom"]);
+    assert_eq!(bad.code, 3, "{bad:?}");
+    assert!(bad.stderr.contains("`member`"), "{bad:?}");
+}
+
+// access / configuration: an authorizer needs --as; groups need an authorizer
+#[test]
+fn an_authorizer_without_a_subject_and_groups_without_an_authorizer_are_usage_errors() {
+    let home = Home::new();
+    let run = home
+        .command()
+        .args(["--text-only", "--operator", "ada", "search", "tea"])
+        .env("GRALKOR_AUTHORIZER", "embedded")
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2), "{run:?}");
+    let stderr = String::from_utf8(run.stderr).unwrap();
+    assert!(
+        stderr.contains("GRALKOR_SUBJECT") && stderr.contains("--as"),
+        "{stderr}"
+    );
+    assert!(!home.data_dir().exists(), "nothing was started");
+    for what in [&["groups"][..], &["add-member", "team-x", "person:bob"][..]] {
+        let run = home.run(what);
+        assert_eq!(run.code, 2, "{run:?}");
+        assert!(run.stderr.contains("needs an authorizer"), "{run:?}");
+    }
+    // The subject comes from GRALKOR_SUBJECT as well; a malformed one is a usage error.
+    let run = home
+        .command()
+        .args([
+            "--text-only",
+            "--authorizer",
+            "embedded",
+            "--json",
+            "groups",
+        ])
+        .env("GRALKOR_SUBJECT", "person:ada")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let bad = home.run_raw(&[
+        "--text-only",
+        "--authorizer",
+        "embedded",
+        "--as",
+        "ada",
+        "groups",
+    ]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(bad.stderr.contains("person:ID or agent:ID"), "{bad:?}");
+}
