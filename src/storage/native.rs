@@ -124,10 +124,15 @@ impl Storage for NativeStorage {
     async fn search(&self, graphs: &[GraphId], query: &GraphQuery) -> Result<Vec<Vec<ScoredHit>>> {
         let names: Vec<&str> = graphs.iter().map(GraphId::as_str).collect();
         let request = self.request(query);
-        // An artefact lookup by id may have a blank query: nothing to rank then.
-        let found = if matches!(query.result_type, ResultType::Artefacts { .. })
-            && query.query.trim().is_empty()
-        {
+        // An artefact lookup by id may have a blank query: nothing to rank then. An
+        // empty episode selection leaves no episode or fact.
+        let found = if (matches!(query.result_type, ResultType::Artefacts { .. })
+            && query.query.trim().is_empty())
+            || (query.episodes.as_ref().is_some_and(Vec::is_empty)
+                && matches!(
+                    query.result_type,
+                    ResultType::Episodes | ResultType::Facts { .. }
+                )) {
             vec![SearchResults::default(); graphs.len()]
         } else {
             self.engine.search_many(&names, &request).await?
@@ -249,10 +254,14 @@ impl NativeStorage {
         match &query.result_type {
             ResultType::Episodes => {
                 config.episodes = Some(self.scope());
+                filters.episodes = query.episodes.clone().unwrap_or_default();
             }
             ResultType::Facts { edge_types } => {
                 config.facts = Some(self.scope());
                 filters.fact_types = edge_types.clone();
+                // Facts with a selected source, listing only those (pending episodes
+                // standing in as facts are selected by their own uuid).
+                filters.episodes = query.episodes.clone().unwrap_or_default();
                 // Without a language model nothing is extracted: the episodes not yet
                 // extracted stand in as facts (as the twin's do), found by the same
                 // hybrid search, so memory answers.
