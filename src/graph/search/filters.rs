@@ -462,6 +462,53 @@ mod tests {
     }
 
     #[test]
+    fn a_source_selection_by_writer_and_uuid_needs_both_and_tests_membership_with_to_string() {
+        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let f = SearchFilters {
+            writers: vec!["lens:a".into()],
+            episodes: vec![b, a, b],
+            ..SearchFilters::default()
+        };
+        let both = "toString(ep.writer) IN $flt_writers AND toString(ep.uuid) IN $flt_episodes";
+        let w = f.fact_where(Timestamp(0));
+        assert!(w.selects_sources());
+        assert_eq!(w.source_condition(), format!(" WHERE {both}"));
+        assert!(w.sourced("f").contains(&both.replace("ep.", "flt_ep.")));
+        // Each uuid once, sorted: the exact passes bind every listed one.
+        assert_eq!(
+            w.params.get("flt_episodes"),
+            Some(&Value::List(vec![
+                Value::String(a.to_string()),
+                Value::String(b.to_string())
+            ]))
+        );
+        let e = f.episode_where();
+        assert_eq!(
+            e.where_clause(),
+            format!("WHERE {}", both.replace("ep.", "e."))
+        );
+        // The exact passes start from the uuids, the writer left to the conditions.
+        assert_eq!(
+            e.selected_episodes("e").as_deref(),
+            Some("UNWIND $flt_episodes AS flt_su MATCH (e:Episodic {uuid: flt_su})")
+        );
+        // Writers alone: through the writer index; nothing selected: no clause.
+        let writers = SearchFilters {
+            writers: vec!["lens:a".into()],
+            ..SearchFilters::default()
+        };
+        assert_eq!(
+            writers.episode_where().selected_episodes("e").as_deref(),
+            Some("UNWIND $flt_writers AS flt_sw MATCH (e:Episodic {writer: flt_sw})")
+        );
+        let none = SearchFilters::default().fact_where(Timestamp(0));
+        assert!(!none.selects_sources());
+        assert_eq!(none.sourced("f"), "");
+        assert_eq!(none.source_condition(), "");
+        assert!(none.selected_episodes("e").is_none());
+    }
+
+    #[test]
     fn an_empty_group_is_rejected() {
         let f = SearchFilters {
             expired_at: vec![vec![DateFilter::IsNull], vec![]],
