@@ -192,6 +192,35 @@ async fn main() -> gralkor::Result<()> {
         pct(&t, 0.5).as_secs_f64() * 1e3,
         pct(&t, 0.95).as_secs_f64() * 1e3
     );
+    // The same with 10,000 more uuids in the selection, of episodes elsewhere (what a
+    // subject who wrote 10,000 episodes in other graphs brings along): the cost of a
+    // long selection list.
+    let mut long = viewable.clone();
+    long.extend((0..10_000).map(|_| uuid::Uuid::new_v4()));
+    let mut t = Vec::new();
+    for i in 0..samples {
+        let query = GraphQuery::new(
+            format!(
+                "{} {}",
+                WORDS[i % WORDS.len()],
+                WORDS[(i * 7 + 3) % WORDS.len()]
+            ),
+            ResultType::Episodes,
+            10,
+        )
+        .episodes(long.clone());
+        let start = Instant::now();
+        restricted.search(&other, &query).await?;
+        t.push(start.elapsed());
+    }
+    t.sort();
+    println!(
+        "other, restricted to {} uuids ({} of them viewable there): p50 {:>7.2} ms p95 {:>7.2} ms",
+        long.len(),
+        viewable.len(),
+        pct(&t, 0.5).as_secs_f64() * 1e3,
+        pct(&t, 0.95).as_secs_f64() * 1e3
+    );
     // And the two reads of the fragments naming the subject.
     let mut t = Vec::new();
     for _ in 0..samples {

@@ -55,7 +55,8 @@
 //!
 //! A fact hit's `sources` then list only its selected episodes. Entities and
 //! communities have no source and are not restricted. A membership test is written
-//! `toString(x) IN $list` (see [`SearchFilters::fact_where`]).
+//! `toString(x) IN $list`: a bare `x IN $list` on a property can crash FalkorDB 4.16
+//! (see `falkordb::statement`).
 
 use uuid::Uuid;
 

@@ -62,7 +62,7 @@
 //! its cut. The one-statement RRF paths of the fact and episode scopes are not used
 //! under a source selection (they have no room for the passes); the per-method path
 //! fuses the same way. Every membership test is `toString(x) IN $list` (see
-//! [`SearchFilters`]'s `fact_where`).
+//! [`filters`](super::filters#source-selections-writers-and-episodes)).
 //!
 //! ## Graphs without indices
 //!
