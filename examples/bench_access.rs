@@ -9,46 +9,61 @@
 //!
 //! Data: `n` episodes in the application Destination `team` (the subject is a member:
 //! readable as a whole, hits pass the LookupResources pre-filter unchecked) and `n / 10`
-//! in `other` (not a member; one in ten involves the subject, so its hits are
-//! over-fetched and checked by fragment `view`). Three searches are timed:
+//! in `other` (not a member; one in ten involves the subject). Three searches are
+//! timed:
 //!
-//! * **team**: only `team` (the pre-filter alone: one LookupResources round trip);
-//! * **all**: every Destination (`personal`, `global`, `team`, `other`): the
-//!   pre-filter plus the per-fragment filter of the unreadable graphs;
-//! * **other**: only `other` (the per-fragment filter alone).
+//! * **team**: only `team` (the pre-filter alone: one LookupResources round trip,
+//!   concurrent with the search);
+//! * **all**: every Destination (`personal`, `global`, `team`, `other`);
+//! * **other**: only `other`, the unreadable Destination: after the lookup, the two
+//!   relationship reads of the fragments naming the subject (`involves`,
+//!   `shared_by`), then `other` searched again restricted to those episodes, inside
+//!   the statement and before the limit (no per-hit check).
+//!
+//! Then, for scale, the parts alone: the restricted search (the storage call the
+//! client makes for `other`), the two reads and the lookup.
 //!
 //! Figures only, never assertions. Goal: with ≤ 1.2× without.
 //!
-//! Measured on the shared 2-core build machine, **debug build** (`cargo run
-//! --no-default-features --example bench_access -- 10000 200`; a release build was
-//! not run), 10,000 + 1,000 episodes:
+//! Before the pre-filter (debug build, 10,000 + 1,000 episodes), `other` was 29.8× /
+//! 12.9× (p50 / p95): it searched again with 200 results (26.4 ms p50) and checked
+//! every hit's fragment in bulk (13.9 ms p50), and was exact only when the limit's
+//! visible hits were among those 200.
 //!
-//! | search | without p50 / p95 | with p50 / p95 | ratio p50 / p95 |
-//! |--------|-------------------|----------------|-----------------|
-//! | team   | 2.97 / 10.47 ms   | 6.99 / 12.51 ms | 2.35× / 1.20× |
-//! | all    | 8.18 / 17.33 ms   | 73.5 / 100.3 ms | 8.99× / 5.79× |
-//! | other  | 1.79 / 10.05 ms   | 76.2 / 108.4 ms | 42.7× / 10.8× |
+//! With the pre-filter, 10,000 + 1,000 episodes, 200 samples, on the shared 2-core
+//! build machine (noisy: repeat before trusting a ratio):
 //!
-//! A second 10,000 run (after the changes to `check_many`): team 3.67 / 9.67 → 6.54 /
-//! 15.26 ms (1.78× / 1.58×), all 13.1× / 4.1×, other 29.8× / 12.9×; the widened
-//! 200-hit search alone 26.4 ms p50, the bulk view check of 200 fragments 13.9 ms p50.
-//! The machine is noisy: repeat before trusting a ratio.
+//! | search | build | without p50 / p95 | with p50 / p95 | ratio p50 / p95 |
+//! |--------|-------|-------------------|----------------|-----------------|
+//! | team   | release¹ | 2.00 / 6.00 ms | 3.17 / 8.69 ms   | 1.59× / 1.45× |
+//! | all    | release¹ | 2.62 / 7.06 ms | 70.3 / 105.6 ms  | 26.8× / 15.0× |
+//! | other  | release¹ | 0.69 / 0.89 ms | 57.6 / 71.6 ms   | 84.0× / 80.5× |
+//! | team   | debug    | 3.36 / 8.27 ms | 4.20 / 10.16 ms  | 1.25× / 1.23× |
+//! | all    | debug    | 4.62 / 14.85 ms | 19.27 / 29.92 ms | 4.17× / 2.01× |
+//! | other  | debug    | 1.65 / 8.88 ms | 10.25 / 18.71 ms | 6.23× / 2.11× |
 //!
-//! At 3,000 + 300 episodes: team 1.18× / 1.18× (another run 1.29× / 1.17×; the
-//! lookup alone 0.93 ms p50); other 16× (its widened 200-hit
-//! search alone 7.4 ms p50, the bulk view check of 87 fragments 7.6 ms p50). The
-//! pre-filter path meets the goal; the per-fragment path (graphs the subject cannot
-//! read as a whole) does not yet: it searches again with 200 results and checks each.
+//! ¹ Before the embedded authorizer's read by subject started from the subject's key
+//! (it scanned every object): the two reads took 54.9 / 89.2 ms there, which is all of
+//! the difference. With that fix (the debug rows): the two reads 3.30 / 7.01 ms, the
+//! lookup 1.52 / 1.97 ms, the restricted search of `other` alone 2.10 / 6.55 ms (release:
+//! 0.74 / 4.52 ms), so `other` costs the lookup, then the reads, then the restricted
+//! search, one after the other. A selection of 10,100 uuids (100 of them in `other`)
+//! makes the restricted search 38.0 / 55.4 ms debug (27.1 / 41.3 ms release): the
+//! selection holds every fragment naming the subject in any graph — a prolific writer
+//! brings all of its own (`shared_by`) along.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gralkor::access::{Authorizer, EmbeddedAuthorizer, Relationship, Subject};
+use gralkor::access::{
+    Authorizer, EmbeddedAuthorizer, ObjectType, Relation, Relationship, RelationshipFilter, Subject,
+};
 use gralkor::client::{Client, Content, MemoryAdd, NativeClient, OperatorId, Search};
+use gralkor::destination::Destination;
 use gralkor::falkordb::{EmbeddedConfig, EmbeddedServer, FalkorDb};
 use gralkor::graph::Engine;
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
+use gralkor::storage::{GraphQuery, NativeStorage, ResultType, Storage};
 
 const WORDS: [&str; 12] = [
     "release", "payments", "retry", "friday", "deploy", "invoice", "lisbon", "tea", "budget",
@@ -159,37 +174,88 @@ async fn main() -> gralkor::Result<()> {
             a95.as_secs_f64() / p95.as_secs_f64(),
         );
     }
-    // For scale: the widened search alone (what `other` runs again before filtering).
-    let wide = base.clone().destinations(["other"]).max_results(200);
-    let (w50, w95) = time(&plain, &wide, samples).await;
-    println!(
-        "other, without, 200 results: p50 {:>7.2} ms p95 {:>7.2} ms",
-        w50.as_secs_f64() * 1e3,
-        w95.as_secs_f64() * 1e3
-    );
-    // And the bulk view check of 200 fragments alone.
-    let some: Vec<gralkor::access::ObjectRef> = plain
-        .search(&wide)
+    // For scale: the restricted search alone (what the client runs for `other`
+    // once it knows what the subject may view there).
+    let naming = |relation: Relation| {
+        RelationshipFilter::of_type(ObjectType::MemoryFragment)
+            .relation(relation)
+            .subject(ada.object().clone())
+    };
+    let viewable: Vec<uuid::Uuid> = authz
+        .read_relationships(&naming(Relation::Involves))
         .await?
         .iter()
-        .filter_map(|r| {
-            r.hit
-                .as_episode()
-                .map(|e| gralkor::access::ObjectRef::fragment(e.uuid))
-        })
+        .filter_map(|r| uuid::Uuid::parse_str(&r.resource.id).ok())
         .collect();
+    let other = [Destination::new("other")?.graph_id(&ada_op)?];
+    let restricted = storage();
     let mut t = Vec::new();
-    for _ in 0..samples {
+    for i in 0..samples {
+        let query = GraphQuery::new(
+            format!(
+                "{} {}",
+                WORDS[i % WORDS.len()],
+                WORDS[(i * 7 + 3) % WORDS.len()]
+            ),
+            ResultType::Episodes,
+            10,
+        )
+        .episodes(viewable.clone());
         let start = Instant::now();
-        authz
-            .check_many(&ada, gralkor::access::Permission::View, &some)
-            .await?;
+        restricted.search(&other, &query).await?;
         t.push(start.elapsed());
     }
     t.sort();
     println!(
-        "check_many of {} fragments: p50 {:>7.2} ms p95 {:>7.2} ms",
-        some.len(),
+        "other, restricted to the {} viewable episodes: p50 {:>7.2} ms p95 {:>7.2} ms",
+        viewable.len(),
+        pct(&t, 0.5).as_secs_f64() * 1e3,
+        pct(&t, 0.95).as_secs_f64() * 1e3
+    );
+    // The same with 10,000 more uuids in the selection, of episodes elsewhere (what a
+    // subject who wrote 10,000 episodes in other graphs brings along): the cost of a
+    // long selection list.
+    let mut long = viewable.clone();
+    long.extend((0..10_000).map(|_| uuid::Uuid::new_v4()));
+    let mut t = Vec::new();
+    for i in 0..samples {
+        let query = GraphQuery::new(
+            format!(
+                "{} {}",
+                WORDS[i % WORDS.len()],
+                WORDS[(i * 7 + 3) % WORDS.len()]
+            ),
+            ResultType::Episodes,
+            10,
+        )
+        .episodes(long.clone());
+        let start = Instant::now();
+        restricted.search(&other, &query).await?;
+        t.push(start.elapsed());
+    }
+    t.sort();
+    println!(
+        "other, restricted to {} uuids ({} of them viewable there): p50 {:>7.2} ms p95 {:>7.2} ms",
+        long.len(),
+        viewable.len(),
+        pct(&t, 0.5).as_secs_f64() * 1e3,
+        pct(&t, 0.95).as_secs_f64() * 1e3
+    );
+    // And the two reads of the fragments naming the subject.
+    let mut t = Vec::new();
+    for _ in 0..samples {
+        let start = Instant::now();
+        let (involves, shared_by) = (naming(Relation::Involves), naming(Relation::SharedBy));
+        let (a, b) = tokio::try_join!(
+            authz.read_relationships(&involves),
+            authz.read_relationships(&shared_by),
+        )?;
+        std::hint::black_box((a, b));
+        t.push(start.elapsed());
+    }
+    t.sort();
+    println!(
+        "read involves + shared_by (concurrent): p50 {:>7.2} ms p95 {:>7.2} ms",
         pct(&t, 0.5).as_secs_f64() * 1e3,
         pct(&t, 0.95).as_secs_f64() * 1e3
     );

@@ -179,6 +179,9 @@ pub struct AddArgs {
     /// The replay-stable ingestion id (default: derived from the content).
     #[arg(long)]
     pub id: Option<String>,
+    /// The conversation session it belongs to (so `forget session` can remove it).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
 }
 
 /// What a search returns.
@@ -257,9 +260,8 @@ pub struct ResumeArgs {
     pub destinations: Vec<String>,
 }
 
-/// What to forget. Today: one episode (with the facts only it supported). Sessions,
-/// Destinations and operators, with the permission checks of the access issue, are not
-/// available yet and exit with code 6.
+/// What to forget, with the permission checks of the authorizer when one is
+/// configured (a refusal exits 6 and removes nothing).
 #[derive(Debug, Subcommand)]
 pub enum ForgetCommand {
     /// One episode by id (looked up in every Destination unless --destination).
@@ -270,12 +272,16 @@ pub enum ForgetCommand {
         #[arg(long, short = 'd', value_name = "NAME")]
         destination: Option<String>,
     },
-    /// Every episode of one session (not available yet: needs the access layer).
+    /// Every episode of one conversation session, in every Destination of the
+    /// operator, with the facts only they supported (the AOF is rewritten). With an
+    /// authorizer: `delete` on each episode outside your own personal graph.
     Session {
         /// The session id.
         id: String,
     },
-    /// A whole Destination's graph (not available yet: needs the access layer).
+    /// A Destination's whole graph for the operator (its members stay). With an
+    /// authorizer: your own personal graph, or a shared one you are a member of and
+    /// wrote everything in.
     Destination {
         /// The Destination.
         name: String,

@@ -4,11 +4,11 @@
 use std::io::Read;
 
 use gralkor::access::Subject;
-use gralkor::client::PurgeOperator;
 use gralkor::client::{
     BuildCommunities, Client, Content, EpisodeRecord, EpisodeRef, ExtractPending, Hit, Ingest,
     OperatorId, ResultType, Search, SearchResult,
 };
+use gralkor::client::{ClearDestination, PurgeOperator, PurgeSession};
 use gralkor::{Error, NativeClient};
 use serde::Serialize;
 use serde_json::json;
@@ -63,7 +63,14 @@ macro_rules! asked_by {
     )*};
 }
 
-asked_by!(Search, EpisodeRef, Ingest, PurgeOperator);
+asked_by!(
+    Search,
+    EpisodeRef,
+    Ingest,
+    PurgeOperator,
+    PurgeSession,
+    ClearDestination
+);
 
 /// A replay-stable ingestion id for content: its kind and a hash of it.
 pub fn content_id(prefix: &str, content: &Content) -> String {
@@ -158,9 +165,12 @@ pub async fn add(
             episodes: vec![expected],
         }
     } else {
-        let request = Ingest::new(&id, op, &args.lens, content)
+        let mut request = Ingest::new(&id, op, &args.lens, content)
             .source_description(&args.source_description)
             .asked_by(subject);
+        if let Some(session) = &args.session {
+            request = request.session(session.clone());
+        }
         let written = client.ingest(&request).await?;
         Added {
             id,
@@ -627,16 +637,45 @@ pub async fn forget(
                 },
             )
         }
-        // The library has no purge of a session or of a whole Destination yet.
-        ForgetCommand::Session { .. } => Err(Failure::Unsupported(
-            "forgetting a session needs the access layer's session purge (issue 15, not \
-             built yet); forget its episodes one by one with `gralkor forget episode`"
-                .into(),
-        )),
-        ForgetCommand::Destination { .. } => Err(Failure::Unsupported(
-            "forgetting a Destination needs the access layer's Destination purge (issue 15, \
-             not built yet)"
-                .into(),
-        )),
+        ForgetCommand::Session { id } => {
+            let report = client
+                .purge_session(&PurgeSession::new(op.clone(), id.clone()).asked_by(subject))
+                .await?;
+            out.emit(
+                &json!({
+                    "forgotten": "session",
+                    "session": id,
+                    "episodes": report.episodes.iter()
+                        .map(|(g, u)| json!({"graph": g, "episode": u}))
+                        .collect::<Vec<_>>(),
+                }),
+                || match report.episodes.len() {
+                    0 => format!("session {id} had nothing to forget"),
+                    n => format!("forgot session {id}: {n} episodes"),
+                },
+            )
+        }
+        ForgetCommand::Destination { name } => {
+            let report = client
+                .clear_destination(
+                    &ClearDestination::new(op.clone(), name.clone()).asked_by(subject),
+                )
+                .await?;
+            out.emit(
+                &json!({
+                    "forgotten": "destination",
+                    "destination": name,
+                    "graph_removed": report.graph_removed,
+                    "relationships_removed": report.relationships_removed,
+                }),
+                || {
+                    if report.graph_removed {
+                        format!("cleared Destination {name}")
+                    } else {
+                        format!("Destination {name} had nothing to forget")
+                    }
+                },
+            )
+        }
     }
 }

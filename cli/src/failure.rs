@@ -14,8 +14,8 @@ pub const INVALID_INPUT: u8 = 3;
 pub const NOT_FOUND: u8 = 4;
 /// Exit code: the configuration (environment or flags) is invalid.
 pub const CONFIG: u8 = 5;
-/// Exit code: refused — not permitted by the authorizer, or not available yet.
-pub const UNSUPPORTED: u8 = 6;
+/// Exit code: refused — not permitted by the authorizer (or by a rule of the CLI's own).
+pub const REFUSED: u8 = 6;
 /// Exit code: a temporary failure (`EX_TEMPFAIL`): trying again can help.
 pub const TEMPORARY: u8 = 75;
 
@@ -26,8 +26,6 @@ pub enum Failure {
     Gralkor(gralkor::Error),
     /// Nothing matched (an episode id, a Destination).
     NotFound(String),
-    /// Not available yet (what it waits for is in the message).
-    Unsupported(String),
     /// The command line or the settings do not fit together (exit 2, as clap's own).
     Usage(String),
     /// Not permitted (a rule of the CLI's own, such as `add-member`'s).
@@ -52,12 +50,12 @@ impl Failure {
                 gralkor::Error::InvalidInput { .. } => INVALID_INPUT,
                 gralkor::Error::Config { .. } => CONFIG,
                 gralkor::Error::NotFound(_) => NOT_FOUND,
-                gralkor::Error::PermissionDenied { .. } => UNSUPPORTED,
+                gralkor::Error::PermissionDenied { .. } => REFUSED,
                 e if e.is_retryable() => TEMPORARY,
                 _ => FAILURE,
             },
             Failure::NotFound(_) => NOT_FOUND,
-            Failure::Unsupported(_) | Failure::Refused(_) => UNSUPPORTED,
+            Failure::Refused(_) => REFUSED,
             Failure::Usage(_) => USAGE,
             Failure::Io(..) => FAILURE,
         }
@@ -80,7 +78,6 @@ impl Failure {
             INVALID_INPUT => "invalid_input",
             NOT_FOUND => "not_found",
             CONFIG => "config",
-            UNSUPPORTED => "unsupported",
             TEMPORARY => "temporary",
             _ => "failure",
         }
@@ -97,7 +94,6 @@ impl fmt::Display for Failure {
             Failure::Usage(what) => what.clone(),
             Failure::Refused(what) => format!("permission denied: {what}"),
             Failure::NotFound(what) => format!("not found: {what}"),
-            Failure::Unsupported(what) => format!("not available yet: {what}"),
             Failure::Io(context, e) => format!("{context}: {e}"),
         };
         // One readable line, whatever the message holds.
@@ -152,29 +148,28 @@ mod tests {
         });
         assert_eq!(timeout.exit_code(), TEMPORARY);
         assert_eq!(Failure::NotFound("x".into()).exit_code(), NOT_FOUND);
-        assert_eq!(Failure::Unsupported("x".into()).exit_code(), UNSUPPORTED);
         let denied = Failure::from(gralkor::Error::PermissionDenied {
             subject: "person:bob".into(),
             permission: "contribute".into(),
             resource: "group:personal/ada".into(),
         });
-        assert_eq!(denied.exit_code(), UNSUPPORTED);
+        assert_eq!(denied.exit_code(), REFUSED);
         assert_eq!(denied.kind(), "permission_denied");
         assert_eq!(
             denied.to_string(),
             "permission denied: `person:bob` lacks `contribute` on `group:personal/ada`"
         );
-        assert_eq!(Failure::Refused("x".into()).exit_code(), UNSUPPORTED);
+        assert_eq!(Failure::Refused("x".into()).exit_code(), REFUSED);
         assert_eq!(Failure::Usage("x".into()).exit_code(), USAGE);
         assert_eq!(Failure::Usage("x".into()).kind(), "usage");
     }
 
     #[test]
     fn messages_are_one_line() {
-        let f = Failure::Unsupported("forgetting a session\n  needs the access layer".into());
+        let f = Failure::Refused("adding a member\n  needs membership".into());
         assert_eq!(
             f.to_string(),
-            "not available yet: forgetting a session needs the access layer"
+            "permission denied: adding a member needs membership"
         );
     }
 }

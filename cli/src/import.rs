@@ -41,6 +41,9 @@ struct Item {
     kind: &'static str,
     content: Content,
     reference_time: Option<Timestamp>,
+    /// A transcript's session id (its file name): recorded on its episode, so
+    /// `gralkor forget session` removes it.
+    session: Option<String>,
 }
 
 /// What happened to one item.
@@ -230,6 +233,7 @@ fn plan(args: &ImportArgs) -> Outcome<(Vec<Item>, Vec<Skipped>)> {
                 kind: "file",
                 content: Content::document(text),
                 reference_time: None,
+                session: None,
             });
         }
     }
@@ -274,6 +278,7 @@ fn plan(args: &ImportArgs) -> Outcome<(Vec<Item>, Vec<Skipped>)> {
                 kind: "session",
                 content: Content::conversation(transcript),
                 reference_time: at,
+                session: Some(session),
             });
         }
     }
@@ -369,6 +374,9 @@ pub async fn run(
                     .asked_by(subject);
                 if let Some(at) = item.reference_time {
                     request = request.reference_time(at);
+                }
+                if let Some(session) = &item.session {
+                    request = request.session(session.clone());
                 }
                 client.ingest(&request).await?;
                 Fate::Written

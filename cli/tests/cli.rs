@@ -272,21 +272,65 @@ fn forgetting_an_operator_removes_their_memory_and_is_idempotent() {
     assert_eq!(again["graph_removed"], false);
 }
 
-// forget / what needs the access layer says so
+// forget / session: every episode of the session goes, nothing else; a second run has
+// nothing to do
 #[test]
-fn what_needs_the_access_layer_is_not_available_yet() {
+fn forgetting_a_session_removes_its_episodes_only() {
     let home = Home::new();
-    for what in [
-        ["forget", "session", "s-1"],
-        ["forget", "destination", "global"],
-    ] {
-        let run = home.run(&what);
-        assert_eq!(run.code, 6, "{run:?}");
-        assert!(run.stderr.contains("access layer"), "{run:?}");
-        let json = home.run(&[&["--json"], &what[..]].concat());
-        let error: Value = serde_json::from_str(&json.stdout).unwrap();
-        assert_eq!(error["error"]["kind"], "unsupported");
-    }
+    home.run(&[
+        "add",
+        "--session",
+        "s-1",
+        "Ada keeps honeybees on her allotment",
+    ])
+    .ok();
+    home.run(&["add", "--session", "s-1", "Ada sells honeybees' wax"])
+        .ok();
+    home.run(&["add", "--session", "s-2", "Ada reads about honeybees"])
+        .ok();
+    home.run(&["add", "Ada dreams of honeybees"]).ok();
+    assert_eq!(
+        episode_uuids(&home.run(&["--json", "search", "honeybees"]).json()).len(),
+        4
+    );
+    let forgot = home.run(&["--json", "forget", "session", "s-1"]).json();
+    assert_eq!(forgot["forgotten"], "session");
+    assert_eq!(forgot["episodes"].as_array().unwrap().len(), 2, "{forgot}");
+    let left = home.run(&["--json", "search", "honeybees"]).json();
+    assert_eq!(episode_uuids(&left).len(), 2, "{left}");
+    let again = home.run(&["forget", "session", "s-1"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(again.stdout.contains("nothing to forget"), "{again:?}");
+    let blank = home.run(&["forget", "session", " "]);
+    assert_eq!(blank.code, 3, "{blank:?}");
+    assert!(blank.stderr.contains("session_id"), "{blank:?}");
+}
+
+// forget / destination: the operator's graph of that Destination is emptied
+#[test]
+fn forgetting_a_destination_empties_it() {
+    let home = Home::new();
+    home.run(&["add", "Ada keeps honeybees on her allotment"])
+        .ok();
+    home.run_as("grace", &["add", "Grace keeps honeybees too"])
+        .ok();
+    let forgot = home
+        .run(&["--json", "forget", "destination", "personal"])
+        .json();
+    assert_eq!(forgot["forgotten"], "destination");
+    assert_eq!(forgot["graph_removed"], true);
+    let after = home.run(&["--json", "search", "honeybees"]).json();
+    assert_eq!(episode_uuids(&after), Vec::<String>::new());
+    let graces = home
+        .run_as("grace", &["--json", "search", "honeybees"])
+        .json();
+    assert_eq!(
+        episode_uuids(&graces).len(),
+        1,
+        "Grace's personal graph is hers"
+    );
+    let unknown = home.run(&["forget", "destination", "nowhere"]);
+    assert_eq!(unknown.code, 3, "{unknown:?}");
 }
 
 fn fact_texts(results: &Value) -> Vec<String> {

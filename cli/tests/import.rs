@@ -171,6 +171,11 @@ fn a_session_becomes_one_conversation_episode_without_recalled_memory() {
         0,
         "--no-files wrote no file"
     );
+    // The file name is the session id: forgetting the session removes its episode.
+    let forgot = home.run(&["--json", "forget", "session", "s-1"]).json();
+    assert_eq!(forgot["episodes"][0]["episode"], s1.as_str(), "{forgot}");
+    assert_eq!(home.run(&["get", &s1]).code, 4);
+    assert_eq!(home.run(&["get", &s2]).code, 0);
 }
 
 // import / --dry-run lists what would be written and writes nothing

@@ -149,7 +149,13 @@ fn filter_match(filter: &RelationshipFilter) -> (String, Params) {
         }
         None => "(b:Obj)",
     };
-    let mut text = format!("MATCH {a}-[e:R]->{b} WHERE a.t = $rt");
+    // A subject without a resource is bound first, through the key index: as one
+    // pattern, FalkorDB 4.16 starts from a label scan of every object (15 ms instead
+    // of 0.7 ms for a subject's 100 of 11,000 fragments).
+    let mut text = match (&filter.resource_id, &filter.subject) {
+        (None, Some(_)) => format!("MATCH {b} WITH b MATCH {a}-[e:R]->(b) WHERE a.t = $rt"),
+        _ => format!("MATCH {a}-[e:R]->{b} WHERE a.t = $rt"),
+    };
     if let Some(rel) = filter.relation {
         params.insert("rel", rel.as_str());
         text.push_str(" AND e.rel = $rel");

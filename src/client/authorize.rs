@@ -8,10 +8,14 @@
 //!   its fragment relationships (`source_group`, `shared_by` = the subject,
 //!   `involves`).
 //! * Searches look up the groups the subject may `access` once (LookupResources as a
-//!   pre-filter): hits from those graphs are visible as they are; hits from any other
-//!   graph are over-fetched and kept only when the subject may `view` their fragment
-//!   (an episode; a fact through any episode it came from), before the limit. Nodes
-//!   and artefacts of such a graph are never shown.
+//!   pre-filter): hits from those graphs are visible as they are. In any other graph
+//!   the subject may `view` exactly the fragments whose `involves` or `shared_by`
+//!   names it (the schema has no subject sets there): when such a graph is searched,
+//!   two relationship reads list them, and the graph is searched restricted to those
+//!   episodes ([`GraphQuery::episodes`]: an episode must be one of them, a fact must
+//!   come from one and lists only those sources), inside the storage's search and
+//!   before the limit — never a check per hit. Nodes and artefacts of such a graph
+//!   are never shown.
 //! * `get_episode` answers `None` for an episode the subject may not view;
 //!   `remove_episode` needs `delete` (only the writer has it) and removes the
 //!   fragment's relationships too.
@@ -30,11 +34,12 @@ use uuid::Uuid;
 use super::memory::{MemoryClient, lens_graph};
 use super::request::MemoryAdd;
 use super::validate::{MemoryAddPlan, validate_memory_add};
-use crate::access::{Authorizer, Fragment, ObjectRef, Permission, Relationship, Subject};
-use crate::runtime::Snapshot;
-use crate::storage::{
-    GraphId, GraphQuery, Hit, MAX_RESULTS_LIMIT, OperatorId, ResultType, ScoredHit, Storage,
+use crate::access::{
+    Authorizer, Fragment, ObjectRef, ObjectType, Permission, Relation, Relationship,
+    RelationshipFilter, Subject,
 };
+use crate::runtime::Snapshot;
+use crate::storage::{GraphId, GraphQuery, OperatorId, ResultType, ScoredHit, Storage};
 use crate::{Error, Result};
 
 /// The authorizer of a client and the personal memberships it has written already.
@@ -180,13 +185,54 @@ impl Access {
             .await
     }
 
+    /// The episodes the subject may view whatever their group: those whose fragment
+    /// names it as `involves` or `shared_by` (two reads, run concurrently).
+    async fn viewable(&self, subject: &Subject) -> Result<Vec<Uuid>> {
+        let naming = |relation: Relation| {
+            RelationshipFilter::of_type(ObjectType::MemoryFragment)
+                .relation(relation)
+                .subject(subject.object().clone())
+        };
+        let (involves, shared_by) = (naming(Relation::Involves), naming(Relation::SharedBy));
+        let (involves, shared_by) = tokio::try_join!(
+            self.authorizer.read_relationships(&involves),
+            self.authorizer.read_relationships(&shared_by),
+        )?;
+        let episodes: BTreeSet<Uuid> = involves
+            .iter()
+            .chain(&shared_by)
+            .filter_map(|r| Uuid::parse_str(&r.resource.id).ok())
+            .collect();
+        Ok(episodes.into_iter().collect())
+    }
+
+    /// The readable groups and, when one of `graphs` is not readable and `filtered`
+    /// (episodes or facts are searched), the episodes the subject may view anyway.
+    async fn allowed(
+        &self,
+        subject: &Subject,
+        operator: &OperatorId,
+        graphs: &[GraphId],
+        filtered: bool,
+    ) -> Result<(BTreeSet<String>, Vec<Uuid>)> {
+        let readable = self.readable(subject, operator, graphs).await?;
+        let viewable = if filtered && graphs.iter().any(|g| !readable.contains(g.as_str())) {
+            self.viewable(subject).await?
+        } else {
+            Vec::new()
+        };
+        Ok((readable, viewable))
+    }
+
     /// A search of `graphs` as the subject may see it. The lookup of the readable
     /// groups runs concurrently with the search itself, so a subject who may read
-    /// every graph pays one authorizer round trip hidden behind the search. Hits of
-    /// the other graphs are kept only when the subject may view their fragment (one
-    /// bulk check for all of them); a graph whose first answer was cut at the limit
-    /// is searched again with a wider limit first, so the limit is applied after the
-    /// filter (within the largest limit, [`MAX_RESULTS_LIMIT`]).
+    /// every graph pays one authorizer round trip hidden behind the search. When a
+    /// graph is not readable, the lookup is followed (still concurrently with the
+    /// search) by the two reads of the episodes the subject may view there, and those
+    /// graphs are searched again restricted to these episodes at the caller's limit:
+    /// the storage applies the selection before the limit, so the answer is exact
+    /// however few of a graph's episodes are visible. With none visible, such a graph
+    /// is not searched again and answers nothing.
     pub(super) async fn search<S: Storage>(
         &self,
         subject: &Subject,
@@ -195,88 +241,49 @@ impl Access {
         graphs: &[GraphId],
         query: &GraphQuery,
     ) -> Result<Vec<Vec<ScoredHit>>> {
-        let (readable, first) = tokio::join!(
-            self.readable(subject, operator, graphs),
+        let filtered = matches!(
+            query.result_type,
+            ResultType::Episodes | ResultType::Facts { .. }
+        );
+        let (allowed, first) = tokio::join!(
+            self.allowed(subject, operator, graphs, filtered),
             storage.search(graphs, query)
         );
-        let (readable, mut per_graph) = (readable?, first?);
+        let ((readable, viewable), mut per_graph) = (allowed?, first?);
         if per_graph.len() != graphs.len() {
             return Ok(per_graph); // the caller reports the mismatch
         }
         let unreadable: Vec<usize> = (0..graphs.len())
             .filter(|i| !readable.contains(graphs[*i].as_str()))
             .collect();
-        if unreadable.is_empty() {
+        for i in &unreadable {
+            per_graph[*i].clear();
+        }
+        // A selection the query carries already narrows what is viewable.
+        let viewable: Vec<Uuid> = match &query.episodes {
+            None => viewable,
+            Some(own) => {
+                let own: HashSet<&Uuid> = own.iter().collect();
+                viewable.into_iter().filter(|u| own.contains(u)).collect()
+            }
+        };
+        if !filtered || unreadable.is_empty() || viewable.is_empty() {
             return Ok(per_graph);
         }
-        let filtered = matches!(
-            query.result_type,
-            ResultType::Episodes | ResultType::Facts { .. }
-        );
-        let cut: Vec<usize> = unreadable
-            .iter()
-            .copied()
-            .filter(|i| filtered && per_graph[*i].len() >= query.limit)
-            .collect();
-        if !cut.is_empty() && query.limit < MAX_RESULTS_LIMIT {
-            let wide_graphs: Vec<GraphId> = cut.iter().map(|i| graphs[*i].clone()).collect();
-            let mut wide = query.clone();
-            wide.limit = MAX_RESULTS_LIMIT;
-            let again = storage.search(&wide_graphs, &wide).await?;
-            for (i, hits) in cut.iter().zip(again) {
-                per_graph[*i] = hits;
-            }
+        let narrow_graphs: Vec<GraphId> = unreadable.iter().map(|i| graphs[*i].clone()).collect();
+        let narrow = query.clone().episodes(viewable);
+        let again = storage.search(&narrow_graphs, &narrow).await?;
+        if again.len() != narrow_graphs.len() {
+            return Err(Error::Protocol(format!(
+                "the storage answered {} graphs for a search of {}",
+                again.len(),
+                narrow_graphs.len()
+            )));
         }
-        let taken: Vec<Vec<ScoredHit>> = unreadable
-            .iter()
-            .map(|i| std::mem::take(&mut per_graph[*i]))
-            .collect();
-        for (i, hits) in unreadable
-            .iter()
-            .zip(self.filter_hits(subject, taken, query.limit).await?)
-        {
+        for (i, hits) in unreadable.iter().zip(again) {
             per_graph[*i] = hits;
         }
         Ok(per_graph)
-    }
-
-    /// Keeps the hits the subject may view, at most `limit` per list, with one bulk
-    /// check for every list.
-    async fn filter_hits(
-        &self,
-        subject: &Subject,
-        lists: Vec<Vec<ScoredHit>>,
-        limit: usize,
-    ) -> Result<Vec<Vec<ScoredHit>>> {
-        // The fragments each hit needs (any one of them suffices).
-        let need = |h: &ScoredHit| -> Vec<Uuid> {
-            match &h.hit {
-                Hit::Episode(e) => vec![e.uuid],
-                Hit::Fact(f) => f.sources.iter().map(|s| s.episode).collect(),
-                _ => Vec::new(),
-            }
-        };
-        let distinct: BTreeSet<Uuid> = lists.iter().flatten().flat_map(need).collect();
-        let distinct: Vec<Uuid> = distinct.into_iter().collect();
-        let objects: Vec<ObjectRef> = distinct.iter().map(|u| ObjectRef::fragment(*u)).collect();
-        let answers = self
-            .authorizer
-            .check_many(subject, Permission::View, &objects)
-            .await?;
-        let visible: HashSet<Uuid> = distinct
-            .into_iter()
-            .zip(answers)
-            .filter_map(|(u, ok)| ok.then_some(u))
-            .collect();
-        Ok(lists
-            .into_iter()
-            .map(|hits| {
-                hits.into_iter()
-                    .filter(|h| need(h).iter().any(|u| visible.contains(u)))
-                    .take(limit)
-                    .collect()
-            })
-            .collect())
     }
 
     /// Whether the subject may see episode `uuid` of `graph`.

@@ -43,6 +43,10 @@ use super::config::EmbeddedConfig;
 use super::provision::{Binaries, resolve_binaries};
 use crate::{Error, Result};
 
+/// `INFO persistence` lines while an AOF rewrite runs or waits to.
+const AOF_BUSY: &[&str] = &["aof_rewrite_in_progress:1", "aof_rewrite_scheduled:1"];
+/// `INFO persistence` lines while an RDB save runs.
+const RDB_BUSY: &[&str] = &["rdb_bgsave_in_progress:1"];
 const SOCKET_FILE: &str = "falkordb.sock";
 const PID_FILE: &str = "falkordb.pid";
 const LOG_FILE: &str = "falkordb.log";
@@ -385,29 +389,55 @@ impl EmbeddedServer {
     /// # Ok(()) }
     /// ```
     pub async fn rewrite_aof(&self) -> Result<()> {
+        // One rewrite at a time from this process; each caller gets a rewrite that
+        // started after its own change.
+        let _turn = self.inner.rewrite_turn.lock().await;
+        self.background("BGREWRITEAOF", AOF_BUSY).await
+    }
+
+    /// Rewrites the append-only file ([`rewrite_aof`](Self::rewrite_aof)) and then,
+    /// when the server has written an RDB snapshot (`dump.rdb`, saved on its schedule),
+    /// saves a new one over it, so that content deleted before the call is in none of
+    /// the server's files. What a purge calls.
+    ///
+    /// ```no_run
+    /// # async fn run(server: gralkor::falkordb::EmbeddedServer) -> gralkor::Result<()> {
+    /// server.forget_deleted().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn forget_deleted(&self) -> Result<()> {
+        let _turn = self.inner.rewrite_turn.lock().await;
+        self.background("BGREWRITEAOF", AOF_BUSY).await?;
+        if self.inner.data_dir.join("dump.rdb").exists() {
+            self.background("BGSAVE", RDB_BUSY).await?;
+        }
+        Ok(())
+    }
+
+    /// Starts `command` (a background job: `BGREWRITEAOF`, `BGSAVE`) once no other one
+    /// is running, and waits until `INFO persistence` shows none of `busy`.
+    async fn background(&self, command: &str, busy: &[&str]) -> Result<()> {
         if self.state() == ServerState::GaveUp {
             return Err(self.inner.down_error());
         }
         let socket = &self.inner.socket;
-        // One rewrite at a time from this process; each caller gets a rewrite that
-        // started after its own change.
-        let _turn = self.inner.rewrite_turn.lock().await;
         let start = Instant::now();
-        let fail = |e: redis::RedisError| super::connection_error("rewriting the AOF", e);
+        let what = format!("running {command}");
+        let fail = |e: redis::RedisError| super::connection_error(&what, e);
         let mut started = false;
         loop {
             if start.elapsed() > REWRITE_DEADLINE {
                 return Err(Error::Timeout {
-                    operation: "rewriting the AOF".into(),
+                    operation: what.clone(),
                     after: REWRITE_DEADLINE,
                 });
             }
             if !started {
-                match send_command(socket, &["BGREWRITEAOF"]).await {
+                match send_command(socket, &[command]).await {
                     Ok(_) => started = true,
-                    // Another client's rewrite is running: it may predate our change, so
-                    // wait for it to end and start our own.
-                    Err(e) if e.to_string().contains("already in progress") => {}
+                    // Another background job is running: it may predate our change,
+                    // so wait for it to end and start our own.
+                    Err(e) if e.to_string().contains("in progress") => {}
                     Err(e) => return Err(fail(e)),
                 }
             }
@@ -423,16 +453,11 @@ impl EmbeddedServer {
                     )));
                 }
             };
-            let busy = info.lines().any(|l| {
-                matches!(
-                    l.trim(),
-                    "aof_rewrite_in_progress:1" | "aof_rewrite_scheduled:1"
-                )
-            });
-            if started && !busy {
+            let running = info.lines().any(|l| busy.contains(&l.trim()));
+            if started && !running {
                 info!(
                     elapsed_ms = start.elapsed().as_millis() as u64,
-                    "AOF rewritten"
+                    command, "background persistence job finished"
                 );
                 return Ok(());
             }

@@ -22,8 +22,8 @@ use crate::graph::Timestamp;
 /// * Episodes are kept per logical graph in insertion order.
 /// * A search matches an episode when it shares at least one word with the query
 ///   (case-insensitive; words are runs of letters and digits); results come in
-///   insertion order, the Lens filter applied before the limit; a hit's score is the
-///   share of the query's words it contains.
+///   insertion order, the Lens filter and the episode selection applied before the
+///   limit; a hit's score is the share of the query's words it contains.
 /// * Fact search wraps each matching episode as one fact record: the fact is the
 ///   episode body, typed `RELATES_TO`, timed by the episode, with the episode as its
 ///   single source (kind, description and writer).
@@ -277,11 +277,15 @@ fn search_graph(
                 .is_some_and(|l| query.lenses.iter().any(|q| q == l))
     };
     // `as_of`: only what had happened by then (an episode standing in as a fact is
-    // timed by its episode, so the fact rule gives the same answer).
+    // timed by its episode, so the fact rule gives the same answer). A fact's one
+    // source is its episode: the episode selection keeps both alike.
+    let selection: Option<HashSet<Uuid>> =
+        query.episodes.as_ref().map(|l| l.iter().copied().collect());
+    let selected = |e: &HeldEpisode| selection.as_ref().is_none_or(|s| s.contains(&e.uuid));
     let matching = state
         .episodes
         .iter()
-        .filter(|e| by_lens(e) && query.admits_episode(e.valid_at))
+        .filter(|e| by_lens(e) && selected(e) && query.admits_episode(e.valid_at))
         .map(|e| (overlap(wanted, &e.content.encoded()), e))
         .filter(|(score, _)| *score > 0.0);
     let mut hits: Vec<ScoredHit> = match &query.result_type {

@@ -127,10 +127,15 @@ impl Storage for NativeStorage {
     async fn search(&self, graphs: &[GraphId], query: &GraphQuery) -> Result<Vec<Vec<ScoredHit>>> {
         let names: Vec<&str> = graphs.iter().map(GraphId::as_str).collect();
         let request = self.request(query);
-        // An artefact lookup by id may have a blank query: nothing to rank then.
-        let found = if matches!(query.result_type, ResultType::Artefacts { .. })
-            && query.query.trim().is_empty()
-        {
+        // An artefact lookup by id may have a blank query: nothing to rank then. An
+        // empty episode selection leaves no episode or fact.
+        let found = if (matches!(query.result_type, ResultType::Artefacts { .. })
+            && query.query.trim().is_empty())
+            || (query.episodes.as_ref().is_some_and(Vec::is_empty)
+                && matches!(
+                    query.result_type,
+                    ResultType::Episodes | ResultType::Facts { .. }
+                )) {
             vec![SearchResults::default(); graphs.len()]
         } else {
             self.engine.search_many(&names, &request).await?
@@ -173,17 +178,17 @@ impl Storage for NativeStorage {
     async fn purge_graph(&self, graph: &GraphId) -> Result<bool> {
         let db = self.engine.db();
         let existed = db.delete_graph(graph.as_str()).await?;
-        // The AOF still holds the deleted content until it is rewritten from the
-        // data set; the RDB preamble of the rewrite is the new base.
+        // The AOF (and an RDB snapshot saved before) still hold the deleted content
+        // until they are rewritten from the data set.
         if let Some(server) = db.embedded_server() {
-            server.rewrite_aof().await?;
+            server.forget_deleted().await?;
         }
         Ok(existed)
     }
 
     async fn rewrite_log(&self) -> Result<()> {
         match self.engine.db().embedded_server() {
-            Some(server) => server.rewrite_aof().await,
+            Some(server) => server.forget_deleted().await,
             None => Ok(()),
         }
     }
@@ -263,10 +268,14 @@ impl NativeStorage {
         match &query.result_type {
             ResultType::Episodes => {
                 config.episodes = Some(self.scope());
+                filters.episodes = query.episodes.clone().unwrap_or_default();
             }
             ResultType::Facts { edge_types } => {
                 config.facts = Some(self.scope());
                 filters.fact_types = edge_types.clone();
+                // Facts with a selected source, listing only those (pending episodes
+                // standing in as facts are selected by their own uuid).
+                filters.episodes = query.episodes.clone().unwrap_or_default();
                 // Without a language model nothing is extracted: the episodes not yet
                 // extracted stand in as facts (as the twin's do), found by the same
                 // hybrid search, so memory answers.

@@ -478,6 +478,11 @@ pub struct GraphQuery {
     /// facts, only the selected Lenses' sources are kept. Applied inside the search,
     /// before `limit`.
     pub lenses: Vec<String>,
+    /// Only these episodes, and facts with a source among them (a fact lists only
+    /// those sources); `None`: no restriction, `Some(vec![])`: no episode or fact.
+    /// Nodes and artefacts are not restricted. Applied inside the search, before
+    /// `limit` (the authorization pre-filter of graphs the subject may not read).
+    pub episodes: Option<Vec<Uuid>>,
     /// At most this many results per graph.
     pub limit: usize,
     /// What was true at this instant instead of what is current: facts with
@@ -495,6 +500,7 @@ impl GraphQuery {
             query: query.into(),
             result_type,
             lenses: Vec::new(),
+            episodes: None,
             limit,
             as_of: None,
         }
@@ -531,6 +537,12 @@ impl GraphQuery {
     /// Only episodes and facts written by these Lenses.
     pub fn lenses(mut self, lenses: Vec<String>) -> GraphQuery {
         self.lenses = lenses;
+        self
+    }
+
+    /// Only these episodes and the facts they support ([`GraphQuery::episodes`]).
+    pub fn episodes(mut self, episodes: Vec<Uuid>) -> GraphQuery {
+        self.episodes = Some(episodes);
         self
     }
 }

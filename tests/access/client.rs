@@ -224,6 +224,36 @@ impl Rig {
             .expect("the episode is visible to its writer")
     }
 
+    /// The native client's database (`None` for the twin).
+    fn db(&self) -> Option<&gralkor::FalkorDb> {
+        self._graph.as_ref().map(|g| &g.db)
+    }
+
+    /// Facts for the rig's word, as `who`: (fact text, source episodes).
+    async fn facts(
+        &self,
+        operator: &OperatorId,
+        who: &Subject,
+        dests: &[&str],
+        n: usize,
+    ) -> Vec<(String, Vec<Uuid>)> {
+        let s = Search::new(operator, self.word.clone())
+            .destinations(dests.iter().copied())
+            .facts()
+            .max_results(n)
+            .subject(who.clone());
+        self.client
+            .search(&s)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| match r.hit {
+                Hit::Fact(f) => (f.fact, f.sources.iter().map(|s| s.episode).collect()),
+                other => panic!("not a fact: {other:?}"),
+            })
+            .collect()
+    }
+
     async fn join(&self, who: &Subject) {
         self.authz
             .write_relationships(&[Relationship::member(self.team.clone(), who).unwrap()])
@@ -258,6 +288,8 @@ both!(
     a_shared_destination_needs_contribute_to_write_and_access_to_read,
     involves_and_shared_by_make_an_episode_visible_outside_its_group,
     hits_are_filtered_before_the_limit,
+    a_subject_involved_in_3_of_300_episodes_of_an_unreadable_group_finds_exactly_those,
+    no_fact_of_an_episode_the_subject_may_not_view_leaks,
     forgetting_needs_delete_and_removes_the_fragment_relationships,
     captured_turns_are_written_as_the_sessions_subject,
     membership_changes_take_effect_on_the_next_search,
@@ -716,4 +748,137 @@ async fn captured_turns_are_written_as_the_sessions_subject(kind: Kind) {
             .unwrap()
             .is_empty()
     );
+}
+
+/// 300 episodes in a group Cy may not read, three of which involve her — written
+/// last, with the word once among others repeated (so they also rank last by
+/// fulltext score): beyond the first 200 hits, the widest window a search can ask
+/// for. The pre-filter finds exactly those three, at any limit.
+async fn a_subject_involved_in_3_of_300_episodes_of_an_unreadable_group_finds_exactly_those(
+    kind: Kind,
+) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (cy_op, cy) = fresh("cy");
+    r.join(&ada).await;
+    let mut involved = Vec::new();
+    for i in 0..300 {
+        let mine = i >= 297;
+        let text = if mine {
+            format!("v{i} {} pad pad pad pad", r.word)
+        } else {
+            format!("e{i} {} {}", r.word, r.word)
+        };
+        let mut add = MemoryAdd::new(&ada_op, Content::document(text))
+            .to_destination(r.team.clone())
+            .subject(ada.clone());
+        if mine {
+            add = add.involves([cy.clone()]);
+            involved.push(format!("v{i}"));
+        }
+        r.client.memory_add(&add).await.unwrap();
+        if i % 50 == 49 {
+            r.client.await_background_writes().await;
+        }
+    }
+    r.client.await_background_writes().await;
+    // Ada, a member, reads the group: its first 200 hits hold none of the three.
+    let first = r.search(&ada_op, &ada, &[&r.team], 200).await;
+    assert_eq!(first.len(), 200);
+    assert!(
+        first.iter().all(|w| w.starts_with('e')),
+        "the three rank below the first 200: {:?}",
+        first
+            .iter()
+            .filter(|w| w.starts_with('v'))
+            .collect::<Vec<_>>()
+    );
+    // Cy sees exactly the three, with a limit above them and the largest one.
+    for n in [10, 200] {
+        let mut seen = r.search(&cy_op, &cy, &[&r.team], n).await;
+        seen.sort();
+        assert_eq!(seen, involved, "max_results {n}");
+    }
+    // Below them: the limit, all of them among the three.
+    let seen = r.search(&cy_op, &cy, &[&r.team], 2).await;
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|w| involved.contains(w)), "{seen:?}");
+    // Searching every Destination changes nothing for her.
+    let mut seen = r.search(&cy_op, &cy, &[], 50).await;
+    seen.sort();
+    assert_eq!(seen, involved);
+    // Someone neither a member nor involved sees nothing.
+    let (dan_op, dan) = fresh("dan");
+    assert!(r.search(&dan_op, &dan, &[&r.team], 200).await.is_empty());
+}
+
+/// Facts of a group Cy may not read come only from the episodes that involve her,
+/// and list only those as sources. On the native client the group also holds
+/// extracted facts (written to its graph directly): one supported by a visible and a
+/// hidden episode lists only the visible one; one supported only by hidden episodes
+/// never shows.
+async fn no_fact_of_an_episode_the_subject_may_not_view_leaks(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (cy_op, cy) = fresh("cy");
+    r.join(&ada).await;
+    for i in 0..40 {
+        let mut add = MemoryAdd::new(&ada_op, Content::document(format!("e{i} {}", r.word)))
+            .to_destination(r.team.clone())
+            .subject(ada.clone());
+        if i % 10 == 3 {
+            add = add.involves([cy.clone()]);
+        }
+        r.client.memory_add(&add).await.unwrap();
+    }
+    r.client.await_background_writes().await;
+    let uuid = |first: String| {
+        let r = &r;
+        let (ada_op, ada) = (&ada_op, &ada);
+        async move { r.uuid_of(ada_op, ada, &r.team, &format!("{first} ")).await }
+    };
+    let mut visible = std::collections::BTreeSet::new();
+    for i in [3, 13, 23, 33] {
+        visible.insert(uuid(format!("e{i}")).await);
+    }
+    let (hidden_a, hidden_b) = (uuid("e5".into()).await, uuid("e6".into()).await);
+    let shown_via = *visible.iter().next().unwrap();
+    let extracted = match r.db() {
+        None => 0,
+        Some(db) => {
+            use gralkor::graph::{self, EntityEdge, EntityNode};
+            let (a, b) = (EntityNode::new("Ada"), EntityNode::new("Tea"));
+            graph::save_entities(db, &r.team, &[a.clone(), b.clone()])
+                .await
+                .unwrap();
+            let mut mixed = EntityEdge::new(a.uuid, b.uuid, "LIKES", format!("mixed {}", r.word));
+            mixed.episodes = vec![hidden_a, shown_via];
+            let mut hidden = EntityEdge::new(a.uuid, b.uuid, "LIKES", format!("hidden {}", r.word));
+            hidden.episodes = vec![hidden_a, hidden_b];
+            graph::save_facts(db, &r.team, &[mixed, hidden])
+                .await
+                .unwrap();
+            1
+        }
+    };
+    // Ada, a member, sees every fact with every source.
+    let all = r.facts(&ada_op, &ada, &[&r.team], 200).await;
+    assert_eq!(all.len(), 40 + 2 * extracted);
+    // Cy: the four visible episodes' facts, plus the mixed one on native.
+    let got = r.facts(&cy_op, &cy, &[&r.team], 200).await;
+    assert_eq!(got.len(), 4 + extracted, "{got:?}");
+    for (fact, sources) in &got {
+        assert!(!sources.is_empty(), "{fact}");
+        assert!(
+            sources.iter().all(|s| visible.contains(s)),
+            "{fact} lists a source Cy may not view: {sources:?}"
+        );
+        assert!(!fact.starts_with("hidden"), "{fact}");
+    }
+    if extracted == 1 {
+        let (_, sources) = got.iter().find(|(f, _)| f.starts_with("mixed")).unwrap();
+        assert_eq!(sources, &[shown_via]);
+    }
+    // The limit follows the filter.
+    assert_eq!(r.facts(&cy_op, &cy, &[&r.team], 3).await.len(), 3);
 }

@@ -241,13 +241,19 @@ async fn status_reports_the_storage_and_the_authorizer(kind: Kind) {
     assert!(status.lenses.contains(&"personal-chat".to_string()));
 }
 
-/// Whether any file of the shared server's AOF directory holds `needle`.
+/// Whether any file of the shared server's AOF directory, or its RDB snapshot, holds
+/// `needle`.
 fn aof_holds(needle: &str) -> bool {
-    let dir = crate::common::server().data_dir().join("appendonlydir");
-    std::fs::read_dir(&dir).unwrap().any(|e| {
-        let bytes = std::fs::read(e.unwrap().path()).unwrap();
+    let data = crate::common::server().data_dir().to_path_buf();
+    let holds = |path: std::path::PathBuf| {
+        let bytes = std::fs::read(path).unwrap();
         bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
-    })
+    };
+    let rdb = data.join("dump.rdb");
+    std::fs::read_dir(data.join("appendonlydir"))
+        .unwrap()
+        .any(|e| holds(e.unwrap().path()))
+        || (rdb.exists() && holds(rdb))
 }
 
 #[tokio::test]
@@ -592,8 +598,48 @@ async fn only_the_owner_clears_a_personal_destination(kind: Kind) {
     assert!(texts(&r, &ada_op, &ada, &["personal"]).await.is_empty());
 }
 
+/// One command on the shared server's socket; the reply's raw bytes (a simple
+/// string, or a bulk string read whole).
+fn server_command(args: &[&str]) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let sock =
+        std::os::unix::net::UnixStream::connect(crate::common::server().socket_path()).unwrap();
+    let mut request = format!("*{}\r\n", args.len());
+    for a in args {
+        request.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    (&sock).write_all(request.as_bytes()).unwrap();
+    let mut reader = BufReader::new(&sock);
+    let mut head = String::new();
+    reader.read_line(&mut head).unwrap();
+    match head.strip_prefix('$') {
+        Some(len) => {
+            let len: usize = len.trim().parse().unwrap();
+            let mut body = vec![0u8; len];
+            reader.read_exact(&mut body).unwrap();
+            String::from_utf8(body).unwrap()
+        }
+        None => head,
+    }
+}
+
+/// `SAVE`: an RDB snapshot of everything now.
+fn save_snapshot() {
+    assert_eq!(server_command(&["SAVE"]), "+OK\r\n");
+}
+
+/// How many RDB snapshots the shared server has saved (`INFO persistence`).
+fn rdb_saves() -> u64 {
+    let info = server_command(&["INFO", "persistence"]);
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix("rdb_saves:"))
+        .expect("INFO persistence reports rdb_saves")
+        .parse()
+        .unwrap()
+}
+
 #[tokio::test]
-async fn a_session_purge_rewrites_the_aof_so_the_purged_content_is_not_left_in_the_log() {
+async fn a_session_purge_rewrites_the_aof_and_the_snapshot_so_the_purged_content_is_not_on_disk() {
     let r = rig(Kind::Native).await;
     let (ada_op, ada) = fresh("ada");
     let secret = format!("secret{}", Uuid::new_v4().simple());
@@ -613,8 +659,15 @@ async fn a_session_purge_rewrites_the_aof_so_the_purged_content_is_not_left_in_t
         aof_holds(&secret),
         "the write is in the AOF before the purge"
     );
+    // A snapshot taken now holds the text (compressed: not searchable as bytes).
+    save_snapshot();
+    let saves = rdb_saves();
     r.client_purge_session(&PurgeSession::new(&ada_op, "s").subject(ada))
         .await
         .unwrap();
+    assert!(
+        rdb_saves() > saves,
+        "a new snapshot, of the data set without the text, replaced it"
+    );
     assert!(!aof_holds(&secret), "the purged text is gone from the AOF");
 }

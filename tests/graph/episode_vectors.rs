@@ -236,6 +236,67 @@ async fn a_writer_with_one_episode_among_many_is_found_by_meaning() {
     assert_eq!(found(&engine, &g, &request).await, vec![rare.episode.uuid]);
 }
 
+/// The episode selection by uuid (the authorization pre-filter) ranks the selected
+/// episodes exactly: one among 60 nearer ones is found by meaning, alone or with
+/// others, by the vector method and by hybrid; the limit follows the filter.
+#[tokio::test]
+async fn a_selected_episode_among_many_is_found_by_meaning() {
+    let g = TestGraph::new("episode-vectors-selected").await;
+    let embedder = CountingEmbedder::new();
+    let engine = Engine::without_llm(g.db.clone(), Arc::new(embedder.clone()));
+    let mut busy = Vec::new();
+    for i in 0..60 {
+        let out = engine
+            .add_episode(
+                &g.name,
+                text(&format!("Dana adopted a grey cat number {i}"), 1),
+            )
+            .await
+            .unwrap();
+        busy.push(out.episode.uuid);
+    }
+    let rare = engine
+        .add_episode(&g.name, text("Dana adopted a grey cat at last", 2))
+        .await
+        .unwrap()
+        .episode
+        .uuid;
+    let near = embedder.inner.vector("Dana adopted a grey cat");
+    let select = |methods: Methods, query: &str, limit: usize, episodes: Vec<Uuid>| {
+        let mut request = episodes_by(methods, query, Some(near.clone()));
+        request.config.limit = limit;
+        request.filters(gralkor::graph::search::SearchFilters {
+            episodes,
+            ..Default::default()
+        })
+    };
+    // Unselected, the index's nearest ten hold no room for it at a limit of one.
+    let plain = found(
+        &engine,
+        &g,
+        &episodes_by(Methods::VECTOR, "zzqx", Some(near.clone())),
+    )
+    .await;
+    assert_eq!(plain.len(), 10);
+    for methods in [Methods::VECTOR, Methods::HYBRID] {
+        let got = found(&engine, &g, &select(methods, "zzqx", 1, vec![rare])).await;
+        assert_eq!(got, vec![rare], "{methods:?}");
+        // Three selected, a limit of two: two of the three, best first.
+        let three = vec![rare, busy[3], busy[40]];
+        let got = found(&engine, &g, &select(methods, "Dana cat", 2, three.clone())).await;
+        assert_eq!(got.len(), 2, "{methods:?}");
+        assert!(got.iter().all(|u| three.contains(u)), "{methods:?} {got:?}");
+        // A uuid of no episode of the graph selects nothing.
+        let none = found(
+            &engine,
+            &g,
+            &select(methods, "Dana cat", 5, vec![Uuid::new_v4()]),
+        )
+        .await;
+        assert!(none.is_empty(), "{methods:?}");
+    }
+}
+
 /// The hybrid episode search (one statement: both index calls and the fusion) returns
 /// exactly the reciprocal rank fusion of the fulltext and vector lists, computed here
 /// from the single-method searches: Σ 1/(rank+1), ties by first appearance with

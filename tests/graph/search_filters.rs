@@ -547,7 +547,7 @@ mod writers {
     use gralkor::llm::doubles::HashEmbedder;
     use uuid::Uuid;
 
-    const W: &str = "lens:personal-chat";
+    pub(super) const W: &str = "lens:personal-chat";
 
     fn episodes_only(limit: usize) -> SearchConfig {
         SearchConfig {
@@ -629,10 +629,27 @@ mod writers {
         assert!(err.to_string().contains("filters.writers[1]"), "{err}");
     }
 
-    #[tokio::test]
-    async fn facts_sourced_by_a_writer_are_all_found_among_many_matching_ones() {
+    /// Facts of `W`'s two episodes among 1,200 decoys of other episodes, in one graph.
+    pub(super) struct Sourced {
+        pub g: TestGraph,
+        pub emb: HashEmbedder,
+        pub alice: EntityNode,
+        pub w1: Episode,
+        pub w2: Episode,
+        pub other: Episode,
+        /// `W`'s three facts (`f1` of `w1`, `f2` of `w2`, `mixed` of `other` and `w1`).
+        pub mine: BTreeSet<Uuid>,
+        pub f1: Uuid,
+        pub mixed: Uuid,
+    }
+
+    /// The world: 1,200 decoys near the query, from `other`'s episode or from one
+    /// without a writer — more than the widened candidate lists (400), so the last,
+    /// exact passes are needed; `W`'s three match the words too, but are far from the
+    /// query vector; one is also supported by `other`.
+    pub(super) async fn sourced(tag: &str) -> Sourced {
         const DIM: usize = 64;
-        let g = TestGraph::new("gsf-writer-facts").await;
+        let g = TestGraph::new(tag).await;
         graph::build_indices(&g.db, &g.name, DIM as u32)
             .await
             .unwrap();
@@ -664,8 +681,6 @@ mod writers {
             f.episodes = sources.to_vec();
             f
         };
-        // 1,200 decoys near the query, from other writers' episodes (or none): more than
-        // the widened candidate lists (400), so the last, exact passes are needed.
         let mut facts: Vec<EntityEdge> = (0..1200)
             .map(|i| {
                 let src = if i % 2 == 0 { other.uuid } else { nobody.uuid };
@@ -675,8 +690,6 @@ mod writers {
                 )
             })
             .collect();
-        // W's three match the words too, but are far from the query vector; one is
-        // also supported by another writer's episode.
         let far = "wrote a chronicle about quantum gardening marmalade lighthouses, \
                    zebras juggling violins beneath copper volcanoes while seven \
                    purple astronauts negotiate origami treaties with polite glaciers";
@@ -689,7 +702,8 @@ mod writers {
         let mine: BTreeSet<Uuid> = [f1.uuid, f2.uuid, mixed.uuid].into();
         w1.entity_edges = vec![f1.uuid, mixed.uuid];
         w2.entity_edges = vec![f2.uuid];
-        facts.extend([f1, f2, mixed.clone()]);
+        let (f1_uuid, mixed_uuid) = (f1.uuid, mixed.uuid);
+        facts.extend([f1, f2, mixed]);
         graph::save_facts(&g.db, &g.name, &facts).await.unwrap();
         for ep in [&w1, &w2, &other, &nobody] {
             graph::save_episode(&g.db, &g.name, ep).await.unwrap();
@@ -702,58 +716,232 @@ mod writers {
             .unwrap();
         let debt = vector_debt(&g.db, &g.name).await.unwrap();
         assert!(debt.contains(&(VectorIndex::Fact, 0)), "{debt:?}");
+        Sourced {
+            g,
+            emb,
+            alice,
+            w1,
+            w2,
+            other,
+            mine,
+            f1: f1_uuid,
+            mixed: mixed_uuid,
+        }
+    }
 
-        let find = |config: SearchConfig, filters: SearchFilters| {
+    impl Sourced {
+        /// The facts for "Alice likes tea", at most 10, walking from Alice.
+        pub async fn find(
+            &self,
+            config: SearchConfig,
+            filters: SearchFilters,
+        ) -> Vec<search::FactHit> {
             let req = SearchRequest::new("Alice likes tea", config.limit(10))
                 .filters(filters)
-                .bfs_origins([alice.uuid]);
-            let (db, name, emb) = (&g.db, &g.name, &emb);
-            async move {
-                search::search(db, name, &req, Some(emb), None)
-                    .await
-                    .unwrap()
-                    .facts
-            }
-        };
-        let uuids = |hits: &[search::FactHit]| -> BTreeSet<Uuid> {
-            hits.iter().map(|h| h.fact.uuid).collect()
-        };
-        // Unfiltered, the index's nearest are all decoys.
-        let plain = find(cfg(Methods::VECTOR), SearchFilters::default()).await;
-        assert_eq!(plain.len(), 10);
-        assert!(uuids(&plain).is_disjoint(&mine));
-        for (name, config) in [
+                .bfs_origins([self.alice.uuid]);
+            search::search(&self.g.db, &self.g.name, &req, Some(&self.emb), None)
+                .await
+                .unwrap()
+                .facts
+        }
+    }
+
+    pub(super) fn uuids(hits: &[search::FactHit]) -> BTreeSet<Uuid> {
+        hits.iter().map(|h| h.fact.uuid).collect()
+    }
+
+    /// Every method and the recipes that combine them.
+    pub(super) fn every_method() -> [(&'static str, SearchConfig); 6] {
+        [
             ("fulltext", cfg(Methods::FULLTEXT)),
             ("vector", cfg(Methods::VECTOR)),
             ("hybrid", cfg(Methods::HYBRID)),
             ("bfs", cfg(Methods::BFS)),
             ("hybrid+bfs", cfg(Methods::HYBRID_BFS)),
             ("EDGE_HYBRID_SEARCH_RRF", EDGE_HYBRID_SEARCH_RRF),
-        ] {
-            let got = find(config, writers(&[W, "the"])).await;
-            assert_eq!(uuids(&got), mine, "{name}");
-            let m = got.iter().find(|h| h.fact.uuid == mixed.uuid).unwrap();
-            assert_eq!(m.fact.episodes, [other.uuid, w1.uuid], "{name}");
+        ]
+    }
+
+    #[tokio::test]
+    async fn facts_sourced_by_a_writer_are_all_found_among_many_matching_ones() {
+        let w = sourced("gsf-writer-facts").await;
+        // Unfiltered, the index's nearest are all decoys.
+        let plain = w.find(cfg(Methods::VECTOR), SearchFilters::default()).await;
+        assert_eq!(plain.len(), 10);
+        assert!(uuids(&plain).is_disjoint(&w.mine));
+        for (name, config) in every_method() {
+            let got = w.find(config, writers(&[W, "the"])).await;
+            assert_eq!(uuids(&got), w.mine, "{name}");
+            let m = got.iter().find(|h| h.fact.uuid == w.mixed).unwrap();
+            assert_eq!(m.fact.episodes, [w.other.uuid, w.w1.uuid], "{name}");
             let sources: Vec<(Uuid, Option<&str>)> = m
                 .sources
                 .iter()
                 .map(|s| (s.uuid, s.writer.as_deref()))
                 .collect();
-            assert_eq!(sources, [(w1.uuid, Some(W))], "{name}");
+            assert_eq!(sources, [(w.w1.uuid, Some(W))], "{name}");
             assert!(got.windows(2).all(|p| p[0].score >= p[1].score), "{name}");
         }
         // The other writer sees its decoys and the shared fact, listing only its source.
-        let got = find(cfg(Methods::VECTOR), writers(&["lens:other"])).await;
+        let got = w.find(cfg(Methods::VECTOR), writers(&["lens:other"])).await;
         assert_eq!(got.len(), 10);
         assert!(got.iter().all(|h| {
             h.sources
                 .iter()
-                .all(|s| s.uuid == other.uuid && s.writer.as_deref() == Some("lens:other"))
+                .all(|s| s.uuid == w.other.uuid && s.writer.as_deref() == Some("lens:other"))
         }));
-        let got = find(cfg(Methods::FULLTEXT), writers(&["lens:other"])).await;
+        let got = w
+            .find(cfg(Methods::FULLTEXT), writers(&["lens:other"]))
+            .await;
         assert!(
             got.iter()
-                .all(|h| h.sources.len() == 1 && h.sources[0].uuid == other.uuid)
+                .all(|h| h.sources.len() == 1 && h.sources[0].uuid == w.other.uuid)
         );
+    }
+}
+
+/// The episode selection ([`SearchFilters::episodes`]), the authorization pre-filter:
+/// the same source selection as writers, by uuid.
+mod episodes {
+    use super::writers::{W, every_method, sourced, uuids};
+    use super::*;
+    use common::TestGraph;
+    use gralkor::graph::{Episode, EpisodeState, SourceKind};
+    use gralkor::llm::doubles::HashEmbedder;
+    use uuid::Uuid;
+
+    fn selecting(list: &[Uuid]) -> SearchFilters {
+        SearchFilters {
+            episodes: list.to_vec(),
+            ..SearchFilters::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn three_selected_of_500_matching_episodes_are_found_and_the_limit_follows_the_filter() {
+        let g = TestGraph::new("gsf-episodes-eps").await;
+        graph::build_indices(&g.db, &g.name, 8).await.unwrap();
+        let emb = HashEmbedder::new(8);
+        let mut all = Vec::new();
+        for i in 0..500 {
+            let mut ep = Episode::new(
+                format!("Alice talked about the weather on day {i}"),
+                SourceKind::Text,
+                "diary",
+                t("2024-01-01T00:00:00Z"),
+            );
+            ep.state = EpisodeState::Complete;
+            if i % 2 == 0 {
+                ep = ep.writer(W);
+            }
+            graph::save_episode(&g.db, &g.name, &ep).await.unwrap();
+            all.push(ep.uuid);
+        }
+        let find = |filters: SearchFilters, limit: usize| {
+            let config = SearchConfig {
+                facts: None,
+                entities: None,
+                episodes: Some(ScopeConfig::new(Methods::FULLTEXT, RerankerKind::Rrf)),
+                communities: None,
+                limit,
+                min_score: 0.0,
+            };
+            let req = SearchRequest::new("Alice weather", config).filters(filters);
+            let (db, name, emb) = (&g.db, &g.name, &emb);
+            async move {
+                let hits = search::search(db, name, &req, Some(emb), None)
+                    .await
+                    .unwrap()
+                    .episodes;
+                hits.iter().map(|h| h.episode.uuid).collect::<Vec<Uuid>>()
+            }
+        };
+        // Unfiltered, the limit is filled by any ten.
+        assert_eq!(find(SearchFilters::default(), 10).await.len(), 10);
+        // Three selected (one of them listed twice): exactly those three.
+        let three = [all[7], all[250], all[499]];
+        let got: BTreeSet<Uuid> = find(selecting(&[all[7], all[250], all[499], all[7]]), 10)
+            .await
+            .into_iter()
+            .collect();
+        assert_eq!(got, three.into());
+        // Twenty selected, a limit of ten: ten of them, none outside.
+        let twenty: BTreeSet<Uuid> = all.iter().copied().skip(100).step_by(20).collect();
+        assert_eq!(twenty.len(), 20);
+        let twenty_list: Vec<Uuid> = twenty.iter().copied().collect();
+        let got = find(selecting(&twenty_list), 10).await;
+        assert_eq!(got.len(), 10);
+        assert!(got.iter().all(|u| twenty.contains(u)), "{got:?}");
+        // With a writer selection too, an episode must meet both: of the three, the
+        // even ones are W's (7 is not).
+        let both = SearchFilters {
+            writers: vec![W.into()],
+            ..selecting(&three)
+        };
+        let got: BTreeSet<Uuid> = find(both, 10).await.into_iter().collect();
+        assert_eq!(got, [all[250]].into());
+        // Uuids of no episode of the graph select nothing.
+        assert!(
+            find(selecting(&[Uuid::new_v4(), Uuid::new_v4()]), 10)
+                .await
+                .is_empty()
+        );
+    }
+
+    #[tokio::test]
+    async fn facts_of_selected_episodes_are_all_found_and_list_only_selected_sources() {
+        let w = sourced("gsf-episodes-facts").await;
+        // W's two episodes selected by uuid: exactly W's three facts, whatever the
+        // method, the shared one listing only w1 (not `other`, also its source).
+        for (name, config) in every_method() {
+            let got = w.find(config, selecting(&[w.w1.uuid, w.w2.uuid])).await;
+            assert_eq!(uuids(&got), w.mine, "{name}");
+            let m = got.iter().find(|h| h.fact.uuid == w.mixed).unwrap();
+            assert_eq!(m.fact.episodes, [w.other.uuid, w.w1.uuid], "{name}");
+            let sources: Vec<Uuid> = m.sources.iter().map(|s| s.uuid).collect();
+            assert_eq!(sources, [w.w1.uuid], "{name}");
+            assert!(
+                got.iter()
+                    .flat_map(|h| &h.sources)
+                    .all(|s| s.uuid == w.w1.uuid || s.uuid == w.w2.uuid),
+                "{name}"
+            );
+            assert!(got.windows(2).all(|p| p[0].score >= p[1].score), "{name}");
+        }
+        // w1 alone: its two facts, by the exact passes too.
+        for (name, config) in every_method() {
+            let got = w.find(config, selecting(&[w.w1.uuid])).await;
+            assert_eq!(uuids(&got), [w.f1, w.mixed].into(), "{name}");
+        }
+        // `other` selected: its 600 decoys and the shared fact match; the limit is
+        // applied after the filter (ten, all sourced by `other` alone).
+        for (name, config) in [
+            ("vector", cfg(Methods::VECTOR)),
+            ("fulltext", cfg(Methods::FULLTEXT)),
+            ("hybrid", cfg(Methods::HYBRID)),
+        ] {
+            let got = w.find(config, selecting(&[w.other.uuid])).await;
+            assert_eq!(got.len(), 10, "{name}");
+            assert!(
+                got.iter()
+                    .all(|h| h.sources.len() == 1 && h.sources[0].uuid == w.other.uuid),
+                "{name}"
+            );
+        }
+        // Both selections at once: a source must be selected by uuid and by writer —
+        // `other` and w1 by uuid, W by writer leaves w1's facts, listing w1 only.
+        let both = SearchFilters {
+            writers: vec![W.into()],
+            ..selecting(&[w.other.uuid, w.w1.uuid])
+        };
+        for (name, config) in every_method() {
+            let got = w.find(config, both.clone()).await;
+            assert_eq!(uuids(&got), [w.f1, w.mixed].into(), "{name}");
+            assert!(
+                got.iter()
+                    .all(|h| h.sources.iter().all(|s| s.uuid == w.w1.uuid)),
+                "{name}"
+            );
+        }
     }
 }

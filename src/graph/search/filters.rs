@@ -33,22 +33,30 @@
 //! In Cypher, a comparison with a missing date is not true: `Ne(t)` does not match a
 //! fact without that date; ask for [`DateFilter::IsNull`] explicitly.
 //!
-//! ## Writers
+//! ## Source selections: writers and episodes
 //!
 //! [`SearchFilters::writers`] selects by the `writer` property of episodes (an
-//! episode without one is never selected). It runs inside each method's statement,
-//! **before** the limit, so a writer with 3 of 500 matching episodes gets all 3:
+//! episode without one is never selected); [`SearchFilters::episodes`] selects
+//! episodes by uuid (the authorization pre-filter: the fragments a subject may view
+//! outside the groups it may read). Both are one **source selection**: an episode is
+//! selected when it meets every selection given (a listed uuid *and* a selected
+//! writer, when both are). It runs inside each method's statement, **before** the
+//! limit, so a writer with 3 of 500 matching episodes — or a subject involved in 3 of
+//! 500 — gets all 3:
 //!
-//! * episodes (fulltext): every match is filtered, then the best are kept;
-//! * facts: every candidate's source episodes are looked up by uuid and the fact is
-//!   kept when one of them has a selected writer. The index's (or the fulltext
+//! * episodes: every fulltext match is filtered, then the best are kept; the vector
+//!   method ranks the selected episodes exactly;
+//! * facts: every candidate's source episodes (`episodes`) are looked up by uuid and
+//!   the fact is kept when one of them is selected. The index's (or the fulltext
 //!   ranking's) first candidates are filtered, then ten times as many, and when even
 //!   those leave too few, every fulltext match, or for vector an exact ranking of the
-//!   selected writers' facts — see [`methods`](super::methods#writers); the
-//!   breadth-first walk filters each level before its cut.
+//!   selected episodes' facts — see [`methods`](super::methods#source-selections);
+//!   the breadth-first walk filters each level before its cut.
 //!
-//! A fact hit's `sources` then list only the selected writers' episodes. Entities and
-//! communities have no writer and are not restricted.
+//! A fact hit's `sources` then list only its selected episodes. Entities and
+//! communities have no source and are not restricted. A membership test is written
+//! `toString(x) IN $list`: a bare `x IN $list` on a property can crash FalkorDB 4.16
+//! (see `falkordb::statement`).
 
 use uuid::Uuid;
 
@@ -133,17 +141,46 @@ pub struct SearchFilters {
     /// episodes must have one of them as their writer; facts must have at least one
     /// source episode (`episodes`) with one of them, and a fact hit lists only those
     /// sources. Entities and communities are not restricted. See the
-    /// [module docs](self#writers).
+    /// [module docs](self#source-selections-writers-and-episodes).
     pub writers: Vec<String>,
+    /// Episode uuids: episodes must be one of them; facts must have at least one
+    /// source episode (`episodes`) among them, and a fact hit lists only those
+    /// sources. With [`writers`](Self::writers) too, a source must meet both.
+    /// Entities and communities are not restricted. Empty: no restriction. See the
+    /// [module docs](self#source-selections-writers-and-episodes).
+    pub episodes: Vec<Uuid>,
 }
 
-/// A conjunction of Cypher conditions and their parameters, and for facts whether
-/// a writer selection applies (as a clause, [`Where::sourced`]).
+/// A conjunction of Cypher conditions and their parameters, and for facts the
+/// source selection that applies (as a clause, [`Where::sourced`]).
 #[derive(Debug, Default)]
 pub(crate) struct Where {
     conditions: Vec<String>,
     pub(crate) params: Params,
+    sources: Sources,
+}
+
+/// Which source selections apply to a fact's episodes (see the
+/// [module docs](self#source-selections-writers-and-episodes)).
+#[derive(Debug, Default, Clone, Copy)]
+struct Sources {
     writers: bool,
+    episodes: bool,
+}
+
+impl Sources {
+    /// The condition a source episode bound to `var` must meet, if any selection
+    /// applies.
+    fn condition(self, var: &str) -> Option<String> {
+        let mut c = Vec::new();
+        if self.writers {
+            c.push(format!("toString({var}.writer) IN $flt_writers"));
+        }
+        if self.episodes {
+            c.push(format!("toString({var}.uuid) IN $flt_episodes"));
+        }
+        (!c.is_empty()).then(|| c.join(" AND "))
+    }
 }
 
 impl Where {
@@ -165,34 +202,51 @@ impl Where {
         }
     }
 
-    /// Whether a writer selection applies (facts only).
-    pub(crate) fn writers(&self) -> bool {
-        self.writers
+    /// Whether a source selection (writers, episodes or both) applies (facts only).
+    pub(crate) fn selects_sources(&self) -> bool {
+        self.sources.writers || self.sources.episodes
     }
 
-    /// For facts bound to `f`: clauses keeping only the rows whose fact has a source
-    /// episode with a selected writer, each looked up by its indexed uuid, then
+    /// For facts bound to `f`: clauses keeping only the rows whose fact has a
+    /// selected source episode, each looked up by its indexed uuid, then
     /// `WITH DISTINCT {carry}` (`carry` names `f` and whatever else goes on); nothing
-    /// when no writer is selected.
+    /// when no source selection applies.
     pub(crate) fn sourced(&self, carry: &str) -> String {
-        if !self.writers {
+        let Some(condition) = self.sources.condition("flt_ep") else {
             return String::new();
-        }
+        };
         format!(
             " UNWIND coalesce(f.episodes, []) AS flt_eu \
              MATCH (flt_ep:Episodic {{uuid: flt_eu}}) \
-             WHERE toString(flt_ep.writer) IN $flt_writers \
+             WHERE {condition} \
              WITH DISTINCT {carry} "
         )
     }
 
     /// The condition on a source episode bound to `ep` that a fact's listed sources
     /// must meet (` WHERE …`), or nothing.
-    pub(crate) fn source_condition(&self) -> &'static str {
-        if self.writers {
-            " WHERE toString(ep.writer) IN $flt_writers"
+    pub(crate) fn source_condition(&self) -> String {
+        self.sources
+            .condition("ep")
+            .map(|c| format!(" WHERE {c}"))
+            .unwrap_or_default()
+    }
+
+    /// A clause binding each selected episode to `var` once, through the uuid (or
+    /// writer) range index: the selected uuids when episodes are selected (the
+    /// writer condition, if any, is left to the caller's filters), else the selected
+    /// writers' episodes. Nothing when no selection applies.
+    pub(crate) fn selected_episodes(&self, var: &str) -> Option<String> {
+        if self.sources.episodes {
+            Some(format!(
+                "UNWIND $flt_episodes AS flt_su MATCH ({var}:Episodic {{uuid: flt_su}})"
+            ))
+        } else if self.sources.writers {
+            Some(format!(
+                "UNWIND $flt_writers AS flt_sw MATCH ({var}:Episodic {{writer: flt_sw}})"
+            ))
         } else {
-            ""
+            None
         }
     }
 
@@ -202,6 +256,22 @@ impl Where {
 
     fn param(&mut self, name: &str, value: impl Into<Value>) {
         self.params.insert(name, value);
+    }
+
+    /// Records the filters' source selection and its parameters.
+    fn select_sources(&mut self, filters: &SearchFilters) {
+        if !filters.writers.is_empty() {
+            self.sources.writers = true;
+            self.param("flt_writers", filters.writers.clone());
+        }
+        if !filters.episodes.is_empty() {
+            // Each once: the exact passes bind every listed uuid.
+            let mut episodes = filters.episodes.clone();
+            episodes.sort_unstable();
+            episodes.dedup();
+            self.sources.episodes = true;
+            self.param("flt_episodes", uuid_list(&episodes));
+        }
     }
 }
 
@@ -293,10 +363,7 @@ impl SearchFilters {
             );
             w.param("flt_labels", self.entity_labels.clone());
         }
-        if !self.writers.is_empty() {
-            w.writers = true;
-            w.param("flt_writers", self.writers.clone());
-        }
+        w.select_sources(self);
         for (name, groups) in self.date_fields() {
             if groups.is_empty() {
                 continue;
@@ -339,14 +406,19 @@ impl SearchFilters {
         w
     }
 
-    /// The conditions on the episode bound to `e`.
+    /// The conditions on the episode bound to `e`: the source selection.
     pub(crate) fn episode_where(&self) -> Where {
         let mut w = Where::default();
-        if !self.writers.is_empty() {
-            w.push("toString(e.writer) IN $flt_writers".into());
-            w.param("flt_writers", self.writers.clone());
+        w.select_sources(self);
+        if let Some(c) = w.sources.condition("e") {
+            w.push(c);
         }
         w
+    }
+
+    /// Whether a source selection (writers, episodes or both) applies.
+    pub(crate) fn selects_sources(&self) -> bool {
+        !self.writers.is_empty() || !self.episodes.is_empty()
     }
 
     /// The conditions on the entity bound to `n`.
@@ -388,6 +460,53 @@ mod tests {
         assert_eq!(w.params.get("flt_valid_at_0_1"), Some(&Value::Int(2)));
         assert_eq!(w.params.get("flt_valid_at_1_0"), Some(&Value::Int(3)));
         assert_eq!(w.params.len(), 3);
+    }
+
+    #[test]
+    fn a_source_selection_by_writer_and_uuid_needs_both_and_tests_membership_with_to_string() {
+        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let f = SearchFilters {
+            writers: vec!["lens:a".into()],
+            episodes: vec![b, a, b],
+            ..SearchFilters::default()
+        };
+        let both = "toString(ep.writer) IN $flt_writers AND toString(ep.uuid) IN $flt_episodes";
+        let w = f.fact_where(Timestamp(0));
+        assert!(w.selects_sources());
+        assert_eq!(w.source_condition(), format!(" WHERE {both}"));
+        assert!(w.sourced("f").contains(&both.replace("ep.", "flt_ep.")));
+        // Each uuid once, sorted: the exact passes bind every listed one.
+        assert_eq!(
+            w.params.get("flt_episodes"),
+            Some(&Value::List(vec![
+                Value::String(a.to_string()),
+                Value::String(b.to_string())
+            ]))
+        );
+        let e = f.episode_where();
+        assert_eq!(
+            e.where_clause(),
+            format!("WHERE {}", both.replace("ep.", "e."))
+        );
+        // The exact passes start from the uuids, the writer left to the conditions.
+        assert_eq!(
+            e.selected_episodes("e").as_deref(),
+            Some("UNWIND $flt_episodes AS flt_su MATCH (e:Episodic {uuid: flt_su})")
+        );
+        // Writers alone: through the writer index; nothing selected: no clause.
+        let writers = SearchFilters {
+            writers: vec!["lens:a".into()],
+            ..SearchFilters::default()
+        };
+        assert_eq!(
+            writers.episode_where().selected_episodes("e").as_deref(),
+            Some("UNWIND $flt_writers AS flt_sw MATCH (e:Episodic {writer: flt_sw})")
+        );
+        let none = SearchFilters::default().fact_where(Timestamp(0));
+        assert!(!none.selects_sources());
+        assert_eq!(none.sourced("f"), "");
+        assert_eq!(none.source_condition(), "");
+        assert!(none.selected_episodes("e").is_none());
     }
 
     #[test]

@@ -28,34 +28,41 @@
 //! similarity, and the fulltext method filters every match before it keeps the best.
 //! The result is exact, and its cost follows the size of the set, not of the graph.
 //!
-//! ## Writers
+//! ## Source selections
 //!
-//! A writer selection ([`SearchFilters::writers`]) is a filter that often names few
-//! results among many — a Lens that wrote 3 of 500 episodes — so it never relies on
-//! over-fetch alone. Episodes found by fulltext are filtered on every match before the
-//! best are kept (an episode's writer is its own property: the check is cheap).
-//! Facts are kept when one of their source episodes (each looked up by its indexed
-//! uuid) has a selected writer, in up to three passes, each stopping the method once
-//! `n` facts survive:
+//! A source selection — [`SearchFilters::writers`], [`SearchFilters::episodes`] or
+//! both (see [`filters`](super::filters#source-selections-writers-and-episodes)) — is
+//! a filter that often names few results among many: a Lens that wrote 3 of 500
+//! episodes, or the 3 of 500 episodes of a group a subject may not read that involve
+//! it. So it never relies on over-fetch alone. Episodes found by fulltext are
+//! filtered on every match before the best are kept (an episode's writer and uuid
+//! are its own properties: the check is cheap); the vector method ranks the selected
+//! episodes exactly (found by uuid, else through the range index on
+//! `Episodic.writer`). Facts are kept when one of their source episodes (each looked
+//! up by its indexed uuid) is selected, in up to three passes, each stopping the
+//! method once `n` facts survive:
 //!
 //! 1. the usual candidates filtered: the index's `k` nearest, or the best `k`
 //!    fulltext matches;
 //! 2. the same with [`WRITER_WIDEN`] × `k`;
-//! 3. fulltext: every match filtered (exact); vector: the selected writers' facts —
-//!    those listed in the `entity_edges` of their episodes (found through the range
-//!    index on `Episodic.writer`; the engine lists there every fact an episode
-//!    produced or supports), each checked again against its own `episodes` — ranked
-//!    exactly by cosine similarity and merged with pass 2 by score.
+//! 3. fulltext: every match filtered (exact); vector: the selected episodes' facts —
+//!    those listed in the `entity_edges` of the selected episodes (looked up by
+//!    their indexed uuids when uuids are selected, else found through the range index
+//!    on `Episodic.writer`; the engine lists there every fact an episode produced or
+//!    supports), each checked again against its own `episodes` — ranked exactly by
+//!    cosine similarity and merged with pass 2 by score.
 //!
 //! When a pass leaves `n` survivors they are the best `n` of all the selected facts
 //! (every candidate outside it ranks lower), so the passes only save work. A large
-//! writer is filled by pass 1 or 2; a small one pays for an exact pass over its own
-//! facts (vector) or over every match (fulltext) — measured in
-//! `examples/bench_search.rs` (rows "writer of 1%" and "writer of 50%"). Raising `k`
-//! alone would not be exact for a small writer. The breadth-first walk filters each
-//! level's facts before its cut. The one-statement RRF path of the fact scope is not
-//! used under a writer selection (it has no room for the passes); the per-method path
-//! fuses the same way.
+//! selection is filled by pass 1 or 2; a small one pays for an exact pass over its
+//! own facts (vector) or over every match (fulltext) — measured in
+//! `examples/bench_search.rs` (rows "writer of 1%" and "writer of 50%") and, for
+//! episode uuids, `examples/bench_access.rs`. Raising `k` alone would not be exact
+//! for a small selection. The breadth-first walk filters each level's facts before
+//! its cut. The one-statement RRF paths of the fact and episode scopes are not used
+//! under a source selection (they have no room for the passes); the per-method path
+//! fuses the same way. Every membership test is `toString(x) IN $list` (see
+//! [`filters`](super::filters#source-selections-writers-and-episodes)).
 //!
 //! ## Graphs without indices
 //!
@@ -84,8 +91,9 @@ pub const OVERFETCH: usize = 2;
 /// The vector index is asked for at least this many neighbours.
 pub const MIN_INDEX_K: usize = 20;
 
-/// Under a writer selection that leaves too few of the first candidates, the index
-/// (or the fulltext ranking) is asked again for this many times as many.
+/// Under a source selection (writers or episodes) that leaves too few of the first
+/// candidates, the index (or the fulltext ranking) is asked again for this many times
+/// as many.
 pub const WRITER_WIDEN: usize = 10;
 
 /// What every method of one search shares.
@@ -119,8 +127,8 @@ fn uuid_list(list: &[Uuid]) -> Value {
 
 /// The clauses that turn a fact `f` (with `score` and the `carry` variables, written
 /// `", x, y"`) into `f, score, …carry, sources`, looking each supporting episode up by
-/// its indexed uuid (an `IN` over the list would scan every episode); under a writer
-/// selection, only the selected writers' episodes are listed.
+/// its indexed uuid (an `IN` over the list would scan every episode); under a source
+/// selection, only the selected episodes are listed.
 fn fact_sources(w: &Where, carry: &str) -> String {
     format!(
         "UNWIND (CASE WHEN size(coalesce(f.episodes, [])) = 0 \
@@ -272,8 +280,8 @@ fn fact_vector_index(ctx: Ctx<'_>) -> Index {
 }
 
 /// Facts nearest to `v` with cosine similarity ≥ `min_sim`, best first. Under a
-/// writer selection that leaves fewer than `n` of the index's neighbours, the exact
-/// ranking of the selected writers' facts is merged in (see the module docs).
+/// source selection that leaves fewer than `n` of the index's neighbours, the exact
+/// ranking of the selected episodes' facts is merged in (see the module docs).
 pub(crate) async fn fact_vector(
     ctx: Ctx<'_>,
     v: &[f32],
@@ -290,18 +298,20 @@ pub(crate) async fn fact_vector(
     let index = fact_vector_index(ctx);
     let rows = read(ctx, index, &query, &params).await?;
     let mut hits: Vec<FactHit> = rows.iter().map(fact_hit).collect::<Result<_>>()?;
-    let selective = w.writers() && named_facts(ctx.filters).is_none();
+    let selective = w.selects_sources() && named_facts(ctx.filters).is_none();
     if selective && hits.len() < n {
         // The index's neighbours, widened (see the module docs).
         let wide = params.clone().set("k", index_k(n * WRITER_WIDEN));
         let rows = read(ctx, index, &query, &wide).await?;
         hits = rows.iter().map(fact_hit).collect::<Result<_>>()?;
     }
-    if selective && hits.len() < n {
+    if selective
+        && hits.len() < n
+        && let Some(selected) = w.selected_episodes("flt_sep")
+    {
         let query = format!(
-            "UNWIND $flt_writers AS flt_w \
-             MATCH (flt_wep:Episodic {{writer: flt_w}}) \
-             UNWIND coalesce(flt_wep.entity_edges, []) AS flt_fu \
+            "{selected} \
+             UNWIND coalesce(flt_sep.entity_edges, []) AS flt_fu \
              MATCH ()-[f:RELATES_TO {{uuid: flt_fu}}]->() WITH DISTINCT f \
              WITH f, 1.0 - vec.cosineDistance(f.fact_embedding, vecf32($v)) AS score \
              WHERE score >= $min_sim{}{} \
@@ -329,14 +339,14 @@ pub(crate) async fn fact_vector(
 }
 
 /// Facts matching the fulltext query `q` (already sanitised), best first.
-/// Under a writer selection, the best `k` matches are filtered first, then the best
+/// Under a source selection, the best `k` matches are filtered first, then the best
 /// [`WRITER_WIDEN`] × `k`, and only when both leave fewer than `n`, every match (see
 /// the module docs).
 pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<FactHit>> {
     let w = ctx.filters.fact_where(ctx.now);
     let index = Index::Fulltext("RELATES_TO", false);
     let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
-    if w.writers() && named_facts(ctx.filters).is_none() {
+    if w.selects_sources() && named_facts(ctx.filters).is_none() {
         let query = format!(
             "{} {}",
             fact_fulltext_clauses(ctx, &w, false),
@@ -351,7 +361,7 @@ pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec
     }
     let query = format!(
         "{} {}",
-        fact_fulltext_clauses(ctx, &w, w.writers()),
+        fact_fulltext_clauses(ctx, &w, w.selects_sources()),
         fact_tail(&w)
     );
     let rows = read(ctx, index, &query, &params).await?;
@@ -657,7 +667,7 @@ pub(crate) async fn entity_bfs(
 // ---------------------------------------------------------------- episodes
 
 /// Episodes matching the fulltext query `q` on content and source description; under
-/// a writer selection, every match is filtered before the best are kept.
+/// a source selection, every match is filtered before the best are kept.
 pub(crate) async fn episode_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<EpisodeHit>> {
     let w = ctx.filters.episode_where();
     let query = format!(
@@ -674,9 +684,11 @@ pub(crate) async fn episode_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<
 
 /// Episodes whose content embedding (an `EpisodeEmbedding` node, see
 /// [`store`](crate::graph::store)) is nearest to `v`, with cosine similarity ≥
-/// `min_sim`. Under a writer selection the selected writers' episodes — found through
-/// the range index on `Episodic.writer` — are ranked exactly instead: a Lens is often
-/// a few episodes among many, which the index's nearest neighbours would miss.
+/// `min_sim`. Under a source selection the selected episodes — looked up by uuid, or
+/// the selected writers' found through the range index on `Episodic.writer` — are
+/// ranked exactly instead: a Lens (or what a subject may view of a group it cannot
+/// read) is often a few episodes among many, which the index's nearest neighbours
+/// would miss.
 pub(crate) async fn episode_vector(
     ctx: Ctx<'_>,
     v: &[f32],
@@ -685,7 +697,17 @@ pub(crate) async fn episode_vector(
 ) -> Result<Vec<EpisodeHit>> {
     let label = crate::graph::store::EPISODE_EMBEDDING_LABEL;
     let w = ctx.filters.episode_where();
-    let (index, query) = if ctx.filters.writers.is_empty() {
+    let (index, query) = if let Some(selected) = w.selected_episodes("e") {
+        let query = format!(
+            "{selected} \
+             MATCH (x:{label} {{uuid: e.uuid}}) \
+             WITH e, 1.0 - vec.cosineDistance(x.embedding, vecf32($v)) AS score \
+             WHERE score >= $min_sim{} \
+             RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
+            w.and_clause()
+        );
+        (Index::None, query)
+    } else {
         let query = format!(
             "{}CALL db.idx.vector.queryNodes('{label}', 'embedding', $k + stale, \
              vecf32($v)) YIELD node, score \
@@ -695,16 +717,6 @@ pub(crate) async fn episode_vector(
             stale_clause(VectorIndex::Episode)
         );
         (Index::Vector(label, true, "embedding"), query)
-    } else {
-        let query = format!(
-            "UNWIND $flt_writers AS wr \
-             MATCH (e:Episodic {{writer: wr}}) \
-             MATCH (x:{label} {{uuid: e.uuid}}) \
-             WITH e, 1.0 - vec.cosineDistance(x.embedding, vecf32($v)) AS score \
-             WHERE score >= $min_sim \
-             RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n"
-        );
-        (Index::None, query)
     };
     let params = with(&w)
         .set("k", index_k(n))
@@ -720,8 +732,8 @@ pub(crate) async fn episode_vector(
 /// fusion exactly as [`fact_hybrid_rrf`] fuses (positions `2 × rank + method`,
 /// fulltext first; one method's own scores and order when only it found anything),
 /// the minimum score and the limit, in one round trip instead of two. `None` under a
-/// writer selection (the vector method ranks the selected writers' episodes exactly
-/// instead) or when an index it needs is missing: the per-method path handles both.
+/// source selection (the vector method ranks the selected episodes exactly instead)
+/// or when an index it needs is missing: the per-method path handles both.
 pub(crate) async fn episode_hybrid_rrf(
     ctx: Ctx<'_>,
     q: Option<&str>,
@@ -731,7 +743,7 @@ pub(crate) async fn episode_hybrid_rrf(
     min_score: f64,
     limit: usize,
 ) -> Result<Option<Vec<EpisodeHit>>> {
-    if !ctx.filters.writers.is_empty() {
+    if ctx.filters.selects_sources() {
         return Ok(None);
     }
     let label = crate::graph::store::EPISODE_EMBEDDING_LABEL;

@@ -38,10 +38,11 @@
 //!    fused winners, it is the faster of the two (`examples/bench_search.rs`), even
 //!    though the server then runs the two index calls one after the other.
 //!
-//! A writer selection ([`SearchFilters::writers`]) runs inside the statements, before
-//! the limit, so a writer with few of many matching episodes or facts gets all of them
-//! ([`methods`](methods#writers) tells how the vector method copes with an index that
-//! cannot filter).
+//! A source selection ([`SearchFilters::writers`], [`SearchFilters::episodes`]) runs
+//! inside the statements, before the limit, so a writer with few of many matching
+//! episodes or facts — or a subject who may view few of a group's episodes — gets all
+//! of them ([`methods`](methods#source-selections) tells how the vector method copes
+//! with an index that cannot filter).
 //!
 //! Only the properties a result needs are projected; embeddings never leave the
 //! server. Episodes are found by fulltext and by their content embedding (the first

@@ -31,8 +31,10 @@ pub struct FactHit {
     pub fact: EntityEdge,
     /// The final score (the scope's reranker; higher is better).
     pub score: f64,
-    /// The stored episodes among `fact.episodes`, in that order (under a writer
-    /// selection, only the selected writers' episodes).
+    /// The stored episodes among `fact.episodes`, in that order (under a source
+    /// selection, only the selected episodes: see
+    /// [`SearchFilters::writers`](super::SearchFilters::writers) and
+    /// [`SearchFilters::episodes`](super::SearchFilters::episodes)).
     pub sources: Vec<EpisodeSource>,
 }
 

@@ -152,9 +152,10 @@ impl ScopeKind for Facts {
         min_score: f64,
         limit: usize,
     ) -> Result<Option<Vec<FactHit>>> {
-        // A writer selection may need the exact fallback of the vector method, which
-        // the one statement has no room for: it takes the per-method path.
-        if !ctx.filters.writers.is_empty() {
+        // A source selection (writers, episodes) may need the exact fallback of the
+        // vector method, which the one statement has no room for: it takes the
+        // per-method path.
+        if ctx.filters.selects_sources() {
             return Ok(None);
         }
         // `None` when an index is missing, which the per-method path tolerates.
@@ -249,7 +250,7 @@ impl ScopeKind for Episodes {
         min_score: f64,
         limit: usize,
     ) -> impl Future<Output = Result<Option<Vec<EpisodeHit>>>> + Send {
-        // `None` under a writer selection or without an index: the per-method path.
+        // `None` under a source selection or without an index: the per-method path.
         methods::episode_hybrid_rrf(ctx, q, v, n, min_sim, min_score, limit)
     }
 }
