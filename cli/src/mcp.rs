@@ -4,9 +4,9 @@
 //! * Tools: the agent layer's definitions — `memory_search`, `memory_add` (returns
 //!   at once; written in the background) and the admin tools with their "DO NOT CALL
 //!   unless the user asked" descriptions ([`gralkor::agent::tools`]) — run by the
-//!   agent layer's [`call_tool`]; plus `memory_get`, `memory_forget` and
-//!   `memory_status`, which the agent layer has no definitions for yet and which are
-//!   defined here, as the same [`ToolDefinition`] type.
+//!   agent layer's [`call_tool`]; plus the agent layer's inspection tools
+//!   (`memory_get`, `memory_forget` — an episode or a whole session — and
+//!   `memory_status`, [`inspection_tools`]), which this server runs itself.
 //! * The operator is the server's (`--operator` / `GRALKOR_OPERATOR`), or, when the
 //!   server is started with `--operator-from-request` and has none, the request's
 //!   `_meta.operator_id` — set by the MCP client, never by the model's arguments. A
@@ -27,7 +27,10 @@ use std::sync::Arc;
 use gralkor::Error;
 use gralkor::NativeClient;
 use gralkor::access::Subject;
-use gralkor::agent::tools::{ToolContext, ToolDefinition, admin_tools, call_tool, memory_tools};
+use gralkor::agent::tools::{
+    ForgetTarget, MEMORY_FORGET, MEMORY_GET, MEMORY_STATUS, MemoryForgetArgs, ToolContext,
+    ToolDefinition, admin_tools, call_tool, inspection_tools, memory_tools,
+};
 use gralkor::client::{Client, OperatorId};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
@@ -45,64 +48,14 @@ use crate::args::McpArgs;
 use crate::commands;
 use crate::failure::{Failure, Outcome};
 
-/// The `memory_get` tool's name.
-pub const MEMORY_GET: &str = "memory_get";
-/// The `memory_forget` tool's name.
-pub const MEMORY_FORGET: &str = "memory_forget";
-/// The `memory_status` tool's name.
-pub const MEMORY_STATUS: &str = "memory_status";
 /// The request `_meta` key naming the operator (with `--operator-from-request`).
 pub const OPERATOR_META: &str = "operator_id";
-
-fn definition(value: Value) -> ToolDefinition {
-    serde_json::from_value(value).expect("a tool definition")
-}
-
-/// The tools the agent layer does not define yet.
-fn server_tools() -> Vec<ToolDefinition> {
-    vec![
-        definition(json!({
-            "name": MEMORY_GET,
-            "description": "Read one remembered episode or fact by its uuid, whole, with \
-                            the Destination holding it.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string", "description": "The episode's or fact's uuid."},
-                    "destination": {"type": "string", "description": "The Destination holding it (default: look in every one)."},
-                },
-                "required": ["id"],
-                "additionalProperties": false,
-            },
-        })),
-        definition(json!({
-            "name": MEMORY_FORGET,
-            "description": "Forget one remembered episode by its id, with the facts only it \
-                            supported. Only when the user asked to forget it.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string", "description": "The episode's uuid."},
-                    "destination": {"type": "string", "description": "The Destination holding it (default: look in every one)."},
-                },
-                "required": ["id"],
-                "additionalProperties": false,
-            },
-        })),
-        definition(json!({
-            "name": MEMORY_STATUS,
-            "description": "Say what memory is configured (backend, models) and what each \
-                            Destination holds.",
-            "parameters": {"type": "object", "properties": {}, "additionalProperties": false},
-        })),
-    ]
-}
 
 /// Every tool the server lists, in order: the agent layer's memory tools, the
 /// server's own, then the admin tools.
 pub fn tools() -> Vec<ToolDefinition> {
     let mut all = memory_tools();
-    all.extend(server_tools());
+    all.extend(inspection_tools());
     all.extend(admin_tools());
     all
 }
@@ -226,19 +179,30 @@ impl MemoryServer {
                         .await?;
                 Ok(memory.json(&place.name).to_string())
             }
-            MEMORY_FORGET => {
-                let a: ByIdArgs = args(MEMORY_FORGET, arguments)?;
-                let uuid = episode_id(MEMORY_FORGET, &a.id)?;
-                let place = commands::forget_episode(
-                    &self.client,
-                    &op,
-                    subject,
-                    uuid,
-                    a.destination.as_ref(),
-                )
-                .await?;
-                Ok(format!("Forgot episode {uuid} in {}.", place.name))
-            }
+            MEMORY_FORGET => match MemoryForgetArgs::target(arguments)? {
+                ForgetTarget::Episode(uuid, destination) => {
+                    let place = commands::forget_episode(
+                        &self.client,
+                        &op,
+                        subject,
+                        uuid,
+                        destination.as_ref(),
+                    )
+                    .await?;
+                    Ok(format!("Forgot episode {uuid} in {}.", place.name))
+                }
+                ForgetTarget::Session(session) => {
+                    let mut request = gralkor::client::PurgeSession::new(op, session.clone());
+                    if let Some(s) = subject {
+                        request = request.subject(s.clone());
+                    }
+                    let report = self.client.purge_session(&request).await?;
+                    Ok(format!(
+                        "Forgot session {session}: {} episodes.",
+                        report.episodes.len()
+                    ))
+                }
+            },
             MEMORY_STATUS => {
                 let NoArgs {} = args(MEMORY_STATUS, arguments)?;
                 let status =

@@ -243,9 +243,33 @@ async fn exercise(client: &McpClient, episode: &str) {
     let gone = mcp_error(call(client, "memory_get", json!({"id": episode})).await);
     assert_eq!(gone.code, ErrorCode::RESOURCE_NOT_FOUND);
     assert_eq!(gone.data.as_ref().unwrap()["kind"], "not_found");
+
+    // memory_forget a whole session
+    let neither = mcp_error(call(client, "memory_forget", json!({})).await);
+    assert_eq!(neither.code, ErrorCode::INVALID_PARAMS);
+    assert!(
+        neither
+            .message
+            .contains("exactly one of `id` and `session`"),
+        "{neither:?}"
+    );
+    let forgot = text(
+        &call(client, "memory_forget", json!({"session": "chat-9"}))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(forgot, "Forgot session chat-9: 1 episodes.");
+    let found = text(
+        &call(client, "memory_search", json!({"query": "shed"}))
+            .await
+            .unwrap(),
+    );
+    assert!(!found.contains("garden shed"), "{found}");
 }
 
 fn seed(home: &Home) -> String {
+    home.run(&["add", "--session", "chat-9", "Ada repaints the garden shed"])
+        .ok();
     let added = home
         .run(&["--json", "add", "Ada keeps honeybees on her allotment"])
         .json();

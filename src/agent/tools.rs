@@ -38,6 +38,12 @@ pub const MEMORY_ADD: &str = "memory_add";
 pub const MEMORY_BUILD_INDICES: &str = "memory_build_indices";
 /// The build-communities admin tool's name.
 pub const MEMORY_BUILD_COMMUNITIES: &str = "memory_build_communities";
+/// The `memory_get` tool's name.
+pub const MEMORY_GET: &str = "memory_get";
+/// The `memory_forget` tool's name.
+pub const MEMORY_FORGET: &str = "memory_forget";
+/// The `memory_status` tool's name.
+pub const MEMORY_STATUS: &str = "memory_status";
 /// What `memory_add` answers at once.
 pub const INGESTING: &str = "Ingesting.";
 
@@ -155,6 +161,143 @@ pub fn build_communities_tool() -> ToolDefinition {
             },
             "additionalProperties": false,
         }),
+    }
+}
+
+/// The `memory_get` tool: one episode or fact by id. Its runner needs a way to find a
+/// fact by id in every Destination (the `gralkor` MCP server has one); it is not in
+/// [`call_tool`].
+pub fn memory_get_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: MEMORY_GET.into(),
+        description: "Read one remembered episode or fact by its uuid, whole, with the \
+                      Destination holding it."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "The episode's or fact's uuid."},
+                "destination": {"type": "string", "description": "The Destination holding it (default: look in every one)."},
+            },
+            "required": ["id"],
+            "additionalProperties": false,
+        }),
+    }
+}
+
+/// The `memory_forget` tool: one episode by id, or a whole conversation session
+/// ([`MemoryClient::purge_session`](crate::client::MemoryClient::purge_session)).
+pub fn memory_forget_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: MEMORY_FORGET.into(),
+        description: "Forget one remembered episode by its id (with the facts only it \
+                      supported), or everything remembered from one conversation session. \
+                      Only when the user asked to forget it. Give exactly one of id and \
+                      session."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "The episode's uuid."},
+                "destination": {"type": "string", "description": "With id: the Destination holding it (default: look in every one)."},
+                "session": {"type": "string", "description": "A conversation session's id: forget every episode of it."},
+            },
+            "additionalProperties": false,
+        }),
+    }
+}
+
+/// The `memory_status` tool: what memory is configured and holds.
+pub fn memory_status_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: MEMORY_STATUS.into(),
+        description: "Say what memory is configured (backend, models) and what each \
+                      Destination holds."
+            .into(),
+        parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+    }
+}
+
+/// `memory_get`, `memory_forget` and `memory_status`: the tools a memory server adds
+/// for inspection and forgetting (run by the server, not by [`call_tool`]).
+pub fn inspection_tools() -> Vec<ToolDefinition> {
+    vec![
+        memory_get_tool(),
+        memory_forget_tool(),
+        memory_status_tool(),
+    ]
+}
+
+/// The model's arguments of `memory_forget`: exactly one of `id` and `session`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct MemoryForgetArgs {
+    /// The episode's uuid.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// With `id`: the Destination holding it.
+    #[serde(default)]
+    pub destination: Option<String>,
+    /// A conversation session's id.
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+/// What a `memory_forget` call asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ForgetTarget {
+    /// One episode, optionally in a named Destination.
+    Episode(uuid::Uuid, Option<String>),
+    /// A whole session.
+    Session(String),
+}
+
+impl MemoryForgetArgs {
+    /// Reads and checks `memory_forget`'s arguments; errors name the argument.
+    ///
+    /// ```
+    /// use gralkor::agent::tools::{ForgetTarget, MemoryForgetArgs};
+    /// use serde_json::json;
+    ///
+    /// let t = MemoryForgetArgs::target(&json!({"session": "telegram-42"})).unwrap();
+    /// assert_eq!(t, ForgetTarget::Session("telegram-42".into()));
+    /// let e = MemoryForgetArgs::target(&json!({})).unwrap_err();
+    /// assert!(e.to_string().contains("memory_forget.arguments"), "{e}");
+    /// let e = MemoryForgetArgs::target(&json!({"id": "x"})).unwrap_err();
+    /// assert!(e.to_string().contains("memory_forget.arguments.id"), "{e}");
+    /// ```
+    pub fn target(arguments: &Value) -> Result<ForgetTarget> {
+        let args: MemoryForgetArgs = serde_json::from_value(arguments.clone())
+            .map_err(|e| Error::invalid(format!("{MEMORY_FORGET}.arguments"), e.to_string()))?;
+        match (args.id, args.session) {
+            (Some(id), None) => {
+                let uuid = uuid::Uuid::parse_str(id.trim()).map_err(|_| {
+                    Error::invalid(
+                        format!("{MEMORY_FORGET}.arguments.id"),
+                        format!("must be an episode's uuid (got `{id}`)"),
+                    )
+                })?;
+                Ok(ForgetTarget::Episode(uuid, args.destination))
+            }
+            (None, Some(session)) => {
+                if args.destination.is_some() {
+                    return Err(Error::invalid(
+                        format!("{MEMORY_FORGET}.arguments.destination"),
+                        "goes with `id` only: a session is forgotten in every Destination",
+                    ));
+                }
+                crate::storage::check_session_id(
+                    &format!("{MEMORY_FORGET}.arguments.session"),
+                    &session,
+                )?;
+                Ok(ForgetTarget::Session(session))
+            }
+            _ => Err(Error::invalid(
+                format!("{MEMORY_FORGET}.arguments"),
+                "must give exactly one of `id` and `session`",
+            )),
+        }
     }
 }
 
