@@ -74,6 +74,33 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
+/// `samples` searches of `graphs` restricted to `selection`, their times sorted.
+async fn time_restricted(
+    storage: &NativeStorage,
+    graphs: &[gralkor::storage::GraphId],
+    selection: &[uuid::Uuid],
+    samples: usize,
+) -> gralkor::Result<Vec<Duration>> {
+    let mut t = Vec::new();
+    for i in 0..samples {
+        let query = GraphQuery::new(
+            format!(
+                "{} {}",
+                WORDS[i % WORDS.len()],
+                WORDS[(i * 7 + 3) % WORDS.len()]
+            ),
+            ResultType::Episodes,
+            10,
+        )
+        .episodes(selection.to_vec());
+        let start = Instant::now();
+        storage.search(graphs, &query).await?;
+        t.push(start.elapsed());
+    }
+    t.sort();
+    Ok(t)
+}
+
 async fn time(client: &NativeClient, search: &Search, samples: usize) -> (Duration, Duration) {
     for _ in 0..10 {
         client.search(search).await.unwrap();
@@ -189,23 +216,7 @@ async fn main() -> gralkor::Result<()> {
         .collect();
     let other = [Destination::new("other")?.graph_id(&ada_op)?];
     let restricted = storage();
-    let mut t = Vec::new();
-    for i in 0..samples {
-        let query = GraphQuery::new(
-            format!(
-                "{} {}",
-                WORDS[i % WORDS.len()],
-                WORDS[(i * 7 + 3) % WORDS.len()]
-            ),
-            ResultType::Episodes,
-            10,
-        )
-        .episodes(viewable.clone());
-        let start = Instant::now();
-        restricted.search(&other, &query).await?;
-        t.push(start.elapsed());
-    }
-    t.sort();
+    let t = time_restricted(&restricted, &other, &viewable, samples).await?;
     println!(
         "other, restricted to the {} viewable episodes: p50 {:>7.2} ms p95 {:>7.2} ms",
         viewable.len(),
@@ -217,23 +228,7 @@ async fn main() -> gralkor::Result<()> {
     // long selection list.
     let mut long = viewable.clone();
     long.extend((0..10_000).map(|_| uuid::Uuid::new_v4()));
-    let mut t = Vec::new();
-    for i in 0..samples {
-        let query = GraphQuery::new(
-            format!(
-                "{} {}",
-                WORDS[i % WORDS.len()],
-                WORDS[(i * 7 + 3) % WORDS.len()]
-            ),
-            ResultType::Episodes,
-            10,
-        )
-        .episodes(long.clone());
-        let start = Instant::now();
-        restricted.search(&other, &query).await?;
-        t.push(start.elapsed());
-    }
-    t.sort();
+    let t = time_restricted(&restricted, &other, &long, samples).await?;
     println!(
         "other, restricted to {} uuids ({} of them viewable there): p50 {:>7.2} ms p95 {:>7.2} ms",
         long.len(),
