@@ -235,9 +235,7 @@ impl<S: Storage> MemoryClient<S> {
             crate::client::Client::await_background_writes(self).await;
             let mut relationships_removed = 0;
             if let Some((access, subject)) = self.guard(request.subject.as_ref())? {
-                let own = subject.kind() == ObjectType::Person
-                    && subject.id() == request.operator_id.as_str();
-                if !own {
+                if !owns_personal(subject, &request.operator_id, &graph) {
                     return Err(Error::PermissionDenied {
                         subject: subject.to_string(),
                         permission: "purge".into(),

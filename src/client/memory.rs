@@ -601,7 +601,7 @@ impl<S: Storage> MemoryClient<S> {
     }
 }
 
-pub(super) fn lens_graph(
+pub(crate) fn lens_graph(
     snapshot: &Snapshot,
     lens: &Lens,
     operator: &OperatorId,

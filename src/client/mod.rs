@@ -43,6 +43,7 @@
 //! ```
 
 mod authorize;
+pub(crate) use memory::lens_graph;
 mod drain;
 mod forget;
 mod in_memory;

@@ -343,7 +343,7 @@ impl NativeStorage {
                     fact.sources = sources;
                     ScoredHit::new(h.score, Hit::Fact(fact))
                 })
-                .filter(|h| matches!(&h.hit, Hit::Fact(f) if query.admits_fact(f)))
+                // `as_of` already ran inside the engine's statements (`TimeMode::AsOf`).
                 .chain(
                     results
                         .episodes

@@ -515,19 +515,27 @@ impl CaptureBuffer {
             subject: capture.subject,
         };
         // A re-binding is refused before the authorizer is asked (and again below,
-        // under the same lock as the append).
-        if let Some(s) = self.inner.sessions.lock().await.get(&capture.session_id) {
-            check_binding(&capture.session_id, &s.binding, &binding)?;
+        // under the same lock as the append). A session already bound was authorized
+        // when it was bound; every write checks `contribute` again, so only a new
+        // binding pays for the round trip here.
+        let bound = match self.inner.sessions.lock().await.get(&capture.session_id) {
+            Some(s) => {
+                check_binding(&capture.session_id, &s.binding, &binding)?;
+                true
+            }
+            None => false,
+        };
+        if !bound {
+            self.inner
+                .sink
+                .authorize_capture(
+                    &snapshot,
+                    &binding.operator_id,
+                    &targets,
+                    binding.subject.as_ref(),
+                )
+                .await?;
         }
-        self.inner
-            .sink
-            .authorize_capture(
-                &snapshot,
-                &binding.operator_id,
-                &targets,
-                binding.subject.as_ref(),
-            )
-            .await?;
         let mut sessions = self.inner.sessions.lock().await;
         if let Some(s) = sessions.get(&capture.session_id) {
             check_binding(&capture.session_id, &s.binding, &binding)?;

@@ -131,12 +131,11 @@ impl<S: Storage> CaptureSink for MemoryClient<S> {
                 RouteTarget::Direct(d) => snapshot
                     .destination("route.direct", d)?
                     .graph_id(operator)?,
-                RouteTarget::Lens(l) => {
-                    let lens = snapshot.lens("route.lenses", l)?;
-                    snapshot
-                        .destination("lens.destination", lens.destination())?
-                        .graph_id(operator)?
-                }
+                RouteTarget::Lens(l) => crate::client::lens_graph(
+                    snapshot,
+                    snapshot.lens("route.lenses", l)?,
+                    operator,
+                )?,
             };
             self.authorize_write(subject, operator, &graph).await?;
         }
