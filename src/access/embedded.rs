@@ -47,7 +47,25 @@ const SOURCE_GROUPS: &str = "UNWIND $keys AS k \
      RETURN k AS k, g.i AS g";
 
 /// The groups the subject `$s` is a member of.
-const MEMBER_OF: &str = "MATCH (:Obj {key: $s})<-[:R {rel: 'member'}]-(g:Obj) RETURN g.i AS g";
+///
+/// Here and below, a pattern that starts from the subject binds it first through the
+/// key index (`MATCH (b:Obj {key: $s}) WITH b MATCH …`): written as one pattern,
+/// FalkorDB 4.16 plans it from a scan of every object (1.24 ms instead of 0.42 ms
+/// among 11,000 fragments; 80 ms instead of a few for the fragments of a subject's
+/// groups).
+const MEMBER_OF: &str = "MATCH (b:Obj {key: $s}) WITH b \
+     MATCH (b)<-[:R {rel: 'member'}]-(g:Obj) RETURN g.i AS g";
+
+/// The resources of type `$t` with a `$rel` relationship to the subject `$s`.
+const DIRECT: &str = "MATCH (b:Obj {key: $s}) WITH b \
+     MATCH (b)<-[e:R]-(a:Obj) WHERE e.rel = $rel AND a.t = $t \
+     RETURN DISTINCT a.i AS i";
+
+/// The fragments whose source group the subject `$s` is a member of.
+const VIA_GROUPS: &str = "MATCH (b:Obj {key: $s}) WITH b \
+     MATCH (b)<-[:R {rel: 'member'}]-(g:Obj) WITH DISTINCT g \
+     MATCH (f:Obj)-[:R {rel: 'source_group'}]->(g) \
+     RETURN DISTINCT f.i AS i";
 
 /// Relationships in the embedded FalkorDB graph [`ACCESS_GRAPH`] (or another one you
 /// name), evaluated with [`permits`]. Cheap to clone.
@@ -361,16 +379,7 @@ impl Authorizer for EmbeddedAuthorizer {
                 .set("s", s.clone())
                 .set("rel", rel)
                 .set("t", permission.resource_type().as_str());
-            async move {
-                self.db
-                    .ro_query(
-                        &self.graph,
-                        "MATCH (b:Obj {key: $s})<-[e:R]-(a:Obj) WHERE e.rel = $rel AND a.t = $t \
-                         RETURN DISTINCT a.i AS i",
-                        &params,
-                    )
-                    .await
-            }
+            async move { self.db.ro_query(&self.graph, DIRECT, &params).await }
         };
         let span = tracing::debug_span!("gralkor.access.lookup", permission = permission.as_str());
         async {
@@ -383,13 +392,7 @@ impl Authorizer for EmbeddedAuthorizer {
                     out.extend(ids(direct("shared_by").await?));
                     let via_groups = self
                         .db
-                        .ro_query(
-                            &self.graph,
-                            "MATCH (f:Obj)-[:R {rel: 'source_group'}]->(:Obj)\
-                             -[:R {rel: 'member'}]->(:Obj {key: $s}) \
-                             RETURN DISTINCT f.i AS i",
-                            &Params::new().set("s", s.clone()),
-                        )
+                        .ro_query(&self.graph, VIA_GROUPS, &Params::new().set("s", s.clone()))
                         .await?;
                     out.extend(ids(via_groups));
                     out

@@ -11,7 +11,7 @@
 //!   pre-filter): hits from those graphs are visible as they are. In any other graph
 //!   the subject may `view` exactly the fragments whose `involves` or `shared_by`
 //!   names it (the schema has no subject sets there): when such a graph is searched,
-//!   two relationship reads list them, and the graph is searched restricted to those
+//!   one relationship read lists them, and the graph is searched restricted to those
 //!   episodes ([`GraphQuery::episodes`]: an episode must be one of them, a fact must
 //!   come from one and lists only those sources), inside the storage's search and
 //!   before the limit — never a check per hit. Nodes and artefacts of such a graph
@@ -186,21 +186,17 @@ impl Access {
     }
 
     /// The episodes the subject may view whatever their group: those whose fragment
-    /// names it as `involves` or `shared_by` (two reads, run concurrently).
+    /// names it as `involves` or `shared_by`. One read: a fragment's only
+    /// relationships to a person or an agent are those two.
     async fn viewable(&self, subject: &Subject) -> Result<Vec<Uuid>> {
-        let naming = |relation: Relation| {
-            RelationshipFilter::of_type(ObjectType::MemoryFragment)
-                .relation(relation)
-                .subject(subject.object().clone())
-        };
-        let (involves, shared_by) = (naming(Relation::Involves), naming(Relation::SharedBy));
-        let (involves, shared_by) = tokio::try_join!(
-            self.authorizer.read_relationships(&involves),
-            self.authorizer.read_relationships(&shared_by),
-        )?;
-        let episodes: BTreeSet<Uuid> = involves
+        let naming = RelationshipFilter::of_type(ObjectType::MemoryFragment)
+            .subject(subject.object().clone());
+        let episodes: BTreeSet<Uuid> = self
+            .authorizer
+            .read_relationships(&naming)
+            .await?
             .iter()
-            .chain(&shared_by)
+            .filter(|r| matches!(r.relation, Relation::Involves | Relation::SharedBy))
             .filter_map(|r| Uuid::parse_str(&r.resource.id).ok())
             .collect();
         Ok(episodes.into_iter().collect())
@@ -228,7 +224,7 @@ impl Access {
     /// groups runs concurrently with the search itself, so a subject who may read
     /// every graph pays one authorizer round trip hidden behind the search. When a
     /// graph is not readable, the lookup is followed (still concurrently with the
-    /// search) by the two reads of the episodes the subject may view there, and those
+    /// search) by the read of the episodes the subject may view there, and those
     /// graphs are searched again restricted to these episodes at the caller's limit:
     /// the storage applies the selection before the limit, so the answer is exact
     /// however few of a graph's episodes are visible. With none visible, such a graph
