@@ -22,4 +22,45 @@ pub trait Drain: Send + Sync + 'static {
 
     /// Writes what is held, within the holder's own bound.
     async fn drain(&self) -> Result<()>;
+
+    /// What is held now, for [`status`](super::MemoryClient::status). Default: the
+    /// holder does not say.
+    async fn held(&self) -> Option<Held> {
+        None
+    }
+}
+
+/// Accepted work a [`Drain`] holds that is not written yet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Held {
+    /// Conversation sessions with something held.
+    pub sessions: usize,
+    /// Items held (captured turns, for the capture buffer), written or not yet
+    /// being written.
+    pub items: usize,
+    /// Writes of held items running now.
+    pub in_flight: usize,
+}
+
+impl Held {
+    /// A count of held work.
+    pub fn new(sessions: usize, items: usize, in_flight: usize) -> Held {
+        Held {
+            sessions,
+            items,
+            in_flight,
+        }
+    }
+}
+
+impl std::ops::Add for Held {
+    type Output = Held;
+    fn add(self, other: Held) -> Held {
+        Held::new(
+            self.sessions + other.sessions,
+            self.items + other.items,
+            self.in_flight + other.in_flight,
+        )
+    }
 }

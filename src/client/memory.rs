@@ -270,8 +270,19 @@ impl<S: Storage> MemoryClient<S> {
         }
     }
 
-    fn dyn_storage(&self) -> Arc<dyn Storage> {
+    pub(super) fn dyn_storage(&self) -> Arc<dyn Storage> {
         self.inner.storage.clone()
+    }
+
+    /// The client's authorization, when it has an authorizer.
+    pub(super) fn access(&self) -> Option<&Access> {
+        self.inner.access.get()
+    }
+
+    /// The drains registered and still live.
+    pub(super) fn live_drains(&self) -> Vec<Arc<dyn Drain>> {
+        let drains = self.inner.drains.lock().unwrap_or_else(|p| p.into_inner());
+        drains.iter().filter(|d| d.is_live()).cloned().collect()
     }
 
     /// [`Client::ingest`] against a given snapshot.

@@ -56,9 +56,10 @@ pub(crate) mod validate;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-pub use drain::Drain;
+pub use drain::{Drain, Held};
 pub use forget::{
-    ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport, Status,
+    ClearDestination, DestinationStatus, PurgeOperator, PurgeReport, PurgeSession,
+    SessionPurgeReport, Status, StatusRequest,
 };
 pub use in_memory::{Call, Canned, InMemoryClient};
 pub use memory::MemoryClient;

@@ -87,7 +87,7 @@ impl MemoryClient<NativeStorage> {
         // An embedder of another dimension than the stored graphs' is refused now,
         // before any write.
         engine.check_dimensions().await?;
-        let mut storage = NativeStorage::new(engine);
+        let mut storage = NativeStorage::new(engine).with_configuration(config.describe());
         if let Some(meter) = meter {
             storage = storage.with_usage(meter);
         }

@@ -115,7 +115,9 @@ pub use ingest::{
     MAX_SOURCE_DESCRIPTION_BYTES, OutcomeStatus, ResumeReport, StepCalls, Triplet, TripletEntity,
     TripletOutcome,
 };
-pub use model::{Community, EntityEdge, EntityNode, Episode, EpisodeState, SourceKind, Timestamp};
+pub use model::{
+    Community, EntityEdge, EntityNode, Episode, EpisodeState, GraphStatus, SourceKind, Timestamp,
+};
 pub use search::{
     SearchConfig, SearchFilters, SearchRequest, SearchResults, TimeMode, search, search_facts,
     search_many,

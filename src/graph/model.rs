@@ -612,3 +612,30 @@ mod tests {
         }
     }
 }
+
+/// What a graph holds and whether its indices serve
+/// ([`Engine::graph_status`](crate::graph::Engine::graph_status)).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct GraphStatus {
+    /// Whether the graph exists (its first write creates it); when not, the rest is
+    /// empty.
+    pub exists: bool,
+    /// Episodes stored.
+    pub episodes: u64,
+    /// Episodes stored but not extracted yet: searchable by their text, and finished
+    /// by a later write's extraction or [`Engine::resume_pending`](crate::graph::Engine::resume_pending).
+    pub pending: u64,
+    /// Indices the engine keeps that the graph lacks (`range Episodic.uuid`, …).
+    pub indices_missing: Vec<String>,
+    /// Indices still being built (not `OPERATIONAL`); searches fall back to scans.
+    pub indices_building: Vec<String>,
+}
+
+impl GraphStatus {
+    /// Whether every index the engine keeps serves (trivially so for a graph that
+    /// does not exist yet).
+    pub fn indices_operational(&self) -> bool {
+        self.indices_missing.is_empty() && self.indices_building.is_empty()
+    }
+}

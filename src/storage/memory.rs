@@ -255,6 +255,24 @@ impl Storage for InMemoryStorage {
         Ok(format!("in-memory: {} graphs", self.lock().len()))
     }
 
+    async fn status(&self) -> Result<super::StorageStatus> {
+        let mut status = super::StorageStatus::new("in-memory");
+        status.graphs = self.lock().len();
+        Ok(status)
+    }
+
+    async fn graph_status(&self, graph: &GraphId) -> Result<crate::graph::GraphStatus> {
+        // Nothing is ever pending (nothing is extracted) and there are no indices.
+        Ok(match self.lock().get(graph.as_str()) {
+            Some(g) => crate::graph::GraphStatus {
+                exists: true,
+                episodes: g.episodes.len() as u64,
+                ..Default::default()
+            },
+            None => crate::graph::GraphStatus::default(),
+        })
+    }
+
     async fn build_indices(&self) -> Result<()> {
         Ok(())
     }

@@ -32,6 +32,7 @@ mod memory;
 mod native;
 pub mod provenance;
 mod records;
+mod status;
 
 use async_trait::async_trait;
 use uuid::Uuid;
@@ -53,6 +54,7 @@ pub use records::{
     Artefact, CommunityCounts, EpisodeRecord, ExtractionReport, FactRecord, FactSource, GraphQuery,
     Hit, IngestCost, NewEpisode, NodeRecord, ResultType, ScoredHit, StoredEpisode,
 };
+pub use status::{ModelStatus, StorageStatus};
 
 use crate::Result;
 
@@ -148,6 +150,23 @@ pub trait Storage: Send + Sync + 'static {
     /// report); an error when it does not answer. Default: the storage's type name.
     async fn health(&self) -> Result<String> {
         Ok(std::any::type_name::<Self>().to_string())
+    }
+
+    /// The backend, its server and the models, after a cheap round trip (for a status
+    /// report); an error when the backend does not answer. Default: a status naming
+    /// [`health`](Self::health)'s line as the backend.
+    async fn status(&self) -> Result<StorageStatus> {
+        Ok(StorageStatus::new(self.health().await?))
+    }
+
+    /// What `graph` holds (episodes, those pending extraction) and whether its indices
+    /// serve. Default: refused (a storage that does not count).
+    async fn graph_status(&self, graph: &GraphId) -> Result<crate::graph::GraphStatus> {
+        let _ = graph;
+        Err(crate::Error::invalid(
+            "graph",
+            "this storage does not report a graph's status",
+        ))
     }
 
     /// Releases what the storage holds (stops an embedded server it started). Called

@@ -12,6 +12,7 @@ use super::{
     GraphQuery, Hit, IngestCost, NewEpisode, NodeRecord, ResultType, ScoredHit, Storage,
     StoredEpisode, owned_node_uuid,
 };
+use super::{ModelStatus, StorageStatus};
 use crate::falkordb::FalkorDb;
 use crate::graph::search::{
     MAX_SEARCH_LIMIT, Methods, RerankerKind, ScopeConfig, SearchConfig, SearchFilters,
@@ -31,6 +32,7 @@ use crate::{Error, Result};
 pub struct NativeStorage {
     engine: Engine,
     usage: Option<UsageMeter>,
+    configuration: Option<String>,
 }
 
 impl NativeStorage {
@@ -40,7 +42,16 @@ impl NativeStorage {
         NativeStorage {
             engine,
             usage: None,
+            configuration: None,
         }
+    }
+
+    /// The same storage reporting, in its [status](Storage::status), how its models
+    /// were chosen (a [`Config::describe`](crate::Config::describe) sentence; never a
+    /// key). [`NativeClient::connect`](crate::NativeClient::connect) sets it.
+    pub fn with_configuration(mut self, description: impl Into<String>) -> NativeStorage {
+        self.configuration = Some(description.into());
+        self
     }
 
     /// The same storage reporting `usage`, the meter the engine's model clients
@@ -202,6 +213,39 @@ impl Storage for NativeStorage {
             "remote"
         };
         Ok(format!("FalkorDB ({backend}): {} graphs", graphs.len()))
+    }
+
+    async fn status(&self) -> Result<StorageStatus> {
+        let db = self.engine.db();
+        let (graphs, server) = tokio::try_join!(db.list_graphs(), db.server_info())?;
+        let mut models = Vec::new();
+        if let Some(llm) = self.engine.llm() {
+            models.push(ModelStatus::new(
+                "llm",
+                llm.provider(),
+                llm.model(crate::llm::ModelSize::Default),
+            ));
+        }
+        if let Some(e) = self.engine.embedder() {
+            models.push(ModelStatus::new("embedder", e.provider(), e.model()));
+        }
+        if let Some(r) = self.engine.reranker() {
+            models.push(ModelStatus::new("reranker", r.provider(), "cross-encoder"));
+        }
+        let mut status = StorageStatus::new(if db.embedded_server().is_some() {
+            "FalkorDB (embedded)"
+        } else {
+            "FalkorDB (remote)"
+        });
+        status.server = Some(server);
+        status.graphs = graphs.len();
+        status.models = models;
+        status.configuration = self.configuration.clone();
+        Ok(status)
+    }
+
+    async fn graph_status(&self, graph: &GraphId) -> Result<crate::graph::GraphStatus> {
+        self.engine.graph_status(graph.as_str()).await
     }
 
     async fn build_indices(&self) -> Result<()> {

@@ -152,13 +152,20 @@ impl Rig {
     }
 
     pub async fn status(&self) -> gralkor::client::Status {
+        self.status_of(&gralkor::client::StatusRequest::new()).await
+    }
+
+    pub async fn status_of(
+        &self,
+        request: &gralkor::client::StatusRequest,
+    ) -> gralkor::client::Status {
         match &self.concrete {
-            Concrete::Twin(c) => c.status().await,
-            Concrete::Native(c) => c.status().await,
+            Concrete::Twin(c) => c.status_of(request).await,
+            Concrete::Native(c) => c.status_of(request).await,
         }
     }
 
-    async fn add(
+    pub async fn add(
         &self,
         operator: &OperatorId,
         who: &Subject,
@@ -225,7 +232,7 @@ impl Rig {
     }
 
     /// The native client's database (`None` for the twin).
-    fn db(&self) -> Option<&gralkor::FalkorDb> {
+    pub fn db(&self) -> Option<&gralkor::FalkorDb> {
         self._graph.as_ref().map(|g| &g.db)
     }
 

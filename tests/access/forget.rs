@@ -2,9 +2,11 @@
 
 use gralkor::Error;
 use gralkor::access::{ObjectRef, ObjectType, Relationship, RelationshipFilter, Subject};
+use gralkor::agent::capture::Capture;
+use gralkor::agent::turn::Turn;
 use gralkor::client::{
     ClearDestination, Content, EpisodeRef, MemoryAdd, OperatorId, PurgeOperator, PurgeSession,
-    Search,
+    Search, StatusRequest,
 };
 use uuid::Uuid;
 
@@ -43,6 +45,9 @@ both!(
     only_the_operator_themself_may_purge,
     a_purge_can_run_again,
     status_reports_the_storage_and_the_authorizer,
+    status_reports_each_destination_the_subject_may_read,
+    status_reports_what_the_capture_buffer_holds,
+    status_names_an_index_that_is_missing,
     purging_a_session_removes_its_episodes_in_every_destination_and_nothing_else,
     a_session_purge_needs_delete_outside_the_own_personal_graph,
     a_session_purge_checks_the_session_id_and_can_run_again,
@@ -224,21 +229,184 @@ async fn status_reports_the_storage_and_the_authorizer(kind: Kind) {
     let storage = status.storage.clone().unwrap();
     match kind {
         Kind::Twin => {
-            assert!(storage.starts_with("in-memory"), "{storage}");
+            assert_eq!(storage.backend, "in-memory");
+            assert_eq!(storage.server, None);
             assert_eq!(status.authorizer.as_deref(), Some("in-memory"));
         }
-        Kind::Native => {
-            assert!(storage.starts_with("FalkorDB (embedded)"), "{storage}");
-            assert_eq!(status.authorizer.as_deref(), Some("embedded"));
-        }
-        Kind::NativeSpiceDb => {
-            assert!(storage.starts_with("FalkorDB (embedded)"), "{storage}");
-            assert_eq!(status.authorizer.as_deref(), Some("spicedb"));
+        Kind::Native | Kind::NativeSpiceDb => {
+            assert_eq!(storage.backend, "FalkorDB (embedded)");
+            let server = storage.server.clone().expect("the server's report");
+            assert!(server.falkordb_version.is_some(), "{server:?}");
+            assert!(server.used_memory_bytes.unwrap_or(0) > 0, "{server:?}");
+            // The rig's engine stores episodes only: no model is called.
+            assert!(storage.models.is_empty(), "{storage:?}");
+            let expected = if matches!(kind, Kind::Native) {
+                "embedded"
+            } else {
+                "spicedb"
+            };
+            assert_eq!(status.authorizer.as_deref(), Some(expected));
         }
     }
     assert_eq!(status.authorizer_health, Some(Ok(())));
-    assert!(status.destinations.contains(&r.team));
+    assert!(status.destination(&r.team).is_some(), "{status:?}");
     assert!(status.lenses.contains(&"personal-chat".to_string()));
+    // No capture buffer registered: nothing says what it holds.
+    assert_eq!(status.held, None);
+}
+
+async fn status_reports_each_destination_the_subject_may_read(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (_bob_op, bob) = fresh("bob");
+    r.authz
+        .write_relationships(&[Relationship::member(r.team.clone(), &ada).unwrap()])
+        .await
+        .unwrap();
+    for (dest, text) in [
+        (r.team.as_str(), "one"),
+        (r.team.as_str(), "two"),
+        ("personal", "mine"),
+    ] {
+        r.client
+            .memory_add(
+                &MemoryAdd::new(&ada_op, Content::document(format!("{text} {}", r.word)))
+                    .to_destination(dest)
+                    .subject(ada.clone()),
+            )
+            .await
+            .unwrap();
+    }
+    r.client.await_background_writes().await;
+
+    let ask = |who: Option<&Subject>| {
+        let mut req = StatusRequest::new().operator(&ada_op);
+        if let Some(s) = who {
+            req = req.subject(s.clone());
+        }
+        req
+    };
+    let status = r.status_of(&ask(Some(&ada))).await;
+    assert!(status.healthy(), "{status:?}");
+    let team = status.destination(&r.team).unwrap();
+    assert_eq!(team.graph.as_deref(), Some(r.team.as_str()));
+    let t = team.status.clone().unwrap();
+    assert!(t.exists);
+    assert_eq!(t.episodes, 2);
+    // The native rig's engine stores episodes only, so they stay pending; the twin
+    // never extracts and has nothing pending.
+    let pending = if matches!(kind, Kind::Twin) { 0 } else { 2 };
+    assert_eq!(t.pending, pending);
+    assert!(t.indices_operational(), "{t:?}");
+    let personal = status.destination("personal").unwrap();
+    assert_eq!(
+        personal.graph.as_deref(),
+        Some(format!("personal/{ada_op}").as_str())
+    );
+    assert_eq!(personal.status.as_ref().unwrap().episodes, 1);
+    // Ada is no member of `global`: its graph is not reported to her.
+    let global = status.destination("global").unwrap();
+    assert!(
+        global
+            .status
+            .clone()
+            .unwrap_err()
+            .contains("may not access")
+    );
+
+    // Bob may read neither Ada's team nor her personal graph: not reported to him.
+    let status = r.status_of(&ask(Some(&bob))).await;
+    for name in [r.team.as_str(), "personal"] {
+        let err = status
+            .destination(name)
+            .unwrap()
+            .status
+            .clone()
+            .unwrap_err();
+        assert!(err.contains("may not access"), "{name}: {err}");
+    }
+    // Without a subject no graph is reported, but the rest of the report is.
+    let status = r.status_of(&ask(None)).await;
+    assert!(status.storage.is_ok());
+    for d in &status.destinations {
+        let err = d.status.clone().unwrap_err();
+        assert!(err.contains("names no subject"), "{}: {err}", d.name);
+    }
+    // Without an operator, `personal` has no graph to report.
+    let status = r
+        .status_of(&StatusRequest::new().subject(ada.clone()))
+        .await;
+    let personal = status.destination("personal").unwrap();
+    assert_eq!(personal.graph, None);
+    assert!(personal.status.clone().unwrap_err().contains("no operator"));
+    assert_eq!(
+        status
+            .destination(&r.team)
+            .unwrap()
+            .status
+            .as_ref()
+            .unwrap()
+            .episodes,
+        2
+    );
+}
+
+async fn status_reports_what_the_capture_buffer_holds(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let buffer = r.buffer().await;
+    let turn = || Turn::completed(&format!("hello {}", r.word), Vec::<String>::new(), "hi");
+    for session in ["s-1", "s-1", "s-2"] {
+        buffer
+            .append(Capture::new(session, &ada_op, "Susu", "Ada", turn()).subject(ada.clone()))
+            .await
+            .unwrap();
+    }
+    let held = r.status().await.held.expect("the buffer registered itself");
+    assert_eq!((held.sessions, held.items), (2, 3), "{held:?}");
+    buffer.flush("s-1").await.unwrap();
+    buffer.await_flushes().await;
+    let held = r.status().await.held.unwrap();
+    assert_eq!(
+        (held.sessions, held.items, held.in_flight),
+        (1, 1, 0),
+        "{held:?}"
+    );
+}
+
+async fn status_names_an_index_that_is_missing(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    r.authz
+        .write_relationships(&[Relationship::member(r.team.clone(), &ada).unwrap()])
+        .await
+        .unwrap();
+    r.add(&ada_op, &ada, &r.team, "one").await.unwrap();
+    let ask = StatusRequest::new().operator(&ada_op).subject(ada.clone());
+    let Some(db) = r.db() else {
+        // The twin keeps no indices: nothing can be missing.
+        let status = r.status_of(&ask).await;
+        assert!(status.healthy(), "{status:?}");
+        return;
+    };
+    db.drop_index(
+        &r.team,
+        &gralkor::falkordb::IndexSpec::fulltext_nodes(
+            "Episodic",
+            ["content"],
+            gralkor::falkordb::DEFAULT_STOPWORDS,
+        ),
+    )
+    .await
+    .unwrap();
+    let status = r.status_of(&ask).await;
+    assert!(!status.healthy(), "{status:?}");
+    let team = status.destination(&r.team).unwrap().status.clone().unwrap();
+    assert_eq!(
+        team.indices_missing,
+        ["fulltext Episodic.content"],
+        "{team:?}"
+    );
 }
 
 /// Whether any file of the shared server's AOF directory, or its RDB snapshot, holds

@@ -120,6 +120,27 @@ mod graphs {
     }
 }
 
+mod server_info {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_server_reports_its_versions_and_memory() {
+        let g = TestGraph::new("server-info").await;
+        let info = g.db.server_info().await.unwrap();
+        let redis = info.redis_version.clone().expect("redis_version");
+        assert!(redis.split('.').count() >= 2, "{info:?}");
+        let falkordb = info
+            .falkordb_version
+            .clone()
+            .expect("the graph module's version");
+        let parts: Vec<u32> = falkordb.split('.').map(|p| p.parse().unwrap()).collect();
+        assert_eq!(parts.len(), 3, "{info:?}");
+        assert!(parts[0] >= 4, "{info:?}");
+        assert!(info.used_memory_bytes.unwrap_or(0) > 0, "{info:?}");
+        assert!(info.max_memory_bytes.is_some(), "{info:?}");
+    }
+}
+
 mod pipelines {
     use super::*;
 

@@ -1283,3 +1283,56 @@ async fn the_engine_searches_replaces_and_clears_through_its_own_handle() {
         "{indices:?}"
     );
 }
+
+#[tokio::test]
+async fn graph_status_counts_episodes_and_pending_ones_and_names_missing_indices() {
+    let g = TestGraph::new("ingest-status").await;
+    let quick = graph::Engine::episodes_only(g.db.clone());
+    let before = quick.graph_status(&g.name).await.unwrap();
+    assert!(!before.exists);
+    assert_eq!((before.episodes, before.pending), (0, 0));
+    for (text, when) in [
+        ("Dana adopted a cat", "2024-01-01T00:00:00Z"),
+        ("Dana named the cat Miso", "2024-01-02T00:00:00Z"),
+    ] {
+        quick.add_episode(&g.name, msg(text, when)).await.unwrap();
+    }
+    let stored = quick.graph_status(&g.name).await.unwrap();
+    assert!(stored.exists);
+    assert_eq!((stored.episodes, stored.pending), (2, 2));
+    assert!(stored.indices_operational(), "{stored:?}");
+
+    // A full engine keeps vector indices the episodes-only one did not build: until
+    // it prepares the graph they are missing, and its resume prepares it.
+    let w = World::new(&g.db, Rules::default());
+    let seen_by_full = w.engine.graph_status(&g.name).await.unwrap();
+    assert_eq!(
+        seen_by_full.indices_missing,
+        [
+            "vector Entity.name_embedding",
+            "vector RELATES_TO.fact_embedding",
+            "vector Community.name_embedding",
+            "vector EpisodeEmbedding.embedding"
+        ]
+    );
+    w.rules.extraction(
+        "adopted",
+        extraction(
+            &[("Dana", 0), ("Cat", 0)],
+            &[("Dana", "adopted", "Cat", "Dana adopted a cat.", None, None)],
+        ),
+    );
+    w.engine.resume_pending(&g.name, None).await.unwrap();
+    let resumed = w.engine.graph_status(&g.name).await.unwrap();
+    assert_eq!((resumed.episodes, resumed.pending), (2, 0), "{resumed:?}");
+    assert!(resumed.indices_operational(), "{resumed:?}");
+    g.db.drop_index(
+        &g.name,
+        &gralkor::falkordb::IndexSpec::range_nodes("Episodic", ["state"]),
+    )
+    .await
+    .unwrap();
+    let dropped = w.engine.graph_status(&g.name).await.unwrap();
+    assert_eq!(dropped.indices_missing, ["range Episodic.state"]);
+    assert!(!dropped.indices_operational());
+}

@@ -601,6 +601,42 @@ impl CaptureBuffer {
             .unwrap_or_default()
     }
 
+    /// What the buffer holds now: the sessions with buffered turns or flushes still
+    /// writing, the turns buffered, and the flushes writing. One lock, no I/O: cheap
+    /// to poll (the client's [`status`](crate::client::MemoryClient::status) reports
+    /// it).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use gralkor::agent::capture::{Capture, CaptureBuffer, CaptureConfig};
+    /// use gralkor::agent::turn::Turn;
+    /// use gralkor::client::{InMemoryClient, OperatorId};
+    ///
+    /// let buffer = CaptureBuffer::in_memory(&InMemoryClient::new(), CaptureConfig::new()).await?;
+    /// let op = OperatorId::new("ada")?;
+    /// let turn = Turn::completed("I moved to Lisbon.", Vec::<String>::new(), "Noted.");
+    /// buffer.append(Capture::new("s-1", &op, "Susu", "Ada", turn)).await?;
+    /// let held = buffer.held().await;
+    /// assert_eq!((held.sessions, held.items, held.in_flight), (1, 1, 0));
+    /// # Ok(()) }
+    /// ```
+    pub async fn held(&self) -> crate::client::Held {
+        let sessions = self.inner.sessions.lock().await;
+        let mut held = crate::client::Held::default();
+        for s in sessions.values() {
+            let turns: usize = s
+                .queued
+                .iter()
+                .chain(s.open.iter())
+                .map(|e| e.pending.turns.len())
+                .sum();
+            if turns > 0 || s.in_flight > 0 {
+                held = held + crate::client::Held::new(1, turns, s.in_flight);
+            }
+        }
+        held
+    }
+
     /// The sessions with buffered turns.
     pub async fn sessions(&self) -> Vec<String> {
         let sessions = self.inner.sessions.lock().await;
@@ -920,6 +956,11 @@ impl crate::client::Drain for BufferDrain {
         };
         let timeout = inner.config.shutdown_timeout;
         CaptureBuffer { inner }.shutdown(timeout).await
+    }
+
+    async fn held(&self) -> Option<crate::client::Held> {
+        let inner = self.inner.upgrade()?;
+        Some(CaptureBuffer { inner }.held().await)
     }
 }
 

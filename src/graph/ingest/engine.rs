@@ -15,6 +15,7 @@ use crate::graph::search::{self, SearchRequest, SearchResults};
 use crate::graph::store::{self, OwnedNode, OwnedRelationship, ReplaceCounts, ingest as st};
 use crate::llm::{Embedder, LanguageModel, Reranker};
 use crate::{Error, Result};
+use tracing::Instrument;
 
 /// Tunables of an [`Engine`]. `Default` (or [`EngineOptions::new`]) gives the
 /// documented values; the methods named like the fields set one each.
@@ -299,6 +300,78 @@ impl Engine {
         self.inner.db.list_graphs().await
     }
 
+    /// The indices this engine keeps on every graph it writes: [`store::index_specs`],
+    /// without the vector indices when it has no embedder.
+    pub fn index_specs(&self) -> Vec<crate::falkordb::IndexSpec> {
+        let dimension = self.inner.embedder.as_ref().map(|e| e.dimension());
+        store::index_specs(dimension.unwrap_or(1).try_into().unwrap_or(u32::MAX))
+            .into_iter()
+            .filter(|s| dimension.is_some() || !matches!(s.kind, IndexKind::Vector { .. }))
+            .collect()
+    }
+
+    /// What `graph` holds and whether its indices serve: episodes, those still pending
+    /// extraction (counted through the range index on `Episodic.state`), and every
+    /// index of [`index_specs`](Self::index_specs) that is missing or still being
+    /// built. A graph that does not exist yet (it is created by its first write)
+    /// reports `exists: false` and nothing else. Three reads, run concurrently.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// let status = engine.graph_status("notes").await?;
+    /// println!("{} episodes, {} pending", status.episodes, status.pending);
+    /// assert!(status.indices_missing.is_empty() || !status.exists);
+    /// # Ok(()) }
+    /// ```
+    pub async fn graph_status(&self, graph: &str) -> Result<crate::graph::GraphStatus> {
+        use crate::falkordb::{Params, Value};
+        physical_graph_name(graph)?;
+        let db = &self.inner.db;
+        let span = tracing::debug_span!("gralkor.engine.graph_status", graph);
+        async {
+            if !db.list_graphs().await?.iter().any(|g| g == graph) {
+                return Ok(crate::graph::GraphStatus::default());
+            }
+            let count = |q: &'static str| async move {
+                let res = db.ro_query(graph, q, &Params::new()).await?;
+                Ok::<u64, crate::Error>(
+                    res.get(0, "n")
+                        .and_then(Value::as_int)
+                        .map_or(0, |n| n.max(0) as u64),
+                )
+            };
+            let (episodes, pending, listed) = tokio::try_join!(
+                count("MATCH (e:Episodic) RETURN count(e) AS n"),
+                count("MATCH (e:Episodic {state: 'pending'}) RETURN count(e) AS n"),
+                db.list_indices(graph),
+            )?;
+            let mut status = crate::graph::GraphStatus {
+                exists: true,
+                episodes,
+                pending,
+                ..Default::default()
+            };
+            for spec in self.index_specs() {
+                let kind = std::mem::discriminant(&spec.kind);
+                for property in &spec.properties {
+                    let name = index_name(&spec.kind, &spec.entity, property);
+                    match listed.iter().find(|i| {
+                        i.entity == spec.entity
+                            && &i.property == property
+                            && std::mem::discriminant(&i.kind) == kind
+                    }) {
+                        None => status.indices_missing.push(name),
+                        Some(i) if !i.operational => status.indices_building.push(name),
+                        Some(_) => {}
+                    }
+                }
+            }
+            Ok(status)
+        }
+        .instrument(span)
+        .await
+    }
+
     /// Creates the graph's indices (and the unique constraint on episode uuids, and the
     /// vector-debt counters) unless the engine's database handle — or a clone of it —
     /// prepared the graph for an engine of the same embedder dimension since the graph
@@ -325,11 +398,7 @@ impl Engine {
         if db.is_prepared(graph, &prepared) {
             return Ok(());
         }
-        let specs: Vec<_> =
-            store::index_specs(dimension.unwrap_or(1).try_into().unwrap_or(u32::MAX))
-                .into_iter()
-                .filter(|s| dimension.is_some() || !matches!(s.kind, IndexKind::Vector { .. }))
-                .collect();
+        let specs = self.index_specs();
         db.create_indices(graph, &specs).await?;
         db.create_unique_constraint(graph, &IndexEntity::Node("Episodic".into()), "uuid")
             .await?;
@@ -648,4 +717,15 @@ async fn check_vector_dimensions(db: &FalkorDb, graph: &str, want: usize) -> Res
         }
     }
     Ok(())
+}
+
+/// `range Episodic.uuid`, `fulltext RELATES_TO.fact`, `vector Entity.name_embedding`.
+fn index_name(kind: &IndexKind, entity: &IndexEntity, property: &str) -> String {
+    let kind = match kind {
+        IndexKind::Range => "range",
+        IndexKind::Fulltext { .. } => "fulltext",
+        IndexKind::Vector { .. } => "vector",
+    };
+    let (IndexEntity::Node(on) | IndexEntity::Relationship(on)) = entity;
+    format!("{kind} {on}.{property}")
 }

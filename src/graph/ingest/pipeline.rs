@@ -176,7 +176,14 @@ impl Engine {
             ));
         }
         let mut report = ResumeReport::default();
-        for uuid in st::episodes_in(db, graph, EpisodeState::Pending).await? {
+        let pending = st::episodes_in(db, graph, EpisodeState::Pending).await?;
+        if !pending.is_empty() {
+            // Episodes stored by an engine without an embedder left the graph without
+            // vector indices: prepared as every write prepares it, before extraction
+            // writes the vectors they index.
+            self.build_indices(graph).await?;
+        }
+        for uuid in pending {
             let queue = self.queue(graph);
             let _turn = queue.lock().await;
             let Some(episode) = store::get_episode(db, graph, uuid).await? else {

@@ -17,7 +17,7 @@ const HNSW: HnswOptions = HnswOptions {
 
 /// The indices [`build_indices`] creates for an embedder of `embedding_dim` dimensions:
 /// range indices on `uuid` of every kind (plus names and times that searches filter
-/// on), fulltext indices with [`DEFAULT_STOPWORDS`], and cosine vector indices on
+/// on, and the episodes' extraction `state` that status counts and resumption read), fulltext indices with [`DEFAULT_STOPWORDS`], and cosine vector indices on
 /// `Entity.name_embedding`, `RELATES_TO.fact_embedding`, `Community.name_embedding`
 /// and `EpisodeEmbedding.embedding` (episode contents; efRuntime 300).
 pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
@@ -25,7 +25,14 @@ pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
     vec![
         IndexSpec::range_nodes(
             "Episodic",
-            ["uuid", "created_at", "valid_at", "writer", "session"],
+            [
+                "uuid",
+                "created_at",
+                "valid_at",
+                "writer",
+                "session",
+                "state",
+            ],
         ),
         IndexSpec::range_nodes("Entity", ["uuid", "name", "name_key", "created_at"]),
         IndexSpec::range_nodes("Community", ["uuid"]),
