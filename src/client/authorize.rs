@@ -15,7 +15,9 @@
 //!   episodes ([`GraphQuery::episodes`]: an episode must be one of them, a fact must
 //!   come from one and lists only those sources), inside the storage's search and
 //!   before the limit — never a check per hit. Nodes and artefacts of such a graph
-//!   are never shown.
+//!   are never shown. Each search is planned from the subject's previous lookup (a
+//!   graph found unreadable then is not searched as it is, and its read runs with the
+//!   lookup); the fresh lookup always decides, so the plan only saves work.
 //! * `get_episode` answers `None` for an episode the subject may not view;
 //!   `remove_episode` needs `delete` (only the writer has it) and removes the
 //!   fragment's relationships too.
@@ -26,7 +28,7 @@
 //! they exist the episode is visible only to members of its group (who may see it
 //! anyway): never to anyone else.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
@@ -46,7 +48,15 @@ use crate::{Error, Result};
 pub(super) struct Access {
     authorizer: Arc<dyn Authorizer>,
     ensured: Mutex<HashSet<String>>,
+    /// Per subject, the groups its last lookup found readable: a plan for the next
+    /// search (which graphs to search as they are, which only through the subject's
+    /// fragments), never an answer — every search looks up again and corrects a
+    /// plan the lookup contradicts.
+    last_readable: Mutex<HashMap<String, BTreeSet<String>>>,
 }
+
+/// Subjects whose last lookup [`Access`] keeps as a plan; beyond, it starts over.
+const PLANS_KEPT: usize = 4096;
 
 impl std::fmt::Debug for Access {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -62,6 +72,12 @@ fn denied(subject: &Subject, permission: Permission, resource: &ObjectRef) -> Er
         permission: permission.as_str().to_string(),
         resource: resource.to_string(),
     }
+}
+
+fn mismatch(answered: usize, asked: usize) -> Error {
+    Error::Protocol(format!(
+        "the storage answered {answered} graphs for a search of {asked}"
+    ))
 }
 
 /// The subject a guarded request must carry when the client has an authorizer.
@@ -83,6 +99,7 @@ impl Access {
         Access {
             authorizer,
             ensured: Mutex::new(HashSet::new()),
+            last_readable: Mutex::new(HashMap::new()),
         }
     }
 
@@ -202,33 +219,49 @@ impl Access {
         Ok(episodes.into_iter().collect())
     }
 
-    /// The readable groups and, when one of `graphs` is not readable and `filtered`
-    /// (episodes or facts are searched), the episodes the subject may view anyway.
-    async fn allowed(
+    /// The groups the subject may access — looked up, and kept as the plan of its
+    /// next search.
+    async fn lookup_readable(
         &self,
         subject: &Subject,
         operator: &OperatorId,
         graphs: &[GraphId],
-        filtered: bool,
-    ) -> Result<(BTreeSet<String>, Vec<Uuid>)> {
+    ) -> Result<BTreeSet<String>> {
         let readable = self.readable(subject, operator, graphs).await?;
-        let viewable = if filtered && graphs.iter().any(|g| !readable.contains(g.as_str())) {
-            self.viewable(subject).await?
-        } else {
-            Vec::new()
-        };
-        Ok((readable, viewable))
+        let mut plans = self.last_readable.lock().unwrap_or_else(|p| p.into_inner());
+        if plans.len() >= PLANS_KEPT {
+            plans.clear();
+        }
+        plans.insert(subject.to_string(), readable.clone());
+        Ok(readable)
     }
 
-    /// A search of `graphs` as the subject may see it. The lookup of the readable
-    /// groups runs concurrently with the search itself, so a subject who may read
-    /// every graph pays one authorizer round trip hidden behind the search. When a
-    /// graph is not readable, the lookup is followed (still concurrently with the
-    /// search) by the read of the episodes the subject may view there, and those
-    /// graphs are searched again restricted to these episodes at the caller's limit:
-    /// the storage applies the selection before the limit, so the answer is exact
-    /// however few of a graph's episodes are visible. With none visible, such a graph
-    /// is not searched again and answers nothing.
+    /// The positions of `graphs` the subject's last lookup found unreadable (none
+    /// without one).
+    fn planned_unreadable(&self, subject: &Subject, graphs: &[GraphId]) -> Vec<usize> {
+        let plans = self.last_readable.lock().unwrap_or_else(|p| p.into_inner());
+        match plans.get(&subject.to_string()) {
+            Some(readable) => (0..graphs.len())
+                .filter(|i| !readable.contains(graphs[*i].as_str()))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// A search of `graphs` as the subject may see it.
+    ///
+    /// The lookup of the readable groups runs concurrently with the search of the
+    /// graphs the subject's previous lookup found readable, so a subject who may read
+    /// every graph pays one authorizer round trip hidden behind the search. Graphs
+    /// that lookup found unreadable are not searched as they are: the read of the
+    /// episodes the subject may view there runs with the lookup, and they are searched
+    /// restricted to those episodes at the caller's limit (the storage applies the
+    /// selection before the limit, so the answer is exact however few are visible;
+    /// with none, such a graph answers nothing). The fresh lookup decides: a graph
+    /// planned readable that no longer is has its hits dropped and is searched
+    /// restricted, and one planned unreadable that now is readable is searched as it
+    /// is — so a membership change takes effect on the next search, and the plan
+    /// only saves work.
     pub(super) async fn search<S: Storage>(
         &self,
         subject: &Subject,
@@ -241,43 +274,95 @@ impl Access {
             query.result_type,
             ResultType::Episodes | ResultType::Facts { .. }
         );
-        let (allowed, first) = tokio::join!(
-            self.allowed(subject, operator, graphs, filtered),
-            storage.search(graphs, query)
+        let planned = self.planned_unreadable(subject, graphs);
+        let first: Vec<usize> = (0..graphs.len()).filter(|i| !planned.contains(i)).collect();
+        let first_graphs: Vec<GraphId> = first.iter().map(|i| graphs[*i].clone()).collect();
+        let searched = async {
+            if first_graphs.is_empty() {
+                return Ok(Vec::new());
+            }
+            let hits = storage.search(&first_graphs, query).await?;
+            if hits.len() != first_graphs.len() {
+                return Err(mismatch(hits.len(), first_graphs.len()));
+            }
+            Ok(hits)
+        };
+        // The read runs with the lookup when the plan expects it to be needed.
+        let early_viewable = async {
+            if filtered && !planned.is_empty() {
+                self.viewable(subject).await.map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let (readable, early_viewable, searched) = tokio::join!(
+            self.lookup_readable(subject, operator, graphs),
+            early_viewable,
+            searched
         );
-        let ((readable, viewable), mut per_graph) = (allowed?, first?);
-        if per_graph.len() != graphs.len() {
-            return Ok(per_graph); // the caller reports the mismatch
+        let (readable, early_viewable, searched) = (readable?, early_viewable?, searched?);
+        let mut per_graph: Vec<Vec<ScoredHit>> = vec![Vec::new(); graphs.len()];
+        for (i, hits) in first.iter().zip(searched) {
+            per_graph[*i] = hits;
         }
-        let unreadable: Vec<usize> = (0..graphs.len())
-            .filter(|i| !readable.contains(graphs[*i].as_str()))
-            .collect();
+        let is_readable = |i: usize| readable.contains(graphs[i].as_str());
+        let unreadable: Vec<usize> = (0..graphs.len()).filter(|i| !is_readable(*i)).collect();
         for i in &unreadable {
             per_graph[*i].clear();
         }
-        // A selection the query carries already narrows what is viewable.
-        let viewable: Vec<Uuid> = match &query.episodes {
-            None => viewable,
-            Some(own) => {
-                let own: HashSet<&Uuid> = own.iter().collect();
-                viewable.into_iter().filter(|u| own.contains(u)).collect()
-            }
+        // Planned unreadable, readable now: searched as they are.
+        let missed: Vec<usize> = planned
+            .iter()
+            .copied()
+            .filter(|i| is_readable(*i))
+            .collect();
+        let narrow = if filtered && !unreadable.is_empty() {
+            let viewable = match early_viewable {
+                Some(v) => v,
+                None => self.viewable(subject).await?,
+            };
+            // A selection the query carries already narrows what is viewable.
+            let viewable: Vec<Uuid> = match &query.episodes {
+                None => viewable,
+                Some(own) => {
+                    let own: HashSet<&Uuid> = own.iter().collect();
+                    viewable.into_iter().filter(|u| own.contains(u)).collect()
+                }
+            };
+            (!viewable.is_empty()).then(|| query.clone().episodes(viewable))
+        } else {
+            None
         };
-        if !filtered || unreadable.is_empty() || viewable.is_empty() {
-            return Ok(per_graph);
-        }
-        let narrow_graphs: Vec<GraphId> = unreadable.iter().map(|i| graphs[*i].clone()).collect();
-        let narrow = query.clone().episodes(viewable);
-        let again = storage.search(&narrow_graphs, &narrow).await?;
-        if again.len() != narrow_graphs.len() {
-            return Err(Error::Protocol(format!(
-                "the storage answered {} graphs for a search of {}",
-                again.len(),
-                narrow_graphs.len()
-            )));
-        }
-        for (i, hits) in unreadable.iter().zip(again) {
+        let plain_again = async {
+            if missed.is_empty() {
+                return Ok(Vec::new());
+            }
+            let g: Vec<GraphId> = missed.iter().map(|i| graphs[*i].clone()).collect();
+            let hits = storage.search(&g, query).await?;
+            if hits.len() != g.len() {
+                return Err(mismatch(hits.len(), g.len()));
+            }
+            Ok(hits)
+        };
+        let narrowed = async {
+            let Some(narrow) = &narrow else {
+                return Ok(Vec::new());
+            };
+            let g: Vec<GraphId> = unreadable.iter().map(|i| graphs[*i].clone()).collect();
+            let hits = storage.search(&g, narrow).await?;
+            if hits.len() != g.len() {
+                return Err(mismatch(hits.len(), g.len()));
+            }
+            Ok(hits)
+        };
+        let (plain_again, narrowed) = tokio::try_join!(plain_again, narrowed)?;
+        for (i, hits) in missed.iter().zip(plain_again) {
             per_graph[*i] = hits;
+        }
+        if narrow.is_some() {
+            for (i, hits) in unreadable.iter().zip(narrowed) {
+                per_graph[*i] = hits;
+            }
         }
         Ok(per_graph)
     }

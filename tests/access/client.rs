@@ -300,6 +300,7 @@ both!(
     forgetting_needs_delete_and_removes_the_fragment_relationships,
     captured_turns_are_written_as_the_sessions_subject,
     membership_changes_take_effect_on_the_next_search,
+    searching_again_answers_the_same_whatever_the_last_lookup_planned,
     ingest_checks_contribute_and_records_each_written_episode,
     operators_are_isolated_under_concurrency,
     the_agent_tools_and_recall_act_for_the_subject_they_are_given,
@@ -503,6 +504,65 @@ async fn membership_changes_take_effect_on_the_next_search(kind: Kind) {
         .await
         .unwrap();
     assert!(r.search(&bob_op, &bob, &[&r.team], 10).await.is_empty());
+}
+
+/// The client plans each search from the subject's previous lookup (which graphs to
+/// search as they are, which only through the subject's fragments); the answer never
+/// depends on the plan.
+async fn searching_again_answers_the_same_whatever_the_last_lookup_planned(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (bob_op, bob) = fresh("bob");
+    r.join(&ada).await;
+    r.add(&ada_op, &ada, &r.team, "hidden").await.unwrap();
+    r.client
+        .memory_add(
+            &MemoryAdd::new(&ada_op, Content::document(format!("shown {}", r.word)))
+                .to_destination(r.team.as_str())
+                .subject(ada.clone())
+                .involves([bob.clone()]),
+        )
+        .await
+        .unwrap();
+    r.client.await_background_writes().await;
+    r.add(&bob_op, &bob, "personal", "own").await.unwrap();
+    let both = [r.team.as_str(), "personal"];
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    // First without a plan, then planned from that lookup (the team unreadable:
+    // its visible episodes read with the lookup), then again.
+    for round in 0..3 {
+        assert_eq!(
+            sorted(r.search(&bob_op, &bob, &both, 10).await),
+            ["own", "shown"],
+            "round {round}"
+        );
+        assert_eq!(
+            r.search(&bob_op, &bob, &[&r.team], 10).await,
+            ["shown"],
+            "round {round}"
+        );
+    }
+    // Readable now, against the plan: everything in the team.
+    r.join(&bob).await;
+    assert_eq!(
+        sorted(r.search(&bob_op, &bob, &both, 10).await),
+        ["hidden", "own", "shown"]
+    );
+    // And unreadable again, against the plan: back to what involves him.
+    r.authz
+        .delete_relationships(
+            &RelationshipFilter::resource(ObjectRef::group(r.team.clone()).unwrap())
+                .subject(bob.object().clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        sorted(r.search(&bob_op, &bob, &both, 10).await),
+        ["own", "shown"]
+    );
 }
 
 async fn ingest_checks_contribute_and_records_each_written_episode(kind: Kind) {
