@@ -15,6 +15,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::drain::Held;
+use super::memory::BackgroundFailures;
 use super::memory::MemoryClient;
 use crate::access::{ObjectRef, ObjectType, Permission, Relation, RelationshipFilter, Subject};
 use crate::destination::PERSONAL;
@@ -250,6 +251,9 @@ pub struct Status {
     /// capture buffer's sessions, turns and flushes in flight — summed; `None` when
     /// nothing registered says.
     pub held: Option<Held>,
+    /// `memory_add` writes that failed in the background after their retries (the
+    /// call had returned `Ok`), since the client was built, with the last error.
+    pub background_failures: BackgroundFailures,
 }
 
 impl Status {
@@ -588,6 +592,7 @@ impl<S: Storage> MemoryClient<S> {
                     .map(|l| l.name().to_string())
                     .collect(),
                 held,
+                background_failures: self.background_failures(),
             }
         }
         .instrument(span)

@@ -29,6 +29,13 @@ use crate::runtime::{Runtime, Snapshot};
 use crate::storage::{CommunityCounts, EpisodeRecord, GraphId, NewEpisode, OperatorId, Storage};
 use crate::{Error, Result};
 
+/// Retries of a `memory_add` fragment's relationship write.
+const RECORD_RETRY: crate::retry::Backoff = crate::retry::Backoff::new(
+    4,
+    std::time::Duration::from_millis(50),
+    std::time::Duration::from_secs(1),
+);
+
 /// The memory API over a [`Storage`]: it validates every request once with the shared
 /// [validation functions](super::validate_search), resolves Destinations and Lenses
 /// from one runtime snapshot per operation, marks provenance, runs ingestion
@@ -61,6 +68,19 @@ struct Inner<S> {
     reflections: super::reflect::Work,
     /// The authorizer, when one is configured (see `authorize.rs`).
     access: OnceLock<Access>,
+    /// `memory_add` background writes that failed for good, and the last one's error.
+    failures: Mutex<BackgroundFailures>,
+}
+
+/// `memory_add` background writes that failed after their retries, since the client
+/// was built ([`Status::background_failures`](super::Status::background_failures)).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct BackgroundFailures {
+    /// How many.
+    pub count: u64,
+    /// The last one's error.
+    pub last: Option<String>,
 }
 
 impl<S> Clone for MemoryClient<S> {
@@ -128,6 +148,7 @@ impl<S: Storage> MemoryClient<S> {
                 recorder,
                 reflections: Default::default(),
                 access: OnceLock::new(),
+                failures: Mutex::new(BackgroundFailures::default()),
             }),
         }
     }
@@ -274,6 +295,25 @@ impl<S: Storage> MemoryClient<S> {
         self.inner.storage.clone()
     }
 
+    fn background_failed(&self, e: &Error) {
+        let mut f = self
+            .inner
+            .failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        f.count += 1;
+        f.last = Some(e.to_string());
+    }
+
+    /// The `memory_add` background writes that failed for good so far.
+    pub(super) fn background_failures(&self) -> BackgroundFailures {
+        self.inner
+            .failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// The client's authorization, when it has an authorizer.
     pub(super) fn access(&self) -> Option<&Access> {
         self.inner.access.get()
@@ -414,6 +454,7 @@ impl<S: Storage> MemoryClient<S> {
                         .await
                 {
                     tracing::warn!(error = %e, "memory_add refused");
+                    client.background_failed(&e);
                     return;
                 }
                 let outcome = match plan {
@@ -448,15 +489,22 @@ impl<S: Storage> MemoryClient<S> {
                     }
                 };
                 let outcome = match (outcome, guard) {
+                    // The fragment's relationships are idempotent writes: retried on
+                    // a fault, so an episode stored is not left without them.
                     (Ok(episodes), Some((access, subject))) => {
-                        access
-                            .record(subject, &graph, episodes, &request.involves)
-                            .await
+                        crate::retry::retry_when(
+                            "recording a memory_add fragment",
+                            RECORD_RETRY,
+                            Error::is_retryable,
+                            || access.record(subject, &graph, episodes.clone(), &request.involves),
+                        )
+                        .await
                     }
                     (outcome, _) => outcome.map(|_| ()),
                 };
                 if let Err(e) = outcome {
-                    tracing::warn!(error = %e, "memory_add background write failed");
+                    tracing::error!(error = %e, "memory_add background write failed");
+                    client.background_failed(&e);
                 }
             }
             .instrument(span);

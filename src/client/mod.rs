@@ -62,7 +62,7 @@ pub use forget::{
     SessionPurgeReport, Status, StatusRequest,
 };
 pub use in_memory::{Call, Canned, InMemoryClient};
-pub use memory::MemoryClient;
+pub use memory::{BackgroundFailures, MemoryClient};
 pub use native::NativeClient;
 pub use reflect::ReflectOptions;
 pub use request::{

@@ -610,3 +610,45 @@ async fn an_embedder_of_another_dimension_is_refused_before_any_write() {
     );
     db.shutdown().await.unwrap();
 }
+
+/// `memory_add` returns before it writes: a write that then fails for good is counted
+/// in the status with its error, not only logged.
+#[tokio::test]
+async fn a_memory_add_that_fails_in_the_background_is_counted_in_the_status() {
+    use gralkor::client::{Client, Content, MemoryAdd, OperatorId};
+    // A handle of its own on the shared server, so closing it closes nothing else.
+    let db = gralkor::FalkorDb::attach(common::server(), std::time::Duration::from_secs(30))
+        .await
+        .unwrap();
+    let client = NativeClient::from_parts(
+        Runtime::new(RuntimeConfig::new()).unwrap(),
+        NativeStorage::new(Engine::episodes_only(db.clone())),
+    );
+    let op = OperatorId::new(format!("bg-{}", uuid::Uuid::new_v4().simple())).unwrap();
+    client
+        .memory_add(&MemoryAdd::new(&op, Content::document("kept")))
+        .await
+        .unwrap();
+    client.await_background_writes().await;
+    let status = client.status().await;
+    assert_eq!(status.background_failures.count, 0, "{status:?}");
+
+    db.shutdown().await.unwrap();
+    client
+        .memory_add(&MemoryAdd::new(&op, Content::document("lost")))
+        .await
+        .expect("accepted: the write happens after the call returns");
+    client.await_background_writes().await;
+    let failures = client.status().await.background_failures;
+    assert_eq!(failures.count, 1, "{failures:?}");
+    let last = failures.last.unwrap();
+    assert!(
+        last.contains("closed") || last.contains("shut down"),
+        "{last}"
+    );
+    common::db()
+        .await
+        .delete_graph(&format!("personal/{op}"))
+        .await
+        .unwrap();
+}
