@@ -434,6 +434,10 @@ pub struct DestinationStatus {
     graph: String,
     #[serde(flatten)]
     counts: graphs::Counts,
+    /// Indices the engine keeps that the graph lacks, or still being built (from the
+    /// library's health report).
+    indices_missing: Vec<String>,
+    indices_building: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -442,6 +446,11 @@ pub struct Status {
     extracts: bool,
     operator: Option<String>,
     graphs: usize,
+    /// The server's versions and memory, and the models (the library's report).
+    server: Option<gralkor::falkordb::ServerInfo>,
+    models: Vec<gralkor::storage::ModelStatus>,
+    authorizer: Option<String>,
+    healthy: bool,
     destinations: Vec<DestinationStatus>,
 }
 
@@ -453,6 +462,16 @@ pub async fn status_report(
     subject: Option<&Subject>,
 ) -> Outcome<Status> {
     let snapshot = client.runtime().snapshot();
+    let mut request = gralkor::client::StatusRequest::new();
+    if let Some(op) = op {
+        request = request.operator(op);
+    }
+    if let Some(s) = subject {
+        request = request.subject(s.clone());
+    }
+    let health = client.status_of(&request).await;
+    // The counts below fail with their own error when FalkorDB does not answer.
+    let storage = health.storage.clone().unwrap_or_default();
     let mut destinations = Vec::new();
     for place in graphs::places(&snapshot, op, &[])? {
         // With an authorizer, only the Destinations the subject may read are counted.
@@ -460,10 +479,17 @@ pub async fn status_report(
             continue;
         }
         let counts = graphs::counts(client, &place).await?;
+        let graph = health
+            .destination(&place.name)
+            .and_then(|d| d.status.as_ref().ok());
         destinations.push(DestinationStatus {
             name: place.name,
             graph: place.graph.as_str().to_string(),
             counts,
+            indices_missing: graph.map(|g| g.indices_missing.clone()).unwrap_or_default(),
+            indices_building: graph
+                .map(|g| g.indices_building.clone())
+                .unwrap_or_default(),
         });
     }
     let status = Status {
@@ -471,6 +497,10 @@ pub async fn status_report(
         extracts: config.extracts(),
         operator: op.map(|o| o.to_string()),
         graphs: client.storage().db().list_graphs().await?.len(),
+        server: storage.server,
+        models: storage.models,
+        authorizer: health.authorizer.clone(),
+        healthy: health.healthy(),
         destinations,
     };
     Ok(status)
@@ -496,6 +526,22 @@ pub async fn status(
             ),
             format!("graphs stored: {}", status.graphs),
         ];
+        if let Some(server) = &status.server {
+            lines.push(format!(
+                "FalkorDB {} on Redis {}, {} MiB used",
+                server
+                    .falkordb_version
+                    .as_deref()
+                    .unwrap_or("(version unknown)"),
+                server.redis_version.as_deref().unwrap_or("(unknown)"),
+                server
+                    .used_memory_bytes
+                    .map_or("?".to_string(), |b| format!(
+                        "{:.1}",
+                        b as f64 / (1024.0 * 1024.0)
+                    ))
+            ));
+        }
         for d in &status.destinations {
             lines.push(format!(
                 "{}: {} episodes ({} pending), {} entities, {} facts, {} communities",
@@ -506,6 +552,14 @@ pub async fn status(
                 d.counts.facts,
                 d.counts.communities
             ));
+            for (what, list) in [
+                ("missing", &d.indices_missing),
+                ("being built", &d.indices_building),
+            ] {
+                if !list.is_empty() {
+                    lines.push(format!("  indices {what}: {}", list.join(", ")));
+                }
+            }
         }
         lines.join("\n")
     })

@@ -136,7 +136,18 @@ fn every_read_command_prints_json_that_parses() {
         .expect("personal is listed with an operator");
     assert_eq!(personal["episodes"], 1);
     assert_eq!(personal["pending"], 1);
+    assert_eq!(
+        personal["indices_missing"],
+        serde_json::json!([]),
+        "{status}"
+    );
     assert_eq!(status["extracts"], false);
+    assert_eq!(status["healthy"], true, "{status}");
+    assert!(status["server"]["falkordb_version"].is_string(), "{status}");
+    assert!(
+        status["server"]["used_memory_bytes"].as_u64().unwrap() > 0,
+        "{status}"
+    );
 
     let facts = home
         .run(&["--json", "search", "Lisbon", "--type", "facts"])
