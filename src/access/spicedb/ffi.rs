@@ -70,6 +70,14 @@ impl Rpc {
         }
     }
 
+    /// Whether the call writes (schema, relationships, deletes).
+    pub(super) fn writes(self) -> bool {
+        matches!(
+            self,
+            Rpc::WriteSchema | Rpc::WriteRelationships | Rpc::DeleteRelationships
+        )
+    }
+
     /// The unary call served at a gRPC method's path.
     pub(super) fn from_path(path: &str) -> Option<Rpc> {
         Rpc::ALL.into_iter().find(|r| r.path() == path)
@@ -175,13 +183,7 @@ impl Library {
     }
 
     /// One unary call: marshalled request in, marshalled response out; a refusal is
-    /// a gRPC status (see [`Status::from_ffi`]).
-    pub(super) fn call(&self, handle: u64, rpc: Rpc, request: &[u8]) -> Result<Vec<u8>> {
-        self.call_status(handle, rpc, request)
-            .map_err(|s| s.into_error(&format!("SpiceDB {rpc:?}"), None))
-    }
-
-    /// [`Library::call`], its error as the library's gRPC status.
+    /// the library's gRPC status (see [`Status::from_ffi`]).
     pub(super) fn call_status(
         &self,
         handle: u64,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use tracing::Instrument;
 
-use super::ffi::{Library, Rpc};
+use super::ffi::Rpc;
 use super::grpc::{self, Channel, Failure};
 use super::status::{self, Status};
 use super::{Instance, SpiceDbAuthorizer};
@@ -303,13 +303,9 @@ async fn unary(
     message: Vec<u8>,
     mut respond: h2::server::SendResponse<Bytes>,
 ) {
-    let lib: &'static Library = instance.lib;
-    let handle = instance.handle;
-    let outcome = tokio::task::spawn_blocking(move || lib.call_status(handle, rpc, &message))
+    let outcome = tokio::task::spawn_blocking(move || instance.call(rpc, &message))
         .await
         .unwrap_or_else(|e| Err(Status::new(13, format!("the call's task failed: {e}"))));
-    // Keep the instance alive until the library answered.
-    drop(instance);
     match outcome {
         Ok(response) => {
             let Ok(mut out) = respond.send_response(grpc_head(None), false) else {
