@@ -17,12 +17,29 @@ use crate::retry::{Backoff, retry};
 use crate::{Error, Result};
 
 /// Where a channel connects.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(super) enum Target {
     /// A Unix socket (the embedded library's streaming proxy).
     Unix(String),
     /// `host:port` over TCP, plaintext HTTP/2.
     Tcp(String),
+    /// `host:port` over TCP and TLS (ALPN `h2`), the certificate checked for
+    /// `server_name`.
+    Tls {
+        addr: String,
+        server_name: rustls::pki_types::ServerName<'static>,
+        connector: tokio_rustls::TlsConnector,
+    },
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Unix(p) => write!(f, "unix:{p}"),
+            Target::Tcp(a) => write!(f, "tcp:{a}"),
+            Target::Tls { addr, .. } => write!(f, "tls:{addr}"),
+        }
+    }
 }
 
 /// Why one attempt failed.
@@ -33,6 +50,8 @@ pub(super) enum Failure {
     Status(Status),
     /// The reply was not gRPC as gralkor knows it.
     Malformed(String),
+    /// The TLS handshake was refused (the certificate, say): trying again cannot help.
+    Tls(String),
 }
 
 impl Failure {
@@ -142,6 +161,10 @@ impl Channel {
             }),
             Ok(Err(Failure::Status(s))) => Err(s.into_error(&what, Some(self.timeout))),
             Ok(Err(Failure::Malformed(e))) => Err(Error::Protocol(format!("{what}: {e}"))),
+            Ok(Err(Failure::Tls(e))) => Err(Error::config(
+                "spicedb.endpoint",
+                format!("refused the TLS handshake ({what}: {e})"),
+            )),
             Err(_) => {
                 // A connection that hangs is not trusted again.
                 let stale = self.conn.lock().await.as_ref().map(|c| c.id);
@@ -215,6 +238,35 @@ impl Channel {
                     .await
                     .map_err(Failure::transport)?;
                 let _ = io.set_nodelay(true);
+                self.handshake(io).await?
+            }
+            Target::Tls {
+                addr,
+                server_name,
+                connector,
+            } => {
+                let io = tokio::net::TcpStream::connect(addr)
+                    .await
+                    .map_err(Failure::transport)?;
+                let _ = io.set_nodelay(true);
+                let io = connector
+                    .connect(server_name.clone(), io)
+                    .await
+                    .map_err(|e| {
+                        // rustls' own refusals (a certificate, a protocol) are final;
+                        // an I/O error on the way may pass.
+                        let refused = e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>());
+                        if refused {
+                            Failure::Tls(e.to_string())
+                        } else {
+                            Failure::transport(e)
+                        }
+                    })?;
+                if io.get_ref().1.alpn_protocol() != Some(b"h2") {
+                    return Err(Failure::Tls(
+                        "the server did not agree to HTTP/2 (ALPN h2)".into(),
+                    ));
+                }
                 self.handshake(io).await?
             }
         };
@@ -331,8 +383,9 @@ async fn exchange(
 ) -> std::result::Result<Vec<Vec<u8>>, Failure> {
     let mut send = send.clone().ready().await.map_err(Failure::transport)?;
     let (response, mut body) = send.send_request(req, false).map_err(Failure::transport)?;
-    body.send_data(frame(request), true)
-        .map_err(Failure::transport)?;
+    // A server may answer (and close the stream) before it reads the request — a
+    // refused key, say: then the answer is what counts, and it comes next.
+    let _ = body.send_data(frame(request), true);
     let response = response.await.map_err(Failure::transport)?;
     let (head, mut body) = response.into_parts();
     if head.status != http::StatusCode::OK {

@@ -368,11 +368,29 @@ impl SpiceDbAuthorizer {
     }
 
     pub(super) async fn connect_remote(options: RemoteSpiceDb) -> Result<SpiceDbAuthorizer> {
-        let (addr, base) = remote::parse_endpoint(&options.endpoint)?;
+        let endpoint = remote::parse_endpoint(&options.endpoint)?;
         let authorization = remote::bearer(&options.preshared_key)?;
         remote::check_timeout(options.timeout)?;
+        let target = match &endpoint.tls_host {
+            Some(host) => {
+                let (config, server_name) = remote::tls(host, options.ca_certificates.as_deref())?;
+                Target::Tls {
+                    addr: endpoint.addr.clone(),
+                    server_name,
+                    connector: tokio_rustls::TlsConnector::from(config),
+                }
+            }
+            None if options.ca_certificates.is_some() => {
+                return Err(Error::config(
+                    "spicedb.ca_certificates",
+                    "are only for an https:// endpoint",
+                ));
+            }
+            None => Target::Tcp(endpoint.addr.clone()),
+        };
+        let base = endpoint.base;
         let channel = Channel::new(
-            Target::Tcp(addr),
+            target,
             base.clone(),
             format!("SpiceDB at {base}"),
             Some(authorization),

@@ -147,6 +147,7 @@ pub struct RemoteSpiceDb {
     pub(super) timeout: Duration,
     pub(super) write_schema: bool,
     pub(super) consistency: Consistency,
+    pub(super) ca_certificates: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for RemoteSpiceDb {
@@ -157,6 +158,7 @@ impl std::fmt::Debug for RemoteSpiceDb {
             .field("timeout", &self.timeout)
             .field("write_schema", &self.write_schema)
             .field("consistency", &self.consistency)
+            .field("ca_certificates", &self.ca_certificates.is_some())
             .finish()
     }
 }
@@ -165,15 +167,13 @@ impl std::fmt::Debug for RemoteSpiceDb {
 pub const DEFAULT_SPICEDB_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl RemoteSpiceDb {
-    /// A SpiceDB server at `endpoint` (`http://host:port`: plaintext HTTP/2, SpiceDB
-    /// run with `--grpc-no-tls`), authenticated with `preshared_key` (SpiceDB's
-    /// `--grpc-preshared-key`, sent as `authorization: Bearer <key>` on every call).
-    /// Defaults: [`DEFAULT_SPICEDB_TIMEOUT`], writes the schema,
-    /// [`Consistency::OwnWrites`].
-    ///
-    /// `https://` (TLS) is not supported yet: [`connect`](RemoteSpiceDb::connect)
-    /// refuses it naming `spicedb.endpoint`. Reach a TLS-only server through a local
-    /// TLS-terminating proxy or sidecar.
+    /// A SpiceDB server at `endpoint` — `https://host:port` (TLS, the certificate
+    /// checked against the Mozilla roots and any
+    /// [`ca_certificates`](RemoteSpiceDb::ca_certificates)) or `http://host:port`
+    /// (plaintext HTTP/2, SpiceDB run with `--grpc-no-tls`) — authenticated with
+    /// `preshared_key` (SpiceDB's `--grpc-preshared-key`, sent as
+    /// `authorization: Bearer <key>` on every call). Defaults:
+    /// [`DEFAULT_SPICEDB_TIMEOUT`], writes the schema, [`Consistency::OwnWrites`].
     pub fn new(endpoint: impl Into<String>, preshared_key: impl Into<String>) -> RemoteSpiceDb {
         RemoteSpiceDb {
             endpoint: endpoint.into(),
@@ -181,6 +181,7 @@ impl RemoteSpiceDb {
             timeout: DEFAULT_SPICEDB_TIMEOUT,
             write_schema: true,
             consistency: Consistency::default(),
+            ca_certificates: None,
         }
     }
 
@@ -200,14 +201,25 @@ impl RemoteSpiceDb {
         self
     }
 
+    /// Certificates (PEM) an `https://` endpoint's certificate may chain to, besides
+    /// the Mozilla roots (`webpki-roots`): a private CA's. Unusable PEM is
+    /// [`Error::Config`] naming `spicedb.ca_certificates` at
+    /// [`connect`](RemoteSpiceDb::connect), and so is giving them for `http://`.
+    pub fn ca_certificates(mut self, pem: impl Into<Vec<u8>>) -> RemoteSpiceDb {
+        self.ca_certificates = Some(pem.into());
+        self
+    }
+
     /// The consistency reads ask for (default [`Consistency::OwnWrites`]).
     pub fn consistency(mut self, consistency: Consistency) -> RemoteSpiceDb {
         self.consistency = consistency;
         self
     }
 
-    /// Checks the options (an error names `spicedb.endpoint`, `spicedb.preshared_key`
-    /// or `spicedb.timeout`), connects, and writes the schema (or makes one empty
+    /// Checks the options (an error names `spicedb.endpoint`, `spicedb.preshared_key`,
+    /// `spicedb.timeout` or `spicedb.ca_certificates`), connects (a certificate the
+    /// server's chain does not verify against is [`Error::Config`] naming
+    /// `spicedb.endpoint`, not retried), and writes the schema (or makes one empty
     /// check): a refused key is [`Error::Config`] naming `spicedb.preshared_key`.
     ///
     /// ```no_run
@@ -224,30 +236,34 @@ impl RemoteSpiceDb {
     }
 }
 
-/// The checked endpoint: `host:port` to connect to and the request URIs' base.
-pub(super) fn parse_endpoint(endpoint: &str) -> Result<(String, String)> {
+/// A checked endpoint.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Endpoint {
+    /// `host:port` to connect to.
+    pub(super) addr: String,
+    /// The request URIs' `scheme://authority`.
+    pub(super) base: String,
+    /// The host the server's certificate must name, for `https://`.
+    pub(super) tls_host: Option<String>,
+}
+
+/// The checked endpoint.
+pub(super) fn parse_endpoint(endpoint: &str) -> Result<Endpoint> {
     const FIELD: &str = "spicedb.endpoint";
-    let example = "like http://localhost:50051";
+    let example = "like http://localhost:50051 or https://spicedb.example:443";
     let uri: http::Uri = endpoint
         .parse()
         .map_err(|e| Error::config(FIELD, format!("must be a URL {example} ({e})")))?;
-    match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            return Err(Error::config(
-                FIELD,
-                "must be http:// (https://, TLS, is not supported yet: run SpiceDB with \
-                 --grpc-no-tls on a private network, or reach it through a TLS-terminating \
-                 proxy)",
-            ));
-        }
+    let tls = match uri.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
         _ => {
             return Err(Error::config(
                 FIELD,
-                format!("must be an http:// URL {example}"),
+                format!("must be an http:// or https:// URL {example}"),
             ));
         }
-    }
+    };
     let authority = uri
         .authority()
         .ok_or_else(|| Error::config(FIELD, format!("must name a host {example}")))?;
@@ -257,7 +273,8 @@ pub(super) fn parse_endpoint(endpoint: &str) -> Result<(String, String)> {
             "must not carry credentials: the preshared key is given on its own",
         ));
     }
-    if authority.host().is_empty() {
+    let host = authority.host();
+    if host.is_empty() {
         return Err(Error::config(FIELD, format!("must name a host {example}")));
     }
     if authority.port_u16().is_none() {
@@ -272,10 +289,57 @@ pub(super) fn parse_endpoint(endpoint: &str) -> Result<(String, String)> {
             format!("must have no path or query {example}"),
         ));
     }
-    Ok((
-        authority.as_str().to_string(),
-        format!("http://{authority}"),
-    ))
+    let scheme = if tls { "https" } else { "http" };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    Ok(Endpoint {
+        addr: authority.as_str().to_string(),
+        base: format!("{scheme}://{authority}"),
+        tls_host: tls.then(|| bare.to_string()),
+    })
+}
+
+/// The TLS client configuration for `host`: the Mozilla roots (`webpki-roots`) and
+/// the extra `ca_certificates` (PEM), ALPN `h2`, ring as the crypto provider.
+pub(super) fn tls(
+    host: &str,
+    ca_certificates: Option<&[u8]>,
+) -> Result<(
+    std::sync::Arc<rustls::ClientConfig>,
+    rustls::pki_types::ServerName<'static>,
+)> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    const CA: &str = "spicedb.ca_certificates";
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(pem) = ca_certificates {
+        let mut added = 0;
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            let cert =
+                cert.map_err(|e| Error::config(CA, format!("must be PEM certificates ({e})")))?;
+            roots
+                .add(cert)
+                .map_err(|e| Error::config(CA, format!("holds an unusable certificate ({e})")))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(Error::config(CA, "must hold at least one PEM certificate"));
+        }
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::config(CA, format!("no TLS version to use ({e})")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| {
+        Error::config(
+            "spicedb.endpoint",
+            format!("names a host TLS cannot verify ({e})"),
+        )
+    })?;
+    Ok((std::sync::Arc::new(config), name))
 }
 
 /// The checked preshared key as the value of an `authorization` header (sensitive).
@@ -350,13 +414,20 @@ mod tests {
     fn endpoints_and_keys_are_checked_naming_the_field() {
         assert_eq!(
             parse_endpoint("http://127.0.0.1:50051").unwrap(),
-            ("127.0.0.1:50051".into(), "http://127.0.0.1:50051".into())
+            Endpoint {
+                addr: "127.0.0.1:50051".into(),
+                base: "http://127.0.0.1:50051".into(),
+                tls_host: None,
+            }
         );
         assert!(parse_endpoint("http://[::1]:50051/").is_ok());
+        let tls = parse_endpoint("https://[::1]:443").unwrap();
+        assert_eq!(tls.tls_host.as_deref(), Some("::1"));
+        assert_eq!(tls.base, "https://[::1]:443");
         for bad in [
             "",
             "localhost:50051",
-            "https://spicedb:443",
+            "https://spicedb",
             "grpc://spicedb:50051",
             "http://spicedb",
             "http://u:p@spicedb:50051",

@@ -340,7 +340,7 @@ async fn forward(
     };
     let upstream = async {
         let (send, id) = proxy.sender().await.map_err(|f| match f {
-            Failure::Transport(e) | Failure::Malformed(e) => unavailable(e),
+            Failure::Transport(e) | Failure::Malformed(e) | Failure::Tls(e) => unavailable(e),
             Failure::Status(s) => s,
         })?;
         let request = proxy
@@ -349,7 +349,8 @@ async fn forward(
         let sent = async {
             let mut send = send.ready().await?;
             let (response, mut body) = send.send_request(request, false)?;
-            body.send_data(grpc::frame(&message), true)?;
+            // An early answer (the stream already closed) comes next.
+            let _ = body.send_data(grpc::frame(&message), true);
             response.await
         }
         .await;
