@@ -1,5 +1,5 @@
 //! A gRPC client over HTTP/2 (`h2`), for the calls the authorizer makes: to a SpiceDB
-//! server over TCP (h2c) and to the embedded library's streaming proxy on a Unix
+//! server over TCP (TLS or plaintext) and to the embedded library's streaming proxy on a Unix
 //! socket. One long-lived connection per [`Channel`], made again when it breaks;
 //! each call sends one request message, reads every response message to the end and
 //! the status from the trailers; bounded retries for what may pass (UNAVAILABLE, a

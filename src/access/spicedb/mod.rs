@@ -2,8 +2,9 @@
 //! SpiceDB, which answers the checks and lookups. Two ways to have one:
 //!
 //! * **A SpiceDB server** over the network ([`SpiceDbAuthorizer::connect`],
-//!   [`RemoteSpiceDb`]): every call is gRPC (`authzed.api.v1`) over plaintext HTTP/2
-//!   (SpiceDB's `--grpc-no-tls`; `https://` is refused for now) with the preshared key
+//!   [`RemoteSpiceDb`]): every call is gRPC (`authzed.api.v1`) over HTTP/2 — TLS for
+//!   `https://` (rustls, the Mozilla roots and [`RemoteSpiceDb::ca_certificates`]),
+//!   plaintext for `http://` (SpiceDB's `--grpc-no-tls`) — with the preshared key
 //!   as `authorization: Bearer <key>`, on one long-lived connection that is made again
 //!   when it breaks; what may pass (UNAVAILABLE, RESOURCE_EXHAUSTED,
 //!   DEADLINE_EXCEEDED, a lost connection, a timeout) is retried a few times, since
@@ -345,7 +346,8 @@ impl SpiceDbAuthorizer {
         Ok(authz)
     }
 
-    /// Connects to the SpiceDB server at `endpoint` (`http://host:port`) with its
+    /// Connects to the SpiceDB server at `endpoint` (`https://host:port`, or
+    /// `http://host:port` for plaintext) with its
     /// preshared key and writes [`SCHEMA`]: [`RemoteSpiceDb`] with its defaults (see
     /// there for the timeout, the schema and the [`Consistency`] of reads). Bad input
     /// is [`Error::Config`] naming `spicedb.endpoint` or `spicedb.preshared_key`; a

@@ -132,7 +132,7 @@ impl Drop for WriteGuard<'_> {
 /// use gralkor::access::{Consistency, RemoteSpiceDb};
 ///
 /// let key = std::env::var("SPICEDB_PRESHARED_KEY").unwrap_or_default();
-/// let authz = RemoteSpiceDb::new("http://spicedb.internal:50051", key)
+/// let authz = RemoteSpiceDb::new("https://spicedb.internal:50051", key)
 ///     .timeout(Duration::from_secs(5))
 ///     .consistency(Consistency::FullyConsistent)
 ///     .connect()
