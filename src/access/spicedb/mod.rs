@@ -651,10 +651,28 @@ impl Authorizer for SpiceDbAuthorizer {
     }
 
     async fn health(&self) -> Result<()> {
-        // An empty bulk check is a round trip through the FFI.
+        // One check (of a group no one names) is a round trip through the whole
+        // engine, valid on any SpiceDB holding the schema; it answers "no".
+        let probe = Msg::new()
+            .message(
+                1,
+                proto::object(&ObjectRef::group("gralkor/health").expect("a valid group id")),
+            )
+            .string(2, Permission::Access.as_str())
+            .message(
+                3,
+                proto::subject(
+                    Subject::person("gralkor/health")
+                        .expect("a valid person id")
+                        .object(),
+                ),
+            );
         self.unary(
             Rpc::CheckBulkPermissions,
-            Msg::new().message(1, proto::consistency(None)).bytes(),
+            Msg::new()
+                .message(1, proto::consistency(None))
+                .message(2, probe)
+                .bytes(),
         )
         .await
         .map(|_| ())

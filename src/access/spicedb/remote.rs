@@ -194,7 +194,7 @@ impl RemoteSpiceDb {
 
     /// Whether [`connect`](RemoteSpiceDb::connect) writes
     /// [`SCHEMA`](crate::access::SCHEMA) (default `true`). With `false` the server's
-    /// schema must already be it; connecting then makes one empty check instead, so
+    /// schema must already be it; connecting then makes one check instead (the health probe), so
     /// an unreachable server or a refused key still fails at once.
     pub fn write_schema(mut self, write: bool) -> RemoteSpiceDb {
         self.write_schema = write;
