@@ -318,6 +318,16 @@ async fn unary(
     }
 }
 
+/// Trailers carrying `status`.
+fn status_trailers(status: &Status) -> http::HeaderMap {
+    let mut t = http::HeaderMap::new();
+    t.insert("grpc-status", status.code.into());
+    if let Ok(m) = http::HeaderValue::try_from(status::percent_encode(&status.message)) {
+        t.insert("grpc-message", m);
+    }
+    t
+}
+
 fn ok_trailers() -> http::HeaderMap {
     let mut t = http::HeaderMap::new();
     t.insert("grpc-status", http::HeaderValue::from_static("0"));
@@ -392,8 +402,7 @@ async fn forward(
         let chunk = match chunk {
             Ok(c) => c,
             Err(e) => {
-                let s = unavailable(e.to_string());
-                let _ = out.send_trailers(grpc_head(Some(&s)).headers().clone());
+                let _ = out.send_trailers(status_trailers(&unavailable(e.to_string())));
                 return;
             }
         };
@@ -404,15 +413,7 @@ async fn forward(
     }
     let trailers = match body.trailers().await {
         Ok(Some(t)) if t.contains_key("grpc-status") => t,
-        _ => {
-            let mut t = http::HeaderMap::new();
-            t.insert("grpc-status", http::HeaderValue::from_static("13"));
-            t.insert(
-                "grpc-message",
-                http::HeaderValue::from_static("the proxy sent no status"),
-            );
-            t
-        }
+        _ => status_trailers(&Status::new(13, "the proxy sent no status")),
     };
     let _ = out.send_trailers(trailers);
 }
