@@ -19,6 +19,11 @@
 //!   memory, in a graph of their own ([`ACCESS_GRAPH`]); gralkor evaluates them.
 //! * [`InMemoryAuthorizer`]: the same in a map, for the test twin and your tests.
 //!
+//! With the `spicedb` feature, `SpiceDbAuthorizer` puts them in a real SpiceDB: embedded
+//! in the process (`start_embedded`, which `serve` can share over gRPC) or a SpiceDB
+//! server reached over the network with a preshared key (`connect`, `RemoteSpiceDb`;
+//! reads see the authorizer's own writes through ZedTokens).
+//!
 //! Both pass one contract suite (`tests/access/`). The memory client enforces them
 //! (see [`MemoryClient::with_authorizer`](crate::client::MemoryClient::with_authorizer)).
 
@@ -41,7 +46,8 @@ pub use model::{
 
 #[cfg(feature = "spicedb")]
 pub use spicedb::{
-    SPICEDB_LIB_VAR, SPICEDB_NPM_PACKAGE, SPICEDB_NPM_VERSION, SpiceDbAuthorizer, provision_spicedb,
+    Consistency, DEFAULT_SPICEDB_TIMEOUT, RemoteSpiceDb, SPICEDB_LIB_VAR, SPICEDB_NPM_PACKAGE,
+    SPICEDB_NPM_VERSION, SpiceDbAuthorizer, SpiceDbServer, provision_spicedb,
 };
 
 use crate::Result;

@@ -8,6 +8,8 @@ mod common;
 mod client;
 mod contract;
 mod forget;
+#[cfg(feature = "spicedb")]
+mod spicedb_remote;
 
 /// The embedded authorizer's graph can never be a Destination's or an operator's.
 #[test]

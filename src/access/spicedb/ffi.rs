@@ -6,6 +6,7 @@ use std::ffi::{CStr, CString, c_char, c_int, c_uchar, c_ulonglong, c_void};
 use std::path::Path;
 use std::sync::OnceLock;
 
+use super::status::Status;
 use crate::{Error, Result};
 
 type StartFn = unsafe extern "C" fn(*const c_char) -> *mut c_char;
@@ -22,22 +23,64 @@ type RpcFn = unsafe extern "C" fn(
 );
 
 /// The unary calls the library exports.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Rpc {
     WriteSchema,
     WriteRelationships,
     DeleteRelationships,
     CheckBulkPermissions,
+    CheckPermission,
+    ExpandPermissionTree,
+    ReadSchema,
 }
 
 impl Rpc {
+    const ALL: [Rpc; 7] = [
+        Rpc::WriteSchema,
+        Rpc::WriteRelationships,
+        Rpc::DeleteRelationships,
+        Rpc::CheckBulkPermissions,
+        Rpc::CheckPermission,
+        Rpc::ExpandPermissionTree,
+        Rpc::ReadSchema,
+    ];
+
     fn symbol(self) -> &'static str {
         match self {
             Rpc::WriteSchema => "spicedb_schema_write_schema",
             Rpc::WriteRelationships => "spicedb_permissions_write_relationships",
             Rpc::DeleteRelationships => "spicedb_permissions_delete_relationships",
             Rpc::CheckBulkPermissions => "spicedb_permissions_check_bulk_permissions",
+            Rpc::CheckPermission => "spicedb_permissions_check_permission",
+            Rpc::ExpandPermissionTree => "spicedb_permissions_expand_permission_tree",
+            Rpc::ReadSchema => "spicedb_schema_read_schema",
         }
+    }
+
+    /// The gRPC method's path.
+    pub(super) fn path(self) -> &'static str {
+        match self {
+            Rpc::WriteSchema => "/authzed.api.v1.SchemaService/WriteSchema",
+            Rpc::WriteRelationships => "/authzed.api.v1.PermissionsService/WriteRelationships",
+            Rpc::DeleteRelationships => "/authzed.api.v1.PermissionsService/DeleteRelationships",
+            Rpc::CheckBulkPermissions => "/authzed.api.v1.PermissionsService/CheckBulkPermissions",
+            Rpc::CheckPermission => "/authzed.api.v1.PermissionsService/CheckPermission",
+            Rpc::ExpandPermissionTree => "/authzed.api.v1.PermissionsService/ExpandPermissionTree",
+            Rpc::ReadSchema => "/authzed.api.v1.SchemaService/ReadSchema",
+        }
+    }
+
+    /// Whether the call writes (schema, relationships, deletes).
+    pub(super) fn writes(self) -> bool {
+        matches!(
+            self,
+            Rpc::WriteSchema | Rpc::WriteRelationships | Rpc::DeleteRelationships
+        )
+    }
+
+    /// The unary call served at a gRPC method's path.
+    pub(super) fn from_path(path: &str) -> Option<Rpc> {
+        Rpc::ALL.into_iter().find(|r| r.path() == path)
     }
 }
 
@@ -48,7 +91,7 @@ pub(super) struct Library {
     dispose: DisposeFn,
     free: FreeFn,
     free_bytes: FreeBytesFn,
-    rpcs: [RpcFn; 4],
+    rpcs: [RpcFn; 7],
 }
 
 static LOADED: OnceLock<std::result::Result<Library, String>> = OnceLock::new();
@@ -90,10 +133,13 @@ fn load(path: &Path) -> std::result::Result<Library, String> {
             free: std::mem::transmute::<*mut c_void, FreeFn>(sym("spicedb_free")?),
             free_bytes: std::mem::transmute::<*mut c_void, FreeBytesFn>(sym("spicedb_free_bytes")?),
             rpcs: [
-                rpc(Rpc::WriteSchema)?,
-                rpc(Rpc::WriteRelationships)?,
-                rpc(Rpc::DeleteRelationships)?,
-                rpc(Rpc::CheckBulkPermissions)?,
+                rpc(Rpc::ALL[0])?,
+                rpc(Rpc::ALL[1])?,
+                rpc(Rpc::ALL[2])?,
+                rpc(Rpc::ALL[3])?,
+                rpc(Rpc::ALL[4])?,
+                rpc(Rpc::ALL[5])?,
+                rpc(Rpc::ALL[6])?,
             ],
         })
     }
@@ -136,11 +182,19 @@ impl Library {
         let _ = self.take_string(reply);
     }
 
-    /// One unary call: marshalled request in, marshalled response out.
-    pub(super) fn call(&self, handle: u64, rpc: Rpc, request: &[u8]) -> Result<Vec<u8>> {
+    /// One unary call: marshalled request in, marshalled response out; a refusal is
+    /// the library's gRPC status (see [`Status::from_ffi`]).
+    pub(super) fn call_status(
+        &self,
+        handle: u64,
+        rpc: Rpc,
+        request: &[u8],
+    ) -> std::result::Result<Vec<u8>, Status> {
         let f = self.rpcs[rpc as usize];
-        let len = c_int::try_from(request.len())
-            .map_err(|_| Error::invalid("request", "is too large for SpiceDB's FFI"))?;
+        let len = c_int::try_from(request.len()).map_err(|_| Status {
+            code: 8,
+            message: "the request is too large for SpiceDB's FFI".into(),
+        })?;
         let mut out: *mut c_uchar = std::ptr::null_mut();
         let mut out_len: c_int = 0;
         let mut err: *mut c_char = std::ptr::null_mut();
@@ -160,7 +214,7 @@ impl Library {
                 // SAFETY: returned by the library, freed once.
                 unsafe { (self.free_bytes)(out.cast()) };
             }
-            return Err(Error::Protocol(format!("SpiceDB {rpc:?}: {e}")));
+            return Err(Status::from_ffi(&e));
         }
         let bytes = if out.is_null() || out_len <= 0 {
             Vec::new()

