@@ -74,10 +74,27 @@ fn denied(subject: &Subject, permission: Permission, resource: &ObjectRef) -> Er
     }
 }
 
-fn mismatch(answered: usize, asked: usize) -> Error {
-    Error::Protocol(format!(
-        "the storage answered {answered} graphs for a search of {asked}"
-    ))
+/// The search of the graphs at positions `at` of `graphs` (none searched without a
+/// query or positions), one answer per graph.
+async fn search_at<S: Storage>(
+    storage: &S,
+    graphs: &[GraphId],
+    at: &[usize],
+    query: Option<&GraphQuery>,
+) -> Result<Vec<Vec<ScoredHit>>> {
+    let Some(query) = query.filter(|_| !at.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    let g: Vec<GraphId> = at.iter().map(|i| graphs[*i].clone()).collect();
+    let hits = storage.search(&g, query).await?;
+    if hits.len() != g.len() {
+        return Err(Error::Protocol(format!(
+            "the storage answered {} graphs for a search of {}",
+            hits.len(),
+            g.len()
+        )));
+    }
+    Ok(hits)
 }
 
 /// The subject a guarded request must carry when the client has an authorizer.
@@ -276,17 +293,7 @@ impl Access {
         );
         let planned = self.planned_unreadable(subject, graphs);
         let first: Vec<usize> = (0..graphs.len()).filter(|i| !planned.contains(i)).collect();
-        let first_graphs: Vec<GraphId> = first.iter().map(|i| graphs[*i].clone()).collect();
-        let searched = async {
-            if first_graphs.is_empty() {
-                return Ok(Vec::new());
-            }
-            let hits = storage.search(&first_graphs, query).await?;
-            if hits.len() != first_graphs.len() {
-                return Err(mismatch(hits.len(), first_graphs.len()));
-            }
-            Ok(hits)
-        };
+        let searched = search_at(storage, graphs, &first, Some(query));
         // The read runs with the lookup when the plan expects it to be needed.
         let early_viewable = async {
             if filtered && !planned.is_empty() {
@@ -333,28 +340,8 @@ impl Access {
         } else {
             None
         };
-        let plain_again = async {
-            if missed.is_empty() {
-                return Ok(Vec::new());
-            }
-            let g: Vec<GraphId> = missed.iter().map(|i| graphs[*i].clone()).collect();
-            let hits = storage.search(&g, query).await?;
-            if hits.len() != g.len() {
-                return Err(mismatch(hits.len(), g.len()));
-            }
-            Ok(hits)
-        };
-        let narrowed = async {
-            let Some(narrow) = &narrow else {
-                return Ok(Vec::new());
-            };
-            let g: Vec<GraphId> = unreadable.iter().map(|i| graphs[*i].clone()).collect();
-            let hits = storage.search(&g, narrow).await?;
-            if hits.len() != g.len() {
-                return Err(mismatch(hits.len(), g.len()));
-            }
-            Ok(hits)
-        };
+        let plain_again = search_at(storage, graphs, &missed, Some(query));
+        let narrowed = search_at(storage, graphs, &unreadable, narrow.as_ref());
         let (plain_again, narrowed) = tokio::try_join!(plain_again, narrowed)?;
         for (i, hits) in missed.iter().zip(plain_again) {
             per_graph[*i] = hits;
