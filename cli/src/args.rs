@@ -63,8 +63,10 @@ pub struct Global {
     #[arg(long, global = true)]
     pub text_only: bool,
 
-    /// Who checks permissions: `none` (nothing is checked) or `embedded` (relationships
-    /// in the same FalkorDB server, graph `gralkor/access`).
+    /// Who checks permissions: `none` (nothing is checked), `embedded` (relationships
+    /// in the same FalkorDB server, graph `gralkor/access`) or, built with the
+    /// `spicedb` feature, `spicedb` (a SpiceDB server: --spicedb-endpoint and
+    /// GRALKOR_SPICEDB_KEY).
     #[arg(
         long,
         global = true,
@@ -73,6 +75,29 @@ pub struct Global {
         default_value_t = AuthorizerKind::None
     )]
     pub authorizer: AuthorizerKind,
+
+    /// The SpiceDB server of `--authorizer spicedb`: `http://host:port` (plaintext,
+    /// SpiceDB's --grpc-no-tls) or `https://host:port`.
+    #[cfg(feature = "spicedb")]
+    #[arg(
+        long,
+        global = true,
+        env = "GRALKOR_SPICEDB_ENDPOINT",
+        value_name = "URL"
+    )]
+    pub spicedb_endpoint: Option<String>,
+
+    /// The SpiceDB server's preshared key (prefer the variable: a flag shows in the
+    /// process list).
+    #[cfg(feature = "spicedb")]
+    #[arg(
+        long,
+        global = true,
+        env = "GRALKOR_SPICEDB_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub spicedb_key: Option<String>,
 
     /// Who asks, `person:ID` or `agent:ID`: every request is made as them (required
     /// with an authorizer).
@@ -102,6 +127,9 @@ pub enum AuthorizerKind {
     /// Relationships in the same FalkorDB server (graph `gralkor/access`), evaluated by
     /// gralkor with the access schema.
     Embedded,
+    /// A SpiceDB server holding the access schema (written on connect).
+    #[cfg(feature = "spicedb")]
+    Spicedb,
 }
 
 #[derive(Debug, Subcommand)]

@@ -91,11 +91,13 @@ async fn run(cli: Cli) -> Outcome {
     let global = &cli.global;
     // Who asks, the operator and the configuration are checked before anything is
     // started.
-    let guarded = global.authorizer == AuthorizerKind::Embedded;
+    let guarded = global.authorizer != AuthorizerKind::None;
     let subject = global.subject.as_ref();
     if guarded && subject.is_none() {
         return Err(Failure::Usage(
-            "an authorizer is configured (--authorizer embedded / GRALKOR_AUTHORIZER): say              who asks with --as person:ID|agent:ID or GRALKOR_SUBJECT (gralkor never              invents one)"
+            "an authorizer is configured (--authorizer embedded|spicedb / GRALKOR_AUTHORIZER): say \
+             who asks with --as person:ID|agent:ID or GRALKOR_SUBJECT (gralkor never \
+             invents one)"
                 .into(),
         ));
     }
@@ -114,10 +116,24 @@ async fn run(cli: Cli) -> Outcome {
     };
     let mut client =
         NativeClient::connect(config.clone(), gralkor::runtime::RuntimeConfig::new()).await?;
-    if guarded {
-        // The relationships live on the same FalkorDB server, in `gralkor/access`.
-        let db = client.storage().db().clone();
-        client = client.with_authorizer(Arc::new(EmbeddedAuthorizer::new(db)))?;
+    match global.authorizer {
+        AuthorizerKind::None => {}
+        AuthorizerKind::Embedded => {
+            // The relationships live on the same FalkorDB server, in `gralkor/access`.
+            let db = client.storage().db().clone();
+            client = client.with_authorizer(Arc::new(EmbeddedAuthorizer::new(db)))?;
+        }
+        #[cfg(feature = "spicedb")]
+        AuthorizerKind::Spicedb => {
+            let authz = match spicedb(global).await {
+                Ok(a) => a,
+                Err(e) => {
+                    let _ = client.shutdown().await;
+                    return Err(e);
+                }
+            };
+            client = client.with_authorizer(Arc::new(authz))?;
+        }
     }
     let result = dispatch(
         &cli.command,
@@ -134,6 +150,22 @@ async fn run(cli: Cli) -> Outcome {
     result?;
     closed?;
     Ok(())
+}
+
+/// The SpiceDB server `--spicedb-endpoint` and `GRALKOR_SPICEDB_KEY` name, connected
+/// (the schema written, so a wrong key or an unreachable server fails here).
+#[cfg(feature = "spicedb")]
+async fn spicedb(global: &args::Global) -> Outcome<gralkor::access::SpiceDbAuthorizer> {
+    let missing = |what: &str| Failure::Usage(format!("--authorizer spicedb needs {what}"));
+    let endpoint = global
+        .spicedb_endpoint
+        .as_deref()
+        .ok_or_else(|| missing("--spicedb-endpoint URL (or GRALKOR_SPICEDB_ENDPOINT)"))?;
+    let key = global
+        .spicedb_key
+        .as_deref()
+        .ok_or_else(|| missing("the preshared key in GRALKOR_SPICEDB_KEY (or --spicedb-key)"))?;
+    Ok(gralkor::access::SpiceDbAuthorizer::connect(endpoint, key).await?)
 }
 
 async fn dispatch(

@@ -213,3 +213,78 @@ fn an_authorizer_without_a_subject_and_groups_without_an_authorizer_are_usage_er
     assert_eq!(bad.code, 2, "{bad:?}");
     assert!(bad.stderr.contains("person:ID or agent:ID"), "{bad:?}");
 }
+
+// access / a SpiceDB server (--authorizer spicedb): the same rules through the network
+#[cfg(feature = "spicedb")]
+#[test]
+fn with_a_spicedb_server_ada_and_bob_are_kept_apart_and_a_wrong_key_is_refused() {
+    // A real SpiceDB (the embedded library) served on loopback over gRPC, as a SpiceDB
+    // server is reached: the runtime keeps serving while the commands run.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let key = format!("key-{}", uuid::Uuid::new_v4().simple());
+    let (_authz, server) = rt.block_on(async {
+        let authz = gralkor::access::SpiceDbAuthorizer::start_embedded()
+            .await
+            .expect("an embedded SpiceDB (the library comes from the npm registry)");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let server = authz.serve(listener, &key).unwrap();
+        (authz, server)
+    });
+    let endpoint = server.endpoint();
+    let home = Home::new();
+    let run = |subject: &str, key: &str, args: &[&str]| {
+        let output = home
+            .command()
+            .args(["--text-only", "--authorizer", "spicedb"])
+            .args(["--operator", "ada", "--as", subject])
+            .env("GRALKOR_SPICEDB_ENDPOINT", &endpoint)
+            .env("GRALKOR_SPICEDB_KEY", key)
+            .args(args)
+            .output()
+            .unwrap();
+        common::Run::from(output)
+    };
+    let added = run(
+        "person:ada",
+        &key,
+        &["--json", "add", "Ada hid the key in the teapot"],
+    )
+    .json();
+    let uuid = added_uuid(&added);
+    assert_eq!(
+        episode_uuids(&run("person:ada", &key, &["--json", "search", "teapot"]).json()),
+        [uuid.as_str()]
+    );
+    assert!(
+        episode_uuids(&run("person:bob", &key, &["--json", "search", "teapot"]).json()).is_empty()
+    );
+    let intruder = run("person:bob", &key, &["add", "Bob was here"]);
+    assert_eq!(intruder.code, 6, "{intruder:?}");
+
+    let refused = run("person:ada", "not-the-key", &["search", "teapot"]);
+    assert_eq!(refused.code, 5, "{refused:?}");
+    assert!(
+        refused.stderr.contains("spicedb.preshared_key"),
+        "{refused:?}"
+    );
+    let no_endpoint = common::Run::from(
+        home.command()
+            .args([
+                "--text-only",
+                "--authorizer",
+                "spicedb",
+                "--operator",
+                "ada",
+            ])
+            .args(["--as", "person:ada", "search", "teapot"])
+            .env("GRALKOR_SPICEDB_KEY", &key)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(no_endpoint.code, 2, "{no_endpoint:?}");
+    assert!(
+        no_endpoint.stderr.contains("--spicedb-endpoint"),
+        "{no_endpoint:?}"
+    );
+    assert!(server.refused_calls() >= 1);
+}

@@ -27,6 +27,8 @@ const SCRUBBED: &[&str] = &[
     "GRALKOR_EMBEDDER_DIMENSION",
     "GRALKOR_OPERATOR",
     "GRALKOR_AUTHORIZER",
+    "GRALKOR_SPICEDB_ENDPOINT",
+    "GRALKOR_SPICEDB_KEY",
     "GRALKOR_SUBJECT",
     "GRALKOR_DATA_DIR",
     "GRALKOR_LOG",
@@ -46,7 +48,8 @@ pub struct Run {
 }
 
 impl Run {
-    fn from(output: Output) -> Run {
+    /// What a finished command printed and how it ended.
+    pub fn from(output: Output) -> Run {
         Run {
             code: output.status.code().expect("exited, not killed"),
             stdout: String::from_utf8(output.stdout).expect("utf-8 stdout"),
