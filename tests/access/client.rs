@@ -24,6 +24,10 @@ pub enum Kind {
     /// The native client with a real SpiceDB (feature `spicedb`).
     #[cfg_attr(not(feature = "spicedb"), allow(dead_code))]
     NativeSpiceDb,
+    /// The native client with a real SpiceDB reached over gRPC on loopback, as a
+    /// SpiceDB server is (`SpiceDbAuthorizer::connect`, its own-writes consistency).
+    #[cfg_attr(not(feature = "spicedb"), allow(dead_code))]
+    NativeSpiceDbRemote,
 }
 
 /// One test's world: a client with an authorizer, a fresh operator and Destination.
@@ -34,6 +38,8 @@ pub struct Rig {
     pub word: String,
     concrete: Concrete,
     _graph: Option<crate::common::TestGraph>,
+    /// What must live as long as the rig (the SpiceDB server a remote arm talks to).
+    _keep: Vec<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 /// The client itself, for what is not on the `Client` trait.
@@ -59,10 +65,12 @@ pub async fn rig(kind: Kind) -> Rig {
                 word,
                 concrete: Concrete::Twin(client),
                 _graph: None,
+                _keep: Vec::new(),
             }
         }
-        Kind::Native | Kind::NativeSpiceDb => {
+        Kind::Native | Kind::NativeSpiceDb | Kind::NativeSpiceDbRemote => {
             let g = crate::common::TestGraph::new("access-client").await;
+            let mut keep: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
             let authz: Arc<dyn Authorizer> = match kind {
                 #[cfg(feature = "spicedb")]
                 Kind::NativeSpiceDb => Arc::new(
@@ -70,6 +78,22 @@ pub async fn rig(kind: Kind) -> Rig {
                         .await
                         .unwrap(),
                 ),
+                #[cfg(feature = "spicedb")]
+                Kind::NativeSpiceDbRemote => {
+                    let embedded = gralkor::access::SpiceDbAuthorizer::start_embedded()
+                        .await
+                        .unwrap();
+                    let key = format!("key-{}", Uuid::new_v4().simple());
+                    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                    let server = embedded.serve(listener, &key).unwrap();
+                    let remote =
+                        gralkor::access::SpiceDbAuthorizer::connect(&server.endpoint(), &key)
+                            .await
+                            .unwrap();
+                    keep.push(Box::new(server));
+                    keep.push(Box::new(embedded));
+                    Arc::new(remote)
+                }
                 _ => Arc::new(EmbeddedAuthorizer::in_graph(g.db.clone(), g.name.clone())),
             };
             let engine = Engine::episodes_only(g.db.clone());
@@ -83,6 +107,7 @@ pub async fn rig(kind: Kind) -> Rig {
                 word,
                 concrete: Concrete::Native(client),
                 _graph: Some(g),
+                _keep: keep,
             }
         }
     }
@@ -284,6 +309,11 @@ macro_rules! both {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn native_spicedb() {
                 super::$name(super::Kind::NativeSpiceDb).await
+            }
+            #[cfg(feature = "spicedb")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn native_spicedb_remote() {
+                super::$name(super::Kind::NativeSpiceDbRemote).await
             }
         }
     )*};

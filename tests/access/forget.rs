@@ -36,6 +36,11 @@ macro_rules! both {
             async fn native_spicedb() {
                 super::$name(super::Kind::NativeSpiceDb).await
             }
+            #[cfg(feature = "spicedb")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn native_spicedb_remote() {
+                super::$name(super::Kind::NativeSpiceDbRemote).await
+            }
         }
     )*};
 }
@@ -233,7 +238,7 @@ async fn status_reports_the_storage_and_the_authorizer(kind: Kind) {
             assert_eq!(storage.server, None);
             assert_eq!(status.authorizer.as_deref(), Some("in-memory"));
         }
-        Kind::Native | Kind::NativeSpiceDb => {
+        Kind::Native | Kind::NativeSpiceDb | Kind::NativeSpiceDbRemote => {
             assert_eq!(storage.backend, "FalkorDB (embedded)");
             let server = storage.server.clone().expect("the server's report");
             assert!(server.falkordb_version.is_some(), "{server:?}");
