@@ -608,12 +608,15 @@ impl<S: Storage> MemoryClient<S> {
     ) -> Vec<DestinationStatus> {
         let mut out = Vec::new();
         let mut graphs = Vec::new();
+        // Only `personal` depends on the operator: without one, any id names the
+        // shared graphs (and the authorizer is asked about those only).
+        let operator = request
+            .operator
+            .clone()
+            .unwrap_or_else(|| OperatorId::new("status").expect("a valid operator id"));
         for d in snapshot.destinations() {
             let graph = match (&request.operator, d.is_personal()) {
-                (Some(op), _) => d.graph_id(op).ok(),
-                (None, false) => d
-                    .graph_id(&OperatorId::new("status").expect("a valid id"))
-                    .ok(),
+                (_, false) | (Some(_), true) => d.graph_id(&operator).ok(),
                 (None, true) => None,
             };
             let status = match &graph {
@@ -632,19 +635,16 @@ impl<S: Storage> MemoryClient<S> {
         }
         // With an authorizer, only the graphs the subject may access.
         if let Some(access) = self.access() {
-            let readable = match (&request.subject, &request.operator) {
-                (None, _) => Err(
+            let readable = match &request.subject {
+                None => Err(
                     "not reported: this client has an authorizer and the request \
                                   names no subject"
                         .to_string(),
                 ),
-                (Some(subject), op) => {
-                    let op = op
-                        .clone()
-                        .unwrap_or_else(|| OperatorId::new("status").expect("a valid id"));
+                Some(subject) => {
                     let ids: Vec<_> = graphs.iter().map(|(_, g)| g.clone()).collect();
                     access
-                        .readable(subject, &op, &ids)
+                        .readable(subject, &operator, &ids)
                         .await
                         .map_err(|e| e.to_string())
                 }
