@@ -339,12 +339,12 @@ impl NativeStorage {
             }
         }
         if let Some(t) = query.as_of {
-            // Facts: the engine's own as-of rule, inside its statements (before the
-            // limit). Episodes have no span in the engine: they are kept when they
-            // had happened by `t` (`hits`), among a wide fetch so that later ones do
-            // not crowd them out.
+            // The engine's own as-of rule, inside its statements before their limits:
+            // facts true at `t`, episodes that had happened by then. An episode's
+            // vector candidates come from the index before that condition, so with an
+            // embedder the fetch is wide: later episodes do not crowd earlier ones out.
             filters.time = TimeMode::AsOf(t);
-            if config.episodes.is_some() {
+            if config.episodes.is_some() && self.engine.embedder().is_some() {
                 config.limit = MAX_SEARCH_LIMIT;
             }
         }
@@ -362,7 +362,6 @@ impl NativeStorage {
             ResultType::Episodes => results
                 .episodes
                 .into_iter()
-                .filter(|h| query.admits_episode(h.episode.valid_at))
                 .map(|h| ScoredHit::new(h.score, Hit::Episode(episode_record(h.episode))))
                 .collect(),
             ResultType::Facts { .. } => results
@@ -387,15 +386,13 @@ impl NativeStorage {
                     fact.sources = sources;
                     ScoredHit::new(h.score, Hit::Fact(fact))
                 })
-                // `as_of` already ran inside the engine's statements (`TimeMode::AsOf`).
+                // `as_of` already ran inside the engine's statements (`TimeMode::AsOf`),
+                // for facts and for episodes.
                 .chain(
                     results
                         .episodes
                         .into_iter()
-                        .filter(|h| {
-                            h.episode.state == EpisodeState::Pending
-                                && query.admits_episode(h.episode.valid_at)
-                        })
+                        .filter(|h| h.episode.state == EpisodeState::Pending)
                         .map(|h| ScoredHit::new(h.score, Hit::Fact(episode_fact(h.episode)))),
                 )
                 .collect(),

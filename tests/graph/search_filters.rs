@@ -945,3 +945,67 @@ mod episodes {
         }
     }
 }
+
+mod episodes_as_of {
+    use super::*;
+    use common::TestGraph;
+    use gralkor::graph::{Episode, EpisodeState, SourceKind};
+    use gralkor::llm::doubles::HashEmbedder;
+
+    /// As of an instant, only episodes that had happened by then — inside the
+    /// statement, before the limit: 10 of 300, the other 290 later and as relevant.
+    #[tokio::test]
+    async fn as_of_an_instant_episodes_are_those_that_had_happened_by_then() {
+        let g = TestGraph::new("gsf-episodes-as-of").await;
+        graph::build_indices(&g.db, &g.name, 8).await.unwrap();
+        let emb = HashEmbedder::new(8);
+        let day = |i: i64| gralkor::graph::Timestamp(t("2024-01-01T00:00:00Z").0 + i * 86_400_000);
+        for i in (0..300).rev() {
+            let mut ep = Episode::new(
+                format!("Alice talked about the weather on day {i}"),
+                SourceKind::Text,
+                "diary",
+                day(i),
+            );
+            ep.state = EpisodeState::Complete;
+            graph::save_episode(&g.db, &g.name, &ep).await.unwrap();
+        }
+        let cutoff = day(9);
+        let find = |methods: Methods, time: TimeMode| {
+            let config = SearchConfig {
+                facts: None,
+                entities: None,
+                episodes: Some(ScopeConfig::new(methods, RerankerKind::Rrf).min_similarity(-1.0)),
+                communities: None,
+                limit: 10,
+                min_score: 0.0,
+            };
+            let req = SearchRequest::new("Alice weather", config).filters(SearchFilters {
+                time,
+                ..SearchFilters::default()
+            });
+            let (db, name, emb) = (&g.db, &g.name, &emb);
+            async move {
+                search::search(db, name, &req, Some(emb), None)
+                    .await
+                    .unwrap()
+                    .episodes
+            }
+        };
+        // Without a time, the limit is filled with later ones as well.
+        let now = find(Methods::FULLTEXT, TimeMode::Current).await;
+        assert_eq!(now.len(), 10);
+        assert!(now.iter().any(|h| h.episode.valid_at > cutoff));
+        for methods in [Methods::FULLTEXT, Methods::HYBRID] {
+            let then = find(methods, TimeMode::AsOf(cutoff)).await;
+            assert_eq!(then.len(), 10, "{methods:?}");
+            assert!(
+                then.iter().all(|h| h.episode.valid_at <= cutoff),
+                "{methods:?}"
+            );
+        }
+        // The vector index's candidates are filtered too: nothing later comes back.
+        let then = find(Methods::VECTOR, TimeMode::AsOf(cutoff)).await;
+        assert!(then.iter().all(|h| h.episode.valid_at <= cutoff));
+    }
+}

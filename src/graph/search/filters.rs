@@ -22,7 +22,11 @@
 //!   was true on 2025-01-01" still returns it when it held then, even though it was
 //!   retired later.
 //!
-//! The time mode applies to facts; entities, episodes and communities have no span.
+//! The time mode applies to facts, and `AsOf(t)` also to episodes: only those that had
+//! happened by `t` (`valid_at` unknown or `<= t`), inside every episode statement
+//! (fulltext, vector, hybrid) before its limit. An episode's vector candidates come from
+//! the index first, so a search as of a time should ask for more of them (the native
+//! storage asks for the most). Entities and communities have no span.
 //!
 //! ## Date filters
 //!
@@ -72,7 +76,7 @@ pub enum TimeMode {
     Current,
     /// Every fact, retired or not.
     History,
-    /// Facts true at this instant.
+    /// Facts true at this instant, and episodes that had happened by then.
     AsOf(Timestamp),
 }
 
@@ -406,12 +410,17 @@ impl SearchFilters {
         w
     }
 
-    /// The conditions on the episode bound to `e`: the source selection.
+    /// The conditions on the episode bound to `e`: the source selection and, as of a
+    /// time, only episodes that had happened by then (`valid_at` unknown or `<= t`).
     pub(crate) fn episode_where(&self) -> Where {
         let mut w = Where::default();
         w.select_sources(self);
         if let Some(c) = w.sources.condition("e") {
             w.push(c);
+        }
+        if let TimeMode::AsOf(t) = self.time {
+            w.push("(e.valid_at IS NULL OR e.valid_at <= $flt_as_of)".into());
+            w.param("flt_as_of", t.0);
         }
         w
     }

@@ -712,9 +712,10 @@ pub(crate) async fn episode_vector(
             "{}CALL db.idx.vector.queryNodes('{label}', 'embedding', $k + stale, \
              vecf32($v)) YIELD node, score \
              WITH node.uuid AS eu, 1.0 - score AS score WHERE score >= $min_sim \
-             MATCH (e:Episodic {{uuid: eu}}) \
+             MATCH (e:Episodic {{uuid: eu}}) {} \
              RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
-            stale_clause(VectorIndex::Episode)
+            stale_clause(VectorIndex::Episode),
+            w.where_clause()
         );
         (Index::Vector(label, true, "embedding"), query)
     };
@@ -747,12 +748,17 @@ pub(crate) async fn episode_hybrid_rrf(
         return Ok(None);
     }
     let label = crate::graph::store::EPISODE_EMBEDDING_LABEL;
+    // The time condition (as of an instant), in both subqueries before their limits.
+    let w = ctx.filters.episode_where();
     let ft = match q {
-        Some(_) => "CALL { CALL db.idx.fulltext.queryNodes('Episodic', $q) YIELD node, score \
-                    WITH node AS e, score ORDER BY score DESC LIMIT $n \
-                    WITH e, score ORDER BY score DESC, e.uuid \
-                    RETURN collect([e, score]) AS ft }"
-            .to_owned(),
+        Some(_) => format!(
+            "CALL {{ CALL db.idx.fulltext.queryNodes('Episodic', $q) YIELD node, score \
+             WITH node AS e, score {} \
+             WITH e, score ORDER BY score DESC LIMIT $n \
+             WITH e, score ORDER BY score DESC, e.uuid \
+             RETURN collect([e, score]) AS ft }}",
+            w.where_clause()
+        ),
         None => "WITH [] AS ft".to_owned(),
     };
     let vec = match v {
@@ -760,10 +766,11 @@ pub(crate) async fn episode_hybrid_rrf(
             "CALL {{ {}CALL db.idx.vector.queryNodes('{label}', 'embedding', $k + stale, \
              vecf32($v)) YIELD node, score \
              WITH node.uuid AS eu, 1.0 - score AS score WHERE score >= $min_sim \
-             MATCH (e:Episodic {{uuid: eu}}) \
+             MATCH (e:Episodic {{uuid: eu}}) {} \
              WITH e, score ORDER BY score DESC, e.uuid LIMIT $n \
              RETURN collect([e, score]) AS vec }}",
-            stale_clause(VectorIndex::Episode)
+            stale_clause(VectorIndex::Episode),
+            w.where_clause()
         ),
         None => "WITH ft, [] AS vec".to_owned(),
     };
@@ -771,7 +778,7 @@ pub(crate) async fn episode_hybrid_rrf(
         "{ft} {vec} {fused} RETURN {EPISODE_COLUMNS}, pos ORDER BY score DESC, pos",
         fused = rrf_fusion("e"),
     );
-    let params = hybrid_params(Params::new(), q, v, n, min_sim, min_score, limit);
+    let params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit);
     let indices = [
         (q.is_some(), Index::Fulltext("Episodic", true)),
         (v.is_some(), Index::Vector(label, true, "embedding")),
