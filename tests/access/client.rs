@@ -70,6 +70,8 @@ pub async fn rig(kind: Kind) -> Rig {
         }
         Kind::Native | Kind::NativeSpiceDb | Kind::NativeSpiceDbRemote => {
             let g = crate::common::TestGraph::new("access-client").await;
+            // Filled only by the remote SpiceDB arm (feature `spicedb`).
+            #[cfg_attr(not(feature = "spicedb"), allow(unused_mut))]
             let mut keep: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
             let authz: Arc<dyn Authorizer> = match kind {
                 #[cfg(feature = "spicedb")]
