@@ -394,17 +394,33 @@ pub async fn episodes(
     let snapshot = client.runtime().snapshot();
     let mut listed = Vec::new();
     for place in graphs::places(&snapshot, Some(op), &args.destinations)? {
-        for (uuid, state) in graphs::recent_episodes(client, &place, args.last).await? {
-            if let Some(episode) = client
-                .get_episode(&EpisodeRef::new(op.clone(), &place.name, uuid).asked_by(subject))
-                .await?
-            {
-                listed.push(Listed {
-                    destination: place.name.clone(),
-                    state,
-                    episode,
-                });
+        // The newest first, a page at a time, until `last` are visible to the subject
+        // (with an authorizer some may not be) or the graph has no more.
+        let page = args.last.max(50);
+        let (mut skip, mut shown) = (0, 0);
+        'pages: loop {
+            let batch = graphs::recent_episodes(client, &place, skip, page).await?;
+            let exhausted = batch.len() < page;
+            for (uuid, state) in batch {
+                if shown == args.last {
+                    break 'pages;
+                }
+                if let Some(episode) = client
+                    .get_episode(&EpisodeRef::new(op.clone(), &place.name, uuid).asked_by(subject))
+                    .await?
+                {
+                    shown += 1;
+                    listed.push(Listed {
+                        destination: place.name.clone(),
+                        state,
+                        episode,
+                    });
+                }
             }
+            if exhausted || shown == args.last {
+                break;
+            }
+            skip += page;
         }
     }
     out.emit(&listed, || {

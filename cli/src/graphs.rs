@@ -120,14 +120,16 @@ pub struct Listed {
 pub async fn recent_episodes(
     client: &NativeClient,
     place: &Place,
+    skip: usize,
     last: usize,
 ) -> Result<Vec<(Uuid, String)>> {
+    let int = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     let rows = db(client)
         .ro_query(
             place.graph.as_str(),
             "MATCH (e:Episodic) RETURN e.uuid AS uuid, e.state AS state \
-             ORDER BY e.created_at DESC, e.uuid LIMIT $n",
-            &Params::new().set("n", i64::try_from(last).unwrap_or(i64::MAX)),
+             ORDER BY e.created_at DESC, e.uuid SKIP $skip LIMIT $n",
+            &Params::new().set("skip", int(skip)).set("n", int(last)),
         )
         .await?;
     let states: Vec<String> = rows

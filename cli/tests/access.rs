@@ -288,3 +288,73 @@ fn with_a_spicedb_server_ada_and_bob_are_kept_apart_and_a_wrong_key_is_refused()
     );
     assert!(server.refused_calls() >= 1);
 }
+
+// access / `episodes --last N` lists the N newest the subject may see, past newer hidden ones
+#[test]
+fn episodes_last_n_lists_the_newest_the_subject_may_see() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use gralkor::NativeClient;
+    use gralkor::access::{EmbeddedAuthorizer, Subject};
+    use gralkor::client::{Client, Content, MemoryAdd, OperatorId};
+    use gralkor::falkordb::{EmbeddedConfig, EmbeddedServer, FalkorDb};
+    use gralkor::graph::Engine;
+    use gralkor::runtime::{Runtime, RuntimeConfig};
+    use gralkor::storage::NativeStorage;
+
+    let home = Home::new();
+    // Ada's personal memory, written with the library: two episodes involving Bob,
+    // then three newer ones that do not.
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let server = EmbeddedServer::start(&EmbeddedConfig::new(home.data_dir()))
+            .await
+            .unwrap();
+        let db = FalkorDb::attach(&server, Duration::from_secs(60))
+            .await
+            .unwrap();
+        let client = NativeClient::from_parts(
+            Runtime::new(RuntimeConfig::new()).unwrap(),
+            NativeStorage::new(Engine::episodes_only(db.clone())),
+        )
+        .with_authorizer(Arc::new(EmbeddedAuthorizer::new(db.clone())))
+        .unwrap();
+        let ada_op = OperatorId::new("ada").unwrap();
+        let (ada, bob) = (
+            Subject::person("ada").unwrap(),
+            Subject::person("bob").unwrap(),
+        );
+        for (text, involves_bob) in [
+            ("bob-one", true),
+            ("bob-two", true),
+            ("ada-one", false),
+            ("ada-two", false),
+            ("ada-three", false),
+        ] {
+            let mut add = MemoryAdd::new(&ada_op, Content::document(text)).subject(ada.clone());
+            if involves_bob {
+                add = add.involves([bob.clone()]);
+            }
+            client.memory_add(&add).await.unwrap();
+            client.await_background_writes().await;
+        }
+        client.shutdown().await.unwrap();
+        server.shutdown().await.unwrap();
+    });
+    let contents = |subject: &str| -> std::collections::BTreeSet<String> {
+        home.run_guarded("ada", subject, &["--json", "episodes", "--last", "2"])
+            .json()
+            .as_array()
+            .expect("a list of episodes")
+            .iter()
+            .map(|l| l["episode"]["content"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // The two newest are Ada's, hidden from Bob: he still gets two, his.
+    assert_eq!(
+        contents("person:bob"),
+        ["bob-one", "bob-two"].map(String::from).into()
+    );
+    assert_eq!(contents("person:ada").len(), 2);
+    assert!(contents("person:ada").iter().all(|c| c.starts_with("ada-")));
+}
