@@ -539,7 +539,7 @@ impl<S: Storage> MemoryClient<S> {
     /// the authorizer, each Destination's graph (episodes, pending extraction,
     /// indices), and what the capture buffer holds. Every part is asked at once: one
     /// round trip to the storage's server for its status, one to the authorizer (and
-    /// one lookup of what the subject may read), and three reads per graph, all
+    /// one lookup of what the subject may read), and four reads per graph, all
     /// concurrent. A part that fails is reported as its error; the report itself
     /// always comes back.
     ///

@@ -29,13 +29,6 @@ use crate::runtime::{Runtime, Snapshot};
 use crate::storage::{CommunityCounts, EpisodeRecord, GraphId, NewEpisode, OperatorId, Storage};
 use crate::{Error, Result};
 
-/// Retries of a `memory_add` fragment's relationship write.
-const RECORD_RETRY: crate::retry::Backoff = crate::retry::Backoff::new(
-    4,
-    std::time::Duration::from_millis(50),
-    std::time::Duration::from_secs(1),
-);
-
 /// The memory API over a [`Storage`]: it validates every request once with the shared
 /// [validation functions](super::validate_search), resolves Destinations and Lenses
 /// from one runtime snapshot per operation, marks provenance, runs ingestion
@@ -489,16 +482,11 @@ impl<S: Storage> MemoryClient<S> {
                     }
                 };
                 let outcome = match (outcome, guard) {
-                    // The fragment's relationships are idempotent writes: retried on
-                    // a fault, so an episode stored is not left without them.
+                    // Each authorizer retries its own writes on a fault.
                     (Ok(episodes), Some((access, subject))) => {
-                        crate::retry::retry_when(
-                            "recording a memory_add fragment",
-                            RECORD_RETRY,
-                            Error::is_retryable,
-                            || access.record(subject, &graph, episodes.clone(), &request.involves),
-                        )
-                        .await
+                        access
+                            .record(subject, &graph, episodes, &request.involves)
+                            .await
                     }
                     (outcome, _) => outcome.map(|_| ()),
                 };

@@ -314,7 +314,7 @@ impl Engine {
     /// extraction (counted through the range index on `Episodic.state`), and every
     /// index of [`index_specs`](Self::index_specs) that is missing or still being
     /// built. A graph that does not exist yet (it is created by its first write)
-    /// reports `exists: false` and nothing else. Three reads, run concurrently.
+    /// reports `exists: false` and nothing else. Four reads, run concurrently.
     ///
     /// ```no_run
     /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
@@ -329,9 +329,6 @@ impl Engine {
         let db = &self.inner.db;
         let span = tracing::debug_span!("gralkor.engine.graph_status", graph);
         async {
-            if !db.list_graphs().await?.iter().any(|g| g == graph) {
-                return Ok(crate::graph::GraphStatus::default());
-            }
             let count = |q: &'static str| async move {
                 let res = db.ro_query(graph, q, &Params::new()).await?;
                 Ok::<u64, crate::Error>(
@@ -340,11 +337,16 @@ impl Engine {
                         .map_or(0, |n| n.max(0) as u64),
                 )
             };
-            let (episodes, pending, listed) = tokio::try_join!(
+            // A graph that does not exist reads as empty, so all four run at once.
+            let (graphs, episodes, pending, listed) = tokio::try_join!(
+                db.list_graphs(),
                 count("MATCH (e:Episodic) RETURN count(e) AS n"),
                 count("MATCH (e:Episodic {state: 'pending'}) RETURN count(e) AS n"),
                 db.list_indices(graph),
             )?;
+            if !graphs.iter().any(|g| g == graph) {
+                return Ok(crate::graph::GraphStatus::default());
+            }
             let mut status = crate::graph::GraphStatus {
                 exists: true,
                 episodes,
