@@ -343,13 +343,12 @@ impl Access {
         let plain_again = search_at(storage, graphs, &missed, Some(query));
         let narrowed = search_at(storage, graphs, &unreadable, narrow.as_ref());
         let (plain_again, narrowed) = tokio::try_join!(plain_again, narrowed)?;
+        // Each answers one list per graph it searched (none when it searched nothing).
         for (i, hits) in missed.iter().zip(plain_again) {
             per_graph[*i] = hits;
         }
-        if narrow.is_some() {
-            for (i, hits) in unreadable.iter().zip(narrowed) {
-                per_graph[*i] = hits;
-            }
+        for (i, hits) in unreadable.iter().zip(narrowed) {
+            per_graph[*i] = hits;
         }
         Ok(per_graph)
     }
