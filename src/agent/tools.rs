@@ -395,8 +395,8 @@ pub struct ToolContext {
     /// `memory_search`'s byte budget (default 65,536).
     pub max_bytes: usize,
     /// Who the tools act for, for a client with an authorizer: `memory_search` asks
-    /// as them and `memory_add` writes as them (a client with an authorizer refuses
-    /// requests without one).
+    /// as them, `memory_add` writes as them and `memory_build_communities` builds as
+    /// them (a client with an authorizer refuses requests without one).
     pub subject: Option<Subject>,
 }
 
@@ -576,6 +576,9 @@ pub async fn call_tool(
             let mut request = BuildCommunities::new(ctx.operator.clone());
             if let Some(d) = a.destination {
                 request = request.destination(d);
+            }
+            if let Some(subject) = &ctx.subject {
+                request = request.subject(subject.clone());
             }
             let counts = client.build_communities(&request).await?;
             Ok(format!(

@@ -33,14 +33,10 @@ use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
 
-use super::memory::{MemoryClient, lens_graph};
-use super::request::MemoryAdd;
-use super::validate::{MemoryAddPlan, validate_memory_add};
 use crate::access::{
     Authorizer, Fragment, ObjectRef, ObjectType, Permission, Relation, Relationship,
     RelationshipFilter, Subject,
 };
-use crate::runtime::Snapshot;
 use crate::storage::{GraphId, GraphQuery, OperatorId, ResultType, ScoredHit, Storage};
 use crate::{Error, Result};
 
@@ -397,24 +393,4 @@ impl Access {
             .await
             .map(|_| ())
     }
-}
-
-/// `memory_add` checks `contribute` before it returns, so a refused write is the
-/// caller's error rather than a log line from the background.
-pub(super) async fn precheck_memory_add<S: Storage>(
-    client: &MemoryClient<S>,
-    snapshot: &Snapshot,
-    request: &MemoryAdd,
-) -> Result<()> {
-    let plan = validate_memory_add(request, snapshot)?;
-    let Some((access, subject)) = client.guard(request.subject.as_ref())? else {
-        return Ok(());
-    };
-    let graph = match &plan {
-        MemoryAddPlan::Direct(t) => t.graph.clone(),
-        MemoryAddPlan::Lens(lens) => lens_graph(snapshot, lens, &request.operator_id)?,
-    };
-    access
-        .may_contribute(subject, &request.operator_id, &graph)
-        .await
 }

@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::drain::Held;
 use super::memory::BackgroundFailures;
+use super::in_memory::Call;
 use super::memory::MemoryClient;
 use crate::access::{ObjectRef, ObjectType, Permission, Relation, RelationshipFilter, Subject};
 use crate::destination::PERSONAL;
@@ -182,7 +183,7 @@ impl ClearDestination {
     }
 }
 
-/// What [`MemoryClient::status_of`] asks about: whose `personal` Destination, and
+/// What [`Client::status_of`](super::Client::status_of) asks about: whose `personal` Destination, and
 /// who asks (with an authorizer, a Destination's graph is reported only to a subject
 /// who may `access` it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -228,7 +229,7 @@ pub struct DestinationStatus {
     pub status: std::result::Result<GraphStatus, String>,
 }
 
-/// A health report ([`MemoryClient::status_of`]): cheap enough to poll.
+/// A health report ([`Client::status_of`](super::Client::status_of)): cheap enough to poll.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Status {
@@ -257,6 +258,34 @@ pub struct Status {
 }
 
 impl Status {
+    /// The report of a client that does not implement one: nothing answered.
+    pub(crate) fn unreported(runtime: &crate::runtime::Runtime) -> Status {
+        let snapshot = runtime.snapshot();
+        let why = || "not reported: this client does not implement `status_of`".to_string();
+        Status {
+            closed: false,
+            storage: Err(why()),
+            authorizer: None,
+            authorizer_health: None,
+            destinations: snapshot
+                .destinations()
+                .iter()
+                .map(|d| DestinationStatus {
+                    name: d.name().to_string(),
+                    graph: None,
+                    status: Err(why()),
+                })
+                .collect(),
+            lenses: snapshot
+                .lenses()
+                .iter()
+                .map(|l| l.name().to_string())
+                .collect(),
+            held: None,
+            background_failures: BackgroundFailures::default(),
+        }
+    }
+
     /// Whether everything configured answered: the client is open, the storage and
     /// the authorizer answered, and every graph reported has its indices serving.
     pub fn healthy(&self) -> bool {
@@ -278,27 +307,14 @@ impl Status {
 }
 
 impl<S: Storage> MemoryClient<S> {
-    /// Forgets one operator entirely (see [`PurgeOperator`]).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::{Client, Content, InMemoryClient, MemoryAdd, OperatorId, PurgeOperator, Search};
-    ///
-    /// let client = InMemoryClient::new();
-    /// let ada = OperatorId::new("ada")?;
-    /// client.memory_add(&MemoryAdd::new(&ada, Content::document("Ada likes tea."))).await?;
-    /// client.await_background_writes().await;
-    /// let report = client.purge_operator(&PurgeOperator::new(&ada)).await?;
-    /// assert!(report.graph_removed);
-    /// assert!(client.search(&Search::new(&ada, "tea")).await?.is_empty());
-    /// # Ok(()) }
-    /// ```
-    pub async fn purge_operator(&self, request: &PurgeOperator) -> Result<PurgeReport> {
+    /// [`Client::purge_operator`](super::Client::purge_operator) (see [`PurgeOperator`]).
+    pub(crate) async fn purge_operator(&self, request: &PurgeOperator) -> Result<PurgeReport> {
         self.open_for_purge()?;
         let snapshot = crate::client::Client::runtime(self).snapshot();
         let graph = snapshot
             .destination("destination", PERSONAL)?
             .graph_id(&request.operator_id)?;
+        hooked!(self, Call::PurgeOperator(request.clone()), PurgeOperator, {});
         let span = tracing::info_span!("gralkor.purge_operator");
         async {
             // Background writes accepted before the purge land first, so none
@@ -357,24 +373,8 @@ impl<S: Storage> MemoryClient<S> {
         .await
     }
 
-    /// Forgets one conversation session (see [`PurgeSession`]).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::{Client, Content, InMemoryClient, MemoryAdd, OperatorId, PurgeSession, Search};
-    ///
-    /// let client = InMemoryClient::new();
-    /// let ada = OperatorId::new("ada")?;
-    /// client.memory_add(&MemoryAdd::new(&ada, Content::document("Ada likes tea.")).session("s-1")).await?;
-    /// client.memory_add(&MemoryAdd::new(&ada, Content::document("Ada likes jazz.")).session("s-2")).await?;
-    /// client.await_background_writes().await;
-    /// let report = client.purge_session(&PurgeSession::new(&ada, "s-1")).await?;
-    /// assert_eq!(report.episodes.len(), 1);
-    /// assert!(client.search(&Search::new(&ada, "tea")).await?.is_empty());
-    /// assert_eq!(client.search(&Search::new(&ada, "jazz")).await?.len(), 1);
-    /// # Ok(()) }
-    /// ```
-    pub async fn purge_session(&self, request: &PurgeSession) -> Result<SessionPurgeReport> {
+    /// [`Client::purge_session`](super::Client::purge_session) (see [`PurgeSession`]).
+    pub(crate) async fn purge_session(&self, request: &PurgeSession) -> Result<SessionPurgeReport> {
         self.open_for_purge()?;
         crate::storage::check_session_id("session_id", &request.session_id)?;
         let snapshot = crate::client::Client::runtime(self).snapshot();
@@ -385,6 +385,7 @@ impl<S: Storage> MemoryClient<S> {
                 graphs.push(g);
             }
         }
+        hooked!(self, Call::PurgeSession(request.clone()), PurgeSession, {});
         let span = tracing::info_span!("gralkor.purge_session", session = %request.session_id);
         async {
             crate::client::Client::await_background_writes(self).await;
@@ -437,27 +438,20 @@ impl<S: Storage> MemoryClient<S> {
         .await
     }
 
-    /// Clears one Destination's graph (see [`ClearDestination`]).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::{ClearDestination, Client, Content, InMemoryClient, MemoryAdd, OperatorId, Search};
-    ///
-    /// let client = InMemoryClient::new();
-    /// let ada = OperatorId::new("ada")?;
-    /// client.memory_add(&MemoryAdd::new(&ada, Content::document("Ada likes tea."))).await?;
-    /// client.await_background_writes().await;
-    /// let report = client.clear_destination(&ClearDestination::new(&ada, "personal")).await?;
-    /// assert!(report.graph_removed);
-    /// assert!(client.search(&Search::new(&ada, "tea")).await?.is_empty());
-    /// # Ok(()) }
-    /// ```
-    pub async fn clear_destination(&self, request: &ClearDestination) -> Result<PurgeReport> {
+    /// [`Client::clear_destination`](super::Client::clear_destination) (see
+    /// [`ClearDestination`]).
+    pub(crate) async fn clear_destination(&self, request: &ClearDestination) -> Result<PurgeReport> {
         self.open_for_purge()?;
         let snapshot = crate::client::Client::runtime(self).snapshot();
         let graph = snapshot
             .destination("destination", &request.destination)?
             .graph_id(&request.operator_id)?;
+        hooked!(
+            self,
+            Call::ClearDestination(request.clone()),
+            ClearDestination,
+            {}
+        );
         let span = tracing::info_span!("gralkor.clear_destination", graph = graph.as_str());
         async {
             crate::client::Client::await_background_writes(self).await;
@@ -518,46 +512,16 @@ impl<S: Storage> MemoryClient<S> {
         Ok(())
     }
 
-    /// The health report of the shared Destinations ([`status_of`](Self::status_of)
-    /// with an empty request).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::InMemoryClient;
-    ///
-    /// let status = InMemoryClient::new().status().await;
-    /// assert!(status.healthy());
-    /// assert_eq!(status.storage.unwrap().backend, "in-memory");
-    /// assert_eq!(status.authorizer, None);
-    /// # Ok(()) }
-    /// ```
-    pub async fn status(&self) -> Status {
+    /// [`Client::status`](super::Client::status).
+    pub(crate) async fn status(&self) -> Status {
         self.status_of(&StatusRequest::new()).await
     }
 
-    /// The health report (see [`Status`]): the storage's backend, server and models,
-    /// the authorizer, each Destination's graph (episodes, pending extraction,
-    /// indices), and what the capture buffer holds. Every part is asked at once: one
-    /// round trip to the storage's server for its status, one to the authorizer (and
-    /// one lookup of what the subject may read), and four reads per graph, all
-    /// concurrent. A part that fails is reported as its error; the report itself
-    /// always comes back.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::{Client, Content, InMemoryClient, MemoryAdd, OperatorId, StatusRequest};
-    ///
-    /// let client = InMemoryClient::new();
-    /// let ada = OperatorId::new("ada")?;
-    /// client.memory_add(&MemoryAdd::new(&ada, Content::document("Ada likes tea."))).await?;
-    /// client.await_background_writes().await;
-    /// let status = client.status_of(&StatusRequest::new().operator(&ada)).await;
-    /// let personal = status.destination("personal").unwrap();
-    /// assert_eq!(personal.graph.as_deref(), Some("personal/ada"));
-    /// assert_eq!(personal.status.as_ref().unwrap().episodes, 1);
-    /// # Ok(()) }
-    /// ```
-    pub async fn status_of(&self, request: &StatusRequest) -> Status {
+    /// [`Client::status_of`](super::Client::status_of) (see [`Status`]).
+    pub(crate) async fn status_of(&self, request: &StatusRequest) -> Status {
+        if let Some(recorder) = self.recorder() {
+            recorder.record(Call::Status(request.clone()));
+        }
         let span = tracing::info_span!("gralkor.status");
         async {
             let snapshot = crate::client::Client::runtime(self).snapshot();

@@ -5,7 +5,13 @@ use std::sync::{Arc, Mutex};
 
 use super::SearchResult;
 use super::memory::MemoryClient;
-use super::request::{BuildCommunities, EpisodeRef, MemoryAdd, Replace, Search};
+use super::forget::{
+    ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport, StatusRequest,
+};
+use super::request::{
+    BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace,
+    Search,
+};
 use crate::Result;
 use crate::lens::{Ingest, IngestedRepresentation};
 use crate::runtime::{Runtime, RuntimeConfig};
@@ -31,6 +37,17 @@ pub enum Call {
     BuildIndices,
     /// [`Client::build_communities`](super::Client::build_communities).
     BuildCommunities(BuildCommunities),
+    /// [`Client::status`](super::Client::status) (an empty request) and
+    /// [`Client::status_of`](super::Client::status_of).
+    Status(StatusRequest),
+    /// [`Client::purge_operator`](super::Client::purge_operator).
+    PurgeOperator(PurgeOperator),
+    /// [`Client::purge_session`](super::Client::purge_session).
+    PurgeSession(PurgeSession),
+    /// [`Client::clear_destination`](super::Client::clear_destination).
+    ClearDestination(ClearDestination),
+    /// [`Client::extract_pending`](super::Client::extract_pending).
+    ExtractPending(ExtractPending),
 }
 
 /// A canned response: the next valid call of that operation returns it instead of
@@ -56,6 +73,14 @@ pub enum Canned {
     BuildIndices(Result<()>),
     /// For [`Client::build_communities`](super::Client::build_communities).
     BuildCommunities(Result<CommunityCounts>),
+    /// For [`Client::purge_operator`](super::Client::purge_operator).
+    PurgeOperator(Result<PurgeReport>),
+    /// For [`Client::purge_session`](super::Client::purge_session).
+    PurgeSession(Result<SessionPurgeReport>),
+    /// For [`Client::clear_destination`](super::Client::clear_destination).
+    ClearDestination(Result<PurgeReport>),
+    /// For [`Client::extract_pending`](super::Client::extract_pending).
+    ExtractPending(Result<Vec<DestinationExtraction>>),
 }
 
 /// The twin's hook: the calls that passed validation and the queued answers.

@@ -13,7 +13,12 @@ use super::Client;
 use super::Drain;
 use super::SearchResult;
 use super::authorize::{self, Access};
-use super::in_memory::{Call, Canned, Recorder};
+use super::door::Entry;
+use super::forget::{
+    ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport, Status,
+    StatusRequest,
+};
+use super::in_memory::{Call, Recorder};
 use super::request::{
     BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace, Search,
 };
@@ -22,7 +27,7 @@ use super::validate::{
     validate_ingest, validate_memory_add, validate_replace, validate_search,
 };
 use crate::access::Authorizer;
-use crate::lens::{Ingest, IngestedRepresentation, Lens, LensStore};
+use crate::lens::{Ingest, IngestedRepresentation, Lens};
 use crate::ontology::Ontology;
 use crate::provenance::Writer;
 use crate::runtime::{Runtime, Snapshot};
@@ -92,22 +97,6 @@ impl<S> std::fmt::Debug for MemoryClient<S> {
             .field("closed", &self.inner.closed.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
-}
-
-/// Runs the twin's hook for a validated request: records it and answers with a
-/// canned response when one is queued.
-macro_rules! hooked {
-    ($self:ident, $call:expr, $variant:ident, $real:expr) => {{
-        if let Some(recorder) = &$self.inner.recorder {
-            recorder.record($call);
-            if let Some(Canned::$variant(canned)) =
-                recorder.take(|c| matches!(c, Canned::$variant(_)))
-            {
-                return canned;
-            }
-        }
-        $real
-    }};
 }
 
 impl<S: Storage> MemoryClient<S> {
@@ -256,32 +245,29 @@ impl<S: Storage> MemoryClient<S> {
         }
     }
 
-    /// For the agent layer's own writes (captured turns): with an authorizer, the
-    /// subject is required and needs `contribute` on `graph`; without one, nothing.
+    /// For the agent layer's own writes (captured turns): the door's authorization
+    /// step — with an authorizer, the subject is required and needs `contribute` on
+    /// `graph`; without one, nothing.
     pub(crate) async fn authorize_write(
         &self,
         subject: Option<&crate::access::Subject>,
         operator: &OperatorId,
         graph: &GraphId,
     ) -> Result<()> {
-        match self.guard(subject)? {
-            Some((access, subject)) => access.may_contribute(subject, operator, graph).await,
-            None => Ok(()),
-        }
+        self.door(Entry::new(subject, operator, graph.clone()))
+            .await
+            .map(|_| ())
     }
 
     /// Records the fragments of episodes the agent layer wrote to `graph` as
-    /// `subject` (nothing without an authorizer).
+    /// `subject` (the door's recording step; nothing without an authorizer).
     pub(crate) async fn record_write(
         &self,
         subject: Option<&crate::access::Subject>,
         graph: &GraphId,
         episodes: impl IntoIterator<Item = Uuid>,
     ) -> Result<()> {
-        match self.guard(subject)? {
-            Some((access, subject)) => access.record(subject, graph, episodes, &[]).await,
-            None => Ok(()),
-        }
+        self.record_fragments(subject, graph, episodes, &[]).await
     }
 
     pub(super) fn dyn_storage(&self) -> Arc<dyn Storage> {
@@ -318,8 +304,8 @@ impl<S: Storage> MemoryClient<S> {
         drains.iter().filter(|d| d.is_live()).cloned().collect()
     }
 
-    /// [`Client::ingest`] against a given snapshot.
-    pub async fn ingest_with(
+    /// [`Client::ingest`] against a given snapshot: through the door.
+    pub(crate) async fn ingest_with(
         &self,
         snapshot: &Snapshot,
         request: &Ingest,
@@ -328,39 +314,29 @@ impl<S: Storage> MemoryClient<S> {
         let lens = validate_ingest(request, snapshot)?.clone();
         hooked!(self, Call::Ingest(request.clone()), Ingest, {
             let graph = lens_graph(snapshot, &lens, &request.operator_id)?;
-            let guard = self.guard(request.subject.as_ref())?;
-            if let Some((access, subject)) = guard {
-                access
-                    .may_contribute(subject, &request.operator_id, &graph)
-                    .await?;
-            }
-            let written = run_ingestion(self.dyn_storage(), lens, graph.clone(), request)
+            let entry = Entry::new(request.subject.as_ref(), &request.operator_id, graph)
+                .involves(&request.involves);
+            let door = self.door(entry).await?;
+            door.run_process(lens, request)
                 .instrument(tracing::info_span!("gralkor.ingest", lens = %request.lens))
-                .await?;
-            if let Some((access, subject)) = guard {
-                let episodes = written.iter().map(|w| w.episode);
-                access
-                    .record(subject, &graph, episodes, &request.involves)
-                    .await?;
-            }
-            Ok(written)
+                .await
         })
     }
 
-    /// [`Client::replace`] against a given snapshot.
-    pub async fn replace_with(&self, snapshot: &Snapshot, request: &Replace) -> Result<()> {
+    /// [`Client::replace`] against a given snapshot: through the door.
+    pub(crate) async fn replace_with(&self, snapshot: &Snapshot, request: &Replace) -> Result<()> {
         self.open()?;
         let lens = validate_replace(request, snapshot)?;
         hooked!(self, Call::Replace(request.clone()), Replace, {
             let graph = lens_graph(snapshot, lens, &request.operator_id)?;
-            if let Some((access, subject)) = self.guard(request.subject.as_ref())? {
-                access
-                    .may_contribute(subject, &request.operator_id, &graph)
-                    .await?;
-            }
-            self.inner
-                .storage
-                .replace_graph(&graph, lens.name(), &request.graph)
+            let door = self
+                .door(Entry::new(
+                    request.subject.as_ref(),
+                    &request.operator_id,
+                    graph,
+                ))
+                .await?;
+            door.replace_graph(lens.name(), &request.graph)
                 .instrument(tracing::info_span!("gralkor.replace", lens = %lens.name()))
                 .await
         })
@@ -368,7 +344,7 @@ impl<S: Storage> MemoryClient<S> {
 
     /// [`Client::search`] against a given snapshot: one storage call for every
     /// Destination, so the query is prepared (embedded) once.
-    pub async fn search_with(
+    pub(crate) async fn search_with(
         &self,
         snapshot: &Snapshot,
         request: &Search,
@@ -424,37 +400,32 @@ impl<S: Storage> MemoryClient<S> {
         })
     }
 
-    /// [`Client::memory_add`] against a given snapshot: validates and resolves now,
-    /// writes in the background.
-    pub fn memory_add_with(&self, snapshot: &Snapshot, request: &MemoryAdd) -> Result<()> {
+    /// [`Client::memory_add`] against a given snapshot: validates, resolves and
+    /// authorizes now (a refused subject is the caller's error, nothing written),
+    /// writes through the door in the background.
+    pub(crate) async fn memory_add_with(
+        &self,
+        snapshot: &Snapshot,
+        request: &MemoryAdd,
+    ) -> Result<()> {
         self.open()?;
         let plan = validate_memory_add(request, snapshot)?;
+        let graph = match &plan {
+            MemoryAddPlan::Direct(t) => t.graph.clone(),
+            MemoryAddPlan::Lens(lens) => lens_graph(snapshot, lens, &request.operator_id)?,
+        };
+        let entry = Entry::new(request.subject.as_ref(), &request.operator_id, graph)
+            .involves(&request.involves);
+        let door = self.door(entry).await?;
         hooked!(self, Call::MemoryAdd(request.clone()), MemoryAdd, {
-            let storage = self.dyn_storage();
             let request = request.clone();
-            let graph = match &plan {
-                MemoryAddPlan::Direct(t) => t.graph.clone(),
-                MemoryAddPlan::Lens(lens) => lens_graph(snapshot, lens, &request.operator_id)?,
-            };
-            let span = tracing::info_span!("gralkor.memory_add");
-            self.guard(request.subject.as_ref())?;
             let client = self.clone();
             let task = async move {
-                let guard = client.guard(request.subject.as_ref()).ok().flatten();
-                if let Some((access, subject)) = guard
-                    && let Err(e) = access
-                        .may_contribute(subject, &request.operator_id, &graph)
-                        .await
-                {
-                    tracing::warn!(error = %e, "memory_add refused");
-                    client.background_failed(&e);
-                    return;
-                }
                 let outcome = match plan {
-                    MemoryAddPlan::Direct(_) => storage
+                    MemoryAddPlan::Direct(_) => door
                         .add_episode(
                             NewEpisode::new(
-                                graph.clone(),
+                                door.graph().clone(),
                                 Writer::Direct,
                                 request.content.clone(),
                                 &request.source_description,
@@ -463,7 +434,7 @@ impl<S: Storage> MemoryClient<S> {
                             .session(request.session_id.clone()),
                         )
                         .await
-                        .map(|stored| vec![stored.uuid]),
+                        .map(|_| ()),
                     MemoryAddPlan::Lens(lens) => {
                         let ingest = Ingest::new(
                             format!("memory-add-{}", Uuid::new_v4()),
@@ -476,26 +447,15 @@ impl<S: Storage> MemoryClient<S> {
                             Some(s) => ingest.session(s.clone()),
                             None => ingest,
                         };
-                        run_ingestion(storage, lens, graph.clone(), &ingest)
-                            .await
-                            .map(|w| w.iter().map(|r| r.episode).collect())
+                        door.run_process(lens, &ingest).await.map(|_| ())
                     }
-                };
-                let outcome = match (outcome, guard) {
-                    // Each authorizer retries its own writes on a fault.
-                    (Ok(episodes), Some((access, subject))) => {
-                        access
-                            .record(subject, &graph, episodes, &request.involves)
-                            .await
-                    }
-                    (outcome, _) => outcome.map(|_| ()),
                 };
                 if let Err(e) = outcome {
                     tracing::error!(error = %e, "memory_add background write failed");
                     client.background_failed(&e);
                 }
             }
-            .instrument(span);
+            .instrument(tracing::info_span!("gralkor.memory_add"));
             let mut set = self
                 .inner
                 .background
@@ -508,7 +468,7 @@ impl<S: Storage> MemoryClient<S> {
     }
 
     /// [`Client::get_episode`] against a given snapshot.
-    pub async fn get_episode_with(
+    pub(crate) async fn get_episode_with(
         &self,
         snapshot: &Snapshot,
         request: &EpisodeRef,
@@ -527,7 +487,7 @@ impl<S: Storage> MemoryClient<S> {
     }
 
     /// [`Client::remove_episode`] against a given snapshot.
-    pub async fn remove_episode_with(
+    pub(crate) async fn remove_episode_with(
         &self,
         snapshot: &Snapshot,
         request: &EpisodeRef,
@@ -552,8 +512,9 @@ impl<S: Storage> MemoryClient<S> {
         })
     }
 
-    /// [`Client::build_communities`] against a given snapshot.
-    pub async fn build_communities_with(
+    /// [`Client::build_communities`] against a given snapshot: through the door
+    /// (with an authorizer, `contribute` on the Destination's graph).
+    pub(crate) async fn build_communities_with(
         &self,
         snapshot: &Snapshot,
         request: &BuildCommunities,
@@ -565,65 +526,64 @@ impl<S: Storage> MemoryClient<S> {
             Call::BuildCommunities(request.clone()),
             BuildCommunities,
             {
-                self.inner
-                    .storage
-                    .build_communities(&t.graph)
+                let door = self
+                    .door(Entry::new(
+                        request.subject.as_ref(),
+                        &request.operator_id,
+                        t.graph,
+                    ))
+                    .await?;
+                door.build_communities()
                     .instrument(tracing::info_span!("gralkor.build_communities"))
                     .await
             }
         )
     }
 
-    /// Extracts the episodes stored but not yet extracted in the request's
-    /// Destinations (written while no language model was configured, or whose
-    /// extraction failed), each with the ontology of the Lens that wrote it (direct
-    /// writes and unattributed episodes with the generic one). Destinations are done
-    /// one after another; the report says, per Destination, which episodes were
-    /// completed, which another writer holds (busy) and which failed again (they stay
-    /// pending). A storage without a language model refuses with a configuration error;
-    /// one that never defers extraction (the twin) reports nothing pending.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use gralkor::client::{ExtractPending, InMemoryClient, OperatorId};
-    ///
-    /// let client = InMemoryClient::new();
-    /// let reports = client.extract_pending(&ExtractPending::new(OperatorId::new("op")?)).await?;
-    /// assert_eq!(reports.len(), 2); // the operator's `personal` and `global`
-    /// assert!(reports.iter().all(|r| r.report.completed.is_empty()));
-    /// # Ok(()) }
-    /// ```
-    pub async fn extract_pending(
+    /// [`Client::extract_pending`]: through the door, one Destination after another.
+    pub(crate) async fn extract_pending(
         &self,
         request: &ExtractPending,
     ) -> Result<Vec<DestinationExtraction>> {
         self.open()?;
         let snapshot = self.runtime().snapshot();
         let targets = validate_extract_pending(request, &snapshot)?;
-        // Each Lens's episodes are extracted with that Lens's ontology.
-        let ontologies: BTreeMap<String, Ontology> = snapshot
-            .lenses()
-            .iter()
-            .filter_map(|l| {
-                Some((
-                    Writer::Lens(l.name().to_string()).key(),
-                    l.ontology()?.clone(),
-                ))
-            })
-            .collect();
-        let mut out = Vec::with_capacity(targets.len());
-        for t in targets {
-            let report = self
-                .inner
-                .storage
-                .extract_pending(&t.graph, &ontologies)
-                .instrument(
-                    tracing::info_span!("gralkor.extract_pending", destination = %t.destination),
-                )
-                .await?;
-            out.push(DestinationExtraction::new(t.destination, report));
-        }
-        Ok(out)
+        hooked!(self, Call::ExtractPending(request.clone()), ExtractPending, {
+            // Every Destination is authorized before any is extracted: a named one
+            // the subject may not contribute to refuses the request; without names,
+            // only those the subject may contribute to are extracted.
+            let mut doors = Vec::with_capacity(targets.len());
+            for t in targets {
+                let entry = Entry::new(request.subject.as_ref(), &request.operator_id, t.graph);
+                match self.door(entry).await {
+                    Ok(door) => doors.push((t.destination, door)),
+                    Err(Error::PermissionDenied { .. }) if request.destinations.is_empty() => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            // Each Lens's episodes are extracted with that Lens's ontology.
+            let ontologies: BTreeMap<String, Ontology> = snapshot
+                .lenses()
+                .iter()
+                .filter_map(|l| {
+                    Some((
+                        Writer::Lens(l.name().to_string()).key(),
+                        l.ontology()?.clone(),
+                    ))
+                })
+                .collect();
+            let mut out = Vec::with_capacity(doors.len());
+            for (destination, door) in doors {
+                let report = door
+                    .extract_pending(&ontologies)
+                    .instrument(
+                        tracing::info_span!("gralkor.extract_pending", destination = %destination),
+                    )
+                    .await?;
+                out.push(DestinationExtraction::new(destination, report));
+            }
+            Ok(out)
+        })
     }
 
     async fn drain_background(&self) {
@@ -658,29 +618,6 @@ pub(crate) fn lens_graph(
         .graph_id(operator)
 }
 
-async fn run_ingestion(
-    storage: Arc<dyn Storage>,
-    lens: Lens,
-    graph: GraphId,
-    request: &Ingest,
-) -> Result<Vec<IngestedRepresentation>> {
-    let ingestion = lens
-        .ingestion()
-        .cloned()
-        .ok_or_else(|| Error::invalid("lens", "is not an appending Lens"))?;
-    let store = LensStore::new(
-        storage,
-        lens,
-        request.operator_id.clone(),
-        request.id.clone(),
-        graph,
-        request.reference_time,
-    )
-    .session(request.session_id.clone());
-    ingestion.ingest_boxed(request, &store).await?;
-    Ok(store.written())
-}
-
 #[async_trait]
 impl<S: Storage> Client for MemoryClient<S> {
     fn runtime(&self) -> &Runtime {
@@ -700,9 +637,8 @@ impl<S: Storage> Client for MemoryClient<S> {
     }
 
     async fn memory_add(&self, request: &MemoryAdd) -> Result<()> {
-        let snapshot = self.runtime().snapshot();
-        authorize::precheck_memory_add(self, &snapshot, request).await?;
-        self.memory_add_with(&snapshot, request)
+        self.memory_add_with(&self.runtime().snapshot(), request)
+            .await
     }
 
     async fn await_background_writes(&self) {
@@ -733,6 +669,30 @@ impl<S: Storage> Client for MemoryClient<S> {
     async fn build_communities(&self, request: &BuildCommunities) -> Result<CommunityCounts> {
         self.build_communities_with(&self.runtime().snapshot(), request)
             .await
+    }
+
+    async fn status(&self) -> Status {
+        MemoryClient::status(self).await
+    }
+
+    async fn status_of(&self, request: &StatusRequest) -> Status {
+        MemoryClient::status_of(self, request).await
+    }
+
+    async fn purge_operator(&self, request: &PurgeOperator) -> Result<PurgeReport> {
+        MemoryClient::purge_operator(self, request).await
+    }
+
+    async fn purge_session(&self, request: &PurgeSession) -> Result<SessionPurgeReport> {
+        MemoryClient::purge_session(self, request).await
+    }
+
+    async fn clear_destination(&self, request: &ClearDestination) -> Result<PurgeReport> {
+        MemoryClient::clear_destination(self, request).await
+    }
+
+    async fn extract_pending(&self, request: &ExtractPending) -> Result<Vec<DestinationExtraction>> {
+        MemoryClient::extract_pending(self, request).await
     }
 
     async fn shutdown(&self) -> Result<()> {

@@ -42,8 +42,25 @@
 //! # Ok(()) }
 //! ```
 
+/// Runs the twin's hook for a validated request: records it and answers with a
+/// canned response when one is queued.
+macro_rules! hooked {
+    ($self:ident, $call:expr, $variant:ident, $real:expr) => {{
+        if let Some(recorder) = $self.recorder() {
+            recorder.record($call);
+            if let Some(crate::client::Canned::$variant(canned)) =
+                recorder.take(|c| matches!(c, crate::client::Canned::$variant(_)))
+            {
+                return canned;
+            }
+        }
+        $real
+    }};
+}
+
 mod authorize;
 pub(crate) use memory::lens_graph;
+mod door;
 mod drain;
 mod forget;
 mod in_memory;
@@ -118,8 +135,9 @@ impl SearchResult {
 /// keeping it. Invalid input is an [`Error::InvalidInput`](crate::Error::InvalidInput)
 /// naming the field and rule, returned before anything is stored.
 ///
-/// Later releases add capture, recall and reflect as further methods with default
-/// bodies, so implementations outside the crate keep compiling.
+/// Methods added after the first release have default bodies, so implementations
+/// outside the crate keep compiling: the admin operations (`status_of`, the purges,
+/// `extract_pending`) then answer that this client does not implement them.
 #[async_trait]
 pub trait Client: Send + Sync {
     /// The runtime configuration this client resolves names with. Replace it with
@@ -235,7 +253,8 @@ pub trait Client: Send + Sync {
     async fn build_indices(&self) -> Result<()>;
 
     /// Detects communities in one Destination's graph. An admin operation: agents
-    /// should not call it unless asked.
+    /// should not call it unless asked. With an authorizer the request's subject needs
+    /// `contribute` on the graph (refused otherwise, nothing done).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
@@ -245,6 +264,150 @@ pub trait Client: Send + Sync {
     /// # Ok(()) }
     /// ```
     async fn build_communities(&self, request: &BuildCommunities) -> Result<CommunityCounts>;
+
+    /// The health report of the shared Destinations: [`Client::status_of`] with an
+    /// empty request.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use gralkor::client::{Client, InMemoryClient};
+    ///
+    /// let client: Arc<dyn Client> = Arc::new(InMemoryClient::new());
+    /// let status = client.status().await;
+    /// assert!(status.healthy());
+    /// assert_eq!(status.storage.unwrap().backend, "in-memory");
+    /// assert_eq!(status.authorizer, None);
+    /// # Ok(()) }
+    /// ```
+    async fn status(&self) -> Status {
+        self.status_of(&StatusRequest::new()).await
+    }
+
+    /// The health report (see [`Status`]): the storage's backend, server and models,
+    /// the authorizer, each Destination's graph (episodes, pending extraction,
+    /// indices), and what the capture buffer holds. Every part is asked at once: one
+    /// round trip to the storage's server for its status, one to the authorizer (and
+    /// one lookup of what the subject may read), and four reads per graph, all
+    /// concurrent. A part that fails is reported as its error; the report itself
+    /// always comes back.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use gralkor::client::{Client, Content, InMemoryClient, MemoryAdd, OperatorId, StatusRequest};
+    ///
+    /// let client: Arc<dyn Client> = Arc::new(InMemoryClient::new());
+    /// let ada = OperatorId::new("ada")?;
+    /// client.memory_add(&MemoryAdd::new(&ada, Content::document("Ada likes tea."))).await?;
+    /// client.await_background_writes().await;
+    /// let status = client.status_of(&StatusRequest::new().operator(&ada)).await;
+    /// let personal = status.destination("personal").unwrap();
+    /// assert_eq!(personal.graph.as_deref(), Some("personal/ada"));
+    /// assert_eq!(personal.status.as_ref().unwrap().episodes, 1);
+    /// # Ok(()) }
+    /// ```
+    async fn status_of(&self, request: &StatusRequest) -> Status {
+        let _ = request;
+        Status::unreported(self.runtime())
+    }
+
+    /// Forgets one operator entirely (see [`PurgeOperator`]). An admin operation.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use gralkor::client::{Client, Content, InMemoryClient, MemoryAdd, OperatorId, PurgeOperator, Search};
+    ///
+    /// let client: Arc<dyn Client> = Arc::new(InMemoryClient::new());
+    /// let ada = OperatorId::new("ada")?;
+    /// client.memory_add(&MemoryAdd::new(&ada, Content::document("Ada likes tea."))).await?;
+    /// client.await_background_writes().await;
+    /// let report = client.purge_operator(&PurgeOperator::new(&ada)).await?;
+    /// assert!(report.graph_removed);
+    /// assert!(client.search(&Search::new(&ada, "tea")).await?.is_empty());
+    /// # Ok(()) }
+    /// ```
+    async fn purge_operator(&self, request: &PurgeOperator) -> Result<PurgeReport> {
+        let _ = request;
+        Err(unsupported("purge_operator"))
+    }
+
+    /// Forgets one conversation session (see [`PurgeSession`]). Turns a capture
+    /// buffer still holds are its own to drop:
+    /// [`CaptureBuffer::purge_session`](crate::agent::capture::CaptureBuffer::purge_session).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use gralkor::client::{Client, Content, InMemoryClient, MemoryAdd, OperatorId, PurgeSession, Search};
+    ///
+    /// let client: Arc<dyn Client> = Arc::new(InMemoryClient::new());
+    /// let ada = OperatorId::new("ada")?;
+    /// client.memory_add(&MemoryAdd::new(&ada, Content::document("Ada likes tea.")).session("s-1")).await?;
+    /// client.memory_add(&MemoryAdd::new(&ada, Content::document("Ada likes jazz.")).session("s-2")).await?;
+    /// client.await_background_writes().await;
+    /// let report = client.purge_session(&PurgeSession::new(&ada, "s-1")).await?;
+    /// assert_eq!(report.episodes.len(), 1);
+    /// assert!(client.search(&Search::new(&ada, "tea")).await?.is_empty());
+    /// assert_eq!(client.search(&Search::new(&ada, "jazz")).await?.len(), 1);
+    /// # Ok(()) }
+    /// ```
+    async fn purge_session(&self, request: &PurgeSession) -> Result<SessionPurgeReport> {
+        let _ = request;
+        Err(unsupported("purge_session"))
+    }
+
+    /// Clears one Destination's graph (see [`ClearDestination`]). An admin operation.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use gralkor::client::{ClearDestination, Client, Content, InMemoryClient, MemoryAdd, OperatorId, Search};
+    ///
+    /// let client: Arc<dyn Client> = Arc::new(InMemoryClient::new());
+    /// let ada = OperatorId::new("ada")?;
+    /// client.memory_add(&MemoryAdd::new(&ada, Content::document("Ada likes tea."))).await?;
+    /// client.await_background_writes().await;
+    /// let report = client.clear_destination(&ClearDestination::new(&ada, "personal")).await?;
+    /// assert!(report.graph_removed);
+    /// assert!(client.search(&Search::new(&ada, "tea")).await?.is_empty());
+    /// # Ok(()) }
+    /// ```
+    async fn clear_destination(&self, request: &ClearDestination) -> Result<PurgeReport> {
+        let _ = request;
+        Err(unsupported("clear_destination"))
+    }
+
+    /// Extracts the episodes stored but not yet extracted in the request's
+    /// Destinations (written while no language model was configured, or whose
+    /// extraction failed), each with the ontology of the Lens that wrote it (direct
+    /// writes and unattributed episodes with the generic one). An admin operation.
+    ///
+    /// Destinations are done one after another; the report says, per Destination,
+    /// which episodes were completed, which another writer holds (busy) and which
+    /// failed again (they stay pending). With an authorizer the subject needs
+    /// `contribute` on each Destination named (one refusal refuses the request,
+    /// before anything is extracted); without names, the Destinations it may
+    /// contribute to are extracted. A storage without a language model refuses with a
+    /// configuration error; one that never defers extraction (the twin) reports
+    /// nothing pending.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use gralkor::client::{Client, ExtractPending, InMemoryClient, OperatorId};
+    ///
+    /// let client: Arc<dyn Client> = Arc::new(InMemoryClient::new());
+    /// let reports = client.extract_pending(&ExtractPending::new(OperatorId::new("op")?)).await?;
+    /// assert_eq!(reports.len(), 2); // the operator's `personal` and `global`
+    /// assert!(reports.iter().all(|r| r.report.completed.is_empty()));
+    /// # Ok(()) }
+    /// ```
+    async fn extract_pending(&self, request: &ExtractPending) -> Result<Vec<DestinationExtraction>> {
+        let _ = request;
+        Err(unsupported("extract_pending"))
+    }
 
     /// Drains what was registered to be written first (a capture buffer's accepted
     /// turns: see [`Drain`]), waits for background writes ([`Client::memory_add`]) to
@@ -266,4 +429,13 @@ pub trait Client: Send + Sync {
     /// # Ok(()) }
     /// ```
     async fn shutdown(&self) -> Result<()>;
+}
+
+/// What a [`Client`] method's default body answers: the implementation does not
+/// provide the operation.
+fn unsupported(operation: &str) -> crate::Error {
+    crate::Error::Config {
+        field: "client".into(),
+        rule: format!("does not implement `{operation}`"),
+    }
 }

@@ -342,6 +342,10 @@ pub struct BuildCommunities {
     pub operator_id: OperatorId,
     /// The registered Destination (default `personal`).
     pub destination: String,
+    /// Who asks (required when the client has an authorizer, who then needs
+    /// `contribute` on the Destination's graph).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
 }
 
 impl BuildCommunities {
@@ -350,6 +354,7 @@ impl BuildCommunities {
         BuildCommunities {
             operator_id: operator.into(),
             destination: PERSONAL.to_string(),
+            subject: None,
         }
     }
 
@@ -358,12 +363,19 @@ impl BuildCommunities {
         BuildCommunities {
             operator_id: operator.into(),
             destination: GLOBAL.to_string(),
+            subject: None,
         }
     }
 
     /// On another Destination.
     pub fn destination(mut self, destination: impl Into<String>) -> Self {
         self.destination = destination.into();
+        self
+    }
+
+    /// Who asks (required when the client has an authorizer).
+    pub fn subject(mut self, subject: Subject) -> Self {
+        self.subject = Some(subject);
         self
     }
 }
@@ -386,9 +398,14 @@ impl BuildCommunities {
 pub struct ExtractPending {
     /// The operator.
     pub operator_id: OperatorId,
-    /// The Destinations (empty: every accessible one, as a selector-free search).
+    /// The Destinations (empty: every accessible one, as a selector-free search; with
+    /// an authorizer, every one the subject may `contribute` to).
     #[serde(default)]
     pub destinations: Vec<String>,
+    /// Who asks (required when the client has an authorizer, who then needs
+    /// `contribute` on each Destination named).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
 }
 
 impl ExtractPending {
@@ -397,12 +414,19 @@ impl ExtractPending {
         ExtractPending {
             operator_id: operator.into(),
             destinations: Vec::new(),
+            subject: None,
         }
     }
 
     /// Only these Destinations.
     pub fn destinations<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.destinations = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Who asks (required when the client has an authorizer).
+    pub fn subject(mut self, subject: Subject) -> Self {
+        self.subject = Some(subject);
         self
     }
 }

@@ -162,7 +162,9 @@ impl LensStore {
             .collect())
     }
 
-    /// The episodes written so far, in write order.
+    /// The episodes written so far, in write order. The client reads them after the
+    /// ingestion process returns — also when it failed — and records each one's
+    /// fragment, so what a failed process wrote stays deletable by its writer.
     pub fn written(&self) -> Vec<IngestedRepresentation> {
         self.written
             .lock()
