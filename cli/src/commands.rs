@@ -69,7 +69,9 @@ asked_by!(
     Ingest,
     PurgeOperator,
     PurgeSession,
-    ClearDestination
+    ClearDestination,
+    BuildCommunities,
+    ExtractPending
 );
 
 /// A replay-stable ingestion id for content: its kind and a hash of it.
@@ -593,14 +595,13 @@ pub async fn build_communities(
     args: &BuildCommunitiesArgs,
     out: Out,
 ) -> Outcome {
-    // The library's request has no subject: with an authorizer the CLI asks for the
-    // subject's access to the graph first.
-    let snapshot = client.runtime().snapshot();
-    for place in graphs::places(&snapshot, Some(op), std::slice::from_ref(&args.destination))? {
-        crate::access::must_read(client, subject, &place.graph).await?;
-    }
+    // With an authorizer the library checks the subject's `contribute` on the graph.
     let counts = client
-        .build_communities(&BuildCommunities::new(op).destination(&args.destination))
+        .build_communities(
+            &BuildCommunities::new(op)
+                .destination(&args.destination)
+                .asked_by(subject),
+        )
         .await?;
     out.emit(
         &json!({"destination": args.destination, "communities": counts.communities,
@@ -621,13 +622,13 @@ pub async fn resume(
     args: &ResumeArgs,
     out: Out,
 ) -> Outcome {
-    // As for build-communities: the subject's access to every graph first.
-    let snapshot = client.runtime().snapshot();
-    for place in graphs::places(&snapshot, Some(op), &args.destinations)? {
-        crate::access::must_read(client, subject, &place.graph).await?;
-    }
+    // With an authorizer the library checks the subject's `contribute` on each graph.
     let reports = client
-        .extract_pending(&ExtractPending::new(op).destinations(args.destinations.clone()))
+        .extract_pending(
+            &ExtractPending::new(op)
+                .destinations(args.destinations.clone())
+                .asked_by(subject),
+        )
         .await?;
     out.emit(&reports, || {
         reports

@@ -9,10 +9,11 @@ use gralkor::access::{
     RelationshipFilter, Subject,
 };
 use gralkor::client::{
-    Client, Content, EpisodeRef, Hit, InMemoryClient, Ingest, MemoryAdd, NativeClient, OperatorId,
-    Search,
+    BuildCommunities, Client, Content, EpisodeRef, ExtractPending, Hit, InMemoryClient, Ingest,
+    MemoryAdd, NativeClient, OperatorId, Search, StatusRequest,
 };
 use gralkor::graph::Engine;
+use gralkor::lens::{Ingestion, Lens, LensStore};
 use gralkor::runtime::{Runtime, RuntimeConfig};
 use gralkor::storage::NativeStorage;
 use uuid::Uuid;
@@ -48,10 +49,30 @@ enum Concrete {
     Native(NativeClient),
 }
 
+/// The appending Lens of every rig whose process writes one episode to the team and
+/// then fails.
+pub const HALF_FAILING: &str = "half-failing";
+
+/// Writes its request's content as one episode, then fails.
+#[derive(Debug)]
+struct WritesOneThenFails;
+
+impl Ingestion for WritesOneThenFails {
+    async fn ingest(&self, request: &Ingest, store: &LensStore) -> gralkor::Result<()> {
+        store
+            .add(request.content.clone(), &request.source_description)
+            .await?;
+        Err(Error::NotFound("the second half of the ingestion".into()))
+    }
+}
+
 pub async fn rig(kind: Kind) -> Rig {
     let team = format!("team-{}", Uuid::new_v4().simple());
     let word = format!("w{}", &Uuid::new_v4().simple().to_string()[..10]);
-    let runtime = Runtime::new(RuntimeConfig::new().destination(team.clone())).unwrap();
+    let half: Lens = Lens::appending(HALF_FAILING, team.clone())
+        .ingestion(WritesOneThenFails)
+        .into();
+    let runtime = Runtime::new(RuntimeConfig::new().destination(team.clone()).lens(half)).unwrap();
     match kind {
         Kind::Twin => {
             let authz: Arc<dyn Authorizer> = Arc::new(InMemoryAuthorizer::new());
@@ -336,7 +357,252 @@ both!(
     ingest_checks_contribute_and_records_each_written_episode,
     operators_are_isolated_under_concurrency,
     the_agent_tools_and_recall_act_for_the_subject_they_are_given,
+    memory_add_refuses_a_non_member_before_it_returns_and_its_writer_may_remove_what_it_added,
+    building_communities_needs_contribute_on_the_destination,
+    extracting_pending_episodes_needs_contribute_on_each_destination,
+    the_build_communities_tool_acts_for_its_contexts_subject,
+    what_a_lens_process_wrote_before_it_failed_is_recorded_and_its_writer_may_remove_it,
 );
+
+/// Whether `err` is the door's refusal: `PermissionDenied` for `contribute`.
+fn refused_contribute(err: &Error) -> bool {
+    matches!(err, Error::PermissionDenied { permission, .. } if permission == "contribute")
+}
+
+/// Whether an admin operation's outcome got past the door: `Ok`, or the storage's
+/// own answer (the episodes-only native engine has no language model: a configuration
+/// error), never a refusal of the subject.
+fn passed_the_door<T: std::fmt::Debug>(outcome: &gralkor::Result<T>) -> bool {
+    match outcome {
+        Ok(_) => true,
+        Err(Error::Config { .. }) => true,
+        Err(_) => false,
+    }
+}
+
+/// `memory_add` checks `contribute` itself: the refusal is its own `Err` (not a
+/// background failure), nothing is stored, and the writer of what was added may
+/// remove it.
+async fn memory_add_refuses_a_non_member_before_it_returns_and_its_writer_may_remove_what_it_added(
+    kind: Kind,
+) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (bob_op, bob) = fresh("bob");
+    r.join(&ada).await;
+    let add = |op: &OperatorId, who: &Subject, text: &str| {
+        MemoryAdd::new(op, Content::document(format!("{text} {}", r.word)))
+            .to_destination(r.team.clone())
+            .subject(who.clone())
+    };
+    let err = r
+        .client
+        .memory_add(&add(&bob_op, &bob, "intruder"))
+        .await
+        .unwrap_err();
+    assert!(refused_contribute(&err), "{err}");
+    r.client.await_background_writes().await;
+    assert_eq!(
+        r.client.status().await.background_failures.count,
+        0,
+        "refused before the background"
+    );
+    assert!(
+        r.search(&ada_op, &ada, &[&r.team], 10).await.is_empty(),
+        "nothing was stored"
+    );
+
+    r.client
+        .memory_add(&add(&ada_op, &ada, "kept"))
+        .await
+        .unwrap();
+    r.client.await_background_writes().await;
+    let uuid = r.uuid_of(&ada_op, &ada, &r.team, "kept").await;
+    let remove = |who: &Subject| EpisodeRef::new(&ada_op, r.team.clone(), uuid).subject(who.clone());
+    let err = r.client.remove_episode(&remove(&bob)).await.unwrap_err();
+    assert!(
+        matches!(err, Error::PermissionDenied { ref permission, .. } if permission == "delete"),
+        "{err}"
+    );
+    assert!(r.client.remove_episode(&remove(&ada)).await.unwrap());
+    assert!(r.search(&ada_op, &ada, &[&r.team], 10).await.is_empty());
+}
+
+async fn building_communities_needs_contribute_on_the_destination(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (_, bob) = fresh("bob");
+    r.join(&ada).await;
+    r.add(&ada_op, &ada, &r.team, "member").await.unwrap();
+    let build = || BuildCommunities::new(&ada_op).destination(r.team.clone());
+    let err = r.client.build_communities(&build()).await.unwrap_err();
+    assert!(err.to_string().contains("`subject` is required"), "{err}");
+    // Bob, no member, names Ada's operator and the team: refused.
+    let err = r
+        .client
+        .build_communities(&build().subject(bob.clone()))
+        .await
+        .unwrap_err();
+    assert!(refused_contribute(&err), "{err}");
+    // Nor Ada's personal graph.
+    let err = r
+        .client
+        .build_communities(&BuildCommunities::new(&ada_op).subject(bob.clone()))
+        .await
+        .unwrap_err();
+    assert!(refused_contribute(&err), "{err}");
+    // Ada, a member, passes (on the episodes-only engine it needs a model).
+    let outcome = r.client.build_communities(&build().subject(ada.clone())).await;
+    assert!(passed_the_door(&outcome), "{outcome:?}");
+    let outcome = r
+        .client
+        .build_communities(&BuildCommunities::new(&ada_op).subject(ada.clone()))
+        .await;
+    assert!(passed_the_door(&outcome), "{outcome:?}");
+}
+
+async fn extracting_pending_episodes_needs_contribute_on_each_destination(kind: Kind) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (_, bob) = fresh("bob");
+    r.join(&ada).await;
+    r.add(&ada_op, &ada, &r.team, "pending").await.unwrap();
+    let pending = || async {
+        let ask = StatusRequest::new().operator(&ada_op).subject(ada.clone());
+        let status = r.client.status_of(&ask).await;
+        status
+            .destination(&r.team)
+            .unwrap()
+            .status
+            .as_ref()
+            .unwrap()
+            .pending
+    };
+    let before = pending().await;
+    let named = || ExtractPending::new(&ada_op).destinations([r.team.as_str()]);
+    let err = r.client.extract_pending(&named()).await.unwrap_err();
+    assert!(err.to_string().contains("`subject` is required"), "{err}");
+    // Bob names the team (and Ada's personal graph): refused, nothing extracted.
+    let err = r
+        .client
+        .extract_pending(&named().subject(bob.clone()))
+        .await
+        .unwrap_err();
+    assert!(refused_contribute(&err), "{err}");
+    let err = r
+        .client
+        .extract_pending(
+            &ExtractPending::new(&ada_op)
+                .destinations(["personal"])
+                .subject(bob.clone()),
+        )
+        .await
+        .unwrap_err();
+    assert!(refused_contribute(&err), "{err}");
+    // Naming none, he gets the Destinations he may contribute to under Ada's
+    // operator: none.
+    let reports = r
+        .client
+        .extract_pending(&ExtractPending::new(&ada_op).subject(bob.clone()))
+        .await
+        .unwrap();
+    assert!(reports.is_empty(), "{reports:?}");
+    assert_eq!(pending().await, before, "nothing was extracted");
+    // Ada passes, naming the team or none (her personal graph and the team, not
+    // `global`); the twin has nothing pending, the episodes-only engine needs a model.
+    let outcome = r
+        .client
+        .extract_pending(&named().subject(ada.clone()))
+        .await;
+    assert!(passed_the_door(&outcome), "{outcome:?}");
+    let outcome = r
+        .client
+        .extract_pending(&ExtractPending::new(&ada_op).subject(ada.clone()))
+        .await;
+    assert!(passed_the_door(&outcome), "{outcome:?}");
+    if let Ok(reports) = outcome {
+        let names: Vec<&str> = reports.iter().map(|r| r.destination.as_str()).collect();
+        assert_eq!(names, ["personal", r.team.as_str()]);
+    }
+}
+
+async fn the_build_communities_tool_acts_for_its_contexts_subject(kind: Kind) {
+    use gralkor::agent::tools::{MEMORY_BUILD_COMMUNITIES, ToolContext, call_tool};
+    use serde_json::json;
+
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (_, bob) = fresh("bob");
+    r.join(&ada).await;
+    let args = json!({"destination": r.team.clone()});
+    let call = |ctx: ToolContext| {
+        let (client, args) = (r.client.clone(), args.clone());
+        async move { call_tool(client.as_ref(), &ctx, MEMORY_BUILD_COMMUNITIES, &args).await }
+    };
+    let err = call(ToolContext::new(ada_op.clone())).await.unwrap_err();
+    assert!(err.to_string().contains("`subject` is required"), "{err}");
+    let err = call(ToolContext::new(ada_op.clone()).subject(bob.clone()))
+        .await
+        .unwrap_err();
+    assert!(refused_contribute(&err), "{err}");
+    let outcome = call(ToolContext::new(ada_op.clone()).subject(ada.clone())).await;
+    assert!(passed_the_door(&outcome), "{outcome:?}");
+    if let Ok(text) = outcome {
+        assert!(text.starts_with("Communities built"), "{text}");
+    }
+}
+
+/// A Lens process that writes one episode and then fails: the refused subject writes
+/// nothing; the permitted one gets the process's error, and the episode it wrote is
+/// recorded as hers — she may remove it, another may not.
+async fn what_a_lens_process_wrote_before_it_failed_is_recorded_and_its_writer_may_remove_it(
+    kind: Kind,
+) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (bob_op, bob) = fresh("bob");
+    r.join(&ada).await;
+    let ingest = |op: &OperatorId, who: &Subject| {
+        Ingest::new(
+            "half-1",
+            op,
+            HALF_FAILING,
+            Content::document(format!("half {}", r.word)),
+        )
+        .subject(who.clone())
+    };
+    let err = r.client.ingest(&ingest(&bob_op, &bob)).await.unwrap_err();
+    assert!(refused_contribute(&err), "{err}");
+    assert!(
+        r.search(&ada_op, &ada, &[&r.team], 10).await.is_empty(),
+        "nothing was written"
+    );
+
+    let err = r.client.ingest(&ingest(&ada_op, &ada)).await.unwrap_err();
+    assert!(
+        err.to_string().contains("the second half of the ingestion"),
+        "the process's own error: {err}"
+    );
+    let uuid = r.uuid_of(&ada_op, &ada, &r.team, "half").await;
+    let shared_by = r
+        .authz
+        .read_relationships(
+            &RelationshipFilter::resource(ObjectRef::fragment(uuid))
+                .relation(gralkor::access::Relation::SharedBy),
+        )
+        .await
+        .unwrap();
+    assert_eq!(shared_by.len(), 1, "the fragment was recorded");
+    assert_eq!(&shared_by[0].subject, ada.object());
+    let remove = |who: &Subject| EpisodeRef::new(&ada_op, r.team.clone(), uuid).subject(who.clone());
+    let err = r.client.remove_episode(&remove(&bob)).await.unwrap_err();
+    assert!(
+        matches!(err, Error::PermissionDenied { ref permission, .. } if permission == "delete"),
+        "{err}"
+    );
+    assert!(r.client.remove_episode(&remove(&ada)).await.unwrap());
+    assert!(r.search(&ada_op, &ada, &[&r.team], 10).await.is_empty());
+}
 
 async fn with_an_authorizer_a_request_without_a_subject_is_refused_before_anything_is_stored(
     kind: Kind,
