@@ -124,6 +124,19 @@ impl Recorder {
 ///
 /// assert!(client.search(&Search::new(&op, " ")).await.is_err()); // invalid: not recorded
 /// assert_eq!(client.calls().len(), 2);
+///
+/// // The admin operations too, through `Arc<dyn Client>`.
+/// use std::sync::Arc;
+/// use gralkor::client::{PurgeSession, StatusRequest};
+/// client.reset();
+/// client.respond(Canned::PurgeSession(Err(gralkor::Error::NotFound("down".into()))));
+/// let shared: Arc<dyn Client> = Arc::new(client.clone());
+/// assert!(shared.purge_session(&PurgeSession::new(&op, "s-1")).await.is_err()); // canned
+/// let _ = shared.status().await;
+/// assert_eq!(client.calls(), [
+///     Call::PurgeSession(PurgeSession::new(&op, "s-1")),
+///     Call::Status(StatusRequest::new()),
+/// ]);
 /// # Ok(()) }
 /// ```
 pub type InMemoryClient = MemoryClient<InMemoryStorage>;
