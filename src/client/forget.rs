@@ -15,8 +15,8 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::drain::Held;
-use super::memory::BackgroundFailures;
 use super::in_memory::Call;
+use super::memory::BackgroundFailures;
 use super::memory::MemoryClient;
 use crate::access::{ObjectRef, ObjectType, Permission, Relation, RelationshipFilter, Subject};
 use crate::destination::PERSONAL;
@@ -314,7 +314,8 @@ impl<S: Storage> MemoryClient<S> {
         let graph = snapshot
             .destination("destination", PERSONAL)?
             .graph_id(&request.operator_id)?;
-        hooked!(self, Call::PurgeOperator(request.clone()), PurgeOperator, {});
+        hooked!(self, Call::PurgeOperator(request.clone()), PurgeOperator, {
+        });
         let span = tracing::info_span!("gralkor.purge_operator");
         async {
             // Background writes accepted before the purge land first, so none
@@ -440,7 +441,10 @@ impl<S: Storage> MemoryClient<S> {
 
     /// [`Client::clear_destination`](super::Client::clear_destination) (see
     /// [`ClearDestination`]).
-    pub(crate) async fn clear_destination(&self, request: &ClearDestination) -> Result<PurgeReport> {
+    pub(crate) async fn clear_destination(
+        &self,
+        request: &ClearDestination,
+    ) -> Result<PurgeReport> {
         self.open_for_purge()?;
         let snapshot = crate::client::Client::runtime(self).snapshot();
         let graph = snapshot

@@ -4,13 +4,12 @@
 use std::sync::{Arc, Mutex};
 
 use super::SearchResult;
-use super::memory::MemoryClient;
 use super::forget::{
     ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport, StatusRequest,
 };
+use super::memory::MemoryClient;
 use super::request::{
-    BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace,
-    Search,
+    BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace, Search,
 };
 use crate::Result;
 use crate::lens::{Ingest, IngestedRepresentation};

@@ -548,42 +548,47 @@ impl<S: Storage> MemoryClient<S> {
         self.open()?;
         let snapshot = self.runtime().snapshot();
         let targets = validate_extract_pending(request, &snapshot)?;
-        hooked!(self, Call::ExtractPending(request.clone()), ExtractPending, {
-            // Every Destination is authorized before any is extracted: a named one
-            // the subject may not contribute to refuses the request; without names,
-            // only those the subject may contribute to are extracted.
-            let mut doors = Vec::with_capacity(targets.len());
-            for t in targets {
-                let entry = Entry::new(request.subject.as_ref(), &request.operator_id, t.graph);
-                match self.door(entry).await {
-                    Ok(door) => doors.push((t.destination, door)),
-                    Err(Error::PermissionDenied { .. }) if request.destinations.is_empty() => {}
-                    Err(e) => return Err(e),
+        hooked!(
+            self,
+            Call::ExtractPending(request.clone()),
+            ExtractPending,
+            {
+                // Every Destination is authorized before any is extracted: a named one
+                // the subject may not contribute to refuses the request; without names,
+                // only those the subject may contribute to are extracted.
+                let mut doors = Vec::with_capacity(targets.len());
+                for t in targets {
+                    let entry = Entry::new(request.subject.as_ref(), &request.operator_id, t.graph);
+                    match self.door(entry).await {
+                        Ok(door) => doors.push((t.destination, door)),
+                        Err(Error::PermissionDenied { .. }) if request.destinations.is_empty() => {}
+                        Err(e) => return Err(e),
+                    }
                 }
-            }
-            // Each Lens's episodes are extracted with that Lens's ontology.
-            let ontologies: BTreeMap<String, Ontology> = snapshot
-                .lenses()
-                .iter()
-                .filter_map(|l| {
-                    Some((
-                        Writer::Lens(l.name().to_string()).key(),
-                        l.ontology()?.clone(),
-                    ))
-                })
-                .collect();
-            let mut out = Vec::with_capacity(doors.len());
-            for (destination, door) in doors {
-                let report = door
+                // Each Lens's episodes are extracted with that Lens's ontology.
+                let ontologies: BTreeMap<String, Ontology> = snapshot
+                    .lenses()
+                    .iter()
+                    .filter_map(|l| {
+                        Some((
+                            Writer::Lens(l.name().to_string()).key(),
+                            l.ontology()?.clone(),
+                        ))
+                    })
+                    .collect();
+                let mut out = Vec::with_capacity(doors.len());
+                for (destination, door) in doors {
+                    let report = door
                     .extract_pending(&ontologies)
                     .instrument(
                         tracing::info_span!("gralkor.extract_pending", destination = %destination),
                     )
                     .await?;
-                out.push(DestinationExtraction::new(destination, report));
+                    out.push(DestinationExtraction::new(destination, report));
+                }
+                Ok(out)
             }
-            Ok(out)
-        })
+        )
     }
 
     async fn drain_background(&self) {
@@ -691,7 +696,10 @@ impl<S: Storage> Client for MemoryClient<S> {
         MemoryClient::clear_destination(self, request).await
     }
 
-    async fn extract_pending(&self, request: &ExtractPending) -> Result<Vec<DestinationExtraction>> {
+    async fn extract_pending(
+        &self,
+        request: &ExtractPending,
+    ) -> Result<Vec<DestinationExtraction>> {
         MemoryClient::extract_pending(self, request).await
     }
 

@@ -404,7 +404,10 @@ pub trait Client: Send + Sync {
     /// assert!(reports.iter().all(|r| r.report.completed.is_empty()));
     /// # Ok(()) }
     /// ```
-    async fn extract_pending(&self, request: &ExtractPending) -> Result<Vec<DestinationExtraction>> {
+    async fn extract_pending(
+        &self,
+        request: &ExtractPending,
+    ) -> Result<Vec<DestinationExtraction>> {
         let _ = request;
         Err(unsupported("extract_pending"))
     }

@@ -418,7 +418,8 @@ async fn memory_add_refuses_a_non_member_before_it_returns_and_its_writer_may_re
         .unwrap();
     r.client.await_background_writes().await;
     let uuid = r.uuid_of(&ada_op, &ada, &r.team, "kept").await;
-    let remove = |who: &Subject| EpisodeRef::new(&ada_op, r.team.clone(), uuid).subject(who.clone());
+    let remove =
+        |who: &Subject| EpisodeRef::new(&ada_op, r.team.clone(), uuid).subject(who.clone());
     let err = r.client.remove_episode(&remove(&bob)).await.unwrap_err();
     assert!(
         matches!(err, Error::PermissionDenied { ref permission, .. } if permission == "delete"),
@@ -452,7 +453,10 @@ async fn building_communities_needs_contribute_on_the_destination(kind: Kind) {
         .unwrap_err();
     assert!(refused_contribute(&err), "{err}");
     // Ada, a member, passes (on the episodes-only engine it needs a model).
-    let outcome = r.client.build_communities(&build().subject(ada.clone())).await;
+    let outcome = r
+        .client
+        .build_communities(&build().subject(ada.clone()))
+        .await;
     assert!(passed_the_door(&outcome), "{outcome:?}");
     let outcome = r
         .client
@@ -594,7 +598,8 @@ async fn what_a_lens_process_wrote_before_it_failed_is_recorded_and_its_writer_m
         .unwrap();
     assert_eq!(shared_by.len(), 1, "the fragment was recorded");
     assert_eq!(&shared_by[0].subject, ada.object());
-    let remove = |who: &Subject| EpisodeRef::new(&ada_op, r.team.clone(), uuid).subject(who.clone());
+    let remove =
+        |who: &Subject| EpisodeRef::new(&ada_op, r.team.clone(), uuid).subject(who.clone());
     let err = r.client.remove_episode(&remove(&bob)).await.unwrap_err();
     assert!(
         matches!(err, Error::PermissionDenied { ref permission, .. } if permission == "delete"),
