@@ -186,7 +186,7 @@ pub fn memory_get_tool() -> ToolDefinition {
 }
 
 /// The `memory_forget` tool: one episode by id, or a whole conversation session
-/// ([`MemoryClient::purge_session`](crate::client::MemoryClient::purge_session)).
+/// ([`Client::purge_session`]).
 pub fn memory_forget_tool() -> ToolDefinition {
     ToolDefinition {
         name: MEMORY_FORGET.into(),

@@ -23,7 +23,7 @@ pub trait Drain: Send + Sync + 'static {
     /// Writes what is held, within the holder's own bound.
     async fn drain(&self) -> Result<()>;
 
-    /// What is held now, for [`status`](super::MemoryClient::status). Default: the
+    /// What is held now, for [`status`](super::Client::status). Default: the
     /// holder does not say.
     async fn held(&self) -> Option<Held> {
         None

@@ -20,7 +20,7 @@ use crate::storage::NativeStorage;
 /// in-process `local:` embedder) it stores episodes with their embeddings and
 /// searches them by text and meaning; without model configuration, by text only.
 /// Either way an engine with a language model extracts them later
-/// ([`extract_pending`](MemoryClient::extract_pending)).
+/// ([`extract_pending`](super::Client::extract_pending)).
 ///
 /// ```no_run
 /// use gralkor::client::{Client, Content, Ingest, NativeClient, OperatorId, Search};

@@ -240,7 +240,7 @@ pub struct MemoryAdd {
     pub involves: Vec<Subject>,
     /// The conversation session it came from, recorded on the episodes it writes so
     /// the session can be forgotten
-    /// ([`MemoryClient::purge_session`](super::MemoryClient::purge_session)).
+    /// ([`Client::purge_session`](super::Client::purge_session)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
 }

@@ -350,7 +350,7 @@ pub struct Episode {
     pub writer: Option<String>,
     /// The conversation session it came from (an opaque id the harness chose), stored
     /// as the `Episodic` property `session` so that a session can be forgotten
-    /// ([`MemoryClient::purge_session`](crate::client::MemoryClient::purge_session));
+    /// ([`Client::purge_session`](crate::client::Client::purge_session));
     /// `None` for an episode outside any session.
     pub session: Option<String>,
 }

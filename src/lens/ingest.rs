@@ -54,7 +54,7 @@ pub struct Ingest {
     pub involves: Vec<Subject>,
     /// The conversation session it came from: every episode it writes records it, so
     /// the session can be forgotten
-    /// ([`MemoryClient::purge_session`](crate::client::MemoryClient::purge_session)).
+    /// ([`Client::purge_session`](crate::client::Client::purge_session)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
 }
