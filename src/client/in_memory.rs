@@ -8,6 +8,7 @@ use super::memory::MemoryClient;
 use super::request::{BuildCommunities, EpisodeRef, MemoryAdd, Replace, Search};
 use crate::Result;
 use crate::lens::{Ingest, IngestedRepresentation};
+use crate::reflection::runner::Invocation;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::storage::{CommunityCounts, EpisodeRecord, InMemoryStorage};
 
@@ -31,6 +32,14 @@ pub enum Call {
     BuildIndices,
     /// [`Client::build_communities`](super::Client::build_communities).
     BuildCommunities(BuildCommunities),
+    /// [`Client::reflect`](super::Client::reflect): the Reflection's name and the
+    /// invocation (the options hold Rust values and are not recorded).
+    Reflect {
+        /// The Reflection.
+        name: String,
+        /// The invocation.
+        invocation: Invocation,
+    },
 }
 
 /// A canned response: the next valid call of that operation returns it instead of
@@ -56,6 +65,9 @@ pub enum Canned {
     BuildIndices(Result<()>),
     /// For [`Client::build_communities`](super::Client::build_communities).
     BuildCommunities(Result<CommunityCounts>),
+    /// For [`Client::reflect`](super::Client::reflect): what the submission returns;
+    /// nothing runs, is written or calls back.
+    Reflect(Result<String>),
 }
 
 /// The twin's hook: the calls that passed validation and the queued answers.
