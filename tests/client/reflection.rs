@@ -99,11 +99,11 @@ async fn reflect_and_wait<S: Storage>(
         .reflect(
             name,
             invocation,
-            move |c| {
+            options.on_complete(move |c| {
                 let _ = tx.send(c);
-            },
-            options,
+            }),
         )
+        .await
         .unwrap();
     assert_eq!(returned, id);
     rx.await.ok()
@@ -171,12 +171,14 @@ async fn a_declared_reflection_is_produced_delivered_and_calls_back_once<S: Stor
         .reflect(
             "release-review",
             Invocation::new(&id, op.clone()).context(json!({"reason": "release"})),
-            move |c| {
-                counted.fetch_add(1, Ordering::SeqCst);
-                let _ = tx.send(c);
-            },
-            ReflectOptions::new().model(Arc::new(model.clone())),
+            ReflectOptions::new()
+                .model(Arc::new(model.clone()))
+                .on_complete(move |c| {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let _ = tx.send(c);
+                }),
         )
+        .await
         .unwrap();
     let done = rx.await.unwrap();
     client.await_reflections().await;
@@ -213,23 +215,26 @@ async fn reflect_validates_before_any_work_and_returns_the_invocation_id<S: Stor
 ) {
     let model = review_model();
     let opts = || ReflectOptions::new().model(Arc::new(model.clone()));
-    let try_reflect = |name: &str, invocation: Invocation, options: ReflectOptions| {
+    let client = &client;
+    let try_reflect = |name: &'static str, invocation: Invocation, options: ReflectOptions| async move {
         client
-            .reflect(name, invocation, |_| panic!("no callback"), options)
+            .reflect(name, invocation, options)
+            .await
             .unwrap_err()
             .to_string()
     };
-    let e = try_reflect("release-review", Invocation::new("  ", op()), opts());
+    let e = try_reflect("release-review", Invocation::new("  ", op()), opts()).await;
     assert!(e.contains("`invocation.id` must not be blank"), "{e}");
-    let e = try_reflect("release-review", Invocation::new("a\0b", op()), opts());
+    let e = try_reflect("release-review", Invocation::new("a\0b", op()), opts()).await;
     assert!(e.contains("`invocation.id` must not contain NUL"), "{e}");
-    let e = try_reflect("nowhere", Invocation::new("i", op()), opts());
+    let e = try_reflect("nowhere", Invocation::new("i", op()), opts()).await;
     assert!(e.contains("names no declared Reflection"), "{e}");
     let e = try_reflect(
         "release-review",
         Invocation::new("i", op()),
         opts().max_tool_rounds(0),
-    );
+    )
+    .await;
     assert!(
         e.contains("`options.max_tool_rounds` must be at least 1"),
         "{e}"
@@ -238,7 +243,8 @@ async fn reflect_validates_before_any_work_and_returns_the_invocation_id<S: Stor
         "release-review",
         Invocation::new("i", op()),
         opts().tool_context(json!("not an object")),
-    );
+    )
+    .await;
     assert!(
         e.contains("`options.tool_context` must be a JSON object"),
         "{e}"
@@ -517,11 +523,13 @@ async fn the_owner_stopping_ends_unfinished_work_without_a_callback<S: Storage>(
         .reflect(
             "release-review",
             Invocation::new(&id, op.clone()),
-            move |c| {
-                let _ = tx.send(c);
-            },
-            ReflectOptions::new().inference(gate.clone()),
+            ReflectOptions::new()
+                .inference(gate.clone())
+                .on_complete(move |c| {
+                    let _ = tx.send(c);
+                }),
         )
+        .await
         .unwrap();
     gate.entered.notified().await;
     client.shutdown().await.unwrap();
@@ -531,9 +539,9 @@ async fn the_owner_stopping_ends_unfinished_work_without_a_callback<S: Storage>(
         .reflect(
             "release-review",
             Invocation::new(&id, op),
-            |_| {},
             ReflectOptions::new().inference(gate),
         )
+        .await
         .unwrap_err();
     assert!(matches!(err, Error::Closed { .. }), "{err:?}");
 }
@@ -545,11 +553,13 @@ async fn the_definition_in_force_at_admission_is_used<S: Storage>(client: Memory
         .reflect(
             "release-review",
             Invocation::new(inv(), op()),
-            move |c| {
-                let _ = tx.send(c);
-            },
-            ReflectOptions::new().inference(gate.clone()),
+            ReflectOptions::new()
+                .inference(gate.clone())
+                .on_complete(move |c| {
+                    let _ = tx.send(c);
+                }),
         )
+        .await
         .unwrap();
     gate.entered.notified().await;
     // The Reflection is withdrawn while its invocation runs.
@@ -563,9 +573,9 @@ async fn the_definition_in_force_at_admission_is_used<S: Storage>(client: Memory
         .reflect(
             "release-review",
             Invocation::new(inv(), op()),
-            |_| {},
             ReflectOptions::new().inference(gated()),
         )
+        .await
         .unwrap_err();
     assert!(
         err.to_string().contains("names no declared Reflection"),
@@ -581,11 +591,13 @@ async fn invocations_run_independently<S: Storage>(client: MemoryClient<S>) {
         .reflect(
             "release-review",
             Invocation::new(inv(), op()),
-            move |c| {
-                let _ = tx.send(c);
-            },
-            ReflectOptions::new().inference(gate.clone()),
+            ReflectOptions::new()
+                .inference(gate.clone())
+                .on_complete(move |c| {
+                    let _ = tx.send(c);
+                }),
         )
+        .await
         .unwrap();
     gate.entered.notified().await;
     let other = delivered(
@@ -762,9 +774,9 @@ async fn the_native_client_answers_with_its_engines_model_by_default() {
         .reflect(
             "release-review",
             Invocation::new(inv(), op()),
-            |_| {},
             ReflectOptions::new(),
         )
+        .await
         .unwrap_err();
     assert!(
         err.to_string().contains("`options.inference` is required"),
@@ -1255,11 +1267,13 @@ async fn a_kill_between_production_and_delivery_then_resubmission_yields_one_art
         .reflect(
             "release-review",
             Invocation::new(&id, op.clone()),
-            move |c| {
-                let _ = tx.send(c);
-            },
-            ReflectOptions::new().model(Arc::new(model.clone())),
+            ReflectOptions::new()
+                .model(Arc::new(model.clone()))
+                .on_complete(move |c| {
+                    let _ = tx.send(c);
+                }),
         )
+        .await
         .unwrap();
     gate.entered.notified().await;
     assert_eq!(model.calls().len(), 2, "produced");
