@@ -149,6 +149,7 @@ both!(
     the_definition_in_force_at_admission_is_used,
     invocations_run_independently,
     packaged_erl_writes_to_the_operators_personal_graph,
+    reflect_through_an_arc_dyn_client_on_both_clients,
 );
 
 /// On the twin only: on the shared server its artefact (and the fact extracted from
@@ -1344,4 +1345,120 @@ fn json_options_accept_only_the_allowed_set() {
         e(json!({"tool_context": []})).contains("`options.tool_context` must be a JSON object")
     );
     assert!(e(json!([])).contains("`options` must be a JSON object"));
+}
+
+async fn reflect_through_an_arc_dyn_client_on_both_clients<S: Storage>(client: MemoryClient<S>) {
+    let client: Arc<dyn Client> = Arc::new(client);
+    let (op, id) = (op(), inv());
+    let (tx, rx) = oneshot::channel();
+    let returned = client
+        .reflect(
+            "release-review",
+            Invocation::new(&id, op.clone()),
+            ReflectOptions::new()
+                .model(Arc::new(review_model()))
+                .on_complete(move |c| {
+                    let _ = tx.send(c);
+                }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(returned, id);
+    client.await_reflections().await;
+    let artefact = delivered(rx.await.ok());
+    assert_eq!(artefact.payload, json!({"summary": "ship it"}));
+    let episode = client
+        .get_episode(&EpisodeRef::new(
+            op.clone(),
+            review_dest(),
+            artefact_uuid(op.as_str(), &id, "release-review"),
+        ))
+        .await
+        .unwrap();
+    assert!(episode.is_some(), "delivered through the trait");
+}
+
+#[tokio::test]
+async fn the_twin_records_reflect_and_answers_a_canned_one() {
+    use gralkor::client::{Call, Canned};
+    let client = twin(config());
+    let (op, id) = (op(), inv());
+    let ada = gralkor::access::Subject::person("ada").unwrap();
+    let model = review_model();
+    let invocation = Invocation::new(&id, op.clone()).subject(ada.clone());
+    // Invalid: not recorded.
+    assert!(
+        client
+            .reflect(
+                "release-review",
+                Invocation::new(" ", op.clone()),
+                ReflectOptions::new().model(Arc::new(model.clone())),
+            )
+            .await
+            .is_err()
+    );
+    assert!(client.calls().is_empty());
+    // Canned: recorded, answered, nothing run or delivered, no callback.
+    client.respond(Canned::Reflect(Ok("canned".into())));
+    let called = Arc::new(AtomicUsize::new(0));
+    let counted = called.clone();
+    let answered = client
+        .reflect(
+            "release-review",
+            invocation.clone(),
+            ReflectOptions::new()
+                .model(Arc::new(model.clone()))
+                .on_complete(move |_| {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answered, "canned");
+    client.await_reflections().await;
+    assert_eq!(called.load(Ordering::SeqCst), 0);
+    assert!(model.calls().is_empty(), "nothing ran");
+    match &client.calls()[..] {
+        [
+            Call::Reflect {
+                name,
+                invocation: recorded,
+            },
+        ] => {
+            assert_eq!(name, "release-review");
+            assert_eq!(recorded, &invocation);
+            assert_eq!(recorded.subject, Some(ada));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The next one runs for real.
+    let artefact = delivered(
+        reflect_and_wait(
+            &client,
+            "release-review",
+            invocation,
+            ReflectOptions::new().model(Arc::new(model.clone())),
+        )
+        .await,
+    );
+    assert_eq!(artefact.payload, json!({"summary": "ship it"}));
+    assert_eq!(client.calls().len(), 2);
+}
+
+#[test]
+fn an_invocation_serialises_with_its_subject_and_without_one() {
+    let op = OperatorId::new("ada").unwrap();
+    let plain = Invocation::new("i", op.clone());
+    let json = serde_json::to_value(&plain).unwrap();
+    assert!(json.get("subject").is_none(), "{json}");
+    assert_eq!(serde_json::from_value::<Invocation>(json).unwrap(), plain);
+    let ada = gralkor::access::Subject::person("ada").unwrap();
+    let with = plain.subject(ada.clone());
+    let json = serde_json::to_value(&with).unwrap();
+    assert_eq!(
+        json["subject"],
+        serde_json::to_value(&ada).unwrap(),
+        "{json}"
+    );
+    assert_eq!(serde_json::from_value::<Invocation>(json).unwrap(), with);
 }
