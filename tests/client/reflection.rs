@@ -1,4 +1,4 @@
-//! Reflections through the client (`MemoryClient::reflect`) on both clients: the twin
+//! Reflections through the client (`Client::reflect`, also through `Arc<dyn Client>`) on both clients: the twin
 //! and the native client over the shared embedded FalkorDB (a scripted model for
 //! extraction, another for the chain of thought). Mirrors `test-trees/reflections.md`.
 
