@@ -59,32 +59,34 @@ async fn try_main() -> gralkor::Result<()> {
             Step::new("summarise", "Summarise {{ assessment }} in one line.")
                 .typed("summary", "string"),
         );
-    let client = NativeClient::from_parts(
+    // Held as the object-safe trait, as an agent framework or the MCP server holds it.
+    let client: Arc<dyn Client> = Arc::new(NativeClient::from_parts(
         Runtime::new(
             RuntimeConfig::new()
                 .destination("releases")
                 .reflection(review),
         )?,
         NativeStorage::new(engine),
-    );
+    ));
     let op = OperatorId::new("operator-42")?;
 
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let id = client.reflect(
-        "release-review",
-        Invocation::new("release-7", op.clone())
-            .context(json!({"reason": "release decision"}))
-            .representation(Representation::new(
-                "turn-1",
-                "observations",
-                Content::conversation("Ada: the canary for release 7 was clean."),
-                json!({}),
-            )),
-        move |done| {
-            let _ = tx.send(done);
-        },
-        ReflectOptions::new(),
-    )?;
+    let id = client
+        .reflect(
+            "release-review",
+            Invocation::new("release-7", op.clone())
+                .context(json!({"reason": "release decision"}))
+                .representation(Representation::new(
+                    "turn-1",
+                    "observations",
+                    Content::conversation("Ada: the canary for release 7 was clean."),
+                    json!({}),
+                )),
+            ReflectOptions::new().on_complete(move |done| {
+                let _ = tx.send(done);
+            }),
+        )
+        .await?;
     println!("submitted invocation {id}");
     let done = rx.await.expect("the invocation calls back");
     println!(

@@ -11,7 +11,7 @@
 //! implement the object-safe [`Client`] trait. The [`agent`] layer wraps a client
 //! for an agent's harness: turns and transcripts, the durable capture buffer, recall
 //! within a deadline, the memory tools and auto-recall. [`reflection`] runs
-//! consumer-invoked synthesis, submitted with [`MemoryClient::reflect`].
+//! consumer-invoked synthesis, submitted with [`Client::reflect`].
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {

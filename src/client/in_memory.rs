@@ -13,6 +13,7 @@ use super::request::{
 };
 use crate::Result;
 use crate::lens::{Ingest, IngestedRepresentation};
+use crate::reflection::runner::Invocation;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::storage::{CommunityCounts, EpisodeRecord, InMemoryStorage};
 
@@ -47,6 +48,14 @@ pub enum Call {
     ClearDestination(ClearDestination),
     /// [`Client::extract_pending`](super::Client::extract_pending).
     ExtractPending(ExtractPending),
+    /// [`Client::reflect`](super::Client::reflect): the Reflection's name and the
+    /// invocation (the options hold Rust values and are not recorded).
+    Reflect {
+        /// The Reflection.
+        name: String,
+        /// The invocation.
+        invocation: Invocation,
+    },
 }
 
 /// A canned response: the next valid call of that operation returns it instead of
@@ -80,6 +89,9 @@ pub enum Canned {
     ClearDestination(Result<PurgeReport>),
     /// For [`Client::extract_pending`](super::Client::extract_pending).
     ExtractPending(Result<Vec<DestinationExtraction>>),
+    /// For [`Client::reflect`](super::Client::reflect): what the submission returns;
+    /// nothing runs, is written or calls back.
+    Reflect(Result<String>),
 }
 
 /// The twin's hook: the calls that passed validation and the queued answers.

@@ -703,6 +703,19 @@ impl<S: Storage> Client for MemoryClient<S> {
         MemoryClient::extract_pending(self, request).await
     }
 
+    async fn reflect(
+        &self,
+        name: &str,
+        invocation: crate::reflection::runner::Invocation,
+        options: super::ReflectOptions,
+    ) -> Result<String> {
+        self.submit_reflection(name, invocation, options).await
+    }
+
+    async fn await_reflections(&self) {
+        self.drain_reflections().await;
+    }
+
     async fn shutdown(&self) -> Result<()> {
         // The first shutdown stops; later ones (from any clone) find it stopping.
         if self.inner.stopping.swap(true, Ordering::AcqRel) {

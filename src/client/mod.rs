@@ -81,7 +81,7 @@ pub use forget::{
 pub use in_memory::{Call, Canned, InMemoryClient};
 pub use memory::{BackgroundFailures, MemoryClient};
 pub use native::NativeClient;
-pub use reflect::ReflectOptions;
+pub use reflect::{ReflectCallback, ReflectOptions};
 pub use request::{
     BuildCommunities, DEFAULT_MEMORY_ADD_DESCRIPTION, DestinationExtraction, EpisodeRef,
     ExtractPending, MemoryAdd, Replace, Route, Search,
@@ -102,6 +102,7 @@ pub use crate::storage::{
 };
 
 use crate::Result;
+use crate::reflection::runner::Invocation;
 use crate::runtime::Runtime;
 
 /// One search result: the Destination it came from, its relevance (higher is more
@@ -137,7 +138,7 @@ impl SearchResult {
 ///
 /// Methods added after the first release have default bodies, so implementations
 /// outside the crate keep compiling: the admin operations (`status_of`, the purges,
-/// `extract_pending`) then answer that this client does not implement them.
+/// `extract_pending`, `reflect`) then answer that this client does not implement them.
 #[async_trait]
 pub trait Client: Send + Sync {
     /// The runtime configuration this client resolves names with. Replace it with
@@ -411,6 +412,80 @@ pub trait Client: Send + Sync {
         let _ = request;
         Err(unsupported("extract_pending"))
     }
+
+    /// Submits an invocation of the Reflection `name` (declared in the runtime, or
+    /// packaged) and returns its id at once; a background task owned by this client
+    /// produces the artefact (the chain of thought, with the definition in force now),
+    /// delivers it create-or-confirm to the Reflection's Destination, retries 5xx
+    /// failures for up to 24 hours, and calls the options' callback
+    /// ([`ReflectOptions::on_complete`]) exactly once with the
+    /// [`Completion`](crate::reflection::delivery::Completion). When the client shuts
+    /// down, unfinished invocations end without a callback; resubmitting the same
+    /// invocation id converges on the same artefact (an artefact already stored is
+    /// delivered again without running the chain of thought). Call it within a tokio
+    /// runtime (the task is spawned on it).
+    ///
+    /// Checked before the id is returned, nothing run otherwise: as
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput), a non-blank invocation id
+    /// without NUL, a declared or packaged Reflection, the options and a model to
+    /// answer with (the options' inference or model, else the storage's); with an
+    /// authorizer, the invocation's subject
+    /// ([`Invocation::subject`](crate::reflection::runner::Invocation::subject)) is
+    /// required and needs `contribute` on the Destination the artefact goes to
+    /// ([`Error::PermissionDenied`](crate::Error::PermissionDenied)). It is checked
+    /// again at delivery: a refusal then is an abandoned delivery, nothing written.
+    /// A delivered artefact's fragment is recorded for the subject, so it can
+    /// [`remove_episode`](Client::remove_episode) it; the packaged
+    /// `generalisations`' related-memory search runs as the subject.
+    ///
+    /// The default body refuses with a configuration error (a client that runs no
+    /// Reflections).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use gralkor::client::{Client, InMemoryClient, OperatorId, ReflectOptions};
+    /// use gralkor::llm::doubles::ScriptedModel;
+    /// use gralkor::reflection::delivery::Outcome;
+    /// use gralkor::reflection::runner::Invocation;
+    /// use gralkor::reflection::{Reflection, Step};
+    /// use gralkor::runtime::RuntimeConfig;
+    /// use serde_json::json;
+    ///
+    /// let client: Arc<dyn Client> = Arc::new(InMemoryClient::with_config(RuntimeConfig::new()
+    ///     .reflection(Reflection::new("release-review", "global")
+    ///         .step(Step::new("review", "Review the evidence.").typed("approved", "boolean"))))?);
+    /// let model = ScriptedModel::new().answer("step_review", json!({"approved": true}));
+    /// let (tx, rx) = tokio::sync::oneshot::channel();
+    /// let id = client.reflect(
+    ///     "release-review",
+    ///     Invocation::new("release-1", OperatorId::new("ada")?),
+    ///     ReflectOptions::new()
+    ///         .model(Arc::new(model))
+    ///         .on_complete(move |done| { let _ = tx.send(done); }),
+    /// ).await?;
+    /// assert_eq!(id, "release-1");
+    /// let done = rx.await.unwrap();
+    /// assert!(matches!(done.outcome, Outcome::Delivered { .. }));
+    /// client.await_reflections().await;
+    /// # Ok(()) }
+    /// ```
+    async fn reflect(
+        &self,
+        name: &str,
+        invocation: Invocation,
+        options: ReflectOptions,
+    ) -> Result<String> {
+        let _ = (name, invocation, options);
+        Err(crate::Error::Config {
+            field: "client".into(),
+            rule: "does not run Reflections".into(),
+        })
+    }
+
+    /// Waits until every Reflection invocation submitted so far has ended (for tests
+    /// and graceful shutdown). The default body has none to wait for.
+    async fn await_reflections(&self) {}
 
     /// Drains what was registered to be written first (a capture buffer's accepted
     /// turns: see [`Drain`]), waits for background writes ([`Client::memory_add`]) to

@@ -1,15 +1,22 @@
-//! [`MemoryClient::reflect`]: submitting a Reflection invocation; production,
-//! delivery, retries and the one callback run in the background, owned by the client.
+//! [`Client::reflect`]: submitting a Reflection invocation; production, delivery,
+//! retries and the one callback run in the background, owned by the client. With an
+//! authorizer, the invocation's subject is authorized like every write: `contribute`
+//! on the Reflection's Destination when it is submitted and again when its artefact
+//! is delivered (the fragment is recorded then, so the artefact can be forgotten),
+//! and its related-memory search runs as the subject.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 use tracing::Instrument;
+use uuid::Uuid;
 
 use super::Client;
+use super::in_memory::{Call, Canned};
 use super::memory::MemoryClient;
 use super::request::Search;
+use crate::access::{ObjectRef, RelationshipFilter, Subject};
 use crate::llm::LanguageModel;
 use crate::reflection::delivery::{
     Clock, Completion, Outcome, RetrySchedule, Stage, Stop, SystemClock, deliver, stored_artefact,
@@ -22,12 +29,16 @@ use crate::runtime::Snapshot;
 use crate::storage::{Artefact, GraphId, Hit, MAX_NAME_BYTES, Storage};
 use crate::{Error, Result};
 
-/// The options of one [`MemoryClient::reflect`] submission: host tools and their
-/// executor, the host tool context, and the injectable inference, model, clock,
-/// retry schedule and tool-round bound. Only these exist; each is checked when the
-/// invocation is submitted.
-#[derive(Debug, Clone)]
+/// What an invocation calls, exactly once, when it ends (see
+/// [`ReflectOptions::on_complete`]).
+pub type ReflectCallback = Box<dyn FnOnce(Completion) + Send + 'static>;
+
+/// The options of one [`Client::reflect`] submission: the completion callback, host
+/// tools and their executor, the host tool context, and the injectable inference,
+/// model, clock, retry schedule and tool-round bound. Only these exist; each is
+/// checked when the invocation is submitted.
 pub struct ReflectOptions {
+    on_complete: Mutex<Option<ReflectCallback>>,
     tools: Vec<ToolSpec>,
     executor: Option<Arc<dyn ToolExecutor>>,
     tool_context: Value,
@@ -38,9 +49,31 @@ pub struct ReflectOptions {
     max_tool_rounds: usize,
 }
 
+impl std::fmt::Debug for ReflectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let calls_back = self
+            .on_complete
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
+        f.debug_struct("ReflectOptions")
+            .field("on_complete", &calls_back)
+            .field("tools", &self.tools)
+            .field("executor", &self.executor)
+            .field("tool_context", &self.tool_context)
+            .field("inference", &self.inference)
+            .field("model", &self.model)
+            .field("clock", &self.clock)
+            .field("schedule", &self.schedule)
+            .field("max_tool_rounds", &self.max_tool_rounds)
+            .finish()
+    }
+}
+
 impl Default for ReflectOptions {
     fn default() -> Self {
         ReflectOptions {
+            on_complete: Mutex::new(None),
             tools: Vec::new(),
             executor: None,
             tool_context: Value::Object(Map::new()),
@@ -54,9 +87,18 @@ impl Default for ReflectOptions {
 }
 
 impl ReflectOptions {
-    /// No tools; the storage's language model; the real clock; the default schedule.
+    /// No callback; no tools; the storage's language model; the real clock; the
+    /// default schedule.
     pub fn new() -> ReflectOptions {
         ReflectOptions::default()
+    }
+
+    /// Calls `callback` exactly once with the invocation's [`Completion`] when it
+    /// ends (not when the client shuts down first). Without one, the outcome is
+    /// only logged; [`Client::await_reflections`] still waits for it.
+    pub fn on_complete(self, callback: impl FnOnce(Completion) + Send + 'static) -> Self {
+        *self.on_complete.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(callback));
+        self
     }
 
     /// Host tools, run by `executor`.
@@ -244,54 +286,11 @@ impl Work {
 const RELATED_QUERY_BYTES: usize = 8 * 1024;
 
 impl<S: Storage> MemoryClient<S> {
-    /// Submits `invocation` of the Reflection `name` and returns its id at once; a
-    /// background task owned by this client produces the artefact (the chain of
-    /// thought, with the definition in force now), delivers it create-or-confirm to
-    /// the Reflection's Destination, retries 5xx failures for up to 24 hours, and
-    /// calls `callback` exactly once with the [`Completion`]. When the client shuts
-    /// down, unfinished invocations end without a callback; resubmitting the same
-    /// invocation id converges on the same artefact (an artefact already stored is
-    /// delivered again without running the chain of thought).
-    ///
-    /// Call it within a tokio runtime (the task is spawned on it).
-    ///
-    /// Checked before anything runs, as [`Error::InvalidInput`]: a non-blank
-    /// invocation id without NUL, a declared or packaged Reflection, the options
-    /// ([`ReflectOptions`]) and a model to answer with (the options' inference or
-    /// model, else the storage's).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use std::sync::Arc;
-    /// use gralkor::client::{InMemoryClient, OperatorId, ReflectOptions};
-    /// use gralkor::llm::doubles::ScriptedModel;
-    /// use gralkor::reflection::delivery::Outcome;
-    /// use gralkor::reflection::runner::Invocation;
-    /// use gralkor::reflection::{Reflection, Step};
-    /// use gralkor::runtime::RuntimeConfig;
-    /// use serde_json::json;
-    ///
-    /// let client = InMemoryClient::with_config(RuntimeConfig::new().reflection(
-    ///     Reflection::new("release-review", "global")
-    ///         .step(Step::new("review", "Review the evidence.").typed("approved", "boolean"))))?;
-    /// let model = ScriptedModel::new().answer("step_review", json!({"approved": true}));
-    /// let (tx, rx) = tokio::sync::oneshot::channel();
-    /// let id = client.reflect(
-    ///     "release-review",
-    ///     Invocation::new("release-1", OperatorId::new("ada")?),
-    ///     move |done| { let _ = tx.send(done); },
-    ///     ReflectOptions::new().model(Arc::new(model)),
-    /// )?;
-    /// assert_eq!(id, "release-1");
-    /// let done = rx.await.unwrap();
-    /// assert!(matches!(done.outcome, Outcome::Delivered { .. }));
-    /// # Ok(()) }
-    /// ```
-    pub fn reflect(
+    /// [`Client::reflect`]: checks, authorizes at submission, and spawns the work.
+    pub(super) async fn submit_reflection(
         &self,
         name: &str,
         invocation: Invocation,
-        callback: impl FnOnce(Completion) + Send + 'static,
         options: ReflectOptions,
     ) -> Result<String> {
         self.open_for_reflect()?;
@@ -333,12 +332,38 @@ impl<S: Storage> MemoryClient<S> {
         let destination =
             snapshot.destination("reflection.destination", reflection.destination())?;
         let graph = destination.graph_id(&invocation.operator)?;
+        // The twin records the call once it is valid, and may answer it canned
+        // (nothing runs then, and nothing calls back).
+        if let Some(recorder) = self.recorder() {
+            recorder.record(Call::Reflect {
+                name: name.to_string(),
+                invocation: invocation.clone(),
+            });
+            if let Some(Canned::Reflect(canned)) =
+                recorder.take(|c| matches!(c, Canned::Reflect(_)))
+            {
+                return canned;
+            }
+        }
+        // Authorized like every write, before the id is answered: a refusal runs
+        // nothing.
+        self.authorize_write(invocation.subject.as_ref(), &invocation.operator, &graph)
+            .instrument(tracing::info_span!(
+                "gralkor.reflect.authorize",
+                graph = graph.as_str()
+            ))
+            .await?;
         let mut runner = Runner::new(inference)
             .tool_context(options.tool_context.clone())
             .max_tool_rounds(options.max_tool_rounds);
         if let Some(executor) = &options.executor {
             runner = runner.tools(options.tools.clone(), executor.clone());
         }
+        let callback = options
+            .on_complete
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         let id = invocation.id.clone();
         let client = self.clone();
         let span = tracing::info_span!(
@@ -357,7 +382,15 @@ impl<S: Storage> MemoryClient<S> {
                     &options,
                 )
                 .await;
-            if !client.is_closed() {
+            match &outcome {
+                Outcome::Delivered { artefact } => {
+                    tracing::info!(artefact = artefact.id.as_str(), "reflection delivered")
+                }
+                other => tracing::warn!(outcome = ?other, "reflection did not deliver"),
+            }
+            if !client.is_closed()
+                && let Some(callback) = callback
+            {
                 callback(Completion::new(invocation.id.clone(), outcome));
             }
         }
@@ -366,9 +399,8 @@ impl<S: Storage> MemoryClient<S> {
         Ok(id)
     }
 
-    /// Waits until every Reflection invocation admitted so far has called back (for
-    /// tests and graceful shutdown).
-    pub async fn await_reflections(&self) {
+    /// [`Client::await_reflections`].
+    pub(super) async fn drain_reflections(&self) {
         self.reflections().drain().await;
     }
 
@@ -403,8 +435,8 @@ impl<S: Storage> MemoryClient<S> {
         let stored = schedule
             .run(clock, || stored_artefact(storage, graph, &id))
             .await;
-        let artefact = match stored {
-            Ok(Some(a)) => a,
+        let (artefact, produced_now) = match stored {
+            Ok(Some(a)) => (a, false),
             Err(Stop::Abandoned(e) | Stop::Failed(e)) => {
                 return Outcome::Abandoned {
                     stage: Stage::Delivery,
@@ -424,7 +456,7 @@ impl<S: Storage> MemoryClient<S> {
                     })
                     .await;
                 match produced {
-                    Ok(a) => a,
+                    Ok(a) => (a, true),
                     Err(Stop::Abandoned(e)) => {
                         return Outcome::Abandoned {
                             stage: Stage::Production,
@@ -440,16 +472,56 @@ impl<S: Storage> MemoryClient<S> {
                 }
             }
         };
-        match schedule
-            .run(clock, || deliver(storage, graph, reflection, &artefact))
-            .await
-        {
+        let delivered = schedule
+            .run(clock, || {
+                self.deliver_as_subject(graph, reflection, invocation, &artefact, produced_now)
+            })
+            .await;
+        match delivered {
             Ok(()) => Outcome::Delivered { artefact },
             Err(Stop::Abandoned(e) | Stop::Failed(e)) => Outcome::Abandoned {
                 stage: Stage::Delivery,
                 reason: e.to_string(),
                 artefact: Some(artefact),
             },
+        }
+    }
+
+    /// One delivery attempt through the guarded write: the subject is authorized
+    /// again (permission may have been revoked since submission: a refusal is not
+    /// retried and writes nothing), the artefact is written create-or-confirm, and
+    /// its fragment is recorded for the subject. An artefact an earlier submission
+    /// stored keeps the fragment it has; one is recorded only when it has none (the
+    /// earlier submission ended between the write and the record).
+    async fn deliver_as_subject(
+        &self,
+        graph: &GraphId,
+        reflection: &Reflection,
+        invocation: &Invocation,
+        artefact: &Artefact,
+        produced_now: bool,
+    ) -> Result<()> {
+        let subject = invocation.subject.as_ref();
+        self.authorize_write(subject, &invocation.operator, graph)
+            .await?;
+        deliver(self.storage(), graph, reflection, artefact).await?;
+        let uuid = Uuid::parse_str(&artefact.id)
+            .map_err(|_| Error::invalid("artefact.id", "must be a UUID (see artefact_id)"))?;
+        if produced_now || !self.fragment_recorded(uuid).await? {
+            self.record_write(subject, graph, [uuid]).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether the authorizer holds a fragment for episode `uuid` (always, without
+    /// an authorizer: nothing is recorded then).
+    async fn fragment_recorded(&self, uuid: Uuid) -> Result<bool> {
+        match self.authorizer() {
+            Some(authorizer) => Ok(!authorizer
+                .read_relationships(&RelationshipFilter::resource(ObjectRef::fragment(uuid)))
+                .await?
+                .is_empty()),
+            None => Ok(true),
         }
     }
 
@@ -475,9 +547,12 @@ impl<S: Storage> MemoryClient<S> {
             }
             query.truncate(end);
         }
-        let found = self
-            .search_with(snapshot, &Search::new(&invocation.operator, query))
-            .await?;
+        // Runs as the invocation's subject: it sees only what the subject may see.
+        let mut search = Search::new(&invocation.operator, query);
+        if let Some(subject) = &invocation.subject {
+            search = search.subject(Subject::clone(subject));
+        }
+        let found = self.search_with(snapshot, &search).await?;
         let mut observations = Vec::new();
         let mut priors: Vec<Artefact> = Vec::new();
         for r in found {

@@ -45,6 +45,7 @@ use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
 use super::{Reflection, Step, artefact_id};
+use crate::access::Subject;
 use crate::lens::IngestedRepresentation;
 use crate::llm::{GenerateRequest, LanguageModel, Message, OutputSchema};
 use crate::storage::{Artefact, Content, OperatorId};
@@ -109,6 +110,13 @@ pub struct Invocation {
     pub context: Value,
     /// The completed representations shown to every step.
     pub representations: Vec<Representation>,
+    /// Who asks (see [`access`](crate::access)): with an authorizer on the client it
+    /// is required, needs `contribute` on the Reflection's Destination when the
+    /// invocation is submitted and again when its artefact is delivered, and every
+    /// search the Reflection makes (the packaged `generalisations`' related memory)
+    /// sees only what it may see. Without an authorizer it is ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
 }
 
 impl Invocation {
@@ -119,7 +127,14 @@ impl Invocation {
             operator,
             context: Value::Object(Map::new()),
             representations: Vec::new(),
+            subject: None,
         }
+    }
+
+    /// Sets the subject the invocation acts for.
+    pub fn subject(mut self, subject: Subject) -> Invocation {
+        self.subject = Some(subject);
+        self
     }
 
     /// Sets the context.

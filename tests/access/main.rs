@@ -8,6 +8,7 @@ mod common;
 mod client;
 mod contract;
 mod forget;
+mod reflect;
 #[cfg(feature = "spicedb")]
 mod spicedb_remote;
 

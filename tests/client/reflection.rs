@@ -1,4 +1,4 @@
-//! Reflections through the client (`MemoryClient::reflect`) on both clients: the twin
+//! Reflections through the client (`Client::reflect`, also through `Arc<dyn Client>`) on both clients: the twin
 //! and the native client over the shared embedded FalkorDB (a scripted model for
 //! extraction, another for the chain of thought). Mirrors `test-trees/reflections.md`.
 
@@ -99,11 +99,11 @@ async fn reflect_and_wait<S: Storage>(
         .reflect(
             name,
             invocation,
-            move |c| {
+            options.on_complete(move |c| {
                 let _ = tx.send(c);
-            },
-            options,
+            }),
         )
+        .await
         .unwrap();
     assert_eq!(returned, id);
     rx.await.ok()
@@ -149,6 +149,7 @@ both!(
     the_definition_in_force_at_admission_is_used,
     invocations_run_independently,
     packaged_erl_writes_to_the_operators_personal_graph,
+    reflect_through_an_arc_dyn_client_on_both_clients,
 );
 
 /// On the twin only: on the shared server its artefact (and the fact extracted from
@@ -171,12 +172,14 @@ async fn a_declared_reflection_is_produced_delivered_and_calls_back_once<S: Stor
         .reflect(
             "release-review",
             Invocation::new(&id, op.clone()).context(json!({"reason": "release"})),
-            move |c| {
-                counted.fetch_add(1, Ordering::SeqCst);
-                let _ = tx.send(c);
-            },
-            ReflectOptions::new().model(Arc::new(model.clone())),
+            ReflectOptions::new()
+                .model(Arc::new(model.clone()))
+                .on_complete(move |c| {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let _ = tx.send(c);
+                }),
         )
+        .await
         .unwrap();
     let done = rx.await.unwrap();
     client.await_reflections().await;
@@ -213,23 +216,26 @@ async fn reflect_validates_before_any_work_and_returns_the_invocation_id<S: Stor
 ) {
     let model = review_model();
     let opts = || ReflectOptions::new().model(Arc::new(model.clone()));
-    let try_reflect = |name: &str, invocation: Invocation, options: ReflectOptions| {
+    let client = &client;
+    let try_reflect = |name: &'static str, invocation: Invocation, options: ReflectOptions| async move {
         client
-            .reflect(name, invocation, |_| panic!("no callback"), options)
+            .reflect(name, invocation, options)
+            .await
             .unwrap_err()
             .to_string()
     };
-    let e = try_reflect("release-review", Invocation::new("  ", op()), opts());
+    let e = try_reflect("release-review", Invocation::new("  ", op()), opts()).await;
     assert!(e.contains("`invocation.id` must not be blank"), "{e}");
-    let e = try_reflect("release-review", Invocation::new("a\0b", op()), opts());
+    let e = try_reflect("release-review", Invocation::new("a\0b", op()), opts()).await;
     assert!(e.contains("`invocation.id` must not contain NUL"), "{e}");
-    let e = try_reflect("nowhere", Invocation::new("i", op()), opts());
+    let e = try_reflect("nowhere", Invocation::new("i", op()), opts()).await;
     assert!(e.contains("names no declared Reflection"), "{e}");
     let e = try_reflect(
         "release-review",
         Invocation::new("i", op()),
         opts().max_tool_rounds(0),
-    );
+    )
+    .await;
     assert!(
         e.contains("`options.max_tool_rounds` must be at least 1"),
         "{e}"
@@ -238,7 +244,8 @@ async fn reflect_validates_before_any_work_and_returns_the_invocation_id<S: Stor
         "release-review",
         Invocation::new("i", op()),
         opts().tool_context(json!("not an object")),
-    );
+    )
+    .await;
     assert!(
         e.contains("`options.tool_context` must be a JSON object"),
         "{e}"
@@ -517,11 +524,13 @@ async fn the_owner_stopping_ends_unfinished_work_without_a_callback<S: Storage>(
         .reflect(
             "release-review",
             Invocation::new(&id, op.clone()),
-            move |c| {
-                let _ = tx.send(c);
-            },
-            ReflectOptions::new().inference(gate.clone()),
+            ReflectOptions::new()
+                .inference(gate.clone())
+                .on_complete(move |c| {
+                    let _ = tx.send(c);
+                }),
         )
+        .await
         .unwrap();
     gate.entered.notified().await;
     client.shutdown().await.unwrap();
@@ -531,9 +540,9 @@ async fn the_owner_stopping_ends_unfinished_work_without_a_callback<S: Storage>(
         .reflect(
             "release-review",
             Invocation::new(&id, op),
-            |_| {},
             ReflectOptions::new().inference(gate),
         )
+        .await
         .unwrap_err();
     assert!(matches!(err, Error::Closed { .. }), "{err:?}");
 }
@@ -545,11 +554,13 @@ async fn the_definition_in_force_at_admission_is_used<S: Storage>(client: Memory
         .reflect(
             "release-review",
             Invocation::new(inv(), op()),
-            move |c| {
-                let _ = tx.send(c);
-            },
-            ReflectOptions::new().inference(gate.clone()),
+            ReflectOptions::new()
+                .inference(gate.clone())
+                .on_complete(move |c| {
+                    let _ = tx.send(c);
+                }),
         )
+        .await
         .unwrap();
     gate.entered.notified().await;
     // The Reflection is withdrawn while its invocation runs.
@@ -563,9 +574,9 @@ async fn the_definition_in_force_at_admission_is_used<S: Storage>(client: Memory
         .reflect(
             "release-review",
             Invocation::new(inv(), op()),
-            |_| {},
             ReflectOptions::new().inference(gated()),
         )
+        .await
         .unwrap_err();
     assert!(
         err.to_string().contains("names no declared Reflection"),
@@ -581,11 +592,13 @@ async fn invocations_run_independently<S: Storage>(client: MemoryClient<S>) {
         .reflect(
             "release-review",
             Invocation::new(inv(), op()),
-            move |c| {
-                let _ = tx.send(c);
-            },
-            ReflectOptions::new().inference(gate.clone()),
+            ReflectOptions::new()
+                .inference(gate.clone())
+                .on_complete(move |c| {
+                    let _ = tx.send(c);
+                }),
         )
+        .await
         .unwrap();
     gate.entered.notified().await;
     let other = delivered(
@@ -762,9 +775,9 @@ async fn the_native_client_answers_with_its_engines_model_by_default() {
         .reflect(
             "release-review",
             Invocation::new(inv(), op()),
-            |_| {},
             ReflectOptions::new(),
         )
+        .await
         .unwrap_err();
     assert!(
         err.to_string().contains("`options.inference` is required"),
@@ -1255,11 +1268,13 @@ async fn a_kill_between_production_and_delivery_then_resubmission_yields_one_art
         .reflect(
             "release-review",
             Invocation::new(&id, op.clone()),
-            move |c| {
-                let _ = tx.send(c);
-            },
-            ReflectOptions::new().model(Arc::new(model.clone())),
+            ReflectOptions::new()
+                .model(Arc::new(model.clone()))
+                .on_complete(move |c| {
+                    let _ = tx.send(c);
+                }),
         )
+        .await
         .unwrap();
     gate.entered.notified().await;
     assert_eq!(model.calls().len(), 2, "produced");
@@ -1330,4 +1345,120 @@ fn json_options_accept_only_the_allowed_set() {
         e(json!({"tool_context": []})).contains("`options.tool_context` must be a JSON object")
     );
     assert!(e(json!([])).contains("`options` must be a JSON object"));
+}
+
+async fn reflect_through_an_arc_dyn_client_on_both_clients<S: Storage>(client: MemoryClient<S>) {
+    let client: Arc<dyn Client> = Arc::new(client);
+    let (op, id) = (op(), inv());
+    let (tx, rx) = oneshot::channel();
+    let returned = client
+        .reflect(
+            "release-review",
+            Invocation::new(&id, op.clone()),
+            ReflectOptions::new()
+                .model(Arc::new(review_model()))
+                .on_complete(move |c| {
+                    let _ = tx.send(c);
+                }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(returned, id);
+    client.await_reflections().await;
+    let artefact = delivered(rx.await.ok());
+    assert_eq!(artefact.payload, json!({"summary": "ship it"}));
+    let episode = client
+        .get_episode(&EpisodeRef::new(
+            op.clone(),
+            review_dest(),
+            artefact_uuid(op.as_str(), &id, "release-review"),
+        ))
+        .await
+        .unwrap();
+    assert!(episode.is_some(), "delivered through the trait");
+}
+
+#[tokio::test]
+async fn the_twin_records_reflect_and_answers_a_canned_one() {
+    use gralkor::client::{Call, Canned};
+    let client = twin(config());
+    let (op, id) = (op(), inv());
+    let ada = gralkor::access::Subject::person("ada").unwrap();
+    let model = review_model();
+    let invocation = Invocation::new(&id, op.clone()).subject(ada.clone());
+    // Invalid: not recorded.
+    assert!(
+        client
+            .reflect(
+                "release-review",
+                Invocation::new(" ", op.clone()),
+                ReflectOptions::new().model(Arc::new(model.clone())),
+            )
+            .await
+            .is_err()
+    );
+    assert!(client.calls().is_empty());
+    // Canned: recorded, answered, nothing run or delivered, no callback.
+    client.respond(Canned::Reflect(Ok("canned".into())));
+    let called = Arc::new(AtomicUsize::new(0));
+    let counted = called.clone();
+    let answered = client
+        .reflect(
+            "release-review",
+            invocation.clone(),
+            ReflectOptions::new()
+                .model(Arc::new(model.clone()))
+                .on_complete(move |_| {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answered, "canned");
+    client.await_reflections().await;
+    assert_eq!(called.load(Ordering::SeqCst), 0);
+    assert!(model.calls().is_empty(), "nothing ran");
+    match &client.calls()[..] {
+        [
+            Call::Reflect {
+                name,
+                invocation: recorded,
+            },
+        ] => {
+            assert_eq!(name, "release-review");
+            assert_eq!(recorded, &invocation);
+            assert_eq!(recorded.subject, Some(ada));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The next one runs for real.
+    let artefact = delivered(
+        reflect_and_wait(
+            &client,
+            "release-review",
+            invocation,
+            ReflectOptions::new().model(Arc::new(model.clone())),
+        )
+        .await,
+    );
+    assert_eq!(artefact.payload, json!({"summary": "ship it"}));
+    assert_eq!(client.calls().len(), 2);
+}
+
+#[test]
+fn an_invocation_serialises_with_its_subject_and_without_one() {
+    let op = OperatorId::new("ada").unwrap();
+    let plain = Invocation::new("i", op.clone());
+    let json = serde_json::to_value(&plain).unwrap();
+    assert!(json.get("subject").is_none(), "{json}");
+    assert_eq!(serde_json::from_value::<Invocation>(json).unwrap(), plain);
+    let ada = gralkor::access::Subject::person("ada").unwrap();
+    let with = plain.subject(ada.clone());
+    let json = serde_json::to_value(&with).unwrap();
+    assert_eq!(
+        json["subject"],
+        serde_json::to_value(&ada).unwrap(),
+        "{json}"
+    );
+    assert_eq!(serde_json::from_value::<Invocation>(json).unwrap(), with);
 }
