@@ -289,7 +289,10 @@ fn a_file_with_a_nul_is_refused_naming_it_and_nothing_is_written() {
     // Fixed, the import writes both.
     std::fs::write(ws.join("memory/notes.md"), "Sam likes figs.\n").unwrap();
     let report = import_files(&home, &ws);
-    assert_eq!(sources(&report, "written"), ["MEMORY.md", "memory/notes.md"]);
+    assert_eq!(
+        sources(&report, "written"),
+        ["MEMORY.md", "memory/notes.md"]
+    );
     assert_eq!(episode_count(&home), 2);
 }
 

@@ -215,7 +215,12 @@ fn render_turn(turn: &Turn, agent_name: &str, human_name: &str) -> String {
 /// ([`MAX_CONTENT_BYTES`](crate::graph::MAX_CONTENT_BYTES) bytes as rendered, each line
 /// with its speaker's name) — a longer transcript is split between turns, never
 /// inside one. The names are checked with [`check_name`].
-pub(crate) fn check_turn(field: &str, turn: &Turn, agent_name: &str, human_name: &str) -> Result<()> {
+pub(crate) fn check_turn(
+    field: &str,
+    turn: &Turn,
+    agent_name: &str,
+    human_name: &str,
+) -> Result<()> {
     check_name("agent_name", agent_name)?;
     check_name("human_name", human_name)?;
     for (i, m) in turn.messages().iter().enumerate() {
@@ -320,7 +325,10 @@ mod tests {
         assert_eq!(parts.len(), 5, "{parts:?}");
         assert!(parts.iter().all(|p| p.len() <= 60));
         assert_eq!(parts.join("\n"), whole);
-        assert_eq!(parts[1], "Ada: question 2\nSusu: answer\nAda: question 3\nSusu: answer");
+        assert_eq!(
+            parts[1],
+            "Ada: question 2\nSusu: answer\nAda: question 3\nSusu: answer"
+        );
         // Under the limit: the transcript itself, one part.
         assert_eq!(
             transcript_parts(&turns, "Susu", "Ada", whole.len()).unwrap(),

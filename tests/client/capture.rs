@@ -413,7 +413,10 @@ async fn a_contract_error_keeps_the_route_buffered_for_the_next_flush(kind: Kind
     assert_eq!(kept[0].routes[0].target.to_string(), "lens:scripted");
     // The next flush (the script now writes) writes it, under the same id, once.
     buffer.flush_and_await("s", WAIT).await.unwrap();
-    assert_eq!(script.ids(), vec![kept[0].routes[0].ingestion_id.clone(); 2]);
+    assert_eq!(
+        script.ids(),
+        vec![kept[0].routes[0].ingestion_id.clone(); 2]
+    );
     assert_eq!(rig.episodes("team", "Pangolins").await.len(), 1);
     assert_eq!(rig.episodes("personal", "Pangolins").await.len(), 1);
     assert!(buffer.pending("s").await.is_empty());

@@ -1303,14 +1303,10 @@ async fn write_once(
                 .await
             }
             RouteTarget::Lens(lens) => {
-                let mut ingest = Ingest::new(
-                    id,
-                    binding.operator_id.clone(),
-                    lens.clone(),
-                    content,
-                )
-                .source_description(CAPTURED)
-                .session(session);
+                let mut ingest =
+                    Ingest::new(id, binding.operator_id.clone(), lens.clone(), content)
+                        .source_description(CAPTURED)
+                        .session(session);
                 ingest.reference_time = Some(reference_time);
                 ingest.subject = binding.subject.clone();
                 sink.ingest_frozen(&snapshot, &ingest).await
