@@ -332,7 +332,7 @@ mod tests {
         // Under the limit: the transcript itself, one part.
         assert_eq!(
             transcript_parts(&turns, "Susu", "Ada", whole.len()).unwrap(),
-            [whole.clone()]
+            [whole]
         );
         // A turn over the limit is a part of its own; empty turns give nothing.
         let parts = transcript_parts(&turns[..2], "Susu", "Ada", 10).unwrap();
