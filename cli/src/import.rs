@@ -10,10 +10,15 @@
 //!   memory ([`MemoryFilter`]) and rendered by
 //!   [`format_transcript`].
 //!
-//! Everything is read and checked before anything is written: a malformed line is an
-//! error naming the file and line. Each item's ingestion id is a hash of its path and
-//! content, so the episode's uuid is replay-stable: an item already stored is reported
-//! `unchanged` and not written again, and a re-run writes nothing.
+//! All or nothing: every file is read and checked before anything is written — UTF-8
+//! text, a well-formed line (an error naming the file and line), content the memory
+//! accepts (the library's one content rule: no NUL characters, at most
+//! `MAX_CONTENT_BYTES` as stored; an error naming the file) and a description it
+//! accepts — and every item's episode is looked up; only then is anything written.
+//! Each item's ingestion id is a hash of its path and content, so the episode's uuid
+//! is replay-stable: an item already stored is reported `unchanged` and not written
+//! again, and a re-run writes nothing (so a run a database failure cut short is
+//! finished by running it again).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -85,8 +90,17 @@ struct Skipped {
     reason: String,
 }
 
-fn read(path: &Path) -> Outcome<String> {
-    std::fs::read_to_string(path).map_err(|e| Failure::Io(format!("reading {}", path.display()), e))
+/// The text of `path` (named `source` in an error): not UTF-8 is invalid input.
+fn read(path: &Path, source: &str) -> Outcome<String> {
+    let bytes =
+        std::fs::read(path).map_err(|e| Failure::Io(format!("reading {}", path.display()), e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::InvalidInput {
+            field: source.to_string(),
+            rule: format!("must be UTF-8 text ({e})"),
+        }
+        .into()
+    })
 }
 
 /// The workspace's memory files that exist, in import order.
@@ -169,7 +183,7 @@ fn session_transcript(
     agent_name: &str,
     human_name: &str,
 ) -> Outcome<(String, Option<Timestamp>)> {
-    let text = read(path)?;
+    let text = read(path, source)?;
     let mut turns: Vec<Vec<Value>> = Vec::new();
     let mut first_time = None;
     for (i, line) in text.lines().enumerate() {
@@ -220,7 +234,7 @@ fn plan(args: &ImportArgs) -> Outcome<(Vec<Item>, Vec<Skipped>)> {
     if !args.no_files {
         for path in memory_files(&args.workspace)? {
             let source = relative(&path, &args.workspace);
-            let text = read(&path)?;
+            let text = read(&path, &source)?;
             if text.trim().is_empty() {
                 skipped.push(Skipped {
                     source,
@@ -282,7 +296,27 @@ fn plan(args: &ImportArgs) -> Outcome<(Vec<Item>, Vec<Skipped>)> {
             });
         }
     }
+    for item in &items {
+        check(item, &args.lens)?;
+    }
     Ok((items, skipped))
+}
+
+/// Checks an item as the memory will: its content by the library's one content rule,
+/// its description with the Lens's marker (each error names the item's path).
+fn check(item: &Item, lens: &str) -> Outcome<()> {
+    gralkor::storage::validate_content(&item.source, &item.content)?;
+    gralkor::storage::validate_source_description(
+        &item.source,
+        &description(&item.source),
+        &gralkor::provenance::Writer::Lens(lens.to_string()),
+    )?;
+    Ok(())
+}
+
+/// The source description of an imported item.
+fn description(source: &str) -> String {
+    format!("import: {source}")
 }
 
 /// Progress: a bar on a terminal, plain lines otherwise (none with --json).
@@ -355,22 +389,27 @@ pub async fn run(
     let snapshot = client.runtime().snapshot();
     snapshot.lens("--lens", &args.lens)?;
     let (items, skipped) = plan(args)?;
-    let progress = Progress::new(items.len(), out);
-    let mut imported = Vec::with_capacity(items.len());
+    // Every item's episode is looked up before anything is written.
+    let mut looked_up = Vec::with_capacity(items.len());
     for item in items {
-        progress.starting(&item.source);
         let id = content_id(&format!("import:{}", item.source), &item.content);
         let (place, expected) = graphs::ingested_uuid(&snapshot, op, &args.lens, &id)?;
         let stored = client
             .get_episode(&EpisodeRef::new(op.clone(), &place.name, expected).asked_by(subject))
             .await?
             .is_some();
+        looked_up.push((item, id, place, expected, stored));
+    }
+    let progress = Progress::new(looked_up.len(), out);
+    let mut imported = Vec::with_capacity(looked_up.len());
+    for (item, id, place, expected, stored) in looked_up {
+        progress.starting(&item.source);
         let status = match (stored, args.dry_run) {
             (true, _) => Fate::Unchanged,
             (false, true) => Fate::WouldWrite,
             (false, false) => {
                 let mut request = Ingest::new(&id, op, &args.lens, item.content)
-                    .source_description(format!("import: {}", item.source))
+                    .source_description(description(&item.source))
                     .asked_by(subject);
                 if let Some(at) = item.reference_time {
                     request = request.reference_time(at);

@@ -256,3 +256,47 @@ fn sessions_need_both_speaker_names() {
     assert_eq!(run.code, 3, "{run:?}");
     assert_eq!(episode_count(&home), 0);
 }
+
+// import / all or nothing: one bad file and nothing is written, the error names it
+#[test]
+fn a_file_with_a_nul_is_refused_naming_it_and_nothing_is_written() {
+    let home = Home::new();
+    let ws = home.path().join("ws");
+    std::fs::create_dir_all(ws.join("memory")).unwrap();
+    // MEMORY.md is good and comes first; memory/notes.md breaks the content rule.
+    std::fs::write(ws.join("MEMORY.md"), "Sam's quokka is called Pip.\n").unwrap();
+    std::fs::write(ws.join("memory/notes.md"), "Sam likes\0 figs.\n").unwrap();
+    let run = home.run(&["import", "--workspace", ws.to_str().unwrap()]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr.contains("`memory/notes.md`") && run.stderr.contains("NUL"),
+        "names the file and the rule: {run:?}"
+    );
+    assert!(!run.stderr.contains("MEMORY.md"), "{run:?}");
+    assert_eq!(episode_count(&home), 0);
+    let found = home.run(&["--json", "search", "quokka"]).json();
+    assert_eq!(found, json!([]), "the good file was not written either");
+
+    // Not UTF-8: refused the same way, naming the file.
+    std::fs::write(ws.join("memory/notes.md"), b"Sam likes \xff figs.\n").unwrap();
+    let run = home.run(&["--json", "import", "--workspace", ws.to_str().unwrap()]);
+    assert_eq!(run.code, 3, "{run:?}");
+    let error: Value = serde_json::from_str(&run.stdout).expect("a JSON error");
+    assert_eq!(error["error"]["kind"], "invalid_input", "{run:?}");
+    assert!(run.stderr.contains("`memory/notes.md`"), "{run:?}");
+    assert_eq!(episode_count(&home), 0);
+
+    // Fixed, the import writes both.
+    std::fs::write(ws.join("memory/notes.md"), "Sam likes figs.\n").unwrap();
+    let report = import_files(&home, &ws);
+    assert_eq!(
+        sources(&report, "written"),
+        ["MEMORY.md", "memory/notes.md"]
+    );
+    assert_eq!(episode_count(&home), 2);
+}
+
+fn import_files(home: &Home, ws: &Path) -> Value {
+    home.run(&["--json", "import", "--workspace", ws.to_str().unwrap()])
+        .json()
+}

@@ -40,6 +40,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::turn::{Message, Role, Turn};
+use crate::graph::MAX_CONTENT_BYTES;
 use crate::{Error, Result};
 
 /// The opening marker of the memory block recall injects (the tag is left open:
@@ -178,13 +179,67 @@ impl MemoryFilter {
     }
 }
 
-/// Checks a name the transcript needs: non-blank.
+/// Checks a name the transcript needs: non-blank, no NUL characters (it is written
+/// before each of the speaker's lines).
 pub fn check_name(field: &str, name: &str) -> Result<()> {
     if name.trim().is_empty() {
         return Err(Error::invalid(
             field,
             "must be a non-blank name (there is no generic fallback: it would merge every \
              speaker into one node of the graph)",
+        ));
+    }
+    if name.contains('\0') {
+        return Err(Error::invalid(field, "must not contain NUL characters"));
+    }
+    Ok(())
+}
+
+/// One turn's transcript lines (empty when it has no user or assistant message).
+fn render_turn(turn: &Turn, agent_name: &str, human_name: &str) -> String {
+    turn.messages()
+        .iter()
+        .filter_map(|m| match m.role {
+            Role::User => Some(format!("{human_name}: {}", m.content)),
+            Role::Assistant => Some(format!("{agent_name}: {}", m.content)),
+            Role::Behaviour => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Checks that `turn` (named `field`) can be written as part of a transcript under
+/// these names, whichever transcript it ends up in: no message holds a NUL character
+/// (`<field>.messages[i].content`: neither the durable buffer nor the memory stores
+/// them), and its lines alone fit one episode's content limit
+/// ([`MAX_CONTENT_BYTES`](crate::graph::MAX_CONTENT_BYTES) bytes as rendered, each line
+/// with its speaker's name) — a longer transcript is split between turns, never
+/// inside one. The names are checked with [`check_name`].
+pub(crate) fn check_turn(
+    field: &str,
+    turn: &Turn,
+    agent_name: &str,
+    human_name: &str,
+) -> Result<()> {
+    check_name("agent_name", agent_name)?;
+    check_name("human_name", human_name)?;
+    for (i, m) in turn.messages().iter().enumerate() {
+        if m.content.contains('\0') {
+            return Err(Error::invalid(
+                format!("{field}.messages[{i}].content"),
+                "must not contain NUL characters",
+            ));
+        }
+    }
+    let rendered = render_turn(turn, agent_name, human_name).len();
+    if rendered > MAX_CONTENT_BYTES {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "must be at most {MAX_CONTENT_BYTES} bytes as written (its user and assistant \
+                 lines, each with the speaker's name; this one is {rendered}): one turn is \
+                 never split across episodes"
+            ),
         ));
     }
     Ok(())
@@ -214,18 +269,100 @@ pub fn format_transcript(turns: &[Turn], agent_name: &str, human_name: &str) -> 
     check_name("human_name", human_name)?;
     let rendered: Vec<String> = turns
         .iter()
-        .map(|t| {
-            t.messages()
-                .iter()
-                .filter_map(|m| match m.role {
-                    Role::User => Some(format!("{human_name}: {}", m.content)),
-                    Role::Assistant => Some(format!("{agent_name}: {}", m.content)),
-                    Role::Behaviour => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+        .map(|t| render_turn(t, agent_name, human_name))
         .filter(|t| !t.is_empty())
         .collect();
     Ok(rendered.join("\n"))
+}
+
+/// The transcript of `turns` ([`format_transcript`]) split between turns into parts of
+/// at most `limit` bytes each, in order: joined with `\n` they are the whole
+/// transcript. Each part holds as many whole turns as fit; a turn longer than `limit`
+/// (which [`check_turn`] refuses) is a part of its own. No turns with lines: no parts.
+pub(crate) fn transcript_parts(
+    turns: &[Turn],
+    agent_name: &str,
+    human_name: &str,
+    limit: usize,
+) -> Result<Vec<String>> {
+    check_name("agent_name", agent_name)?;
+    check_name("human_name", human_name)?;
+    let mut parts: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for turn in turns {
+        let rendered = render_turn(turn, agent_name, human_name);
+        if rendered.is_empty() {
+            continue;
+        }
+        if !current.is_empty() && current.len() + 1 + rendered.len() > limit {
+            parts.push(std::mem::take(&mut current));
+        }
+        if !current.is_empty() {
+            current.push('\n');
+        }
+        current.push_str(&rendered);
+    }
+    if !current.is_empty() {
+        parts.push(current);
+    }
+    Ok(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(i: usize) -> Turn {
+        Turn::completed(&format!("question {i}"), Vec::<String>::new(), "answer")
+    }
+
+    #[test]
+    fn parts_split_between_turns_and_join_into_the_transcript() {
+        let turns: Vec<Turn> = (0..10).map(turn).collect();
+        let whole = format_transcript(&turns, "Susu", "Ada").unwrap();
+        // "Ada: question N\nSusu: answer" is 28 bytes: two turns (57) fit in 60.
+        let parts = transcript_parts(&turns, "Susu", "Ada", 60).unwrap();
+        assert_eq!(parts.len(), 5, "{parts:?}");
+        assert!(parts.iter().all(|p| p.len() <= 60));
+        assert_eq!(parts.join("\n"), whole);
+        assert_eq!(
+            parts[1],
+            "Ada: question 2\nSusu: answer\nAda: question 3\nSusu: answer"
+        );
+        // Under the limit: the transcript itself, one part.
+        assert_eq!(
+            transcript_parts(&turns, "Susu", "Ada", whole.len()).unwrap(),
+            [whole]
+        );
+        // A turn over the limit is a part of its own; empty turns give nothing.
+        let parts = transcript_parts(&turns[..2], "Susu", "Ada", 10).unwrap();
+        assert_eq!(parts.len(), 2);
+        assert!(
+            transcript_parts(&[Turn::default()], "Susu", "Ada", 10)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_turn_is_checked_as_it_will_be_written() {
+        let ok = Turn::completed("hi", ["tool x → y"], "hello");
+        assert!(check_turn("turn", &ok, "Susu", "Ada").is_ok());
+        let nul = Turn::completed("hi", ["tool x → a\0b"], "hello");
+        let err = check_turn("turn", &nul, "Susu", "Ada").unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidInput { field, rule } if field == "turn.messages[1].content" && rule.contains("NUL")),
+            "{err:?}"
+        );
+        // Exactly the limit as rendered ("Ada: " is 5 bytes), then one byte more.
+        let at = |n: usize| Turn::new([Message::user("x".repeat(n))]);
+        assert!(check_turn("turn", &at(MAX_CONTENT_BYTES - 5), "Susu", "Ada").is_ok());
+        let err = check_turn("turn", &at(MAX_CONTENT_BYTES - 4), "Susu", "Ada").unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidInput { field, rule } if field == "turn" && rule.contains(&MAX_CONTENT_BYTES.to_string())),
+            "{err:?}"
+        );
+        let err = check_turn("turn", &ok, "Su\0su", "Ada").unwrap_err();
+        assert!(matches!(&err, Error::InvalidInput { field, .. } if field == "agent_name"));
+    }
 }

@@ -259,7 +259,169 @@ both!(
     a_client_shutdown_whose_drain_times_out_leaves_the_turns_for_the_next_buffer,
     a_dropped_buffer_is_not_drained_and_a_zero_shutdown_timeout_is_refused,
     purging_a_session_drops_its_buffered_turns_and_what_it_wrote_through_every_route,
+    a_turn_that_could_never_be_written_is_refused_and_nothing_becomes_durable,
+    a_session_over_the_content_limit_is_written_completely_in_parts,
+    a_contract_error_keeps_the_route_buffered_for_the_next_flush,
 );
+
+async fn a_turn_that_could_never_be_written_is_refused_and_nothing_becomes_durable(kind: Kind) {
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    let buffer = rig.buffer().await;
+    let limit = gralkor::graph::MAX_CONTENT_BYTES;
+    // "Ada: " comes before the user's line: one byte of content fewer fits.
+    let over = Turn::new([Message::user("x".repeat(limit - "Ada: ".len() + 1))]);
+    let cases = [
+        (
+            rig.capture("s", turn("a\0b", "fine")),
+            "turn.messages[0].content",
+            "NUL",
+        ),
+        (
+            rig.capture("s", Turn::completed("fine", ["tool x → a\0b"], "fine")),
+            "turn.messages[1].content",
+            "NUL",
+        ),
+        (rig.capture("s", over), "turn", "1048576 bytes"),
+        (
+            Capture::new("s", &rig.op, "Su\0su", "Ada", turn("q", "a")),
+            "agent_name",
+            "NUL",
+        ),
+    ];
+    for (capture, field, rule) in cases {
+        match buffer.append(capture).await {
+            Err(Error::InvalidInput { field: f, rule: r }) => {
+                assert_eq!(f, field);
+                assert!(r.contains(rule), "{field}: {r}");
+            }
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+    assert!(buffer.sessions().await.is_empty());
+    assert!(rig.store.load().await.unwrap().is_empty());
+    // Checked as it will be written: exactly the limit as rendered is accepted, and a
+    // NUL inside a recalled memory block (dropped before the check) is no obstacle.
+    let at_limit = Turn::new([Message::user("x".repeat(limit - "Ada: ".len()))]);
+    buffer.append(rig.capture("s", at_limit)).await.unwrap();
+    let recalled = Turn::completed(
+        "<gralkor-memory>\n- a\0b\n</gralkor-memory>\nWhat about zebus?",
+        Vec::<String>::new(),
+        "Humped.",
+    );
+    buffer.append(rig.capture("s", recalled)).await.unwrap();
+    assert_eq!(rig.store.load().await.unwrap()[0].turns.len(), 2);
+}
+
+/// 1,536 turns of 2 KiB as written (3 MiB of transcript) in one session: the parts
+/// the flush writes, found by the word every turn holds, joined in write order, are
+/// the session's whole transcript; a replay of the same entry stores nothing twice.
+async fn a_session_over_the_content_limit_is_written_completely_in_parts(kind: Kind) {
+    const TURNS: usize = 1536;
+    const RENDERED: usize = 2048;
+    let limit = gralkor::graph::MAX_CONTENT_BYTES;
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    let buffer = rig.buffer().await;
+    let w = crate::client_contract::word();
+    // "Ada: <question>\nSusu: ok" is RENDERED bytes.
+    let question = |i: usize| {
+        let head = format!("{w} turn t{i:05}x ");
+        let room = RENDERED - "Ada: ".len() - "\nSusu: ok".len() - head.len();
+        let pad: String = "pad ".repeat(room / 4 + 1).chars().take(room).collect();
+        format!("{head}{pad}")
+    };
+    let mut expected = Vec::with_capacity(TURNS);
+    for i in 0..TURNS {
+        let q = question(i);
+        expected.push(format!("Ada: {q}\nSusu: ok"));
+        buffer
+            .append(rig.capture("big", turn(&q, "ok")))
+            .await
+            .unwrap();
+    }
+    let whole = expected.join("\n");
+    assert!(whole.len() > 3 * limit, "{} bytes", whole.len());
+    let accepted = rig.store.load().await.unwrap();
+    buffer.flush_and_await("big", WAIT).await.unwrap();
+
+    // As many whole turns as fit per part, the last part the rest.
+    let per_part = (limit + 1) / (RENDERED + 1);
+    let parts = TURNS.div_ceil(per_part);
+    assert_eq!((per_part, parts), (511, 4));
+    let written = |episodes: Vec<EpisodeRecord>| {
+        let mut episodes = episodes;
+        // Parts are written in order: by creation, then by content (equal times).
+        episodes.sort_by(|a, b| {
+            (a.created_at.0, first_turn(&a.content)).cmp(&(b.created_at.0, first_turn(&b.content)))
+        });
+        episodes
+    };
+    let stored = written(rig.episodes("personal", &w).await);
+    assert_eq!(stored.len(), parts, "one episode per part");
+    assert!(stored.iter().all(|e| e.content.len() <= limit));
+    assert!(stored.iter().all(|e| e.source_description == "captured"));
+    let joined: Vec<&str> = stored.iter().map(|e| e.content.as_str()).collect();
+    assert!(
+        joined.join("\n") == whole,
+        "every turn, once, in order (first turns of the parts: {:?})",
+        joined.iter().map(|c| first_turn(c)).collect::<Vec<_>>()
+    );
+    assert!(rig.store.load().await.unwrap().is_empty());
+
+    // A replay of the same durable entry (a crash after the parts landed, before the
+    // entry was removed) writes every part again under the same ids: nothing twice.
+    for e in &accepted {
+        rig.store.save(e).await.unwrap();
+    }
+    rig.buffer().await.flush_all().await.unwrap();
+    let again = written(rig.episodes("personal", &w).await);
+    let uuids = |es: &[EpisodeRecord]| es.iter().map(|e| e.uuid).collect::<Vec<_>>();
+    assert_eq!(uuids(&again), uuids(&stored));
+    let report = buffer
+        .purge_session(&gralkor::client::PurgeSession::new(&rig.op, "big"))
+        .await
+        .unwrap();
+    assert_eq!(report.episodes.len(), parts, "{report:?}");
+}
+
+/// The index of the first turn in a part (`t<index>x`).
+fn first_turn(content: &str) -> usize {
+    let at = content.find(" turn t").expect("a turn") + " turn t".len();
+    content[at..at + 5].parse().expect("an index")
+}
+
+async fn a_contract_error_keeps_the_route_buffered_for_the_next_flush(kind: Kind) {
+    let script = Scripted::new([Step::Fail(contract)]);
+    let rig = Rig::new(kind, scripted_rig_config(&script)).await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(
+            rig.capture("s", turn("Pangolins roll up.", "Tightly."))
+                .lenses(["scripted", "personal-chat"]),
+        )
+        .await
+        .unwrap();
+    let err = buffer.flush_and_await("s", WAIT).await.unwrap_err();
+    assert_eq!(err.to_string(), contract().to_string());
+    assert_eq!(script.attempts(), 1, "not retried within the flush");
+    // The other route was written; the refused one is kept, in memory and durably.
+    assert_eq!(rig.episodes("personal", "Pangolins").await.len(), 1);
+    assert!(rig.episodes("team", "Pangolins").await.is_empty());
+    assert_eq!(buffer.pending("s").await.len(), 1);
+    let kept = rig.store.load().await.unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].routes.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].routes[0].target.to_string(), "lens:scripted");
+    // The next flush (the script now writes) writes it, under the same id, once.
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    assert_eq!(
+        script.ids(),
+        vec![kept[0].routes[0].ingestion_id.clone(); 2]
+    );
+    assert_eq!(rig.episodes("team", "Pangolins").await.len(), 1);
+    assert_eq!(rig.episodes("personal", "Pangolins").await.len(), 1);
+    assert!(buffer.pending("s").await.is_empty());
+    assert!(rig.store.load().await.unwrap().is_empty());
+}
 
 async fn purging_a_session_drops_its_buffered_turns_and_what_it_wrote_through_every_route(
     kind: Kind,
@@ -815,10 +977,10 @@ async fn exhausted_retries_drop_the_turns(kind: Kind) {
 }
 
 async fn contract_4xx_and_upstream_errors_are_not_retried(kind: Kind) {
-    for (fault, what) in [
-        (contract as fn() -> Error, "contract"),
-        (bad_request, "4xx"),
-        (unavailable, "upstream"),
+    for (fault, what, kept) in [
+        (contract as fn() -> Error, "contract", 1),
+        (bad_request, "4xx", 0),
+        (unavailable, "upstream", 0),
     ] {
         let script = Scripted::new([Step::Fail(fault)]);
         let rig = Rig::new(kind, scripted_rig_config(&script)).await;
@@ -833,8 +995,9 @@ async fn contract_4xx_and_upstream_errors_are_not_retried(kind: Kind) {
         let err = buffer.flush_and_await("s", WAIT).await.unwrap_err();
         assert_eq!(err.to_string(), fault().to_string(), "{what}");
         assert_eq!(script.attempts(), 1, "{what}: not retried");
-        assert!(buffer.pending("s").await.is_empty(), "{what}: consumed");
-        assert!(rig.store.load().await.unwrap().is_empty(), "{what}");
+        // A contract error keeps the turns for the next flush; the others consume them.
+        assert_eq!(buffer.pending("s").await.len(), kept, "{what}");
+        assert_eq!(rig.store.load().await.unwrap().len(), kept, "{what}");
     }
 }
 
@@ -855,7 +1018,7 @@ async fn a_panicking_ingestion_is_retried(kind: Kind) {
 }
 
 async fn routes_fail_independently_and_the_first_failure_is_reported(kind: Kind) {
-    let script = Scripted::new([Step::Fail(contract)]);
+    let script = Scripted::new([Step::Fail(bad_request)]);
     let rig = Rig::new(kind, scripted_rig_config(&script)).await;
     let buffer = rig.buffer().await;
     buffer
@@ -866,17 +1029,17 @@ async fn routes_fail_independently_and_the_first_failure_is_reported(kind: Kind)
         .await
         .unwrap();
     let err = buffer.flush_and_await("s", WAIT).await.unwrap_err();
-    assert_eq!(err.to_string(), contract().to_string());
+    assert_eq!(err.to_string(), bad_request().to_string());
     assert!(rig.episodes("team", "Ibis").await.is_empty());
     assert_eq!(rig.episodes("personal", "Ibis").await.len(), 1);
     assert!(rig.store.load().await.unwrap().is_empty());
 }
 
 async fn flush_all_writes_every_session_and_waits_for_scheduled_flushes(kind: Kind) {
-    let script = Scripted::new([Step::Fail(contract)]);
+    let script = Scripted::new([Step::Fail(bad_request)]);
     let rig = Rig::new(kind, scripted_rig_config(&script)).await;
     let buffer = rig.buffer().await;
-    // One session fails (a contract error); the others are still written.
+    // One session fails (a provider 4xx, dropped); the others are still written.
     buffer
         .append(
             rig.capture("bad", turn("Voles fail.", "Oh."))

@@ -10,8 +10,12 @@
 //!   finished session.
 //! * **Acceptance.** [`CaptureBuffer::append`] validates (non-blank session and names,
 //!   a route that resolves in the runtime's current snapshot: registered, appending
-//!   Lenses), drops recalled memory from the turn ([`MemoryFilter`]), skips an empty
-//!   turn, and saves the turn in the [`CaptureStore`] before it returns. Each route's
+//!   Lenses), drops recalled memory from the turn ([`MemoryFilter`]), refuses a turn
+//!   that could never be written (a NUL character in a message, `turn.messages[i].content`;
+//!   or lines that alone exceed one episode's content limit,
+//!   [`MAX_CONTENT_BYTES`](crate::graph::MAX_CONTENT_BYTES) as rendered, `turn`),
+//!   skips an empty turn, and saves the turn in the [`CaptureStore`] before it
+//!   returns. What it accepted is never dropped for its size or content. Each route's
 //!   Destination or Lens definition is taken from the snapshot when the session's
 //!   entry is opened and frozen with it: a later runtime replacement does not change
 //!   where buffered turns go. A turn routed to several Lenses is stored once and
@@ -26,13 +30,22 @@
 //!   drains within a timeout. One `client.shutdown()` does that for every buffer
 //!   over the client, before the storage stops (the buffer registers itself through
 //!   [`MemoryClient::drain_on_shutdown`](crate::client::MemoryClient::drain_on_shutdown)).
-//! * **Writes.** Per route, the transcript ([`format_transcript`]) is written as a
+//! * **Writes.** Per route, the transcript
+//!   ([`format_transcript`](super::transcript::format_transcript)) is written as a
 //!   conversation: direct, with the source description `captured` (stored as
 //!   `captured [gralkor: direct]`), or through the Lens's ingestion process
-//!   (`captured [lens: <name>]`). Routes fail independently; the first failure is
-//!   reported.
+//!   (`captured [lens: <name>]`). A transcript longer than the content limit is
+//!   written in parts, split between turns, each part as large as fits and written
+//!   in order as an episode of its own under its own id: the route's ingestion id for
+//!   the first, `<id>.1`, `<id>.2`, … for the next; the same turns always give the same
+//!   parts, so a replay after a partial flush stores nothing twice. Routes fail
+//!   independently; the first failure is reported.
 //! * **Retries are the buffer's.** A contract error (invalid input, configuration,
-//!   not found, replay conflict), a provider 4xx or a quarantined episode (stored,
+//!   not found, replay conflict, budget too small) is not retried and not dropped: the
+//!   route stays buffered, in memory and in the store, the flush reports the error
+//!   (logged as `capture kept (contract error)`) and the next flush of the session —
+//!   or the next buffer over the store — tries again; [`purge_session`](CaptureBuffer::purge_session)
+//!   drops it. A provider 4xx or a quarantined episode (stored,
 //!   never extracted again) is dropped with a warning; an
 //!   upstream model failure (the provider client has already retried 429s and 5xx)
 //!   is dropped with a warning and not retried again; anything else (connection,
@@ -87,12 +100,12 @@ pub use store::{
     PendingRoute, RouteTarget,
 };
 
-use super::transcript::{MemoryFilter, check_name, format_transcript};
+use super::transcript::{MemoryFilter, check_name, check_turn, transcript_parts};
 use super::turn::Turn;
 use crate::access::Subject;
 use crate::client::{InMemoryClient, Ingest, NativeClient, PurgeSession, SessionPurgeReport};
 use crate::destination::PERSONAL;
-use crate::graph::Timestamp;
+use crate::graph::{MAX_CONTENT_BYTES, Timestamp};
 use crate::runtime::Snapshot;
 use crate::storage::{Content, OperatorId};
 use crate::{Error, Result};
@@ -324,6 +337,9 @@ impl std::fmt::Debug for CaptureBuffer {
 enum Verdict {
     /// Dropped with a warning: retrying cannot help.
     Drop(&'static str),
+    /// Not retried now, not dropped either: the route stays buffered (in memory and in
+    /// the store) for the next flush, and the failure is reported.
+    Hold(&'static str),
     /// Retried after the next delay.
     Retry,
     /// Left in the store for the next buffer (the client is closed).
@@ -336,7 +352,7 @@ fn verdict(e: &Error) -> Verdict {
         | Error::Config { .. }
         | Error::NotFound(_)
         | Error::EpisodeConflict { .. }
-        | Error::BudgetTooSmall { .. } => Verdict::Drop("capture dropped (contract error)"),
+        | Error::BudgetTooSmall { .. } => Verdict::Hold("capture kept (contract error)"),
         Error::Provider {
             status: Some(s), ..
         } if (400..500).contains(s) && *s != 408 && *s != 429 => {
@@ -493,6 +509,11 @@ impl CaptureBuffer {
     /// assert!(err.to_string().contains("`human_name`"));
     /// let err = buffer.append(Capture::new("t", &op, "Susu", " ", turn())).await.unwrap_err();
     /// assert!(err.to_string().contains("`human_name`"));
+    /// // What could never be written is refused now, not dropped at the flush.
+    /// let nul = Turn::completed("a\0b", Vec::<String>::new(), "hi");
+    /// let err = buffer.append(Capture::new("s", &op, "Susu", "Ada", nul)).await.unwrap_err();
+    /// assert!(err.to_string().contains("`turn.messages[0].content`"));
+    /// assert_eq!(buffer.pending("s").await.len(), 1);
     /// # Ok(()) }
     /// ```
     pub async fn append(&self, capture: Capture) -> Result<()> {
@@ -507,6 +528,8 @@ impl CaptureBuffer {
         let snapshot = self.inner.sink.runtime().snapshot();
         let targets = resolve(&snapshot, &capture.operator_id, &capture.route)?;
         let turn = self.inner.config.filter.scrub(&capture.turn);
+        // What could never be written is refused now, not dropped at the flush.
+        check_turn("turn", &turn, &capture.agent_name, &capture.human_name)?;
         let binding = Binding {
             operator_id: capture.operator_id,
             agent_name: capture.agent_name,
@@ -689,7 +712,7 @@ impl CaptureBuffer {
         let task = async move {
             let left = Arc::new(Mutex::new(entries));
             let _ = deliver(&inner, &left).await;
-            release(&inner, &session, Vec::new()).await;
+            release(&inner, &session, take_left(&left)).await;
         }
         .instrument(span);
         let mut workers = self.inner.workers.lock().unwrap_or_else(|p| p.into_inner());
@@ -699,7 +722,8 @@ impl CaptureBuffer {
     }
 
     /// Writes the session's buffered turns and waits, retrying within `timeout`.
-    /// Returns the first route's failure (the turns are consumed), or on timeout an
+    /// Returns the first route's failure (the turns are consumed, except by a route
+    /// that met a contract error: it stays buffered for the next flush), or on timeout an
     /// [`Error::Timeout`] with the turns not yet written put back, to be flushed
     /// again. A session with nothing buffered succeeds at once.
     ///
@@ -735,7 +759,7 @@ impl CaptureBuffer {
         let span = tracing::info_span!("gralkor.capture.flush_and_await", session = session_id);
         match tokio::time::timeout(timeout, deliver(&self.inner, &left).instrument(span)).await {
             Ok(outcome) => {
-                release(&self.inner, session_id, Vec::new()).await;
+                release(&self.inner, session_id, take_left(&left)).await;
                 match &outcome {
                     Ok(()) => tracing::info!(
                         session = session_id,
@@ -750,8 +774,7 @@ impl CaptureBuffer {
                 outcome
             }
             Err(_) => {
-                let back = std::mem::take(&mut *left.lock().unwrap_or_else(|p| p.into_inner()));
-                release(&self.inner, session_id, back).await;
+                release(&self.inner, session_id, take_left(&left)).await;
                 tracing::warn!(session = session_id, "[gralkor] flush_and_await timeout");
                 Err(Error::Timeout {
                     operation: format!("flush_and_await of session `{session_id}`"),
@@ -796,7 +819,7 @@ impl CaptureBuffer {
                     async move {
                         let left = Arc::new(Mutex::new(entries));
                         let _ = deliver(&inner, &left).await;
-                        release(&inner, &session, Vec::new()).await;
+                        release(&inner, &session, take_left(&left)).await;
                     }
                     .instrument(span),
                 );
@@ -980,6 +1003,11 @@ async fn release(inner: &Arc<Inner>, session_id: &str, mut back: Vec<Entry>) {
     }
 }
 
+/// What a flush left unwritten, to put back.
+fn take_left(left: &Mutex<Vec<Entry>>) -> Vec<Entry> {
+    std::mem::take(&mut *left.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
 fn turns(entries: &[Entry]) -> usize {
     entries.iter().map(|e| e.pending.turns.len()).sum()
 }
@@ -1055,51 +1083,73 @@ fn resolve(
     }
 }
 
-/// Writes `left`'s entries in order, each route with its retries; routes written or
-/// dropped leave `left` as they go, so what remains (on a timeout) is what was not
-/// done. Returns the first failure.
+/// The ingestion id (direct: the replay key) of part `index` of a route's transcript:
+/// the route's own id for the first part, `<id>.<index>` for the next ones. The parts
+/// are cut the same way from the same turns every time, so a replay after a partial
+/// flush gives every part the id it had and stores nothing twice.
+fn part_id(ingestion_id: &str, index: usize) -> String {
+    if index == 0 {
+        ingestion_id.to_string()
+    } else {
+        format!("{ingestion_id}.{index}")
+    }
+}
+
+/// Writes `left`'s entries in order, each route with its retries, each route's
+/// transcript in parts that fit the content limit; routes written or dropped leave
+/// `left` as they go, so what remains is what was not done: on a timeout, everything
+/// not yet written; at the end, the entries whose routes met a contract error (kept,
+/// for the caller to put back). Returns the first failure.
 async fn deliver(inner: &Arc<Inner>, left: &Arc<Mutex<Vec<Entry>>>) -> Result<()> {
     let started = Instant::now();
     let mut first: Option<Error> = None;
     let mut written = 0;
+    // Entries kept for a later flush: passed over for the rest of this one.
+    let mut kept_back: Vec<String> = Vec::new();
     loop {
         let Some(entry) = left
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .first()
+            .iter()
+            .find(|e| !kept_back.contains(&e.pending.id))
             .cloned()
         else {
             break;
         };
-        let transcript = match format_transcript(
+        let parts = match transcript_parts(
             &entry.pending.turns,
             &entry.pending.binding.agent_name,
             &entry.pending.binding.human_name,
+            MAX_CONTENT_BYTES,
         ) {
-            Ok(t) => t,
+            Ok(p) => p,
             Err(e) => {
-                tracing::warn!(error = %e, "capture dropped (contract error)");
-                finish(inner, left, &entry.pending.id).await;
+                // Names are checked at append: only an entry edited in the store gets
+                // here. Kept, never deleted.
+                tracing::error!(session = %entry.pending.session_id, error = %e, "capture kept (contract error)");
+                kept_back.push(entry.pending.id.clone());
                 first.get_or_insert(e);
                 continue;
             }
         };
-        tracing::debug!(session = %entry.pending.session_id, transcript = %transcript, "[gralkor] capture transcript");
-        let mut kept = false;
+        for (i, part) in parts.iter().enumerate() {
+            tracing::debug!(session = %entry.pending.session_id, part = i, parts = parts.len(), transcript = %part, "[gralkor] capture transcript");
+        }
+        let mut closed = false;
         for route in entry.pending.routes.clone() {
-            let outcome = if transcript.is_empty() {
-                Ok(())
-            } else {
-                write_with_retries(inner, &entry, &route, &transcript).await
-            };
-            match outcome {
+            match write_parts(inner, &entry, &route, &parts).await {
                 Ok(()) => written += 1,
                 Err((e, Verdict::Keep)) => {
                     // The client is closed: the entry stays in the store as it is.
                     tracing::warn!(error = %e, "capture kept for the next buffer (client closed)");
                     first.get_or_insert(e);
-                    kept = true;
+                    closed = true;
                     break;
+                }
+                Err((e, Verdict::Hold(_))) => {
+                    // The route stays on the entry, for the next flush.
+                    first.get_or_insert(e);
+                    continue;
                 }
                 Err((e, _)) => {
                     first.get_or_insert(e);
@@ -1120,17 +1170,33 @@ async fn deliver(inner: &Arc<Inner>, left: &Arc<Mutex<Vec<Entry>>>) -> Result<()
                 tracing::warn!(error = %e, "could not record a written capture route; it will be replayed (replay-safe)");
             }
         }
-        if kept {
+        if closed {
             left.lock().unwrap_or_else(|p| p.into_inner()).clear();
             break;
         }
-        finish(inner, left, &entry.pending.id).await;
+        let routes_left = left
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|e| e.pending.id == entry.pending.id)
+            .map_or(0, |e| e.pending.routes.len());
+        if routes_left > 0 {
+            kept_back.push(entry.pending.id.clone());
+        } else {
+            finish(inner, left, &entry.pending.id).await;
+        }
     }
     if written > 0 {
         tracing::info!(
             routes = written,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "[gralkor] capture flushed"
+        );
+    }
+    if !kept_back.is_empty() {
+        tracing::error!(
+            entries = kept_back.len(),
+            "[gralkor] capture kept after a contract error; the next flush tries again"
         );
     }
     match first {
@@ -1149,15 +1215,33 @@ async fn finish(inner: &Arc<Inner>, left: &Arc<Mutex<Vec<Entry>>>, id: &str) {
     }
 }
 
+/// Writes a route's transcript parts in order, each with its retries and its own
+/// id ([`part_id`]); stops at the first part that fails. A replay writes the parts
+/// already stored again under the same ids, which stores nothing twice. No parts (no
+/// turn with a user or assistant line): nothing to write.
+async fn write_parts(
+    inner: &Arc<Inner>,
+    entry: &Entry,
+    route: &PendingRoute,
+    parts: &[String],
+) -> std::result::Result<(), (Error, Verdict)> {
+    for (i, part) in parts.iter().enumerate() {
+        let id = part_id(&route.ingestion_id, i);
+        write_with_retries(inner, entry, route, &id, part).await?;
+    }
+    Ok(())
+}
+
 async fn write_with_retries(
     inner: &Arc<Inner>,
     entry: &Entry,
     route: &PendingRoute,
+    id: &str,
     transcript: &str,
 ) -> std::result::Result<(), (Error, Verdict)> {
     let mut delays = inner.config.retry_delays.iter();
     loop {
-        let e = match write_once(inner, entry, route, transcript).await {
+        let e = match write_once(inner, entry, route, id, transcript).await {
             Ok(()) => return Ok(()),
             Err(e) => e,
         };
@@ -1176,6 +1260,10 @@ async fn write_with_retries(
                 tracing::warn!(route = %route.target, error = %e, "{why}");
                 return Err((e, Verdict::Drop(why)));
             }
+            Verdict::Hold(why) => {
+                tracing::error!(route = %route.target, error = %e, "{why}");
+                return Err((e, Verdict::Hold(why)));
+            }
             Verdict::Keep => return Err((e, Verdict::Keep)),
         }
     }
@@ -1187,6 +1275,7 @@ async fn write_once(
     inner: &Arc<Inner>,
     entry: &Entry,
     route: &PendingRoute,
+    id: &str,
     transcript: &str,
 ) -> Result<()> {
     let sink = inner.sink.clone();
@@ -1196,6 +1285,7 @@ async fn write_once(
     let content = Content::conversation(transcript);
     let session = entry.pending.session_id.clone();
     let route = route.clone();
+    let id = id.to_string();
     let attempt = tokio::spawn(async move {
         match &route.target {
             RouteTarget::Direct(destination) => {
@@ -1206,21 +1296,17 @@ async fn write_once(
                     content,
                     CAPTURED,
                     reference_time,
-                    &route.ingestion_id,
+                    &id,
                     Some(&session),
                     binding.subject.as_ref(),
                 )
                 .await
             }
             RouteTarget::Lens(lens) => {
-                let mut ingest = Ingest::new(
-                    route.ingestion_id.clone(),
-                    binding.operator_id.clone(),
-                    lens.clone(),
-                    content,
-                )
-                .source_description(CAPTURED)
-                .session(session);
+                let mut ingest =
+                    Ingest::new(id, binding.operator_id.clone(), lens.clone(), content)
+                        .source_description(CAPTURED)
+                        .session(session);
                 ingest.reference_time = Some(reference_time);
                 ingest.subject = binding.subject.clone();
                 sink.ingest_frozen(&snapshot, &ingest).await
@@ -1257,10 +1343,20 @@ mod tests {
             retry_after: None,
             source: None,
         };
-        assert_eq!(
-            verdict(&Error::invalid("f", "r")),
-            Verdict::Drop("capture dropped (contract error)")
-        );
+        for contract in [
+            Error::invalid("f", "r"),
+            Error::NotFound("n".into()),
+            Error::Config {
+                field: "c".into(),
+                rule: "r".into(),
+            },
+        ] {
+            assert_eq!(
+                verdict(&contract),
+                Verdict::Hold("capture kept (contract error)"),
+                "{contract:?}"
+            );
+        }
         assert_eq!(
             verdict(&provider(Some(400))),
             Verdict::Drop("capture dropped (4xx)")
