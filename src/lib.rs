@@ -132,6 +132,7 @@ pub mod reflection;
 mod retry;
 pub mod runtime;
 pub mod storage;
+pub(crate) mod vocab;
 
 /// Who wrote an episode; lives with the storage seam, re-exported at the top.
 pub use storage::provenance;

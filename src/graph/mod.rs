@@ -92,7 +92,6 @@
 //! ```
 
 pub mod communities;
-mod content;
 pub mod dedup;
 pub mod extract;
 pub mod ingest;
@@ -105,7 +104,7 @@ pub mod temporal;
 pub use communities::{
     COMMUNITY_SCHEMA_NAME, CommunityOptions, CommunityReport, build_communities, community_schema,
 };
-pub use content::check_content;
+pub use crate::vocab::check_content;
 pub use extract::{
     DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
     ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,
