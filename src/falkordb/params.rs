@@ -160,7 +160,6 @@ impl Bad {
     }
 }
 
-
 fn encode(out: &mut String, value: &Value) -> Result<(), Bad> {
     match value {
         Value::Null => out.push_str("null"),
