@@ -72,6 +72,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use gralkor::NativeStorage;
 use gralkor::access::{
     Authorizer, EmbeddedAuthorizer, ObjectType, Relation, Relationship, RelationshipFilter, Subject,
 };
@@ -82,7 +83,7 @@ use gralkor::destination::Destination;
 use gralkor::falkordb::{EmbeddedConfig, EmbeddedServer, FalkorDb};
 use gralkor::graph::Engine;
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::{GraphQuery, NativeStorage, ResultType, Storage};
+use gralkor::storage::{GraphQuery, ResultType, Storage};
 
 const WORDS: [&str; 12] = [
     "release", "payments", "retry", "friday", "deploy", "invoice", "lisbon", "tea", "budget",

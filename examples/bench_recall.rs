@@ -42,6 +42,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use gralkor::NativeStorage;
 use gralkor::agent::recall::{RecallOptions, recall};
 use gralkor::client::{Client, NativeClient, OperatorId};
 use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, FalkorDb};
@@ -55,7 +56,6 @@ use gralkor::llm::doubles::{HashEmbedder, ScriptedModel};
 use gralkor::llm::local::{LocalEmbedder, LocalModelConfig};
 use gralkor::provenance::Writer;
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
 
 mod support;
 use support::Rng;

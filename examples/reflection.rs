@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use gralkor::NativeStorage;
 use gralkor::client::{Client, Content, Hit, NativeClient, OperatorId, ReflectOptions, Search};
 use gralkor::falkordb::{EmbeddedConfig, FalkorConfig, FalkorDb};
 use gralkor::graph::Engine;
@@ -17,7 +18,6 @@ use gralkor::reflection::delivery::Outcome;
 use gralkor::reflection::runner::{Invocation, Representation};
 use gralkor::reflection::{Reflection, Step};
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
 use serde_json::json;
 
 mod support;

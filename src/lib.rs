@@ -45,21 +45,32 @@
 //!            runtime · reflection        the validated snapshot; Reflection declarations
 //!            lens                        Lenses, Ingest, Ingestion, LensStore
 //!            destination                 named graphs → GraphId for an OperatorId
-//!  storage   storage                     Storage trait, ids, content rule, records,
-//!                                        replace payload, InMemoryStorage, NativeStorage
-//!            provenance                  writer markers and keys
-//!  engine    graph                       Engine (one handle: db + models), search,
-//!                                        communities, store, model, extract, dedup, temporal
-//!            ontology                    entity and relationship types, identifiers
 //!            access                      who may read, write and forget: the schema,
 //!                                        the Authorizer trait, embedded and in-memory
+//!  engine    graph                       Engine (one handle: db + models), search,
+//!                                        communities, store, model, extract, dedup,
+//!                                        temporal; NativeStorage (the engine
+//!                                        implementing the storage port)
+//!  port      storage                     Storage trait, ids, content rule, records,
+//!                                        replace payload, InMemoryStorage — over the
+//!                                        vocabulary only: no engine, no adapter
+//!            provenance                  writer markers and keys
+//!            ontology                    entity and relationship types, identifiers
 //!  adapters  config                      settings from the environment
 //!            falkordb · llm              FalkorDB (embedded server, Cypher, indices);
 //!                                        model providers
+//!  shared    vocab (internal)            timestamps, source kinds, content and its one
+//!                                        rule, derived ids, physical graph names,
+//!                                        value rules, status records
 //!            retry · cache (internal)    the one retry helper (bounded backoff); the
 //!                                        cache directory and its one locked install
 //! ```
 //!
+//! * `vocab` (internal) — the shared vocabulary that the memory API, the storage port
+//!   and the engine all import, so none imports another to say it: [`Timestamp`](storage::Timestamp),
+//!   [`SourceKind`](storage::SourceKind), the content limit and its one check, the
+//!   derived-uuid rule, the physical graph name, what a value sent to the database
+//!   may be, and the status records.
 //! * [`falkordb`] — the only code that speaks the Redis protocol. A cheap
 //!   `Clone + Send + Sync` [`FalkorDb`] handle runs parameterised queries on a named
 //!   graph, passed per call, against a remote server or an
@@ -90,7 +101,8 @@
 //! * [`storage`] — the seam under the memory API: the [`Storage`](storage::Storage)
 //!   trait, [`OperatorId`](storage::OperatorId) and [`GraphId`](storage::GraphId)
 //!   (checked once, when made), the one content rule, the records a search returns,
-//!   the replace-graph payload, and the two storages.
+//!   the replace-graph payload, and the in-memory storage. It imports neither the
+//!   engine nor an adapter: the engine implements it ([`NativeStorage`]).
 //! * [`destination`] — named graphs: `global`, `personal` (→ `personal/<operator id>`)
 //!   and literal application names; reserved and retired names.
 //! * [`lens`] — appending Lenses (ontology + [ingestion process](lens::Ingestion),
@@ -132,6 +144,7 @@ pub mod reflection;
 mod retry;
 pub mod runtime;
 pub mod storage;
+pub(crate) mod vocab;
 
 /// Who wrote an episode; lives with the storage seam, re-exported at the top.
 pub use storage::provenance;
@@ -140,3 +153,4 @@ pub use client::{Client, InMemoryClient, MemoryClient, NativeClient};
 pub use config::Config;
 pub use error::{Error, Result};
 pub use falkordb::{FalkorConfig, FalkorDb};
+pub use graph::NativeStorage;

@@ -296,12 +296,12 @@ fn episodes_last_n_lists_the_newest_the_subject_may_see() {
     use std::time::Duration;
 
     use gralkor::NativeClient;
+    use gralkor::NativeStorage;
     use gralkor::access::{EmbeddedAuthorizer, Subject};
     use gralkor::client::{Client, Content, MemoryAdd, OperatorId};
     use gralkor::falkordb::{EmbeddedConfig, EmbeddedServer, FalkorDb};
     use gralkor::graph::Engine;
     use gralkor::runtime::{Runtime, RuntimeConfig};
-    use gralkor::storage::NativeStorage;
 
     let home = Home::new();
     // Ada's personal memory, written with the library: two episodes involving Bob,

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use gralkor::NativeClient;
+use gralkor::NativeStorage;
 use gralkor::falkordb::FalkorDb;
 use gralkor::graph::Engine;
 use gralkor::llm::Embedder;
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
 
 use crate::Result;
 

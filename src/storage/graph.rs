@@ -6,10 +6,10 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::falkordb::{Value as FalkorValue, encode_value};
-use crate::graph::{OWNER_KEY, OwnedNode, OwnedRelationship};
 use crate::ontology::is_identifier;
 use crate::ontology::{RESERVED_LABELS, RESERVED_RELATIONSHIP_TYPES};
+use crate::vocab::value::{float_rule, text_rule};
+use crate::vocab::{OWNER_KEY, derived_uuid};
 use crate::{Error, Result};
 
 /// The property that marks nodes and relationships as owned by a replace-graph Lens.
@@ -24,13 +24,42 @@ pub const RESERVED_PROPERTY_PREFIX: &str = "_gralkor";
 /// database (64 MiB): the whole graph is replaced in one statement.
 pub const MAX_REPLACEMENT_BYTES: usize = 64 << 20;
 
-/// Checks that `value` can be sent to the database as it is, by encoding it exactly as
-/// the replacement statement will (NUL characters, subnormal numbers, … are refused
-/// under `field`, the request's own name for it); returns its encoded size.
-fn sendable(field: &str, value: &FalkorValue) -> Result<usize> {
-    let mut out = String::new();
-    encode_value(&mut out, value, field)?;
-    Ok(out.len())
+/// Checks that a text can be sent to the database as it is, with the rule the
+/// database adapter's encoder enforces (no NUL characters), under `field`, the
+/// request's own name for it; returns its size as text.
+fn sendable_text(field: &str, text: &str) -> Result<usize> {
+    match text_rule(text) {
+        Some(rule) => Err(Error::invalid(field, rule)),
+        None => Ok(text.len()),
+    }
+}
+
+/// Checks that a property value (a scalar or a list of scalars, its shape already
+/// checked) can be sent to the database as it is, with the rules the database
+/// adapter's encoder enforces (no NUL characters, no subnormal numbers, …), under
+/// `field` (and `field[i]` inside a list); returns its size as JSON text.
+fn sendable(field: &str, value: &Value) -> Result<usize> {
+    let check = |at: &dyn Fn() -> String, v: &Value| -> Result<usize> {
+        let broken = match v {
+            Value::String(s) => text_rule(s),
+            Value::Number(n) if !n.is_i64() => n.as_f64().and_then(float_rule),
+            _ => None,
+        };
+        match broken {
+            Some(rule) => Err(Error::invalid(at(), rule)),
+            None => Ok(v.to_string().len()),
+        }
+    };
+    match value {
+        Value::Array(items) => {
+            let mut size = 2 + items.len().saturating_sub(1);
+            for (i, item) in items.iter().enumerate() {
+                size = size.saturating_add(check(&|| format!("{field}[{i}]"), item)?);
+            }
+            Ok(size)
+        }
+        v => check(&|| field.to_string(), v),
+    }
 }
 
 /// The complete current graph of one replace-graph Lens: every node and relationship
@@ -140,38 +169,6 @@ impl Graph {
         self
     }
 
-    /// The graph as the storage layer's owned nodes and relationships
-    /// ([`graph::replace_owned`](crate::graph::replace_owned)); JSON property values
-    /// become FalkorDB values, and a supplied ownership property is dropped (storage
-    /// sets it). Validate first.
-    pub fn to_owned_parts(&self) -> (Vec<OwnedNode>, Vec<OwnedRelationship>) {
-        let props = |m: &Map<String, Value>| {
-            m.iter()
-                .filter(|(k, _)| k.as_str() != OWNER_PROPERTY)
-                .map(|(k, v)| (k.clone(), FalkorValue::from(v.clone())))
-                .collect()
-        };
-        (
-            self.nodes
-                .iter()
-                .map(|n| OwnedNode {
-                    id: n.id.clone(),
-                    labels: n.labels.clone(),
-                    properties: props(&n.properties),
-                })
-                .collect(),
-            self.relationships
-                .iter()
-                .map(|r| OwnedRelationship {
-                    from: r.from.clone(),
-                    rel_type: r.rel_type.clone(),
-                    to: r.to.clone(),
-                    properties: props(&r.properties),
-                })
-                .collect(),
-        )
-    }
-
     /// Whether the graph has no nodes and no relationships.
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty() && self.relationships.is_empty()
@@ -180,10 +177,10 @@ impl Graph {
     /// Checks the whole graph; the error names the first offending item
     /// (`graph.nodes[2].labels[0]`) and the rule it broke. Everything the database
     /// could not take is refused here, before anything is removed: ids and property
-    /// values are encoded exactly as the replacement statement will send them, so the
-    /// encoder's rules (no NUL characters, no subnormal numbers, …) hold under the
+    /// values are checked with the rules the database adapter's encoder enforces (no
+    /// NUL characters, no subnormal numbers, …; one rule, shared), under the
     /// request's field names; integers must fit in 64 bits; the whole graph must fit
-    /// in [`MAX_REPLACEMENT_BYTES`].
+    /// in [`MAX_REPLACEMENT_BYTES`] as text.
     pub fn validate(&self) -> Result<()> {
         let mut ids = HashSet::new();
         let mut size: usize = 0;
@@ -192,10 +189,7 @@ impl Graph {
             if node.id.trim().is_empty() {
                 return Err(Error::invalid(format!("{field}.id"), "must not be blank"));
             }
-            size = size.saturating_add(sendable(
-                &format!("{field}.id"),
-                &FalkorValue::from(node.id.as_str()),
-            )?);
+            size = size.saturating_add(sendable_text(&format!("{field}.id"), &node.id)?);
             if !ids.insert(node.id.as_str()) {
                 return Err(Error::invalid(
                     format!("{field}.id"),
@@ -242,7 +236,7 @@ impl Graph {
             return Err(Error::invalid(
                 "graph",
                 format!(
-                    "must be at most {MAX_REPLACEMENT_BYTES} bytes as sent to the database \
+                    "must be at most {MAX_REPLACEMENT_BYTES} bytes as text \
                      (ids and property values come to {size})"
                 ),
             ));
@@ -281,7 +275,7 @@ fn storable_number(v: &Value) -> bool {
     }
 }
 
-/// Checks a property map; returns the encoded size of its values.
+/// Checks a property map; returns the size of its values as text.
 fn check_properties(field: &str, properties: &Map<String, Value>) -> Result<usize> {
     let mut size: usize = 0;
     for (key, value) in properties {
@@ -351,14 +345,15 @@ fn check_properties(field: &str, properties: &Map<String, Value>) -> Result<usiz
             }
         }
         if key != OWNER_PROPERTY {
-            size = size.saturating_add(sendable(&kf, &FalkorValue::from(value.clone()))?);
+            size = size.saturating_add(sendable(&kf, value)?);
         }
     }
     Ok(size)
 }
 
 /// The uuid of the replace-graph node `id` in `graph`:
-/// [`derived_uuid`](crate::graph::model::derived_uuid) over the logical graph id and the
+/// the derived uuid (SHA-256 over a namespace and length-prefixed parts, version 8)
+/// over the logical graph id and the
 /// node id. Both storages give a node this uuid, so a node found by search is the same
 /// node whichever storage holds it.
 ///
@@ -371,7 +366,7 @@ fn check_properties(field: &str, properties: &Map<String, Value>) -> Result<usiz
 /// # Ok::<(), gralkor::Error>(())
 /// ```
 pub fn owned_node_uuid(graph: &super::GraphId, id: &str) -> uuid::Uuid {
-    crate::graph::model::derived_uuid("owned", &[graph.as_str().as_bytes(), id.as_bytes()])
+    derived_uuid("owned", &[graph.as_str().as_bytes(), id.as_bytes()])
 }
 
 #[cfg(test)]
@@ -529,7 +524,7 @@ mod tests {
         fits.validate().unwrap();
         let e = err(fits.node("b", ["A"], json!({"text": half})));
         assert!(
-            e.contains("`graph` must be at most 67108864 bytes as sent to the database"),
+            e.contains("`graph` must be at most 67108864 bytes as text"),
             "{e}"
         );
     }

@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::falkordb::physical_graph_name;
+use crate::vocab::physical_graph_name;
 use crate::{Error, Result};
 
 /// The most UTF-8 bytes any name may have: a Destination, Lens or Reflection name, or

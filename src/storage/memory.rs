@@ -15,7 +15,7 @@ use super::{
     owned_node_uuid,
 };
 use crate::Result;
-use crate::graph::Timestamp;
+use crate::vocab::{GraphStatus, Timestamp};
 
 /// Deterministic in-memory [`Storage`]: no extraction, no network.
 ///
@@ -261,15 +261,15 @@ impl Storage for InMemoryStorage {
         Ok(status)
     }
 
-    async fn graph_status(&self, graph: &GraphId) -> Result<crate::graph::GraphStatus> {
+    async fn graph_status(&self, graph: &GraphId) -> Result<GraphStatus> {
         // Nothing is ever pending (nothing is extracted) and there are no indices.
         Ok(match self.lock().get(graph.as_str()) {
-            Some(g) => crate::graph::GraphStatus {
+            Some(g) => GraphStatus {
                 exists: true,
                 episodes: g.episodes.len() as u64,
                 ..Default::default()
             },
-            None => crate::graph::GraphStatus::default(),
+            None => GraphStatus::default(),
         })
     }
 

@@ -10,8 +10,8 @@
 //! * [`ids`](OperatorId) — [`OperatorId`] and [`GraphId`], each checked once when
 //!   made, and the name rules every name shares ([`check_name_text`]).
 //! * [`content`](Content) — [`Content`] and its one rule ([`validate_content`], the
-//!   engine's [`check_content`](crate::graph::check_content)), source descriptions
-//!   with their writer marker, query texts and result counts.
+//!   shared vocabulary's content check, which the engine runs too), source
+//!   descriptions with their writer marker, query texts and result counts.
 //! * [`records`](EpisodeRecord) — what a storage returns ([`EpisodeRecord`],
 //!   [`FactRecord`], [`NodeRecord`], [`ScoredHit`]…) and takes ([`NewEpisode`],
 //!   [`GraphQuery`]).
@@ -19,17 +19,19 @@
 //!   full before anything is removed.
 //! * [`InMemoryStorage`] — deterministic, no extraction, no network: the storage of
 //!   the test twin [`InMemoryClient`](crate::InMemoryClient).
-//! * [`NativeStorage`] — the [graph engine](crate::graph::Engine) (FalkorDB and the
-//!   models) plus a mapping: the storage of [`NativeClient`](crate::NativeClient).
 //!
-//! Both implementations pass one contract suite (`tests/client/contract/`), run
-//! through the client over each.
+//! The port imports neither the engine nor an adapter: the words it shares with them
+//! (timestamps, source kinds, the content rule, derived ids, status records) live in
+//! the shared vocabulary below all three. The engine *implements* the port:
+//! [`NativeStorage`](crate::NativeStorage), the graph engine (FalkorDB and the models)
+//! plus a mapping, is the storage of [`NativeClient`](crate::NativeClient). Both
+//! implementations pass one contract suite (`tests/client/contract/`), run through
+//! the client over each.
 
 mod content;
 mod graph;
 mod ids;
 mod memory;
-mod native;
 pub mod provenance;
 mod records;
 mod status;
@@ -41,6 +43,7 @@ pub use content::{
     Content, DEFAULT_MAX_RESULTS, MAX_RESULTS_LIMIT, SourceKind, validate_content,
     validate_max_results, validate_query, validate_source_description,
 };
+pub(crate) use content::{overlap, words};
 pub use graph::{
     Graph, GraphNode, GraphRelationship, MAX_REPLACEMENT_BYTES, OWNER_PROPERTY,
     RESERVED_PROPERTY_PREFIX, owned_node_uuid,
@@ -49,12 +52,16 @@ pub use ids::{
     GraphId, MAX_NAME_BYTES, OperatorId, RESERVED_PREFIXES, check_name_text, check_session_id,
 };
 pub use memory::InMemoryStorage;
-pub use native::NativeStorage;
+pub(crate) use records::check_reflection_bodies;
 pub use records::{
     Artefact, CommunityCounts, EpisodeRecord, ExtractionReport, FactRecord, FactSource, GraphQuery,
     Hit, IngestCost, NewEpisode, NodeRecord, ResultType, ScoredHit, StoredEpisode,
 };
 pub use status::{ModelStatus, StorageStatus};
+
+/// The shared words of the port's values: instants, what a graph holds, a server's
+/// versions.
+pub use crate::vocab::{GraphStatus, ServerInfo, Timestamp};
 
 use crate::Result;
 
@@ -161,7 +168,7 @@ pub trait Storage: Send + Sync + 'static {
 
     /// What `graph` holds (episodes, those pending extraction) and whether its indices
     /// serve. Default: refused (a storage that does not count).
-    async fn graph_status(&self, graph: &GraphId) -> Result<crate::graph::GraphStatus> {
+    async fn graph_status(&self, graph: &GraphId) -> Result<GraphStatus> {
         let _ = graph;
         Err(crate::Error::invalid(
             "graph",

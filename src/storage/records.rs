@@ -12,8 +12,8 @@ use uuid::Uuid;
 use super::content::{Content, SourceKind};
 use super::ids::GraphId;
 use super::provenance::{self, Writer};
-use crate::graph::Timestamp;
 use crate::ontology::Ontology;
+use crate::vocab::{FactTimes, GENERIC_RELATION_TYPE, Timestamp, derived_uuid, times_current};
 
 /// One search hit: an episode, a fact, a node or an artefact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -359,10 +359,7 @@ impl ResultType {
     /// ([`FactRecord::from_episode`]), which are typed like the generic relationship:
     /// any type, or `RELATES_TO` among them.
     pub(crate) fn episode_facts_wanted(edge_types: &[String]) -> bool {
-        edge_types.is_empty()
-            || edge_types
-                .iter()
-                .any(|t| t == crate::graph::GENERIC_RELATION_TYPE)
+        edge_types.is_empty() || edge_types.iter().any(|t| t == GENERIC_RELATION_TYPE)
     }
 
     /// `episodes`, `facts`, `nodes` or `artefacts`.
@@ -449,11 +446,11 @@ impl NewEpisode {
     }
 
     /// Identify a replayed write by `key`: the uuid becomes
-    /// [`derived_uuid`](crate::graph::model::derived_uuid) over the graph, the writer's
-    /// key and `key`, so the same write replayed has the same uuid in every storage.
+    /// the derived uuid (SHA-256 over a namespace and length-prefixed parts, version
+    /// 8) over the graph, the writer's key and `key`, so the same write replayed has the same uuid in every storage.
     pub fn replay_key(mut self, key: impl Into<String>) -> NewEpisode {
         let key = key.into();
-        self.uuid = crate::graph::model::derived_uuid(
+        self.uuid = derived_uuid(
             "episode",
             &[
                 self.graph.as_str().as_bytes(),
@@ -487,7 +484,7 @@ pub struct GraphQuery {
     pub limit: usize,
     /// What was true at this instant instead of what is current: facts with
     /// `valid_at` unknown or `<= t`, `invalid_at` unknown or `> t` and `expired_at`
-    /// unknown or `> t` ([`times_current`](crate::graph::temporal::times_current));
+    /// unknown or `> t` (the engine's own rule of a current fact);
     /// episodes (and episodes standing in as facts) that happened by `t`
     /// (`valid_at <= t`). Applied before `limit`.
     pub as_of: Option<Timestamp>,
@@ -513,11 +510,11 @@ impl GraphQuery {
     }
 
     /// Whether a fact passes the `as_of` instant (always, without one): the
-    /// engine's own rule, [`times_current`](crate::graph::temporal::times_current).
+    /// engine's own rule of a current fact.
     pub fn admits_fact(&self, fact: &FactRecord) -> bool {
         self.as_of.is_none_or(|t| {
-            crate::graph::temporal::times_current(
-                &crate::graph::temporal::FactTimes {
+            times_current(
+                &FactTimes {
                     uuid: fact.uuid,
                     valid_at: fact.valid_at,
                     invalid_at: fact.invalid_at,
@@ -586,25 +583,6 @@ pub struct IngestCost {
 }
 
 impl IngestCost {
-    /// The cost of an engine ingest.
-    pub fn from_usage(usage: &crate::graph::IngestUsage) -> IngestCost {
-        IngestCost {
-            model_calls: usage.llm_calls,
-            model_calls_by_step: usage
-                .steps
-                .by_name()
-                .into_iter()
-                .filter(|(_, n)| *n > 0)
-                .map(|(step, n)| (step.to_owned(), n))
-                .collect(),
-            prompt_tokens: usage.tokens.prompt_tokens,
-            completion_tokens: usage.tokens.completion_tokens,
-            embedding_requests: usage.embedding_calls,
-            db_round_trips: usage.db_round_trips,
-            wall_time_us: u64::try_from(usage.elapsed.as_micros()).unwrap_or(u64::MAX),
-        }
-    }
-
     /// Adds `other` to this cost (a Lens that writes several episodes, or a replay
     /// that wrote twice).
     pub fn add(&mut self, other: &IngestCost) {

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::falkordb::ServerInfo;
+use crate::vocab::ServerInfo;
 
 /// A storage's backend after a round trip: what it is, the server's versions and
 /// memory, how many graphs it holds, and the models it uses.

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use gralkor::Error;
+use gralkor::NativeStorage;
 use gralkor::access::{
     Authorizer, EmbeddedAuthorizer, InMemoryAuthorizer, ObjectRef, ObjectType, Relationship,
     RelationshipFilter, Subject,
@@ -15,7 +16,6 @@ use gralkor::client::{
 use gralkor::graph::Engine;
 use gralkor::lens::{Ingestion, Lens, LensStore};
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
 use uuid::Uuid;
 
 #[derive(Clone, Copy)]

@@ -14,6 +14,7 @@ use crate::common;
 use std::sync::Arc;
 
 use common::ingest::{CountingEmbedder, Rules, World, extraction};
+use gralkor::NativeStorage;
 use gralkor::agent::tools::{ToolContext, call_tool};
 use gralkor::client::{
     Call, Client, Content, Hit, InMemoryClient, Ingest, NativeClient, OperatorId, Search,
@@ -21,7 +22,6 @@ use gralkor::client::{
 };
 use gralkor::graph::{Engine, Timestamp};
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
 use gralkor::{Error, Result};
 use serde_json::json;
 

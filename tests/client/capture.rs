@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::ingest::CountingEmbedder;
+use gralkor::NativeStorage;
 use gralkor::agent::capture::{
     Capture, CaptureBuffer, CaptureConfig, CaptureSink, CaptureStore, FalkorCaptureStore,
     InMemoryCaptureStore,
@@ -24,7 +25,6 @@ use gralkor::graph::Engine;
 use gralkor::lens::{Ingestion, Lens, LensStore};
 use gralkor::provenance::Writer;
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
 use gralkor::{Error, Result};
 use tokio::sync::Semaphore;
 

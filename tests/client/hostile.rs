@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use common::ingest::{CountingEmbedder, Rules, answer};
+use gralkor::NativeStorage;
 use gralkor::client::{
     Client, Content, EpisodeRef, Hit, InMemoryClient, Ingest, NativeClient, OperatorId, Replace,
     Search,
@@ -26,7 +27,6 @@ use gralkor::lens::{Graph, GraphNode, GraphRelationship, Lens, OWNER_PROPERTY};
 use gralkor::llm::doubles::ScriptedModel;
 use gralkor::provenance::Writer;
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
 use gralkor::{Error, Result};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};

@@ -1,6 +1,8 @@
 //! The layer rule of `src/lib.rs`: each room imports only from rooms below it, so
-//! there is no import circle between rooms. Reads the sources themselves; comments,
-//! doc links and unit-test modules are not imports.
+//! there is no import circle between rooms, and the storage port imports neither the
+//! engine nor an adapter (the engine implements the port; the words they share live
+//! in `vocab`, below every other room). Reads the sources themselves; comments, doc
+//! links and unit-test modules are not imports.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,19 +10,29 @@ use std::path::{Path, PathBuf};
 /// Each room's height; a room may name rooms strictly lower, and itself.
 fn height(room: &str) -> Option<u32> {
     Some(match room {
-        "retry" | "cache" => 0,
+        "vocab" | "retry" | "cache" => 0,
         "falkordb" | "llm" => 1,
-        "config" | "ontology" | "access" => 2,
-        "graph" => 3,
-        "storage" => 4,
-        "destination" => 5,
-        "lens" => 6,
-        "reflection" => 7,
-        "runtime" => 8,
-        "client" => 9,
-        "agent" => 10,
+        "config" | "ontology" => 2,
+        "storage" => 3,
+        "graph" => 4,
+        "access" => 5,
+        "destination" => 6,
+        "lens" => 7,
+        "reflection" => 8,
+        "runtime" => 9,
+        "client" => 10,
+        "agent" => 11,
         _ => return None,
     })
+}
+
+/// Rooms below a room that it still must not name: the storage port is over the
+/// shared vocabulary only, never over the engine or the database adapter.
+fn forbidden(room: &str) -> &'static [&'static str] {
+    match room {
+        "storage" => &["graph", "falkordb"],
+        _ => &[],
+    }
 }
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -119,6 +131,10 @@ fn every_room_imports_only_from_rooms_below_it() {
                 continue;
             }
             match height(target) {
+                Some(_) if forbidden(&room).contains(&target) => upward
+                    .entry(rel.display().to_string())
+                    .or_default()
+                    .push(named.clone()),
                 Some(h) if h < own => {}
                 Some(_) => upward
                     .entry(rel.display().to_string())
@@ -131,8 +147,82 @@ fn every_room_imports_only_from_rooms_below_it() {
     assert!(checked > 50, "only {checked} files were read");
     assert!(
         upward.is_empty(),
-        "imports from a room at or above: {upward:#?}"
+        "imports from a room at or above, or forbidden: {upward:#?}"
     );
+}
+
+#[test]
+fn the_storage_port_names_neither_the_engine_nor_the_adapter_even_in_docs() {
+    // Stricter than the layer rule: not even a doc link, so the port reads without
+    // the engine. The engine's implementation of the port lives with the engine.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/storage");
+    let mut files = Vec::new();
+    sources(&dir, &mut files);
+    assert!(!files.is_empty());
+    assert!(
+        !dir.join("native.rs").exists(),
+        "the native storage belongs to the engine"
+    );
+    let mut named = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.contains("crate::graph") || line.contains("crate::falkordb") {
+                named.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(named.is_empty(), "{named:#?}");
+}
+
+/// Where Cypher text may be written: the engine's store and search, and the FalkorDB
+/// adapter. Everyone else (the capture buffer, the embedded authorizer, the storage
+/// port, the memory API) calls their functions.
+const CYPHER_ROOMS: [&str; 3] = ["falkordb/", "graph/store/", "graph/search/"];
+
+/// Files outside those rooms that still hold a statement, each with what is left.
+const CYPHER_LEFT: [&str; 1] = [
+    // The engine's `graph_status` counts and `has_entities` probe: to move into the
+    // store with the split of this file.
+    "graph/ingest/engine.rs",
+];
+
+#[test]
+fn cypher_is_written_only_in_the_engines_store_and_search_and_the_adapter() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut outside = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap().display().to_string();
+        if CYPHER_ROOMS.iter().any(|r| rel.starts_with(r)) || CYPHER_LEFT.contains(&rel.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("#[cfg(test)]") {
+                break;
+            }
+            if code.starts_with("//") {
+                continue;
+            }
+            if [
+                "\"MATCH ",
+                "\"MERGE ",
+                "\"UNWIND ",
+                "\"CREATE ",
+                "\"OPTIONAL MATCH ",
+                "\"CALL ",
+            ]
+            .iter()
+            .any(|k| code.contains(k))
+            {
+                outside.push(format!("{rel}:{}: {code}", n + 1));
+            }
+        }
+    }
+    assert!(outside.is_empty(), "Cypher outside the store: {outside:#?}");
 }
 
 #[test]

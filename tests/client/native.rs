@@ -8,11 +8,11 @@ use crate::common;
 use std::sync::Arc;
 
 use common::ingest::{CountingEmbedder, Rules, answer};
+use gralkor::NativeStorage;
 use gralkor::client::NativeClient;
 use gralkor::graph::Engine;
 use gralkor::llm::doubles::ScriptedModel;
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
 use serde_json::json;
 
 async fn native(config: RuntimeConfig) -> NativeClient {

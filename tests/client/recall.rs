@@ -12,6 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use common::ingest::CountingEmbedder;
 use gralkor::Error;
+use gralkor::NativeStorage;
 use gralkor::agent::format::format_fact;
 use gralkor::agent::hooks::{AgentRecall, AutoRecall};
 use gralkor::agent::recall::{RecallOptions, memory_block, recall};
@@ -23,7 +24,6 @@ use gralkor::client::{
 use gralkor::graph::Engine;
 use gralkor::llm::Embedder;
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
 use tokio::sync::watch;
 
 pub fn op() -> OperatorId {

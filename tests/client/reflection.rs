@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::ingest::{CountingEmbedder, Rules, answer};
+use gralkor::NativeStorage;
 use gralkor::client::{
     Client, Content, EpisodeRef, InMemoryClient, Ingest, MemoryClient, NativeClient, OperatorId,
     ReflectOptions,
@@ -25,7 +26,7 @@ use gralkor::reflection::runner::{
 };
 use gralkor::reflection::{Reflection, ReflectionOutput, Step, artefact_id, artefact_uuid};
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::{Artefact, GraphId, InMemoryStorage, NativeStorage, Storage};
+use gralkor::storage::{Artefact, GraphId, InMemoryStorage, Storage};
 use gralkor::{Error, Result};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use gralkor::NativeStorage;
 use gralkor::agent::capture::{
     CaptureBuffer, CaptureConfig, CaptureSink, CaptureStore, FalkorCaptureStore,
     InMemoryCaptureStore,
@@ -10,7 +11,6 @@ use gralkor::agent::capture::{
 use gralkor::client::{Client, InMemoryClient, NativeClient, OperatorId};
 use gralkor::graph::Engine;
 use gralkor::runtime::{Runtime, RuntimeConfig};
-use gralkor::storage::NativeStorage;
 
 use super::ingest::CountingEmbedder;
 

@@ -16,7 +16,7 @@ async fn count(g: &TestGraph, q: &str) -> i64 {
 
 async fn replace(g: &TestGraph, owner: &str, graph: Graph) -> graph::ReplaceCounts {
     graph.validate().unwrap();
-    let (nodes, rels) = graph.to_owned_parts();
+    let (nodes, rels) = graph::owned_parts(&graph);
     graph::replace_owned(&g.db, &g.name, owner, &nodes, &rels)
         .await
         .unwrap()

@@ -23,7 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use super::CaptureRoute;
 use crate::agent::turn::Turn;
-use crate::falkordb::{FalkorDb, IndexSpec, Params, Value};
+use crate::falkordb::FalkorDb;
+use crate::graph::store::capture::{
+    load_captures, remove_capture, save_capture, save_capture_turn,
+};
 use crate::storage::OperatorId;
 use crate::{Error, Result};
 
@@ -222,118 +225,54 @@ fn json<T: Serialize>(value: &T) -> Result<String> {
 #[async_trait]
 impl CaptureStore for FalkorCaptureStore {
     async fn save(&self, entry: &PendingEntry) -> Result<()> {
-        let turns: Vec<Value> = entry
-            .turns
-            .iter()
-            .map(|t| json(t).map(Value::String))
-            .collect::<Result<_>>()?;
-        self.db
-            .query(
-                &self.graph,
-                "MERGE (e:PendingCapture {id: $id}) SET e.seq = $seq, e.header = $header \
-                 WITH e UNWIND range(0, size($turns) - 1) AS n \
-                 MERGE (t:PendingTurn {entry: $id, n: n}) SET t.body = $turns[n]",
-                &Params::new()
-                    .set("id", entry.id.as_str())
-                    .set("seq", entry.seq)
-                    .set("header", json(&Header::of(entry))?)
-                    .set("turns", Value::List(turns)),
-            )
-            .await
-            .map(|_| ())
+        let turns = entry.turns.iter().map(json).collect::<Result<Vec<_>>>()?;
+        save_capture(
+            &self.db,
+            &self.graph,
+            &entry.id,
+            entry.seq,
+            &json(&Header::of(entry))?,
+            turns,
+        )
+        .await
     }
 
     async fn append_turn(&self, entry: &PendingEntry) -> Result<()> {
         let Some(last) = entry.turns.last() else {
             return self.save(entry).await;
         };
-        self.db
-            .query(
-                &self.graph,
-                "MERGE (e:PendingCapture {id: $id}) SET e.seq = $seq, e.header = $header \
-                 MERGE (t:PendingTurn {entry: $id, n: $n}) SET t.body = $body",
-                &Params::new()
-                    .set("id", entry.id.as_str())
-                    .set("seq", entry.seq)
-                    .set("header", json(&Header::of(entry))?)
-                    .set("n", (entry.turns.len() - 1) as i64)
-                    .set("body", json(last)?),
-            )
-            .await
-            .map(|_| ())
+        save_capture_turn(
+            &self.db,
+            &self.graph,
+            &entry.id,
+            entry.seq,
+            &json(&Header::of(entry))?,
+            (entry.turns.len() - 1) as i64,
+            &json(last)?,
+        )
+        .await
     }
 
     async fn remove(&self, id: &str) -> Result<()> {
-        // The header first: turns without one are never loaded.
-        let params = Params::new().set("id", id);
-        self.db
-            .query(
-                &self.graph,
-                "MATCH (e:PendingCapture {id: $id}) DELETE e",
-                &params,
-            )
-            .await?;
-        self.db
-            .query(
-                &self.graph,
-                "MATCH (t:PendingTurn {entry: $id}) DELETE t",
-                &params,
-            )
-            .await
-            .map(|_| ())
+        remove_capture(&self.db, &self.graph, id).await
     }
 
     async fn load(&self) -> Result<Vec<PendingEntry>> {
         // A buffer loads once, when it is made: the moment to index what appends,
-        // flushes and removals look entries and turns up by (idempotent).
-        self.db
-            .create_indices(
-                &self.graph,
-                &[
-                    IndexSpec::range_nodes("PendingCapture", ["id"]),
-                    IndexSpec::range_nodes("PendingTurn", ["entry"]),
-                ],
-            )
-            .await?;
-        let res = self
-            .db
-            .ro_query(
-                &self.graph,
-                "MATCH (e:PendingCapture) \
-                 OPTIONAL MATCH (t:PendingTurn {entry: e.id}) \
-                 RETURN e.seq AS seq, e.id AS id, e.header AS header, t.n AS n, t.body AS body",
-                &Params::new(),
-            )
-            .await?;
+        // flushes and removals look entries and turns up by (the store does).
         let bad = |what: &str| {
             Error::Protocol(format!(
                 "a pending capture in `{}` is unreadable: {what}",
                 self.graph
             ))
         };
-        // (seq, id) → header and the turns by position.
-        type Rows = BTreeMap<(i64, String), (String, BTreeMap<i64, String>)>;
-        let mut entries: Rows = BTreeMap::new();
-        for row in res.into_maps() {
-            let (Some(Value::Int(seq)), Some(Value::String(id)), Some(Value::String(header))) =
-                (row.get("seq"), row.get("id"), row.get("header"))
-            else {
-                return Err(bad("no header"));
-            };
-            let slot = entries
-                .entry((*seq, id.clone()))
-                .or_insert_with(|| (header.clone(), BTreeMap::new()));
-            if let (Some(Value::Int(n)), Some(Value::String(body))) =
-                (row.get("n"), row.get("body"))
-            {
-                slot.1.insert(*n, body.clone());
-            }
-        }
         let mut out = Vec::new();
-        for (header, bodies) in entries.into_values() {
-            let h: Header = serde_json::from_str(&header).map_err(|e| bad(&e.to_string()))?;
-            let turns = bodies
-                .values()
+        for stored in load_captures(&self.db, &self.graph).await? {
+            let h: Header =
+                serde_json::from_str(&stored.header).map_err(|e| bad(&e.to_string()))?;
+            let turns = stored
+                .turns
+                .iter()
                 .map(|b| serde_json::from_str(b).map_err(|e| bad(&e.to_string())))
                 .collect::<Result<Vec<_>>>()?;
             out.push(PendingEntry {

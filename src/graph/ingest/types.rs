@@ -12,11 +12,7 @@ use crate::{Error, Result};
 #[cfg(doc)]
 use super::Engine;
 
-/// Largest episode content accepted, in bytes.
-pub const MAX_CONTENT_BYTES: usize = 1 << 20;
-
-/// Largest source description accepted, in bytes.
-pub const MAX_SOURCE_DESCRIPTION_BYTES: usize = 4096;
+pub use crate::vocab::{MAX_CONTENT_BYTES, MAX_SOURCE_DESCRIPTION_BYTES};
 
 /// One episode to ingest. Build with [`AddEpisode::new`] and the setters.
 #[derive(Debug, Clone)]

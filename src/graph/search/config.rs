@@ -4,8 +4,7 @@
 
 use crate::{Error, Result};
 
-/// Largest [`SearchConfig::limit`] accepted.
-pub const MAX_SEARCH_LIMIT: usize = 200;
+pub use crate::vocab::MAX_SEARCH_LIMIT;
 
 /// Deepest breadth-first walk ([`ScopeConfig::bfs_max_depth`]) accepted.
 pub const MAX_BFS_DEPTH: u32 = 5;

@@ -20,6 +20,8 @@
 //! | `remove.rs` | [`remove_episode`] |
 //! | [`debt`](VectorIndex) | the stale entries of the vector indices |
 //! | `ingest.rs` | the statements of the ingestion pipeline |
+//! | `capture.rs` | the capture buffer's pending entries and turns |
+//! | `relationships.rs` | the embedded authorizer's relationship graph |
 //! | `codec.rs` | the row codec: parameters out, reply rows back to records |
 //! | `write.rs` | batched statements, existence and embedding-dimension checks |
 //!
@@ -35,6 +37,7 @@
 //! built yet) accepts any length.
 
 mod candidates;
+pub(crate) mod capture;
 mod codec;
 pub mod communities;
 pub(crate) mod debt;
@@ -45,6 +48,7 @@ mod indices;
 pub(crate) mod ingest;
 pub mod links;
 pub mod owned;
+pub(crate) mod relationships;
 mod remove;
 mod write;
 

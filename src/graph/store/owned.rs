@@ -21,8 +21,7 @@ use std::collections::BTreeMap;
 use crate::falkordb::{FalkorDb, Params, Value, is_identifier};
 use crate::{Error, Result};
 
-/// The ownership property.
-pub const OWNER_KEY: &str = "_gralkor_lens";
+pub use crate::vocab::OWNER_KEY;
 /// The property holding an owned node's id.
 pub const OWNED_ID_KEY: &str = "_gralkor_id";
 /// The property marking the generation (the replacement) that wrote owned content.

@@ -1,26 +1,31 @@
-//! [`NativeStorage`]: the graph engine (FalkorDB and the models) plus a mapping.
+//! [`NativeStorage`]: the engine implementing the storage port — the graph engine
+//! (FalkorDB and the models) plus a mapping between the port's values and the
+//! engine's.
 
-use async_trait::async_trait;
-use uuid::Uuid;
-
-use super::provenance::Writer;
 use std::collections::BTreeMap;
 
-use super::content::{overlap, words};
-use super::{
-    CommunityCounts, EpisodeRecord, ExtractionReport, FactRecord, FactSource, Graph, GraphId,
-    GraphQuery, Hit, IngestCost, NewEpisode, NodeRecord, ResultType, ScoredHit, Storage,
-    StoredEpisode, owned_node_uuid,
-};
-use super::{ModelStatus, StorageStatus};
-use crate::falkordb::FalkorDb;
-use crate::graph::search::{
+use async_trait::async_trait;
+use serde_json::{Map, Value as Json};
+use uuid::Uuid;
+
+use super::search::{
     MAX_SEARCH_LIMIT, Methods, RerankerKind, ScopeConfig, SearchConfig, SearchFilters,
     SearchRequest, SearchResults, TimeMode,
 };
-use crate::graph::{self, AddEpisode, CommunityOptions, Engine, EpisodeState};
+use super::{
+    AddEpisode, CommunityOptions, Engine, EpisodeState, IngestUsage, OwnedNode, OwnedRelationship,
+};
+use crate::falkordb::{FalkorDb, Value};
 use crate::llm::UsageMeter;
 use crate::ontology::Ontology;
+use crate::storage::provenance::Writer;
+use crate::storage::{
+    Artefact, CommunityCounts, EpisodeRecord, ExtractionReport, FactRecord, FactSource, Graph,
+    GraphId, GraphQuery, GraphStatus, Hit, IngestCost, ModelStatus, NewEpisode, NodeRecord,
+    ResultType, ScoredHit, Storage, StorageStatus, StoredEpisode, check_reflection_bodies, overlap,
+    owned_node_uuid, words,
+};
+use crate::vocab::OWNER_KEY;
 use crate::{Error, Result};
 
 /// The storage of [`NativeClient`](crate::NativeClient): the [`Engine`] plus a
@@ -120,12 +125,12 @@ impl Storage for NativeStorage {
                     .ok_or_else(|| Error::NotFound(format!("episode {uuid}")))?;
                 request.reference_time = stored.valid_at;
                 let outcome = self.engine.add_episode(graph, request).await?;
-                let mut cost = IngestCost::from_usage(&outcome.usage);
+                let mut cost = cost_of(&outcome.usage);
                 // The refused first attempt and the read.
                 cost.db_round_trips += 2;
                 cost
             }
-            other => IngestCost::from_usage(&other?.usage),
+            other => cost_of(&other?.usage),
         };
         cost.wall_time_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         Ok(StoredEpisode::new(uuid, cost))
@@ -159,7 +164,7 @@ impl Storage for NativeStorage {
     }
 
     async fn replace_graph(&self, graph: &GraphId, lens: &str, replacement: &Graph) -> Result<()> {
-        let (nodes, relationships) = replacement.to_owned_parts();
+        let (nodes, relationships) = owned_parts(replacement);
         self.engine
             .replace_owned(graph.as_str(), lens, &nodes, &relationships)
             .await?;
@@ -244,7 +249,7 @@ impl Storage for NativeStorage {
         Ok(status)
     }
 
-    async fn graph_status(&self, graph: &GraphId) -> Result<crate::graph::GraphStatus> {
+    async fn graph_status(&self, graph: &GraphId) -> Result<GraphStatus> {
         self.engine.graph_status(graph.as_str()).await
     }
 
@@ -405,7 +410,7 @@ impl NativeStorage {
                         let mut node = NodeRecord::new(e.uuid, e.name);
                         node.labels = e.labels;
                         node.summary = e.summary;
-                        node.attributes = serde_json::Value::Object(e.attributes);
+                        node.attributes = Json::Object(e.attributes);
                         ScoredHit::new(h.score, Hit::Node(node))
                     })
                     .collect();
@@ -418,7 +423,7 @@ impl NativeStorage {
             }
         };
         hits.truncate(query.limit);
-        super::records::check_reflection_bodies(&hits)?;
+        check_reflection_bodies(&hits)?;
         Ok(hits)
     }
 
@@ -436,7 +441,7 @@ impl NativeStorage {
         query: &GraphQuery,
         artefact_id: Option<&str>,
     ) -> Result<Vec<ScoredHit>> {
-        fn read(e: &graph::Episode) -> Result<Option<super::Artefact>> {
+        fn read(e: &super::Episode) -> Result<Option<Artefact>> {
             let Some(Writer::Reflection(name)) = e.writer.as_deref().and_then(Writer::from_key)
             else {
                 return Ok(None);
@@ -444,11 +449,11 @@ impl NativeStorage {
             if e.state != EpisodeState::Complete {
                 return Ok(None);
             }
-            super::Artefact::from_body(&e.content)
+            Artefact::from_body(&e.content)
                 .map(Some)
                 .ok_or(Error::InvalidReflectionArtefact { reflection: name })
         }
-        let mut ranked: Vec<(super::Artefact, f64)> = Vec::new();
+        let mut ranked: Vec<(Artefact, f64)> = Vec::new();
         for h in &results.episodes {
             if let Some(a) = read(&h.episode)? {
                 ranked.push((a, h.score));
@@ -470,7 +475,7 @@ impl NativeStorage {
         }
         let mut hits = Vec::with_capacity(selected.len());
         for (id, score) in selected {
-            let mut carrying: Vec<super::Artefact> = ranked
+            let mut carrying: Vec<Artefact> = ranked
                 .iter()
                 .filter(|(a, _)| a.id == id)
                 .map(|(a, _)| a.clone())
@@ -521,7 +526,7 @@ impl NativeStorage {
             if score == 0.0 {
                 continue;
             }
-            let attributes: serde_json::Map<String, serde_json::Value> = owned
+            let attributes: Map<String, Json> = owned
                 .properties
                 .iter()
                 .map(|(k, v)| (k.clone(), v.to_json()))
@@ -534,7 +539,7 @@ impl NativeStorage {
                 .to_string();
             let mut node = NodeRecord::new(owned_node_uuid(graph, &owned.id), name);
             node.labels = owned.labels;
-            node.attributes = serde_json::Value::Object(attributes);
+            node.attributes = Json::Object(attributes);
             hits.push(ScoredHit::new(score, Hit::Node(node)));
         }
         Ok(hits)
@@ -542,7 +547,7 @@ impl NativeStorage {
 }
 
 /// A not-yet-extracted episode as a fact, in the twin's shape.
-fn episode_fact(e: graph::Episode) -> FactRecord {
+fn episode_fact(e: super::Episode) -> FactRecord {
     FactRecord::from_episode(
         e.uuid,
         e.content,
@@ -554,7 +559,7 @@ fn episode_fact(e: graph::Episode) -> FactRecord {
 }
 
 /// An engine episode as the client returns it (writer read from the description).
-fn episode_record(e: graph::Episode) -> EpisodeRecord {
+fn episode_record(e: super::Episode) -> EpisodeRecord {
     EpisodeRecord::from_stored(
         e.uuid,
         e.content,
@@ -563,4 +568,57 @@ fn episode_record(e: graph::Episode) -> EpisodeRecord {
         e.valid_at,
         e.created_at,
     )
+}
+
+/// A replace-graph payload as the store's owned nodes and relationships
+/// ([`replace_owned`](super::replace_owned)); JSON property values become FalkorDB
+/// values, and a supplied ownership property is dropped (the store sets it). The
+/// payload is validated already.
+pub fn owned_parts(graph: &Graph) -> (Vec<OwnedNode>, Vec<OwnedRelationship>) {
+    let props = |m: &Map<String, Json>| {
+        m.iter()
+            .filter(|(k, _)| k.as_str() != OWNER_KEY)
+            .map(|(k, v)| (k.clone(), Value::from(v.clone())))
+            .collect()
+    };
+    (
+        graph
+            .nodes
+            .iter()
+            .map(|n| OwnedNode {
+                id: n.id.clone(),
+                labels: n.labels.clone(),
+                properties: props(&n.properties),
+            })
+            .collect(),
+        graph
+            .relationships
+            .iter()
+            .map(|r| OwnedRelationship {
+                from: r.from.clone(),
+                rel_type: r.rel_type.clone(),
+                to: r.to.clone(),
+                properties: props(&r.properties),
+            })
+            .collect(),
+    )
+}
+
+/// What an engine ingest cost, as the port reports it.
+fn cost_of(usage: &IngestUsage) -> IngestCost {
+    IngestCost {
+        model_calls: usage.llm_calls,
+        model_calls_by_step: usage
+            .steps
+            .by_name()
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(step, n)| (step.to_owned(), n))
+            .collect(),
+        prompt_tokens: usage.tokens.prompt_tokens,
+        completion_tokens: usage.tokens.completion_tokens,
+        embedding_requests: usage.embedding_calls,
+        db_round_trips: usage.db_round_trips,
+        wall_time_us: u64::try_from(usage.elapsed.as_micros()).unwrap_or(u64::MAX),
+    }
 }

@@ -1,10 +1,48 @@
-//! The one content rule: what an episode's content must be, checked the same way by
-//! the engine ([`AddEpisode::validate`](super::AddEpisode::validate)) and by the memory
-//! API before anything is stored.
+//! Content and its one rule: what an episode holds ([`SourceKind`]), the limits of
+//! what is stored, and [`check_content`], checked the same way by the engine and by
+//! the memory API before anything is stored.
 
-use super::ingest::MAX_CONTENT_BYTES;
-use super::model::SourceKind;
 use crate::{Error, Result};
+
+/// Largest episode content accepted, in bytes (1 MiB).
+pub const MAX_CONTENT_BYTES: usize = 1 << 20;
+
+/// Largest source description accepted, in bytes.
+pub const MAX_SOURCE_DESCRIPTION_BYTES: usize = 4096;
+
+/// What kind of text an episode holds. Serialised as its stored name (`message`,
+/// `text`, `json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceKind {
+    /// A conversation turn, `speaker: text`.
+    Message,
+    /// Free text.
+    Text,
+    /// A JSON document.
+    Json,
+}
+
+impl SourceKind {
+    /// The name stored in the graph: `message`, `text` or `json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Message => "message",
+            SourceKind::Text => "text",
+            SourceKind::Json => "json",
+        }
+    }
+
+    /// The kind named `s` (as stored by [`SourceKind::as_str`]).
+    pub fn parse(s: &str) -> Option<SourceKind> {
+        match s {
+            "message" => Some(SourceKind::Message),
+            "text" => Some(SourceKind::Text),
+            "json" => Some(SourceKind::Json),
+            _ => None,
+        }
+    }
+}
 
 /// Checks an episode's content as stored (`field` names it in the error): no NUL
 /// characters; at most [`MAX_CONTENT_BYTES`] bytes; message and text content not
