@@ -61,6 +61,7 @@ macro_rules! hooked {
 mod authorize;
 pub(crate) use memory::lens_graph;
 mod door;
+pub(crate) use door::Entry;
 mod drain;
 mod forget;
 mod in_memory;

@@ -626,7 +626,7 @@ impl CaptureBuffer {
 
     /// What the buffer holds now: the sessions with buffered turns or flushes still
     /// writing, the turns buffered, and the flushes writing. One lock, no I/O: cheap
-    /// to poll (the client's [`status`](crate::client::MemoryClient::status) reports
+    /// to poll (the client's [`status`](crate::client::Client::status) reports
     /// it).
     ///
     /// ```
@@ -837,7 +837,7 @@ impl CaptureBuffer {
     /// Forgets a session entirely: its buffered turns are dropped (from memory and
     /// from the durable store) without being written, flushes already writing are
     /// awaited, and then everything written for it is purged
-    /// ([`MemoryClient::purge_session`](crate::client::MemoryClient::purge_session),
+    /// ([`MemoryClient::purge_session`](crate::client::Client::purge_session),
     /// with its permission rules). Call it after any
     /// [`flush_and_await`](Self::flush_and_await) of the session has returned.
     ///

@@ -63,7 +63,7 @@ pub trait CaptureSink: Send + Sync + 'static {
     ) -> Result<()>;
 
     /// Forgets what was written for a session (see
-    /// [`MemoryClient::purge_session`](crate::client::MemoryClient::purge_session)).
+    /// [`MemoryClient::purge_session`](crate::client::Client::purge_session)).
     async fn purge_session(&self, request: &PurgeSession) -> Result<SessionPurgeReport>;
 }
 
@@ -102,7 +102,9 @@ impl<S: Storage> CaptureSink for MemoryClient<S> {
         let graph = snapshot
             .destination("route.destination", destination)?
             .graph_id(operator)?;
-        self.authorize_write(subject, operator, &graph).await?;
+        let door = self
+            .door(crate::client::Entry::new(subject, operator, graph.clone()))
+            .await?;
         let episode = NewEpisode::new(
             graph.clone(),
             Writer::Direct,
@@ -112,8 +114,7 @@ impl<S: Storage> CaptureSink for MemoryClient<S> {
         )
         .replay_key(replay_key)
         .session(session.map(str::to_owned));
-        let stored = self.storage().add_episode(episode).await?;
-        self.record_write(subject, &graph, [stored.uuid]).await
+        door.add_episode(episode).await.map(|_| ())
     }
 
     async fn authorize_capture(
