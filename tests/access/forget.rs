@@ -415,18 +415,32 @@ async fn status_names_an_index_that_is_missing(kind: Kind) {
 }
 
 /// Whether any file of the shared server's AOF directory, or its RDB snapshot, holds
-/// `needle`.
+/// `needle`. Other tests share the server, and a rewrite they trigger can replace a
+/// file between the directory listing and its read: the scan then starts again on
+/// the new listing (a vanished file's content lives on in its replacement).
 fn aof_holds(needle: &str) -> bool {
     let data = crate::common::server().data_dir().to_path_buf();
-    let holds = |path: std::path::PathBuf| {
-        let bytes = std::fs::read(path).unwrap();
-        bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+    let holds = |path: std::path::PathBuf| -> std::io::Result<bool> {
+        let bytes = std::fs::read(path)?;
+        Ok(bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
     };
-    let rdb = data.join("dump.rdb");
-    std::fs::read_dir(data.join("appendonlydir"))
-        .unwrap()
-        .any(|e| holds(e.unwrap().path()))
-        || (rdb.exists() && holds(rdb))
+    let scan = || -> std::io::Result<bool> {
+        for entry in std::fs::read_dir(data.join("appendonlydir"))? {
+            if holds(entry?.path())? {
+                return Ok(true);
+            }
+        }
+        let rdb = data.join("dump.rdb");
+        Ok(rdb.exists() && holds(rdb)?)
+    };
+    for _ in 0..50 {
+        match scan() {
+            Ok(found) => return found,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => panic!("reading the AOF directory: {e}"),
+        }
+    }
+    panic!("the AOF directory kept changing under 50 scans")
 }
 
 #[tokio::test]
