@@ -116,6 +116,56 @@
 //! through [`Error::is_retryable`], whether trying again can help.
 #![deny(missing_docs)]
 
+/// Declares an internal module: `pub` with the `testing` feature (the crate's own
+/// tests, not a semver promise), `pub(crate)` without it.
+macro_rules! internal_mod {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[cfg(feature = "testing")]
+        pub mod $name;
+        $(#[$meta])*
+        #[cfg(not(feature = "testing"))]
+        pub(crate) mod $name;
+    };
+}
+
+/// Declares an internal item (`pub …`): `pub` with the `testing` feature, `pub(crate)`
+/// without it.
+macro_rules! internal_item {
+    ($(#[$meta:meta])* pub $($item:tt)*) => {
+        $(#[$meta])*
+        #[cfg(feature = "testing")]
+        pub $($item)*
+        $(#[$meta])*
+        #[cfg(not(feature = "testing"))]
+        pub(crate) $($item)*
+    };
+}
+
+/// Re-exports items only the crate's own tests use: `pub` with the `testing` feature,
+/// absent without it (outside the unit tests).
+macro_rules! testing_use {
+    ($($path:tt)*) => {
+        #[cfg(feature = "testing")]
+        pub use $($path)*;
+        #[cfg(all(test, not(feature = "testing")))]
+        #[allow(unused_imports)]
+        pub(crate) use $($path)*;
+    };
+}
+
+/// Re-exports internal items: `pub` with the `testing` feature, `pub(crate)` without
+/// it (where the crate itself may not use every name).
+macro_rules! internal_use {
+    ($($path:tt)*) => {
+        #[cfg(feature = "testing")]
+        pub use $($path)*;
+        #[cfg(not(feature = "testing"))]
+        #[allow(unused_imports)]
+        pub(crate) use $($path)*;
+    };
+}
+
 pub mod access;
 pub mod agent;
 mod cache;
@@ -139,4 +189,3 @@ pub use storage::provenance;
 pub use client::{Client, InMemoryClient, MemoryClient, NativeClient};
 pub use config::Config;
 pub use error::{Error, Result};
-pub use falkordb::{FalkorConfig, FalkorDb};

@@ -74,7 +74,7 @@
 
 mod propagation;
 
-pub use propagation::{Clustering, label_propagation};
+internal_use!(propagation::{Clustering, label_propagation});
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;

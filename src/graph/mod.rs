@@ -91,42 +91,45 @@
 //! # Ok(()) }
 //! ```
 
-pub mod communities;
+// The engine's rooms are internal; the advanced surface is re-exported here, once.
+// The `testing` feature (the crate's own tests only, not a semver promise) opens the
+// rooms and the flat re-exports below.
+internal_mod!(communities);
 mod content;
-pub mod dedup;
-pub mod extract;
-pub mod ingest;
-pub mod model;
+internal_mod!(dedup);
+internal_mod!(extract);
+internal_mod!(ingest);
+internal_mod!(model);
 mod prompts;
-pub mod search;
-pub mod store;
-pub mod temporal;
+internal_mod!(search);
+internal_mod!(store);
+internal_mod!(temporal);
 
-pub use communities::{
-    COMMUNITY_SCHEMA_NAME, CommunityOptions, CommunityReport, build_communities, community_schema,
-};
-pub use content::check_content;
-pub use extract::{
-    DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
-    ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,
-};
-pub use ingest::{
-    AddEpisode, Engine, EngineOptions, EpisodeOutcome, IngestUsage, MAX_CONTENT_BYTES,
-    MAX_SOURCE_DESCRIPTION_BYTES, OutcomeStatus, ResumeReport, StepCalls, Triplet, TripletEntity,
-    TripletOutcome,
-};
+// The advanced surface: the engine handle, its requests and results.
+pub use communities::{CommunityOptions, CommunityReport};
+pub use ingest::{AddEpisode, Engine, EngineOptions, EpisodeOutcome, IngestUsage, OutcomeStatus};
 pub use model::{
-    Community, EntityEdge, EntityNode, Episode, EpisodeState, GraphStatus, SourceKind, Timestamp,
+    EntityEdge, EntityNode, Episode, EpisodeState, GraphStatus, SourceKind, Timestamp,
 };
 pub use search::{
-    SearchConfig, SearchFilters, SearchRequest, SearchResults, TimeMode, search, search_facts,
-    search_many,
+    COMBINED_HYBRID_SEARCH_RRF, CommunityHit, DateFilter, EDGE_HYBRID_SEARCH_RRF, EntityHit,
+    EpisodeHit, FactHit, Methods, RerankerKind, ScopeConfig, SearchConfig, SearchFilters,
+    SearchRequest, SearchResults, TimeMode,
 };
-pub use store::{
-    CandidateQuery, EntityCandidate, MAX_CANDIDATE_LIMIT, OWNED_ID_KEY, OWNER_KEY, OwnedNode,
-    OwnedRelationship, Removal, ReplaceCounts, build_indices, clear, entity_candidates,
-    get_communities, get_community_members, get_entities, get_episode, get_episodes_mentioning,
-    get_facts, get_mentioned_entities, get_owned, index_specs, link_uuid, remove_episode,
-    replace_owned, save_communities, save_community_members, save_entities, save_episode,
-    save_facts, save_mentions, session_episodes,
-};
+pub use store::GraphCounts;
+
+internal_use!(communities::{COMMUNITY_SCHEMA_NAME, build_communities, community_schema});
+internal_use!(content::check_content);
+internal_use!(extract::{
+    DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
+    ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,
+});
+internal_use!(ingest::{
+    MAX_CONTENT_BYTES, MAX_SOURCE_DESCRIPTION_BYTES, ResumeReport, StepCalls, Triplet,
+    TripletEntity, TripletOutcome,
+});
+internal_use!(model::Community);
+internal_use!(search::{search, search_many});
+testing_use!(search::search_facts);
+internal_use!(store::{CandidateQuery, EntityCandidate, MAX_CANDIDATE_LIMIT, OWNED_ID_KEY, OWNER_KEY, OwnedNode, OwnedRelationship, Removal, ReplaceCounts, clear, entity_candidates, get_entities, get_episode, get_facts, get_mentioned_entities, index_specs, link_uuid, remove_episode, replace_owned, session_episodes});
+testing_use!(store::{build_indices, get_communities, get_community_members, get_episodes_mentioning, get_owned, save_communities, save_community_members, save_entities, save_episode, save_facts, save_mentions});

@@ -351,6 +351,7 @@ pub fn could_take_effect(new: &FactTimes, existing: &FactTimes) -> bool {
     !resolve(*new, std::slice::from_ref(existing), Timestamp(0)).is_empty()
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Whether `fact` holds at `at`: true in the world (`valid_at` unknown or at or before
 /// `at`, and `invalid_at` unknown or after `at` — a half-open span) and not yet retired
 /// (`expired_at` unknown or after `at`).

@@ -668,6 +668,75 @@ impl Engine {
         store::clear(&self.inner.db, graph).await
     }
 
+    /// What `graph` holds: episodes (and how many are pending), entities, facts and
+    /// communities; all zero when the graph does not exist.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// let counts = engine.counts("notes").await?;
+    /// println!("{} episodes, {} facts", counts.episodes, counts.facts);
+    /// # Ok(()) }
+    /// ```
+    pub async fn counts(&self, graph: &str) -> Result<crate::graph::GraphCounts> {
+        physical_graph_name(graph)?;
+        store::counts(&self.inner.db, graph).await
+    }
+
+    /// The uuids and extraction states of the most recently created episodes of
+    /// `graph`, newest first: the `skip` newest are passed over and at most `last`
+    /// returned (none when the graph does not exist).
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// for (uuid, state) in engine.recent_episodes("notes", 0, 10).await? {
+    ///     println!("{uuid} {}", state.as_str());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn recent_episodes(
+        &self,
+        graph: &str,
+        skip: usize,
+        last: usize,
+    ) -> Result<Vec<(Uuid, crate::graph::EpisodeState)>> {
+        physical_graph_name(graph)?;
+        store::recent_episodes(&self.inner.db, graph, skip, last).await
+    }
+
+    /// Every entity of `graph` (ordered by name, then uuid) and every fact, current
+    /// or invalidated (ordered by creation, then uuid): the whole graph, for export
+    /// and evaluation. Empty when the graph does not exist.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// let (entities, facts) = engine.contents("notes").await?;
+    /// println!("{} entities, {} facts", entities.len(), facts.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn contents(
+        &self,
+        graph: &str,
+    ) -> Result<(Vec<crate::graph::EntityNode>, Vec<crate::graph::EntityEdge>)> {
+        physical_graph_name(graph)?;
+        store::contents(&self.inner.db, graph).await
+    }
+
+    /// The facts of `graph` with these uuids that exist, in the order asked for.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine, id: uuid::Uuid) -> gralkor::Result<()> {
+    /// let found = engine.get_facts("notes", &[id]).await?;
+    /// # let _ = found; Ok(()) }
+    /// ```
+    pub async fn get_facts(
+        &self,
+        graph: &str,
+        uuids: &[Uuid],
+    ) -> Result<Vec<crate::graph::EntityEdge>> {
+        physical_graph_name(graph)?;
+        store::get_facts(&self.inner.db, graph, uuids).await
+    }
+
     /// Whether `graph` holds any entity (reading only; a missing graph holds none).
     async fn has_entities(&self, graph: &str) -> Result<bool> {
         let res = self

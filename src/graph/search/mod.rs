@@ -73,28 +73,32 @@
 //! # let _ = found; Ok(()) }
 //! ```
 
-pub mod config;
-pub mod filters;
-pub mod methods;
-pub mod rerank;
-pub mod results;
+internal_mod!(config);
+internal_mod!(filters);
+internal_mod!(methods);
+internal_mod!(rerank);
+internal_mod!(results);
 mod scope;
 
 use uuid::Uuid;
 
 pub use config::{
-    COMBINED_HYBRID_SEARCH_CROSS_ENCODER, COMBINED_HYBRID_SEARCH_MMR, COMBINED_HYBRID_SEARCH_RRF,
-    COMMUNITY_HYBRID_SEARCH_CROSS_ENCODER, COMMUNITY_HYBRID_SEARCH_MMR,
-    COMMUNITY_HYBRID_SEARCH_RRF, EDGE_HYBRID_SEARCH_CROSS_ENCODER,
-    EDGE_HYBRID_SEARCH_EPISODE_MENTIONS, EDGE_HYBRID_SEARCH_MMR, EDGE_HYBRID_SEARCH_NODE_DISTANCE,
-    EDGE_HYBRID_SEARCH_RRF, MAX_BFS_DEPTH, MAX_SEARCH_LIMIT, Methods,
-    NODE_HYBRID_SEARCH_CROSS_ENCODER, NODE_HYBRID_SEARCH_EPISODE_MENTIONS, NODE_HYBRID_SEARCH_MMR,
-    NODE_HYBRID_SEARCH_NODE_DISTANCE, NODE_HYBRID_SEARCH_RRF, RerankerKind, ScopeConfig,
+    COMBINED_HYBRID_SEARCH_RRF, EDGE_HYBRID_SEARCH_RRF, Methods, RerankerKind, ScopeConfig,
     SearchConfig,
 };
 pub use filters::{DateFilter, SearchFilters, TimeMode};
-pub use methods::{MIN_INDEX_K, OVERFETCH, WRITER_WIDEN};
-pub use results::{CommunityHit, EntityHit, EpisodeHit, EpisodeSource, FactHit, SearchResults};
+pub use results::{CommunityHit, EntityHit, EpisodeHit, FactHit, SearchResults};
+internal_use!(config::{MAX_BFS_DEPTH, MAX_SEARCH_LIMIT});
+testing_use!(config::{
+    COMBINED_HYBRID_SEARCH_CROSS_ENCODER, COMBINED_HYBRID_SEARCH_MMR,
+    COMMUNITY_HYBRID_SEARCH_CROSS_ENCODER, COMMUNITY_HYBRID_SEARCH_MMR,
+    COMMUNITY_HYBRID_SEARCH_RRF, EDGE_HYBRID_SEARCH_CROSS_ENCODER,
+    EDGE_HYBRID_SEARCH_EPISODE_MENTIONS, EDGE_HYBRID_SEARCH_MMR, EDGE_HYBRID_SEARCH_NODE_DISTANCE,
+    NODE_HYBRID_SEARCH_CROSS_ENCODER, NODE_HYBRID_SEARCH_EPISODE_MENTIONS, NODE_HYBRID_SEARCH_MMR,
+    NODE_HYBRID_SEARCH_NODE_DISTANCE, NODE_HYBRID_SEARCH_RRF,
+});
+internal_use!(methods::{MIN_INDEX_K, OVERFETCH, WRITER_WIDEN});
+internal_use!(results::EpisodeSource);
 
 use self::methods::Ctx;
 use self::scope::Scope;
@@ -280,6 +284,7 @@ pub async fn search_many(
     .await
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Runs `request` on `graph` with a precomputed query embedding: `query_vector`
 /// (else the request's own [`SearchRequest::query_vector`]) is used for vector search
 /// and MMR, and no embedder is called — the per-graph step of [`search_many`], for
@@ -409,6 +414,7 @@ async fn run_graph(
     })
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The current facts most relevant to `query`: [`EDGE_HYBRID_SEARCH_RRF`] with
 /// `limit` results — Graphiti's `search()`.
 ///

@@ -10,11 +10,16 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::links::link_uuid;
-use super::{ENTITY_COLUMNS, Row, check_dimensions, entity_from_row, rows, uuids};
+use super::{Row, check_dimensions, rows, uuids};
+#[cfg(any(test, feature = "testing"))]
+use super::{ENTITY_COLUMNS, entity_from_row};
 use crate::falkordb::{FalkorDb, IndexEntity, Params, QueryStats, Value};
-use crate::graph::model::{Community, EntityNode};
+use crate::graph::model::Community;
+#[cfg(any(test, feature = "testing"))]
+use crate::graph::model::EntityNode;
 use crate::{Error, Result};
 
+#[cfg(any(test, feature = "testing"))]
 /// Writes `communities` in one statement: `MERGE` on each uuid, properties set to the
 /// given values, `name_embedding` as a `vecf32`. An embedding whose length differs from
 /// the graph's `Community.name_embedding` vector index fails the call with
@@ -74,6 +79,7 @@ pub async fn save_communities(
     Ok(res.stats)
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The communities with the given uuids that exist, in the order asked for.
 pub async fn get_communities(
     db: &FalkorDb,
@@ -108,6 +114,7 @@ pub async fn get_communities(
         .collect()
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The members of community `community`, by name then uuid (empty if it does not
 /// exist).
 pub async fn get_community_members(

@@ -232,6 +232,7 @@ fn owned_props(v: Option<&Value>) -> BTreeMap<String, Value> {
     m
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Everything `owner` owns in `graph`: nodes sorted by id, relationships sorted by
 /// (from, type, to).
 ///
