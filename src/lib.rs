@@ -61,7 +61,7 @@
 //! ```
 //!
 //! * [`falkordb`] — the only code that speaks the Redis protocol. A cheap
-//!   `Clone + Send + Sync` [`FalkorDb`] handle runs parameterised queries on a named
+//!   `Clone + Send + Sync` [`FalkorDb`](falkordb::FalkorDb) handle runs parameterised queries on a named
 //!   graph, passed per call, against a remote server or an
 //!   [embedded](falkordb::EmbeddedServer) child server that the crate provisions,
 //!   starts, supervises and stops; it guards statements against the shapes that crash

@@ -71,7 +71,7 @@ const VIA_GROUPS: &str = "MATCH (b:Obj {key: $s}) WITH b \
 /// name), evaluated with [`permits`]. Cheap to clone.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// use gralkor::access::{Authorizer, EmbeddedAuthorizer, ObjectRef, Permission, Relationship, Subject};
 ///
 /// let authz = EmbeddedAuthorizer::new(db);

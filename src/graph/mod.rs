@@ -15,7 +15,7 @@
 //! [`Engine::owned_nodes`] and [`Engine::replace_owned`] read and replace
 //! Lens-owned content; [`Engine::build_indices`] and [`Engine::build_all_indices`]
 //! prepare graphs (readiness lives with the database handle and is forgotten whenever a
-//! graph is deleted: [`FalkorDb::delete_graph`](crate::FalkorDb::delete_graph),
+//! graph is deleted: [`FalkorDb::delete_graph`](crate::falkordb::FalkorDb::delete_graph),
 //! [`clear`], [`Engine::clear`]).
 //!
 //! The steps are public for reuse and testing: [`extract`](mod@extract) makes the one
@@ -81,7 +81,7 @@
 //!   writing anything.
 //!
 //! ```no_run
-//! # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+//! # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 //! use gralkor::graph::{self, Episode, SourceKind, Timestamp};
 //!
 //! graph::build_indices(&db, "notes", 1024).await?;
@@ -119,7 +119,7 @@ pub use search::{
 pub use store::GraphCounts;
 
 internal_use!(communities::{COMMUNITY_SCHEMA_NAME, build_communities, community_schema});
-internal_use!(content::check_content);
+pub use content::check_content;
 internal_use!(extract::{
     DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
     ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,

@@ -132,7 +132,7 @@ impl EngineOptions {
 /// use gralkor::llm::doubles::{HashEmbedder, ScriptedModel};
 /// use std::sync::Arc;
 ///
-/// # async fn run(db: gralkor::FalkorDb) {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) {
 /// let full = Engine::new(db.clone(), Arc::new(ScriptedModel::new()), Arc::new(HashEmbedder::new(64)));
 /// assert!(full.extracts());
 /// let quick = Engine::episodes_only(db);
@@ -193,7 +193,7 @@ impl Engine {
     /// use gralkor::llm::doubles::HashEmbedder;
     /// use std::sync::Arc;
     ///
-    /// # async fn run(db: gralkor::FalkorDb) {
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) {
     /// let offline = Engine::without_llm(db, Arc::new(HashEmbedder::new(64)));
     /// assert!(!offline.extracts());
     /// assert!(offline.embedder().is_some());
@@ -382,7 +382,7 @@ impl Engine {
     /// prepare a graph.
     ///
     /// ```no_run
-    /// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
     /// gralkor::graph::Engine::episodes_only(db).build_indices("notes").await?;
     /// # Ok(()) }
     /// ```

@@ -56,7 +56,7 @@
 //! origins can return anything.
 //!
 //! ```no_run
-//! # async fn run(db: gralkor::FalkorDb, embedder: &dyn gralkor::llm::Embedder) -> gralkor::Result<()> {
+//! # async fn run(db: gralkor::falkordb::FalkorDb, embedder: &dyn gralkor::llm::Embedder) -> gralkor::Result<()> {
 //! use gralkor::graph::search::{self, EDGE_HYBRID_SEARCH_RRF, SearchRequest};
 //! use gralkor::graph::Timestamp;
 //!
@@ -217,7 +217,7 @@ impl SearchRequest {
 /// scope uses the cross-encoder.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// use gralkor::graph::search::{self, COMBINED_HYBRID_SEARCH_RRF, SearchRequest};
 /// use gralkor::llm::doubles::HashEmbedder;
 ///
@@ -249,7 +249,7 @@ pub async fn search(
 /// name are checked before anything is sent; no graph makes no call at all.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// use gralkor::graph::search::{self, EDGE_HYBRID_SEARCH_RRF, SearchRequest};
 /// use gralkor::llm::doubles::HashEmbedder;
 ///
@@ -419,7 +419,7 @@ async fn run_graph(
 /// `limit` results — Graphiti's `search()`.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb, embedder: &dyn gralkor::llm::Embedder) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb, embedder: &dyn gralkor::llm::Embedder) -> gralkor::Result<()> {
 /// for hit in gralkor::graph::search::search_facts(&db, "notes", "Alice's employer", embedder, 5).await? {
 ///     println!("{}", hit.fact.fact);
 /// }

@@ -153,7 +153,7 @@ pub struct FactLink {
 /// Order: by source, then target.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// use gralkor::graph::store::communities::current_fact_links;
 ///
 /// for link in current_fact_links(&db, "notes").await? {
@@ -205,7 +205,7 @@ pub struct EntityProfile {
 /// attributes or embeddings travel.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb, alice: uuid::Uuid) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb, alice: uuid::Uuid) -> gralkor::Result<()> {
 /// use gralkor::graph::store::communities::entity_profiles;
 ///
 /// let profiles = entity_profiles(&db, "notes", &[alice]).await?;
@@ -248,7 +248,7 @@ pub async fn entity_profiles(
 /// How many `Community` nodes `graph` holds (0 for a graph that does not exist).
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// let n = gralkor::graph::store::communities::count_communities(&db, "notes").await?;
 /// println!("{n} communities");
 /// # Ok(()) }
@@ -286,7 +286,7 @@ pub async fn count_communities(db: &FalkorDb, graph: &str) -> Result<usize> {
 /// member links.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb, alice: uuid::Uuid, acme: uuid::Uuid) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb, alice: uuid::Uuid, acme: uuid::Uuid) -> gralkor::Result<()> {
 /// use gralkor::graph::{Community, Timestamp};
 /// use gralkor::graph::store::communities::replace_communities;
 ///

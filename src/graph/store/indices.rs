@@ -92,7 +92,7 @@ pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
 /// `embedding_dim`; an existing vector index keeps the dimension it was created with.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// let created = gralkor::graph::build_indices(&db, "notes", 1024).await?;
 /// assert_eq!(gralkor::graph::build_indices(&db, "notes", 1024).await?, 0);
 /// # let _ = created; Ok(()) }
