@@ -23,7 +23,8 @@
 //! do. Several writers may save to one Destination.
 //!
 //! ```
-//! use gralkor::destination::{Destination, OperatorId};
+//! use gralkor::destination::Destination;
+//! use gralkor::storage::OperatorId;
 //!
 //! let op = OperatorId::new("dashboard:42")?;
 //! let personal = Destination::personal();
@@ -52,10 +53,10 @@ pub const GLOBAL: &str = "global";
 pub const PERSONAL: &str = "personal";
 /// The retired per-operator Destination of earlier versions.
 pub const RETIRED_OPERATOR: &str = "operator";
-/// Name prefixes no application Destination may use (and no operator id may begin
-/// with), the name rules shared by every name, and the operator id: they live with
-/// the storage seam, below the Destinations that use them.
-pub use crate::storage::{MAX_NAME_BYTES, OperatorId, RESERVED_PREFIXES, check_name_text};
+// Name prefixes no application Destination may use (and no operator id may begin
+// with), the name rules shared by every name, and the operator id: they live with the
+// storage seam, below the Destinations that use them (and are public there, once).
+use crate::storage::{OperatorId, RESERVED_PREFIXES, check_name_text};
 
 /// What to tell someone who still names the retired `operator` Destination.
 pub const OPERATOR_MIGRATION: &str = "is retired: use the `personal` Destination (logical graph \
@@ -128,7 +129,7 @@ impl fmt::Display for Destination {
 }
 
 /// Checks a Destination name as given anywhere (registration, selection): non-blank,
-/// no NUL, at most [`MAX_NAME_BYTES`] bytes, no surrounding whitespace, not a reserved
+/// no NUL, at most [`MAX_NAME_BYTES`](crate::storage::MAX_NAME_BYTES) bytes, no surrounding whitespace, not a reserved
 /// prefix, not the retired `operator`. `field` names the setting or argument in the
 /// error.
 pub fn check_name(field: &str, name: &str) -> Result<()> {
@@ -241,7 +242,7 @@ mod tests {
             let err = OperatorId::new(bad).unwrap_err().to_string();
             assert!(err.contains("`operator_id`"), "{bad:?}: {err}");
         }
-        assert!(OperatorId::new("o".repeat(MAX_NAME_BYTES + 1)).is_err());
-        assert!(OperatorId::new("o".repeat(MAX_NAME_BYTES)).is_ok());
+        assert!(OperatorId::new("o".repeat(crate::storage::MAX_NAME_BYTES + 1)).is_err());
+        assert!(OperatorId::new("o".repeat(crate::storage::MAX_NAME_BYTES)).is_ok());
     }
 }

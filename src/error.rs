@@ -57,7 +57,7 @@ pub enum Error {
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
-    /// The handle was shut down ([`FalkorDb::shutdown`](crate::FalkorDb::shutdown) or
+    /// The handle was shut down ([`FalkorDb::shutdown`](crate::falkordb::FalkorDb::shutdown) or
     /// [`Client::shutdown`](crate::Client::shutdown) on it or on any clone), or the
     /// embedded server behind it was
     /// ([`EmbeddedServer::shutdown`](crate::falkordb::EmbeddedServer::shutdown)).

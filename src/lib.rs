@@ -71,30 +71,49 @@
 //!   [`SourceKind`](storage::SourceKind), the content limit and its one check, the
 //!   derived-uuid rule, the physical graph name, what a value sent to the database
 //!   may be, and the status records.
-//! * [`falkordb`] — the only code that speaks the Redis protocol. A cheap
-//!   `Clone + Send + Sync` [`FalkorDb`] handle runs parameterised queries on a named
-//!   graph, passed per call, against a remote server or an
-//!   [embedded](falkordb::EmbeddedServer) child server that the crate provisions,
-//!   starts, supervises and stops; it guards statements against the shapes that crash
-//!   FalkorDB. Cypher text is written by the engine's store and search modules and by
-//!   this adapter, always with values as parameters.
-//! * [`llm`] — the only code that speaks HTTP to model providers (OpenAI and
-//!   compatible servers, Google Gemini): structured JSON generation against a schema,
-//!   embeddings and reranking, behind one limiter and one retry policy, with
-//!   deterministic test doubles.
-//! * [`config`] — backend and models from the environment (`Config::from_env`).
+//! ### What is public and what is internal
+//!
+//! The memory API ([`client`], [`agent`], [`lens`], [`reflection`], [`runtime`],
+//! [`destination`], [`storage`], [`access`], [`config`]) is the front door. Below it, the
+//! engine and its adapters are closed: each exposes only a small, deliberate surface for
+//! advanced users, re-exported once, and keeps the rest `pub(crate)`.
+//!
+//! * [`graph`] — the temporal graph engine. Public: the [`Engine`](graph::Engine) handle
+//!   (it owns the database handle and the models, ingests episodes into entities and
+//!   facts — durable first, at most four model calls per episode, one atomic commit,
+//!   replay-safe, claimed across processes — searches one or many graphs, replaces
+//!   owned content, clusters communities, and lists and counts what a graph holds) with
+//!   its options, requests ([`AddEpisode`](graph::AddEpisode),
+//!   [`SearchRequest`](graph::SearchRequest) and its configuration) and results, and the
+//!   data model (episodes, entities, facts, timestamps, source kinds). Internal: the
+//!   store (all Cypher lives there and in the adapter), the search methods and
+//!   rerankers, extraction, deduplication, temporal rules and prompts.
+//! * [`falkordb`] — the only code that speaks the Redis protocol. Public: the cheap
+//!   `Clone + Send + Sync` [`FalkorDb`](falkordb::FalkorDb) handle, its
+//!   [`FalkorConfig`](falkordb::FalkorConfig) (remote or embedded), and the provisioning
+//!   of the embedded server's binaries. Internal: queries, parameters, replies, indices,
+//!   the fulltext sanitiser and the embedded server's supervision.
+//! * [`llm`] — the only code that speaks HTTP to model providers. Public: the
+//!   [`LanguageModel`](llm::LanguageModel), [`Embedder`](llm::Embedder) and
+//!   [`Reranker`](llm::Reranker) traits and their requests,
+//!   [`ModelConfig`](llm::ModelConfig) and what it builds ([`Models`](llm::Models)), the
+//!   provider builders ([`llm::openai`], [`llm::gemini`], the local embedder), the usage
+//!   meter and the deterministic [test doubles](llm::doubles). Internal: the limiter,
+//!   retries, transports, the schema checker and the listwise reranker.
 //! * [`ontology`] — the entity and relationship types an extraction may use, declared
-//!   with a builder and checked when built; the identifier rule the domain uses.
+//!   with a builder and checked when built (the identifier rule and reserved names are
+//!   internal).
 //! * [`access`] — who may read, write and forget: OpenClaw's SpiceDB schema as
 //!   gralkor concepts (people and agents, groups = Destinations, memory fragments =
 //!   episodes), the object-safe [`Authorizer`](access::Authorizer) trait, the
 //!   [embedded](access::EmbeddedAuthorizer) authorizer (relationships in a FalkorDB
 //!   graph of their own) and the [in-memory](access::InMemoryAuthorizer) one.
-//! * [`graph`] — the temporal graph engine. [`graph::Engine`] is the one handle: it
-//!   owns the database handle and the models, ingests episodes into entities and facts
-//!   (durable first, at most four model calls per episode, one atomic commit,
-//!   replay-safe, claimed across processes), searches one or many graphs with one
-//!   query embedding, replaces owned content and clusters communities.
+//! * [`config`] — backend and models from the environment (`Config::from_env`).
+//!
+//! The crate's own tests reach the internals through the `testing` feature, which
+//! turns the internal rooms `pub`. It is enabled only by the crate's self
+//! dev-dependency, is **not** a semver promise, and no user build (nor the `cli` and
+//! `eval` crates) turns it on. `scripts/api-count` counts the public items rustdoc lists.
 //! * [`provenance`] — who wrote an episode: the terminal marker of every stored source
 //!   description (` [lens: L]`, `reflection:R`, ` [gralkor: direct]`) and the writer
 //!   key stored beside it, which searches filter on.
@@ -128,6 +147,56 @@
 //! through [`Error::is_retryable`], whether trying again can help.
 #![deny(missing_docs)]
 
+/// Declares an internal module: `pub` with the `testing` feature (the crate's own
+/// tests, not a semver promise), `pub(crate)` without it.
+macro_rules! internal_mod {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[cfg(feature = "testing")]
+        pub mod $name;
+        $(#[$meta])*
+        #[cfg(not(feature = "testing"))]
+        pub(crate) mod $name;
+    };
+}
+
+/// Declares an internal item (`pub …`): `pub` with the `testing` feature, `pub(crate)`
+/// without it.
+macro_rules! internal_item {
+    ($(#[$meta:meta])* pub $($item:tt)*) => {
+        $(#[$meta])*
+        #[cfg(feature = "testing")]
+        pub $($item)*
+        $(#[$meta])*
+        #[cfg(not(feature = "testing"))]
+        pub(crate) $($item)*
+    };
+}
+
+/// Re-exports items only the crate's own tests use: `pub` with the `testing` feature,
+/// absent without it (outside the unit tests).
+macro_rules! testing_use {
+    ($($path:tt)*) => {
+        #[cfg(feature = "testing")]
+        pub use $($path)*;
+        #[cfg(all(test, not(feature = "testing")))]
+        #[allow(unused_imports)]
+        pub(crate) use $($path)*;
+    };
+}
+
+/// Re-exports internal items: `pub` with the `testing` feature, `pub(crate)` without
+/// it (where the crate itself may not use every name).
+macro_rules! internal_use {
+    ($($path:tt)*) => {
+        #[cfg(feature = "testing")]
+        pub use $($path)*;
+        #[cfg(not(feature = "testing"))]
+        #[allow(unused_imports)]
+        pub(crate) use $($path)*;
+    };
+}
+
 pub mod access;
 pub mod agent;
 mod cache;
@@ -150,7 +219,12 @@ pub(crate) mod vocab;
 pub use storage::provenance;
 
 pub use client::{Client, InMemoryClient, MemoryClient, NativeClient};
+
+/// Every Rust example of README.md, compiled (and, unless `no_run`, run) by
+/// `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 pub use config::Config;
 pub use error::{Error, Result};
-pub use falkordb::{FalkorConfig, FalkorDb};
-pub use graph::NativeStorage;
+pub use graph::native_storage::NativeStorage;

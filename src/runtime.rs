@@ -53,12 +53,11 @@
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
 
-use crate::destination::{
-    self, Destination, GLOBAL, MAX_NAME_BYTES, PERSONAL, RETIRED_OPERATOR, check_name_text,
-};
+use crate::destination::{self, Destination, GLOBAL, PERSONAL, RETIRED_OPERATOR};
 use crate::lens::{Lens, PERSONAL_CHAT, RETIRED_LENS_NAMES};
 use crate::provenance::check_writer_name;
 use crate::reflection::{PACKAGED_REFLECTIONS, Reflection};
+use crate::storage::{MAX_NAME_BYTES, check_name_text};
 use crate::{Error, Result};
 
 /// The consumer's Destinations, Lenses and Reflections, before validation.

@@ -451,7 +451,7 @@ pub struct DestinationStatus {
     name: String,
     graph: String,
     #[serde(flatten)]
-    counts: graphs::Counts,
+    counts: gralkor::graph::GraphCounts,
     /// Indices the engine keeps that the graph lacks, or still being built (from the
     /// library's health report).
     indices_missing: Vec<String>,
@@ -514,7 +514,7 @@ pub async fn status_report(
         configuration: config.describe(),
         extracts: config.extracts(),
         operator: op.map(|o| o.to_string()),
-        graphs: client.storage().db().list_graphs().await?.len(),
+        graphs: client.storage().engine().list_graphs().await?.len(),
         server: storage.server,
         models: storage.models,
         authorizer: health.authorizer.clone(),

@@ -1,13 +1,9 @@
 //! The reads the memory API does not offer yet (recent episodes, counts, a whole
-//! graph), made on the library's own FalkorDB handle with read-only, parameterised
-//! queries, and the Destination resolution every command shares.
-//!
-//! These belong in the library (a `Client` listing, counts and export); they live here
-//! until it has them, and only ever read.
+//! graph), made through the library's engine (`Engine::recent_episodes`, `counts`,
+//! `contents`, `get_facts`), and the Destination resolution every command shares.
 
 use gralkor::client::{EpisodeRecord, GraphId, OperatorId};
-use gralkor::falkordb::{FalkorDb, Params, Value};
-use gralkor::graph::{EntityEdge, EntityNode};
+use gralkor::graph::{Engine, EntityEdge, EntityNode, GraphCounts};
 use gralkor::provenance::Writer;
 use gralkor::runtime::Snapshot;
 use gralkor::storage::NewEpisode;
@@ -98,14 +94,8 @@ pub fn ingested_uuid(
     ))
 }
 
-fn db(client: &NativeClient) -> &FalkorDb {
-    client.storage().db()
-}
-
-fn uuids(rows: &gralkor::falkordb::QueryResult, column: &str) -> Vec<Uuid> {
-    rows.column_values(column)
-        .filter_map(|v| v.as_str().and_then(|s| Uuid::parse_str(s).ok()))
-        .collect()
+fn engine(client: &NativeClient) -> &Engine {
+    client.storage().engine()
 }
 
 /// One listed episode: its record and extraction state.
@@ -116,59 +106,26 @@ pub struct Listed {
     pub episode: EpisodeRecord,
 }
 
-/// The `last` most recently created episodes of a graph, newest first.
+/// The `last` most recently created episodes of a graph, newest first, after the
+/// `skip` newest.
 pub async fn recent_episodes(
     client: &NativeClient,
     place: &Place,
     skip: usize,
     last: usize,
 ) -> Result<Vec<(Uuid, String)>> {
-    let int = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-    let rows = db(client)
-        .ro_query(
-            place.graph.as_str(),
-            "MATCH (e:Episodic) RETURN e.uuid AS uuid, e.state AS state \
-             ORDER BY e.created_at DESC, e.uuid SKIP $skip LIMIT $n",
-            &Params::new().set("skip", int(skip)).set("n", int(last)),
-        )
+    let found = engine(client)
+        .recent_episodes(place.graph.as_str(), skip, last)
         .await?;
-    let states: Vec<String> = rows
-        .column_values("state")
-        .map(|v| v.as_str().unwrap_or("complete").to_string())
-        .collect();
-    Ok(uuids(&rows, "uuid").into_iter().zip(states).collect())
-}
-
-/// What a graph holds.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Counts {
-    pub episodes: i64,
-    pub pending: i64,
-    pub entities: i64,
-    pub facts: i64,
-    pub communities: i64,
-}
-
-async fn count(db: &FalkorDb, graph: &str, query: &str) -> Result<i64> {
-    let rows = db.ro_query(graph, query, &Params::new()).await?;
-    Ok(rows.get(0, "n").and_then(Value::as_int).unwrap_or(0))
+    Ok(found
+        .into_iter()
+        .map(|(uuid, state)| (uuid, state.as_str().to_string()))
+        .collect())
 }
 
 /// The counts of one graph.
-pub async fn counts(client: &NativeClient, place: &Place) -> Result<Counts> {
-    let (db, g) = (db(client), place.graph.as_str());
-    Ok(Counts {
-        episodes: count(db, g, "MATCH (e:Episodic) RETURN count(e) AS n").await?,
-        pending: count(
-            db,
-            g,
-            "MATCH (e:Episodic) WHERE e.state = 'pending' RETURN count(e) AS n",
-        )
-        .await?,
-        entities: count(db, g, "MATCH (e:Entity) RETURN count(e) AS n").await?,
-        facts: count(db, g, "MATCH ()-[f:RELATES_TO]->() RETURN count(f) AS n").await?,
-        communities: count(db, g, "MATCH (c:Community) RETURN count(c) AS n").await?,
-    })
+pub async fn counts(client: &NativeClient, place: &Place) -> Result<GraphCounts> {
+    engine(client).counts(place.graph.as_str()).await
 }
 
 /// Every entity and fact of a graph.
@@ -176,30 +133,13 @@ pub async fn whole_graph(
     client: &NativeClient,
     place: &Place,
 ) -> Result<(Vec<EntityNode>, Vec<EntityEdge>)> {
-    let (db, g) = (db(client), place.graph.as_str());
-    let rows = db
-        .ro_query(
-            g,
-            "MATCH (e:Entity) RETURN e.uuid AS uuid ORDER BY e.name, e.uuid",
-            &Params::new(),
-        )
-        .await?;
-    let mut entities = gralkor::graph::get_entities(db, g, &uuids(&rows, "uuid")).await?;
-    entities.sort_by(|a, b| a.name.cmp(&b.name).then(a.uuid.cmp(&b.uuid)));
-    let rows = db
-        .ro_query(
-            g,
-            "MATCH ()-[f:RELATES_TO]->() RETURN f.uuid AS uuid",
-            &Params::new(),
-        )
-        .await?;
-    let mut facts = gralkor::graph::get_facts(db, g, &uuids(&rows, "uuid")).await?;
-    facts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.uuid.cmp(&b.uuid)));
-    Ok((entities, facts))
+    engine(client).contents(place.graph.as_str()).await
 }
 
 /// One fact of a graph by uuid.
 pub async fn fact(client: &NativeClient, place: &Place, uuid: Uuid) -> Result<Option<EntityEdge>> {
-    let found = gralkor::graph::get_facts(db(client), place.graph.as_str(), &[uuid]).await?;
+    let found = engine(client)
+        .get_facts(place.graph.as_str(), &[uuid])
+        .await?;
     Ok(found.into_iter().find(|f| f.uuid == uuid))
 }

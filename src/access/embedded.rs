@@ -35,7 +35,7 @@ const WRITE_RETRY: Backoff = Backoff::new(4, Duration::from_millis(50), Duration
 /// name), evaluated with [`permits`]. Cheap to clone.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// use gralkor::access::{Authorizer, EmbeddedAuthorizer, ObjectRef, Permission, Relationship, Subject};
 ///
 /// let authz = EmbeddedAuthorizer::new(db);

@@ -37,12 +37,14 @@ use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 
-pub use embedded::{ACCESS_GRAPH, EmbeddedAuthorizer};
+pub use embedded::EmbeddedAuthorizer;
 pub use memory::InMemoryAuthorizer;
 pub use model::{
-    Fragment, MAX_OBJECT_ID_BYTES, ObjectRef, ObjectType, Permission, Relation, Relationship,
-    RelationshipFilter, SCHEMA, Subject, permits,
+    Fragment, ObjectRef, ObjectType, Permission, Relation, Relationship, RelationshipFilter,
+    SCHEMA, Subject,
 };
+internal_use!(embedded::ACCESS_GRAPH);
+internal_use!(model::{MAX_OBJECT_ID_BYTES, permits});
 
 #[cfg(feature = "spicedb")]
 pub use spicedb::{

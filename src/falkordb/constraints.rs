@@ -29,7 +29,7 @@ impl FalkorDb {
     /// breaks it, the constraint ends up failed and this returns [`Error::Query`].
     ///
     /// ```no_run
-    /// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
     /// use gralkor::falkordb::{IndexEntity, IndexSpec};
     ///
     /// db.create_index("notes", &IndexSpec::range_nodes("Note", ["id"])).await?;

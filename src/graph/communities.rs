@@ -74,7 +74,7 @@
 
 mod propagation;
 
-pub use propagation::{Clustering, label_propagation};
+internal_use!(propagation::{Clustering, label_propagation});
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -290,7 +290,7 @@ struct Draft {
 /// every error the previous communities are left as they were.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb, llm: &dyn gralkor::llm::LanguageModel,
+/// # async fn run(db: gralkor::falkordb::FalkorDb, llm: &dyn gralkor::llm::LanguageModel,
 /// #              embedder: &dyn gralkor::llm::Embedder) -> gralkor::Result<()> {
 /// use gralkor::graph::{CommunityOptions, build_communities};
 ///

@@ -278,6 +278,7 @@ pub fn jaccard<T: Ord>(a: &BTreeSet<T>, b: &BTreeSet<T>) -> f64 {
     a.intersection(b).count() as f64 / union as f64
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Shannon entropy, in bits per character, of a name's letters and digits after
 /// normalisation (0 for a name without any).
 pub fn name_entropy(name: &str) -> f64 {
@@ -355,6 +356,7 @@ pub fn minhash(shingles: &BTreeSet<String>, permutations: usize) -> Vec<u64> {
         .collect()
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The fraction of positions at which two MinHash signatures agree: an estimate of the
 /// Jaccard similarity of the sets they were computed from. 0 for empty signatures.
 ///

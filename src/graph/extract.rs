@@ -70,7 +70,7 @@ use serde_json::{Number, Value, json};
 
 use super::Timestamp;
 use super::prompts;
-pub use super::prompts::extract::{DEFAULT_EXTRACTION_LABEL, ExtractionInput};
+internal_use!(super::prompts::extract::{DEFAULT_EXTRACTION_LABEL, ExtractionInput});
 use crate::falkordb::is_identifier;
 use crate::llm::{GenerateRequest, LanguageModel, ModelSize, OutputSchema, TokenUsage};
 use crate::ontology::{GENERIC_ENTITY_LABEL, Ontology, RESERVED_RELATIONSHIP_TYPES};

@@ -15,7 +15,7 @@
 //! [`Engine::owned_nodes`] and [`Engine::replace_owned`] read and replace
 //! Lens-owned content; [`Engine::build_indices`] and [`Engine::build_all_indices`]
 //! prepare graphs (readiness lives with the database handle and is forgotten whenever a
-//! graph is deleted: [`FalkorDb::delete_graph`](crate::FalkorDb::delete_graph),
+//! graph is deleted: [`FalkorDb::delete_graph`](crate::falkordb::FalkorDb::delete_graph),
 //! [`clear`], [`Engine::clear`]).
 //!
 //! The steps are public for reuse and testing: [`extract`](mod@extract) makes the one
@@ -81,7 +81,7 @@
 //!   writing anything.
 //!
 //! ```no_run
-//! # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+//! # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 //! use gralkor::graph::{self, Episode, SourceKind, Timestamp};
 //!
 //! graph::build_indices(&db, "notes", 1024).await?;
@@ -91,43 +91,46 @@
 //! # Ok(()) }
 //! ```
 
-pub mod communities;
-pub mod dedup;
-pub mod extract;
-pub mod ingest;
-pub mod model;
-mod native_storage;
+// The engine's rooms are internal; the advanced surface is re-exported here, once.
+// The `testing` feature (the crate's own tests only, not a semver promise) opens the
+// rooms and the flat re-exports below.
+internal_mod!(communities);
+internal_mod!(dedup);
+internal_mod!(extract);
+internal_mod!(ingest);
+internal_mod!(model);
+pub(crate) mod native_storage;
 mod prompts;
-pub mod search;
-pub mod store;
-pub mod temporal;
+internal_mod!(search);
+internal_mod!(store);
+internal_mod!(temporal);
 
-pub use crate::vocab::check_content;
-pub use communities::{
-    COMMUNITY_SCHEMA_NAME, CommunityOptions, CommunityReport, build_communities, community_schema,
+// The advanced surface: the engine handle, its requests and results.
+pub use communities::{CommunityOptions, CommunityReport};
+pub use ingest::{AddEpisode, Engine, EngineOptions, EpisodeOutcome, IngestUsage, OutcomeStatus};
+pub use model::{
+    EntityEdge, EntityNode, Episode, EpisodeState, GraphStatus, SourceKind, Timestamp,
 };
-pub use extract::{
+internal_use!(native_storage::owned_parts);
+pub use search::{
+    COMBINED_HYBRID_SEARCH_RRF, CommunityHit, DateFilter, EDGE_HYBRID_SEARCH_RRF, EntityHit,
+    EpisodeHit, FactHit, Methods, RerankerKind, ScopeConfig, SearchConfig, SearchFilters,
+    SearchRequest, SearchResults, TimeMode,
+};
+pub use store::GraphCounts;
+
+internal_use!(communities::{COMMUNITY_SCHEMA_NAME, build_communities, community_schema});
+pub use crate::vocab::check_content;
+internal_use!(extract::{
     DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
     ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,
-};
-pub use ingest::{
-    AddEpisode, Engine, EngineOptions, EpisodeOutcome, IngestUsage, MAX_CONTENT_BYTES,
-    MAX_SOURCE_DESCRIPTION_BYTES, OutcomeStatus, ResumeReport, StepCalls, Triplet, TripletEntity,
-    TripletOutcome,
-};
-pub use model::{
-    Community, EntityEdge, EntityNode, Episode, EpisodeState, GraphStatus, SourceKind, Timestamp,
-};
-pub use native_storage::{NativeStorage, owned_parts};
-pub use search::{
-    SearchConfig, SearchFilters, SearchRequest, SearchResults, TimeMode, search, search_facts,
-    search_many,
-};
-pub use store::{
-    CandidateQuery, EntityCandidate, MAX_CANDIDATE_LIMIT, OWNED_ID_KEY, OWNER_KEY, OwnedNode,
-    OwnedRelationship, Removal, ReplaceCounts, build_indices, clear, entity_candidates,
-    get_communities, get_community_members, get_entities, get_episode, get_episodes_mentioning,
-    get_facts, get_mentioned_entities, get_owned, index_specs, link_uuid, remove_episode,
-    replace_owned, save_communities, save_community_members, save_entities, save_episode,
-    save_facts, save_mentions, session_episodes,
-};
+});
+internal_use!(ingest::{
+    MAX_CONTENT_BYTES, MAX_SOURCE_DESCRIPTION_BYTES, ResumeReport, StepCalls, Triplet,
+    TripletEntity, TripletOutcome,
+});
+internal_use!(model::Community);
+internal_use!(search::{search, search_many});
+testing_use!(search::search_facts);
+internal_use!(store::{CandidateQuery, EntityCandidate, MAX_CANDIDATE_LIMIT, OWNED_ID_KEY, OWNER_KEY, OwnedNode, OwnedRelationship, Removal, ReplaceCounts, clear, entity_candidates, get_entities, get_episode, get_facts, get_mentioned_entities, index_specs, link_uuid, remove_episode, replace_owned, session_episodes});
+testing_use!(store::{build_indices, get_communities, get_community_members, get_episodes_mentioning, get_owned, save_communities, save_community_members, save_entities, save_episode, save_facts, save_mentions});

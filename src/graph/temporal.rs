@@ -102,7 +102,8 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 use super::model::{EntityEdge, Timestamp};
-pub use crate::vocab::{FactTimes, times_current};
+pub use crate::vocab::FactTimes;
+internal_use!(crate::vocab::times_current);
 
 impl From<&EntityEdge> for FactTimes {
     fn from(e: &EntityEdge) -> FactTimes {
@@ -339,6 +340,7 @@ pub fn could_take_effect(new: &FactTimes, existing: &FactTimes) -> bool {
     !resolve(*new, std::slice::from_ref(existing), Timestamp(0)).is_empty()
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Whether `fact` holds at `at`: true in the world (`valid_at` unknown or at or before
 /// `at`, and `invalid_at` unknown or after `at` — a half-open span) and not yet retired
 /// (`expired_at` unknown or after `at`).

@@ -19,8 +19,10 @@ use super::{
 };
 use crate::{Error, Result};
 
+internal_item! {
 /// The provider name the doubles report.
 pub const PROVIDER: &str = "test-double";
+}
 
 type Responder = Arc<dyn Fn(&GenerateRequest) -> Result<Value> + Send + Sync>;
 

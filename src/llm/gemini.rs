@@ -32,11 +32,15 @@ use super::{
 };
 use crate::{Error, Result};
 
+internal_item! {
 /// The public Generative Language API endpoint.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+}
 
+internal_item! {
 /// The provider name used in errors, logs and usage.
 pub const PROVIDER: &str = "google";
+}
 
 /// Builds a [`Gemini`] connection.
 #[derive(Clone)]

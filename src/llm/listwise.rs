@@ -49,6 +49,7 @@ impl ListwiseReranker {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Passages per call (at least 1).
     pub fn with_batch_size(mut self, batch_size: usize) -> Self {
         self.batch_size = batch_size.max(1);

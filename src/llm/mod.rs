@@ -40,20 +40,25 @@ mod listwise;
 pub mod local;
 pub mod openai;
 mod retry;
-pub mod schema;
+internal_mod!(schema);
 mod structured;
 mod transport;
 mod usage;
 
-pub use config::{
-    Choice, DEFAULT_EMBEDDER_MODEL, DEFAULT_LLM_MODEL, DEFAULT_LOCAL_EMBEDDER_MODEL,
-    DEFAULT_OPENAI_EMBEDDER_MODEL, DEFAULT_OPENAI_LLM_MODEL, EMBEDDER_MODEL_VAR, LLM_MODEL_VAR,
-    LOCAL_EMBEDDING_MODELS, ModelConfig, ModelSpec, Models, Provider, ProviderAccess, Selection,
-};
-pub use limiter::{Limiter, LimiterSettings, LimiterStats, Permit};
-pub use listwise::{DEFAULT_LISTWISE_BATCH, ListwiseReranker};
+// The public surface: the model traits and requests, the configuration a user sets
+// (`ModelConfig` and its parts) and what it builds (`Models`), and the usage meter.
+pub use config::{Choice, ModelConfig, ModelSpec, Models, Provider, ProviderAccess, Selection};
+pub use limiter::LimiterSettings;
 pub use retry::RetryPolicy;
 pub use usage::{UsageMeter, UsageSnapshot, UsageTotals};
+
+internal_use!(config::{
+    DEFAULT_EMBEDDER_MODEL, DEFAULT_LLM_MODEL, DEFAULT_LOCAL_EMBEDDER_MODEL,
+    DEFAULT_OPENAI_EMBEDDER_MODEL, DEFAULT_OPENAI_LLM_MODEL, EMBEDDER_MODEL_VAR, LLM_MODEL_VAR,
+    LOCAL_EMBEDDING_MODELS,
+});
+internal_use!(limiter::{Limiter, LimiterStats, Permit});
+internal_use!(listwise::{DEFAULT_LISTWISE_BATCH, ListwiseReranker});
 
 /// Who says a [`Message`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -173,8 +178,10 @@ impl OutputSchema {
     }
 }
 
+internal_item! {
 /// The default cap on output tokens of a [`GenerateRequest`].
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 16_384;
+}
 
 /// A structured-generation request.
 ///

@@ -70,9 +70,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub use schema::PromptEntityType;
+internal_use!(schema::PromptEntityType);
 
 use crate::error::{Error, Result};
+internal_item! {
 /// Whether `name` may be a label, relationship type or property key: a plain Cypher
 /// identifier, `[A-Za-z_][A-Za-z0-9_]*` (the rule of the storage adapter, which
 /// refuses anything else before it reaches Cypher). The domain — ontologies, Lenses,
@@ -87,10 +88,14 @@ use crate::error::{Error, Result};
 pub fn is_identifier(name: &str) -> bool {
     crate::falkordb::is_identifier(name)
 }
+}
 
+internal_item! {
 /// Labels gralkor itself puts on nodes; no entity type may use them (ignoring case).
 pub const RESERVED_LABELS: [&str; 3] = ["Entity", "Episodic", "Community"];
+}
 
+internal_item! {
 /// Properties of an entity node; no entity field may use them (ignoring case).
 pub const RESERVED_ENTITY_FIELDS: [&str; 8] = [
     "uuid",
@@ -102,7 +107,9 @@ pub const RESERVED_ENTITY_FIELDS: [&str; 8] = [
     "attributes",
     "name_embedding",
 ];
+}
 
+internal_item! {
 /// Properties of a fact; no relationship field may use them (ignoring case).
 pub const RESERVED_RELATIONSHIP_FIELDS: [&str; 13] = [
     "uuid",
@@ -119,9 +126,12 @@ pub const RESERVED_RELATIONSHIP_FIELDS: [&str; 13] = [
     "expired_at",
     "attributes",
 ];
+}
 
+internal_item! {
 /// Relationship types gralkor itself uses; no verb may become one.
 pub const RESERVED_RELATIONSHIP_TYPES: [&str; 3] = ["RELATES_TO", "MENTIONS", "HAS_MEMBER"];
+}
 
 /// The label every entity carries, and the type with id 0 in the prompt's type list.
 pub const GENERIC_ENTITY_LABEL: &str = "Entity";

@@ -280,7 +280,7 @@ impl Rig {
     }
 
     /// The native client's database (`None` for the twin).
-    pub fn db(&self) -> Option<&gralkor::FalkorDb> {
+    pub fn db(&self) -> Option<&gralkor::falkordb::FalkorDb> {
         self._graph.as_ref().map(|g| &g.db)
     }
 

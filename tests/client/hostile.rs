@@ -524,7 +524,7 @@ fn every_name_the_runtime_accepts_works_through_both_clients() {
                     let entry = field == "destinations[0]"
                         || (field.starts_with("lenses[") && field.ends_with("].name"));
                     prop_assert!(entry, "`{}` {}", field, rule);
-                    let short = field.len() <= gralkor::destination::MAX_NAME_BYTES + 16;
+                    let short = field.len() <= gralkor::storage::MAX_NAME_BYTES + 16;
                     prop_assert!(!field.contains('\0') && short, "{:?}", field);
                     rejected.set(rejected.get() + 1);
                     return Ok(());

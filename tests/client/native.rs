@@ -572,9 +572,11 @@ async fn an_embedder_of_another_dimension_is_refused_before_any_write() {
         .prefix("gralkor-dims-")
         .tempdir()
         .unwrap();
-    let db = gralkor::FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(dir.path())))
-        .await
-        .unwrap();
+    let db = gralkor::falkordb::FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(
+        dir.path(),
+    )))
+    .await
+    .unwrap();
     let r = Rules::narrator();
     let model = Arc::new(ScriptedModel::new().respond_with(move |req| answer(&r, req)));
     let with = |dimension| {
@@ -617,9 +619,10 @@ async fn an_embedder_of_another_dimension_is_refused_before_any_write() {
 async fn a_memory_add_that_fails_in_the_background_is_counted_in_the_status() {
     use gralkor::client::{Client, Content, MemoryAdd, OperatorId};
     // A handle of its own on the shared server, so closing it closes nothing else.
-    let db = gralkor::FalkorDb::attach(common::server(), std::time::Duration::from_secs(30))
-        .await
-        .unwrap();
+    let db =
+        gralkor::falkordb::FalkorDb::attach(common::server(), std::time::Duration::from_secs(30))
+            .await
+            .unwrap();
     let client = NativeClient::from_parts(
         Runtime::new(RuntimeConfig::new()).unwrap(),
         NativeStorage::new(Engine::episodes_only(db.clone())),

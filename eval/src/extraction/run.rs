@@ -2,10 +2,8 @@
 
 use std::time::Instant;
 
-use gralkor::falkordb::{Params, Value as DbValue};
-use gralkor::graph::{self, AddEpisode, Engine, EntityEdge, EntityNode};
+use gralkor::graph::{AddEpisode, Engine, EntityEdge, EntityNode};
 use serde::Serialize;
-use uuid::Uuid;
 
 use super::story::Story;
 use crate::Result;
@@ -81,25 +79,7 @@ pub async fn run_story(engine: &Engine, graph: &str, story: &Story) -> Result<St
             },
         });
     }
-    let db = engine.db();
-    let ids = |rows: gralkor::falkordb::QueryResult| -> Vec<Uuid> {
-        rows.column_values("u")
-            .filter_map(DbValue::as_str)
-            .filter_map(|s| Uuid::parse_str(s).ok())
-            .collect()
-    };
-    let entity_ids = ids(db
-        .ro_query(graph, "MATCH (n:Entity) RETURN n.uuid AS u", &Params::new())
-        .await?);
-    let fact_ids = ids(db
-        .ro_query(
-            graph,
-            "MATCH ()-[f:RELATES_TO]->() RETURN f.uuid AS u",
-            &Params::new(),
-        )
-        .await?);
-    let mut entities = graph::get_entities(db, graph, &entity_ids).await?;
-    let mut facts = graph::get_facts(db, graph, &fact_ids).await?;
+    let (mut entities, mut facts) = engine.contents(graph).await?;
     // A fixed order, whatever the database returned.
     entities.sort_by(|a, b| (&a.name, a.created_at).cmp(&(&b.name, b.created_at)));
     facts.sort_by(|a, b| (&a.fact, a.valid_at).cmp(&(&b.fact, b.valid_at)));

@@ -132,7 +132,7 @@ impl EngineOptions {
 /// use gralkor::llm::doubles::{HashEmbedder, ScriptedModel};
 /// use std::sync::Arc;
 ///
-/// # async fn run(db: gralkor::FalkorDb) {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) {
 /// let full = Engine::new(db.clone(), Arc::new(ScriptedModel::new()), Arc::new(HashEmbedder::new(64)));
 /// assert!(full.extracts());
 /// let quick = Engine::episodes_only(db);
@@ -193,7 +193,7 @@ impl Engine {
     /// use gralkor::llm::doubles::HashEmbedder;
     /// use std::sync::Arc;
     ///
-    /// # async fn run(db: gralkor::FalkorDb) {
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) {
     /// let offline = Engine::without_llm(db, Arc::new(HashEmbedder::new(64)));
     /// assert!(!offline.extracts());
     /// assert!(offline.embedder().is_some());
@@ -382,7 +382,7 @@ impl Engine {
     /// prepare a graph.
     ///
     /// ```no_run
-    /// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
     /// gralkor::graph::Engine::episodes_only(db).build_indices("notes").await?;
     /// # Ok(()) }
     /// ```
@@ -666,6 +666,75 @@ impl Engine {
         let queue = self.queue(graph);
         let _turn = queue.lock().await;
         store::clear(&self.inner.db, graph).await
+    }
+
+    /// What `graph` holds: episodes (and how many are pending), entities, facts and
+    /// communities; all zero when the graph does not exist.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// let counts = engine.counts("notes").await?;
+    /// println!("{} episodes, {} facts", counts.episodes, counts.facts);
+    /// # Ok(()) }
+    /// ```
+    pub async fn counts(&self, graph: &str) -> Result<crate::graph::GraphCounts> {
+        physical_graph_name(graph)?;
+        store::counts(&self.inner.db, graph).await
+    }
+
+    /// The uuids and extraction states of the most recently created episodes of
+    /// `graph`, newest first: the `skip` newest are passed over and at most `last`
+    /// returned (none when the graph does not exist).
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// for (uuid, state) in engine.recent_episodes("notes", 0, 10).await? {
+    ///     println!("{uuid} {}", state.as_str());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn recent_episodes(
+        &self,
+        graph: &str,
+        skip: usize,
+        last: usize,
+    ) -> Result<Vec<(Uuid, crate::graph::EpisodeState)>> {
+        physical_graph_name(graph)?;
+        store::recent_episodes(&self.inner.db, graph, skip, last).await
+    }
+
+    /// Every entity of `graph` (ordered by name, then uuid) and every fact, current
+    /// or invalidated (ordered by creation, then uuid): the whole graph, for export
+    /// and evaluation. Empty when the graph does not exist.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
+    /// let (entities, facts) = engine.contents("notes").await?;
+    /// println!("{} entities, {} facts", entities.len(), facts.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn contents(
+        &self,
+        graph: &str,
+    ) -> Result<(Vec<crate::graph::EntityNode>, Vec<crate::graph::EntityEdge>)> {
+        physical_graph_name(graph)?;
+        store::contents(&self.inner.db, graph).await
+    }
+
+    /// The facts of `graph` with these uuids that exist, in the order asked for.
+    ///
+    /// ```no_run
+    /// # async fn run(engine: gralkor::graph::Engine, id: uuid::Uuid) -> gralkor::Result<()> {
+    /// let found = engine.get_facts("notes", &[id]).await?;
+    /// # let _ = found; Ok(()) }
+    /// ```
+    pub async fn get_facts(
+        &self,
+        graph: &str,
+        uuids: &[Uuid],
+    ) -> Result<Vec<crate::graph::EntityEdge>> {
+        physical_graph_name(graph)?;
+        store::get_facts(&self.inner.db, graph, uuids).await
     }
 
     /// Whether `graph` holds any entity (reading only; a missing graph holds none).

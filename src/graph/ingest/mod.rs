@@ -146,11 +146,9 @@ mod types;
 mod work;
 
 pub use engine::{Engine, EngineOptions};
-pub use triplet::{Triplet, TripletEntity, TripletOutcome};
-pub use types::{
-    AddEpisode, EpisodeOutcome, IngestUsage, MAX_CONTENT_BYTES, MAX_SOURCE_DESCRIPTION_BYTES,
-    OutcomeStatus, ResumeReport, StepCalls,
-};
+pub use types::{AddEpisode, EpisodeOutcome, IngestUsage, OutcomeStatus};
+internal_use!(triplet::{Triplet, TripletEntity, TripletOutcome});
+internal_use!(types::{MAX_CONTENT_BYTES, MAX_SOURCE_DESCRIPTION_BYTES, ResumeReport, StepCalls});
 
 use retry::retry_db_step;
 

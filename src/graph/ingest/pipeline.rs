@@ -33,7 +33,7 @@ impl Engine {
     ///
     /// ```
     /// use gralkor::graph::{AddEpisode, Engine, OutcomeStatus, SourceKind, Timestamp};
-    /// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+    /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
     /// let engine = Engine::episodes_only(db);
     /// let out = engine
     ///     .add_episode("notes", AddEpisode::new("Alice joined Acme.", SourceKind::Text, Timestamp::now()))

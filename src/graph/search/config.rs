@@ -275,6 +275,7 @@ const fn only_facts(reranker: RerankerKind, methods: Methods) -> SearchConfig {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 const fn only_entities(reranker: RerankerKind, methods: Methods) -> SearchConfig {
     SearchConfig {
         facts: None,
@@ -286,6 +287,7 @@ const fn only_entities(reranker: RerankerKind, methods: Methods) -> SearchConfig
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 const fn only_communities(reranker: RerankerKind, limit: usize) -> SearchConfig {
     SearchConfig {
         facts: None,
@@ -297,40 +299,53 @@ const fn only_communities(reranker: RerankerKind, limit: usize) -> SearchConfig 
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 const MMR: RerankerKind = RerankerKind::Mmr { lambda: 0.5 };
 
 /// Facts: fulltext + vector, fused with RRF. Graphiti's default search.
 pub const EDGE_HYBRID_SEARCH_RRF: SearchConfig = only_facts(RerankerKind::Rrf, Methods::HYBRID);
+#[cfg(any(test, feature = "testing"))]
 /// Facts: fulltext + vector, MMR (λ 0.5).
 pub const EDGE_HYBRID_SEARCH_MMR: SearchConfig = only_facts(MMR, Methods::HYBRID);
+#[cfg(any(test, feature = "testing"))]
 /// Facts: fulltext + vector, ordered by distance from the center node.
 pub const EDGE_HYBRID_SEARCH_NODE_DISTANCE: SearchConfig =
     only_facts(RerankerKind::NodeDistance, Methods::HYBRID);
+#[cfg(any(test, feature = "testing"))]
 /// Facts: fulltext + vector, ordered by supporting episodes.
 pub const EDGE_HYBRID_SEARCH_EPISODE_MENTIONS: SearchConfig =
     only_facts(RerankerKind::EpisodeMentions, Methods::HYBRID);
+#[cfg(any(test, feature = "testing"))]
 /// Facts: fulltext + vector + breadth-first, ordered by the cross-encoder.
 pub const EDGE_HYBRID_SEARCH_CROSS_ENCODER: SearchConfig =
     only_facts(RerankerKind::CrossEncoder, Methods::HYBRID_BFS);
 
+#[cfg(any(test, feature = "testing"))]
 /// Entities: fulltext + vector, RRF.
 pub const NODE_HYBRID_SEARCH_RRF: SearchConfig = only_entities(RerankerKind::Rrf, Methods::HYBRID);
+#[cfg(any(test, feature = "testing"))]
 /// Entities: fulltext + vector, MMR (λ 0.5).
 pub const NODE_HYBRID_SEARCH_MMR: SearchConfig = only_entities(MMR, Methods::HYBRID);
+#[cfg(any(test, feature = "testing"))]
 /// Entities: fulltext + vector, ordered by distance from the center node.
 pub const NODE_HYBRID_SEARCH_NODE_DISTANCE: SearchConfig =
     only_entities(RerankerKind::NodeDistance, Methods::HYBRID);
+#[cfg(any(test, feature = "testing"))]
 /// Entities: fulltext + vector, ordered by `MENTIONS` links.
 pub const NODE_HYBRID_SEARCH_EPISODE_MENTIONS: SearchConfig =
     only_entities(RerankerKind::EpisodeMentions, Methods::HYBRID);
+#[cfg(any(test, feature = "testing"))]
 /// Entities: fulltext + vector + breadth-first, ordered by the cross-encoder.
 pub const NODE_HYBRID_SEARCH_CROSS_ENCODER: SearchConfig =
     only_entities(RerankerKind::CrossEncoder, Methods::HYBRID_BFS);
 
+#[cfg(any(test, feature = "testing"))]
 /// Communities: fulltext + vector, RRF.
 pub const COMMUNITY_HYBRID_SEARCH_RRF: SearchConfig = only_communities(RerankerKind::Rrf, 10);
+#[cfg(any(test, feature = "testing"))]
 /// Communities: fulltext + vector, MMR (λ 0.5).
 pub const COMMUNITY_HYBRID_SEARCH_MMR: SearchConfig = only_communities(MMR, 10);
+#[cfg(any(test, feature = "testing"))]
 /// Communities: fulltext + vector, cross-encoder, 3 results.
 pub const COMMUNITY_HYBRID_SEARCH_CROSS_ENCODER: SearchConfig =
     only_communities(RerankerKind::CrossEncoder, 3);
@@ -344,6 +359,7 @@ pub const COMBINED_HYBRID_SEARCH_RRF: SearchConfig = SearchConfig {
     limit: 10,
     min_score: 0.0,
 };
+#[cfg(any(test, feature = "testing"))]
 /// All four scopes with MMR at λ 1 (pure relevance, as Graphiti's); episodes RRF.
 pub const COMBINED_HYBRID_SEARCH_MMR: SearchConfig = SearchConfig {
     facts: scope(Methods::HYBRID, RerankerKind::Mmr { lambda: 1.0 }),
@@ -353,6 +369,7 @@ pub const COMBINED_HYBRID_SEARCH_MMR: SearchConfig = SearchConfig {
     limit: 10,
     min_score: 0.0,
 };
+#[cfg(any(test, feature = "testing"))]
 /// All four scopes with the cross-encoder; facts and entities add breadth-first.
 pub const COMBINED_HYBRID_SEARCH_CROSS_ENCODER: SearchConfig = SearchConfig {
     facts: scope(Methods::HYBRID_BFS, RerankerKind::CrossEncoder),

@@ -56,7 +56,7 @@
 //! origins can return anything.
 //!
 //! ```no_run
-//! # async fn run(db: gralkor::FalkorDb, embedder: &dyn gralkor::llm::Embedder) -> gralkor::Result<()> {
+//! # async fn run(db: gralkor::falkordb::FalkorDb, embedder: &dyn gralkor::llm::Embedder) -> gralkor::Result<()> {
 //! use gralkor::graph::search::{self, EDGE_HYBRID_SEARCH_RRF, SearchRequest};
 //! use gralkor::graph::Timestamp;
 //!
@@ -73,28 +73,32 @@
 //! # let _ = found; Ok(()) }
 //! ```
 
-pub mod config;
-pub mod filters;
-pub mod methods;
-pub mod rerank;
-pub mod results;
+internal_mod!(config);
+internal_mod!(filters);
+internal_mod!(methods);
+internal_mod!(rerank);
+internal_mod!(results);
 mod scope;
 
 use uuid::Uuid;
 
 pub use config::{
-    COMBINED_HYBRID_SEARCH_CROSS_ENCODER, COMBINED_HYBRID_SEARCH_MMR, COMBINED_HYBRID_SEARCH_RRF,
-    COMMUNITY_HYBRID_SEARCH_CROSS_ENCODER, COMMUNITY_HYBRID_SEARCH_MMR,
-    COMMUNITY_HYBRID_SEARCH_RRF, EDGE_HYBRID_SEARCH_CROSS_ENCODER,
-    EDGE_HYBRID_SEARCH_EPISODE_MENTIONS, EDGE_HYBRID_SEARCH_MMR, EDGE_HYBRID_SEARCH_NODE_DISTANCE,
-    EDGE_HYBRID_SEARCH_RRF, MAX_BFS_DEPTH, MAX_SEARCH_LIMIT, Methods,
-    NODE_HYBRID_SEARCH_CROSS_ENCODER, NODE_HYBRID_SEARCH_EPISODE_MENTIONS, NODE_HYBRID_SEARCH_MMR,
-    NODE_HYBRID_SEARCH_NODE_DISTANCE, NODE_HYBRID_SEARCH_RRF, RerankerKind, ScopeConfig,
+    COMBINED_HYBRID_SEARCH_RRF, EDGE_HYBRID_SEARCH_RRF, Methods, RerankerKind, ScopeConfig,
     SearchConfig,
 };
 pub use filters::{DateFilter, SearchFilters, TimeMode};
-pub use methods::{MIN_INDEX_K, OVERFETCH, WRITER_WIDEN};
-pub use results::{CommunityHit, EntityHit, EpisodeHit, EpisodeSource, FactHit, SearchResults};
+pub use results::{CommunityHit, EntityHit, EpisodeHit, FactHit, SearchResults};
+internal_use!(config::{MAX_BFS_DEPTH, MAX_SEARCH_LIMIT});
+testing_use!(config::{
+    COMBINED_HYBRID_SEARCH_CROSS_ENCODER, COMBINED_HYBRID_SEARCH_MMR,
+    COMMUNITY_HYBRID_SEARCH_CROSS_ENCODER, COMMUNITY_HYBRID_SEARCH_MMR,
+    COMMUNITY_HYBRID_SEARCH_RRF, EDGE_HYBRID_SEARCH_CROSS_ENCODER,
+    EDGE_HYBRID_SEARCH_EPISODE_MENTIONS, EDGE_HYBRID_SEARCH_MMR, EDGE_HYBRID_SEARCH_NODE_DISTANCE,
+    NODE_HYBRID_SEARCH_CROSS_ENCODER, NODE_HYBRID_SEARCH_EPISODE_MENTIONS, NODE_HYBRID_SEARCH_MMR,
+    NODE_HYBRID_SEARCH_NODE_DISTANCE, NODE_HYBRID_SEARCH_RRF,
+});
+internal_use!(methods::{MIN_INDEX_K, OVERFETCH, WRITER_WIDEN});
+internal_use!(results::EpisodeSource);
 
 use self::methods::Ctx;
 use self::scope::Scope;
@@ -213,7 +217,7 @@ impl SearchRequest {
 /// scope uses the cross-encoder.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// use gralkor::graph::search::{self, COMBINED_HYBRID_SEARCH_RRF, SearchRequest};
 /// use gralkor::llm::doubles::HashEmbedder;
 ///
@@ -245,7 +249,7 @@ pub async fn search(
 /// name are checked before anything is sent; no graph makes no call at all.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// use gralkor::graph::search::{self, EDGE_HYBRID_SEARCH_RRF, SearchRequest};
 /// use gralkor::llm::doubles::HashEmbedder;
 ///
@@ -280,6 +284,7 @@ pub async fn search_many(
     .await
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Runs `request` on `graph` with a precomputed query embedding: `query_vector`
 /// (else the request's own [`SearchRequest::query_vector`]) is used for vector search
 /// and MMR, and no embedder is called — the per-graph step of [`search_many`], for
@@ -409,11 +414,12 @@ async fn run_graph(
     })
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The current facts most relevant to `query`: [`EDGE_HYBRID_SEARCH_RRF`] with
 /// `limit` results — Graphiti's `search()`.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb, embedder: &dyn gralkor::llm::Embedder) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb, embedder: &dyn gralkor::llm::Embedder) -> gralkor::Result<()> {
 /// for hit in gralkor::graph::search::search_facts(&db, "notes", "Alice's employer", embedder, 5).await? {
 ///     println!("{}", hit.fact.fact);
 /// }

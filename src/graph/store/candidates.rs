@@ -101,7 +101,7 @@ pub struct EntityCandidate {
 /// `1..=`[`MAX_CANDIDATE_LIMIT`] ([`Error::InvalidInput`] naming `limit` otherwise).
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// use gralkor::graph::{self, CandidateQuery};
 ///
 /// graph::build_indices(&db, "notes", 3).await?;

@@ -10,11 +10,16 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::links::link_uuid;
-use super::{ENTITY_COLUMNS, Row, check_dimensions, entity_from_row, rows, uuids};
+use super::{Row, check_dimensions, rows, uuids};
+#[cfg(any(test, feature = "testing"))]
+use super::{ENTITY_COLUMNS, entity_from_row};
 use crate::falkordb::{FalkorDb, IndexEntity, Params, QueryStats, Value};
-use crate::graph::model::{Community, EntityNode};
+use crate::graph::model::Community;
+#[cfg(any(test, feature = "testing"))]
+use crate::graph::model::EntityNode;
 use crate::{Error, Result};
 
+#[cfg(any(test, feature = "testing"))]
 /// Writes `communities` in one statement: `MERGE` on each uuid, properties set to the
 /// given values, `name_embedding` as a `vecf32`. An embedding whose length differs from
 /// the graph's `Community.name_embedding` vector index fails the call with
@@ -74,6 +79,7 @@ pub async fn save_communities(
     Ok(res.stats)
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The communities with the given uuids that exist, in the order asked for.
 pub async fn get_communities(
     db: &FalkorDb,
@@ -108,6 +114,7 @@ pub async fn get_communities(
         .collect()
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The members of community `community`, by name then uuid (empty if it does not
 /// exist).
 pub async fn get_community_members(
@@ -146,7 +153,7 @@ pub struct FactLink {
 /// Order: by source, then target.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// use gralkor::graph::store::communities::current_fact_links;
 ///
 /// for link in current_fact_links(&db, "notes").await? {
@@ -198,7 +205,7 @@ pub struct EntityProfile {
 /// attributes or embeddings travel.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb, alice: uuid::Uuid) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb, alice: uuid::Uuid) -> gralkor::Result<()> {
 /// use gralkor::graph::store::communities::entity_profiles;
 ///
 /// let profiles = entity_profiles(&db, "notes", &[alice]).await?;
@@ -241,7 +248,7 @@ pub async fn entity_profiles(
 /// How many `Community` nodes `graph` holds (0 for a graph that does not exist).
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// let n = gralkor::graph::store::communities::count_communities(&db, "notes").await?;
 /// println!("{n} communities");
 /// # Ok(()) }
@@ -279,7 +286,7 @@ pub async fn count_communities(db: &FalkorDb, graph: &str) -> Result<usize> {
 /// member links.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb, alice: uuid::Uuid, acme: uuid::Uuid) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb, alice: uuid::Uuid, acme: uuid::Uuid) -> gralkor::Result<()> {
 /// use gralkor::graph::{Community, Timestamp};
 /// use gralkor::graph::store::communities::replace_communities;
 ///

@@ -128,7 +128,7 @@ pub(crate) fn stale_clause(index: VectorIndex) -> String {
 /// The stale count of every engine vector index of `graph` that has one.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// use gralkor::graph::store::{VectorIndex, vector_debt};
 ///
 /// for (index, stale) in vector_debt(&db, "notes").await? {
@@ -161,7 +161,7 @@ pub async fn vector_debt(db: &FalkorDb, graph: &str) -> Result<Vec<(VectorIndex,
 /// Returns `false` when the graph has no such index.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// use gralkor::graph::store::{VectorIndex, rebuild_vector_index};
 ///
 /// rebuild_vector_index(&db, "notes", VectorIndex::Entity).await?;

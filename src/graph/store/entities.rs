@@ -5,9 +5,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
 use super::codec::{Row, json_text, rows, uuids};
+#[cfg(any(test, feature = "testing"))]
 use super::debt::{self, VectorIndex};
-use super::write::{check_dimensions, run_all};
-use crate::falkordb::{FalkorDb, IndexEntity, Params, QueryStats, Value, is_identifier};
+#[cfg(any(test, feature = "testing"))]
+use super::write::check_dimensions;
+#[cfg(any(test, feature = "testing"))]
+use super::write::run_all;
+use crate::falkordb::{FalkorDb, Params, Value, is_identifier};
+#[cfg(any(test, feature = "testing"))]
+use crate::falkordb::{IndexEntity, QueryStats};
 use crate::graph::dedup::normalize_name;
 use crate::graph::model::EntityNode;
 use crate::ontology::RESERVED_LABELS;
@@ -61,6 +67,7 @@ pub(crate) fn checked_labels(i: usize, e: &EntityNode) -> Result<Vec<String>> {
     Ok(labels.into_iter().collect())
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Writes `entities` in one round trip: `MERGE` on each uuid, extra labels added (never
 /// removed), properties set to the given values. Every label is checked first; an
 /// invalid one fails the call with [`Error::InvalidInput`] before anything is written.

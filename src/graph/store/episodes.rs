@@ -18,9 +18,13 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use super::codec::{Row, uuids};
+use super::codec::Row;
+#[cfg(any(test, feature = "testing"))]
+use super::codec::uuids;
 use crate::Result;
-use crate::falkordb::{FalkorDb, Params, QueryStats, Value};
+use crate::falkordb::{FalkorDb, Params, Value};
+#[cfg(any(test, feature = "testing"))]
+use crate::falkordb::QueryStats;
 use crate::graph::model::{Episode, EpisodeState, SourceKind};
 
 /// The label of the nodes holding episode content embeddings.
@@ -52,6 +56,7 @@ pub(crate) fn episode_embedding_clause(param: &str, carry: &str) -> String {
     )
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Writes `episode` (`MERGE` on its uuid, then every property set to the given
 /// values; a `None` writer or session removes that property). Returns what the write changed: saving the same episode again creates no
 /// node.

@@ -1,15 +1,25 @@
 //! Facts (`RELATES_TO` relationships between entities): write, read, and their rows.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+#[cfg(any(test, feature = "testing"))]
+use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
 use super::codec::{Row, json_text, rows, ts, uuids};
+#[cfg(any(test, feature = "testing"))]
 use super::debt::{self, VectorIndex};
-use super::write::{check_dimensions, missing_nodes};
-use crate::falkordb::{FalkorDb, IndexEntity, Params, QueryStats, Value};
+#[cfg(any(test, feature = "testing"))]
+use super::write::check_dimensions;
+#[cfg(any(test, feature = "testing"))]
+use super::write::missing_nodes;
+use crate::falkordb::{FalkorDb, Params, Value};
+#[cfg(any(test, feature = "testing"))]
+use crate::falkordb::{IndexEntity, QueryStats};
 use crate::graph::model::EntityEdge;
-use crate::{Error, Result};
+use crate::Result;
+#[cfg(any(test, feature = "testing"))]
+use crate::Error;
 
 /// The `SET` clause writing a [`fact_row`] bound to `r` onto the fact `f`.
 pub(crate) const SET_FACT: &str = "SET f.name = r.name, f.fact = r.fact, f.episodes = r.episodes, \
@@ -43,6 +53,7 @@ pub(crate) fn fact_row(f: &EntityEdge) -> Value {
     ]))
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Writes `facts` in one statement: `MERGE (s)-[:RELATES_TO {uuid}]->(t)` between the
 /// existing endpoint entities, properties set to the given values. Before anything is
 /// written, an endpoint that does not exist fails the call with [`Error::NotFound`],

@@ -1,5 +1,6 @@
 //! The indices of a graph: what [`build_indices`] creates, and [`clear`].
 
+#[cfg(any(test, feature = "testing"))]
 use super::debt;
 use crate::Result;
 use crate::falkordb::{DEFAULT_STOPWORDS, FalkorDb, HnswOptions, IndexSpec, Similarity};
@@ -85,12 +86,13 @@ pub fn index_specs(embedding_dim: u32) -> Vec<IndexSpec> {
     ]
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Creates every index of [`index_specs`] on `graph` that does not exist yet and
 /// returns how many were created (0 when run again). Vector indices are sized to
 /// `embedding_dim`; an existing vector index keeps the dimension it was created with.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// let created = gralkor::graph::build_indices(&db, "notes", 1024).await?;
 /// assert_eq!(gralkor::graph::build_indices(&db, "notes", 1024).await?, 0);
 /// # let _ = created; Ok(()) }

@@ -5,16 +5,23 @@
 //! resumed episode or another process — `MERGE`s onto the stored one and creates
 //! nothing; `created_at` is set only when the link is created.
 
+#[cfg(any(test, feature = "testing"))]
 use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use super::{
-    ENTITY_COLUMNS, EPISODE_COLUMNS, entity_from_row, episode_from_row, missing_nodes, rows,
-};
-use crate::falkordb::{FalkorDb, Params, QueryStats, Value};
-use crate::graph::model::{EntityNode, Episode, Timestamp};
-use crate::{Error, Result};
+use super::{ENTITY_COLUMNS, entity_from_row, rows};
+#[cfg(any(test, feature = "testing"))]
+use super::{EPISODE_COLUMNS, episode_from_row, missing_nodes};
+use crate::falkordb::{FalkorDb, Params};
+#[cfg(any(test, feature = "testing"))]
+use crate::falkordb::{QueryStats, Value};
+use crate::graph::model::EntityNode;
+#[cfg(any(test, feature = "testing"))]
+use crate::graph::model::{Episode, Timestamp};
+use crate::Result;
+#[cfg(any(test, feature = "testing"))]
+use crate::Error;
 
 /// The deterministic uuid of the `rel_type` link from `from` to `to`:
 /// [`derived_uuid`](crate::graph::model::derived_uuid) with namespace `rel_type` over
@@ -33,6 +40,7 @@ pub fn link_uuid(rel_type: &str, from: Uuid, to: Uuid) -> Uuid {
     crate::graph::model::derived_uuid(rel_type, &[from.as_bytes(), to.as_bytes()])
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Writes `(from:from_label {uuid: from})-[:rel_type {uuid, created_at}]->(:Entity)` for
 /// every entity of `to`, after checking (with reads only) that every endpoint exists.
 async fn save_links(
@@ -85,6 +93,7 @@ async fn save_links(
     Ok(res.stats)
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Records that episode `episode` mentions each of `entities`:
 /// `(:Episodic)-[:MENTIONS {uuid, created_at}]->(:Entity)`, uuid from [`link_uuid`].
 /// If the episode or any entity does not exist, fails with [`Error::NotFound`] before
@@ -105,6 +114,7 @@ pub async fn save_mentions(
     .await
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Makes each of `entities` a member of community `community`:
 /// `(:Community)-[:HAS_MEMBER {uuid, created_at}]->(:Entity)`, uuid from [`link_uuid`].
 /// If the community or any entity does not exist, fails with [`Error::NotFound`] before
@@ -145,6 +155,7 @@ pub async fn get_mentioned_entities(
     rows(res).iter().map(entity_from_row).collect()
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The episodes that mention entity `entity`, oldest reference time first (ties by
 /// uuid); empty if the entity does not exist.
 pub async fn get_episodes_mentioning(

@@ -39,36 +39,38 @@
 mod candidates;
 pub(crate) mod capture;
 mod codec;
-pub mod communities;
+internal_mod!(communities);
 pub(crate) mod debt;
 mod entities;
 mod episodes;
 mod facts;
 mod indices;
+mod listing;
 pub(crate) mod ingest;
-pub mod links;
-pub mod owned;
+internal_mod!(links);
+internal_mod!(owned);
 pub(crate) mod relationships;
 mod remove;
 mod write;
 
-pub use candidates::{CandidateQuery, EntityCandidate, MAX_CANDIDATE_LIMIT, entity_candidates};
-pub use communities::{get_communities, get_community_members, save_communities};
-pub use debt::{VectorIndex, rebuild_vector_index, vector_debt};
-pub use entities::{get_entities, save_entities};
-pub use episodes::{
-    EPISODE_EMBEDDING_CHARS, episode_embedding_text, get_episode, save_episode, session_episodes,
-};
-pub use facts::{get_facts, save_facts};
-pub use indices::{build_indices, clear, index_specs};
-pub use links::{
-    get_episodes_mentioning, get_mentioned_entities, link_uuid, save_community_members,
-    save_mentions,
-};
-pub use owned::{
-    OWNED_ID_KEY, OWNER_KEY, OwnedNode, OwnedRelationship, ReplaceCounts, get_owned, replace_owned,
-};
-pub use remove::{Removal, remove_episode};
+internal_use!(candidates::{CandidateQuery, EntityCandidate, MAX_CANDIDATE_LIMIT, entity_candidates});
+testing_use!(communities::{get_communities, get_community_members, save_communities});
+internal_use!(debt::{VectorIndex, rebuild_vector_index, vector_debt});
+internal_use!(entities::get_entities);
+testing_use!(entities::save_entities);
+internal_use!(episodes::{EPISODE_EMBEDDING_CHARS, episode_embedding_text, get_episode, session_episodes});
+testing_use!(episodes::save_episode);
+internal_use!(facts::get_facts);
+testing_use!(facts::save_facts);
+internal_use!(indices::{clear, index_specs});
+testing_use!(indices::build_indices);
+internal_use!(links::{get_mentioned_entities, link_uuid});
+testing_use!(links::{get_episodes_mentioning, save_community_members, save_mentions});
+internal_use!(owned::{OWNED_ID_KEY, OWNER_KEY, OwnedNode, OwnedRelationship, ReplaceCounts, replace_owned});
+testing_use!(owned::get_owned);
+internal_use!(remove::{Removal, remove_episode});
+pub use listing::GraphCounts;
+pub(crate) use listing::{contents, counts, recent_episodes};
 
 // What the record files share, at the paths the other files and `graph::search` use.
 pub(crate) use codec::{Row, rows, ts, uuids};
@@ -77,4 +79,6 @@ pub(crate) use entities::{
 };
 pub(crate) use episodes::{EPISODE_COLUMNS, EPISODE_EMBEDDING_LABEL, episode_from_row};
 pub(crate) use facts::{FACT_COLUMNS, SET_FACT, fact_from_row, fact_row};
-pub(crate) use write::{check_dimensions, missing_nodes};
+pub(crate) use write::check_dimensions;
+#[cfg(any(test, feature = "testing"))]
+pub(crate) use write::missing_nodes;

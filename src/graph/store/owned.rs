@@ -102,7 +102,7 @@ fn props(map: &BTreeMap<String, Value>) -> Value {
 /// graph before calling). On error nothing changed.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// use std::collections::BTreeMap;
 /// use gralkor::graph::{replace_owned, OwnedNode};
 ///
@@ -231,11 +231,12 @@ fn owned_props(v: Option<&Value>) -> BTreeMap<String, Value> {
     m
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Everything `owner` owns in `graph`: nodes sorted by id, relationships sorted by
 /// (from, type, to).
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// let (nodes, relationships) = gralkor::graph::get_owned(&db, "global", "systems").await?;
 /// # let _ = (nodes, relationships); Ok(()) }
 /// ```
@@ -297,7 +298,7 @@ pub async fn get_owned(
 /// node search looks through besides extracted entities. One read.
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
 /// for (lens, node) in gralkor::graph::store::owned::all_owned_nodes(&db, "global").await? {
 ///     println!("{lens}: {}", node.id);
 /// }

@@ -40,7 +40,7 @@ pub struct Removal {
 /// [`add_triplet`]: crate::graph::Engine::add_triplet
 ///
 /// ```no_run
-/// # async fn run(db: gralkor::FalkorDb, uuid: uuid::Uuid) -> gralkor::Result<()> {
+/// # async fn run(db: gralkor::falkordb::FalkorDb, uuid: uuid::Uuid) -> gralkor::Result<()> {
 /// let removal = gralkor::graph::remove_episode(&db, "notes", uuid).await?;
 /// println!("{} facts went with it", removal.facts_deleted);
 /// # Ok(()) }

