@@ -13,7 +13,7 @@
 //!   Lenses), drops recalled memory from the turn ([`MemoryFilter`]), refuses a turn
 //!   that could never be written (a NUL character in a message, `turn.messages[i].content`;
 //!   or lines that alone exceed one episode's content limit,
-//!   [`MAX_CONTENT_BYTES`](crate::graph::MAX_CONTENT_BYTES) as rendered, `turn`),
+//!   1 MiB as rendered, `turn`),
 //!   skips an empty turn, and saves the turn in the [`CaptureStore`] before it
 //!   returns. What it accepted is never dropped for its size or content. Each route's
 //!   Destination or Lens definition is taken from the snapshot when the session's
