@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::memory::MemoryClient;
-use crate::NativeStorage;
+use crate::graph::native_storage::NativeStorage;
 use crate::Result;
 use crate::config::Config;
 use crate::falkordb::FalkorDb;
