@@ -84,13 +84,8 @@ pub use memory::{BackgroundFailures, MemoryClient};
 pub use native::NativeClient;
 pub use reflect::{ReflectCallback, ReflectOptions};
 pub use request::{
-    BuildCommunities, DEFAULT_MEMORY_ADD_DESCRIPTION, DestinationExtraction, EpisodeRef,
-    ExtractPending, MemoryAdd, Replace, Route, Search,
-};
-pub use validate::{
-    MemoryAddPlan, SearchPlan, Target, validate_build_communities, validate_episode_ref,
-    validate_extract_pending, validate_ingest, validate_memory_add, validate_replace,
-    validate_search,
+    BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace, Route,
+    Search,
 };
 
 /// The values the requests and results are made of, re-exported from the layers that

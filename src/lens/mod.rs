@@ -15,7 +15,7 @@
 //! * **Replace-graph** ([`Lens::replace_graph`]): a Destination only.
 //!   [`Client::replace`](crate::client::Client::replace) validates a whole [`Graph`] in
 //!   full, then removes every node and relationship this Lens owned at its Destination
-//!   (marked with [`OWNER_PROPERTY`] = the Lens name) and inserts the new graph with
+//!   (marked with the owner property `_gralkor_lens` = the Lens name) and inserts the new graph with
 //!   the same mark. Content of other Lenses, Reflections and unowned content is never
 //!   touched; an empty graph clears the Lens's content. **The replacement is
 //!   atomic**: the Lens's graph is the old one or the new one, never a mix — a refused
@@ -70,10 +70,8 @@ pub use store::LensStore;
 
 /// The replace-graph payload lives with the storage; re-exported here, where
 /// replace-graph Lenses are described.
-pub use crate::storage::{
-    Graph, GraphNode, GraphRelationship, MAX_REPLACEMENT_BYTES, OWNER_PROPERTY,
-    RESERVED_PROPERTY_PREFIX,
-};
+pub use crate::storage::{Graph, GraphNode, GraphRelationship};
+internal_use!(crate::storage::{MAX_REPLACEMENT_BYTES, OWNER_PROPERTY, RESERVED_PROPERTY_PREFIX});
 
 use crate::Result;
 use crate::destination::PERSONAL;
