@@ -45,18 +45,20 @@ use crate::storage::MAX_RESULTS_LIMIT;
 use crate::{Error, Result};
 
 /// The facts a recall presents by default.
-pub const DEFAULT_RECALL_MAX_RESULTS: usize = 10;
+pub(crate) const DEFAULT_RECALL_MAX_RESULTS: usize = 10;
 /// The default recall deadline.
-pub const DEFAULT_RECALL_DEADLINE: Duration = Duration::from_secs(12);
+pub(crate) const DEFAULT_RECALL_DEADLINE: Duration = Duration::from_secs(12);
 /// The block's body when nothing was found.
-pub const NO_RELEVANT_MEMORIES: &str = "No relevant memories found.";
+pub(crate) const NO_RELEVANT_MEMORIES: &str = "No relevant memories found.";
 /// The sentence closing every block.
-pub const FURTHER_SEARCH: &str =
+pub(crate) const FURTHER_SEARCH: &str =
     "Search memory (up to 3 times, diverse queries) if you need more detail.";
-/// How the block opens.
-pub const BLOCK_OPEN: &str = "<gralkor-memory trust=\"untrusted\">";
+internal_item!(
+    /// How the block opens.
+    pub const BLOCK_OPEN: &str = "<gralkor-memory trust=\"untrusted\">";
+);
 /// How the block closes.
-pub const BLOCK_CLOSE: &str = "</gralkor-memory>";
+pub(crate) const BLOCK_CLOSE: &str = "</gralkor-memory>";
 
 /// How a recall searches.
 ///

@@ -8,7 +8,7 @@
 //!   the process the validated [`Ingest`] request and a Lens-bound [`LensStore`]; the
 //!   process decides whether to make zero, one or many writes with
 //!   [`LensStore::add`], and may read with [`LensStore::search`]. The built-in process,
-//!   [`StoreIngestion`], writes the request straight through, once. Every episode a
+//!   `StoreIngestion`, writes the request straight through, once. Every episode a
 //!   Lens writes goes to the Lens's Destination, is extracted with the Lens's ontology,
 //!   and ends its source description with ` [lens: <name>]`
 //!   ([provenance](crate::provenance)).
@@ -81,7 +81,7 @@ use crate::ontology::Ontology;
 pub const PERSONAL_CHAT: &str = "personal-chat";
 
 /// Lens names of earlier versions that are rejected, with what to use instead.
-pub const RETIRED_LENS_NAMES: [(&str, &str); 2] = [
+pub(crate) const RETIRED_LENS_NAMES: [(&str, &str); 2] = [
     (
         "operator",
         "is retired: use the packaged `personal-chat` Lens (Destination `personal`)",
@@ -154,7 +154,7 @@ impl<T: Ingestion> DynIngestion for T {
 /// The built-in ingestion process: writes the request's content and source
 /// description straight through, as one episode.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct StoreIngestion;
+pub(crate) struct StoreIngestion;
 
 impl Ingestion for StoreIngestion {
     async fn ingest(&self, request: &Ingest, store: &LensStore) -> Result<()> {
@@ -205,7 +205,7 @@ impl AppendingLens {
         self
     }
 
-    /// Uses `ingestion` instead of the built-in [`StoreIngestion`].
+    /// Uses `ingestion` instead of the built-in `StoreIngestion`.
     pub fn ingestion(mut self, ingestion: impl Ingestion + 'static) -> Self {
         self.ingestion = Arc::new(ingestion);
         self
@@ -233,7 +233,7 @@ impl From<AppendingLens> for Lens {
 
 impl Lens {
     /// An appending Lens writing to `destination` with the open generic ontology and
-    /// the built-in [`StoreIngestion`]; refine it with the builder methods.
+    /// the built-in `StoreIngestion`; refine it with the builder methods.
     pub fn appending(name: impl Into<String>, destination: impl Into<String>) -> AppendingLens {
         AppendingLens {
             name: name.into(),

@@ -173,7 +173,7 @@ impl Clock for ManualClock {
 
 /// How a failure is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
+pub(crate) enum Class {
     /// Try again (a 5xx or a transient fault).
     Retry,
     /// Give up at once (a 4xx).
@@ -184,7 +184,7 @@ pub enum Class {
 
 /// The HTTP-like status in `error`: a provider's status, looked for through the
 /// chain of causes too.
-pub fn http_status(error: &Error) -> Option<u16> {
+pub(crate) fn http_status(error: &Error) -> Option<u16> {
     if let Error::Provider {
         status: Some(s), ..
     } = error
@@ -205,7 +205,7 @@ pub fn http_status(error: &Error) -> Option<u16> {
 }
 
 /// Classifies a failure for the retry schedule (see the module documentation).
-pub fn classify(error: &Error) -> Class {
+pub(crate) fn classify(error: &Error) -> Class {
     match http_status(error) {
         Some(s) if (500..600).contains(&s) => Class::Retry,
         Some(s) if (400..500).contains(&s) => Class::Abandon,
@@ -245,7 +245,7 @@ impl Default for RetrySchedule {
 
 /// Why a retried operation stopped.
 #[derive(Debug)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// Abandoned: a 4xx, or the window closed on retryable failures.
     Abandoned(Error),
     /// A failure that is not retryable.
@@ -255,7 +255,7 @@ pub enum Stop {
 impl RetrySchedule {
     /// Runs `attempt` until it succeeds, a failure is not retryable, or the window
     /// closes.
-    pub async fn run<T, F, Fut>(&self, clock: &dyn Clock, mut attempt: F) -> Result<T, Stop>
+    pub(crate) async fn run<T, F, Fut>(&self, clock: &dyn Clock, mut attempt: F) -> Result<T, Stop>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
@@ -286,15 +286,17 @@ impl RetrySchedule {
     }
 }
 
-/// The episode body of an artefact: `{"id": …, "payload": …}`.
-pub fn artefact_body(artefact: &Artefact) -> Value {
-    artefact.body()
-}
+internal_item!(
+    /// The episode body of an artefact: `{"id": …, "payload": …}`.
+    pub fn artefact_body(artefact: &Artefact) -> Value {
+        artefact.body()
+    }
+);
 
 /// Reads an artefact from a stored Reflection episode body; `None` when the body is
 /// not a well-formed artefact (an object with exactly a string `id` and an object
 /// `payload`).
-pub fn parse_artefact(body: &str) -> Option<Artefact> {
+pub(crate) fn parse_artefact(body: &str) -> Option<Artefact> {
     Artefact::from_body(body)
 }
 
@@ -306,7 +308,7 @@ fn episode_uuid(artefact_id: &str) -> Result<uuid::Uuid> {
 /// The artefact stored under `artefact_id` in `graph` (complete or not), if any.
 /// A stored body naming a different artefact, or not an artefact at all, is an
 /// [`Error::ArtefactConflict`].
-pub async fn stored_artefact<S: Storage + ?Sized>(
+pub(crate) async fn stored_artefact<S: Storage + ?Sized>(
     storage: &S,
     graph: &GraphId,
     artefact_id: &str,
@@ -323,38 +325,40 @@ pub async fn stored_artefact<S: Storage + ?Sized>(
     }
 }
 
-/// Writes `artefact` to `graph` create-or-confirm (see the module documentation).
-pub async fn deliver<S: Storage + ?Sized>(
-    storage: &S,
-    graph: &GraphId,
-    reflection: &Reflection,
-    artefact: &Artefact,
-) -> Result<()> {
-    let uuid = episode_uuid(&artefact.id)?;
-    let mut episode = NewEpisode::new(
-        graph.clone(),
-        Writer::Reflection(reflection.name().to_string()),
-        Content::structured(artefact_body(artefact)),
-        "",
-        None,
-    )
-    .ontology(reflection.output_ontology().clone());
-    episode.uuid = uuid;
-    let span = tracing::info_span!(
-        "reflection.deliver",
-        reflection = reflection.name(),
-        artefact = artefact.id.as_str(),
-        graph = graph.as_str()
-    );
-    use tracing::Instrument;
-    match storage.add_episode(episode).instrument(span).await {
-        Ok(_) => Ok(()),
-        Err(Error::EpisodeConflict { .. }) => Err(Error::ArtefactConflict {
-            id: artefact.id.clone(),
-        }),
-        Err(e) => Err(e),
+internal_item!(
+    /// Writes `artefact` to `graph` create-or-confirm (see the module documentation).
+    pub async fn deliver<S: Storage + ?Sized>(
+        storage: &S,
+        graph: &GraphId,
+        reflection: &Reflection,
+        artefact: &Artefact,
+    ) -> Result<()> {
+        let uuid = episode_uuid(&artefact.id)?;
+        let mut episode = NewEpisode::new(
+            graph.clone(),
+            Writer::Reflection(reflection.name().to_string()),
+            Content::structured(artefact_body(artefact)),
+            "",
+            None,
+        )
+        .ontology(reflection.output_ontology().clone());
+        episode.uuid = uuid;
+        let span = tracing::info_span!(
+            "reflection.deliver",
+            reflection = reflection.name(),
+            artefact = artefact.id.as_str(),
+            graph = graph.as_str()
+        );
+        use tracing::Instrument;
+        match storage.add_episode(episode).instrument(span).await {
+            Ok(_) => Ok(()),
+            Err(Error::EpisodeConflict { .. }) => Err(Error::ArtefactConflict {
+                id: artefact.id.clone(),
+            }),
+            Err(e) => Err(e),
+        }
     }
-}
+);
 
 #[cfg(test)]
 mod tests {

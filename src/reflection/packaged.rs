@@ -19,14 +19,14 @@ use super::{Reflection, Step};
 use crate::ontology::{EntityMode, EntityType, Field, Ontology, RelationshipMode};
 
 /// The packaged generalisation Reflection's name.
-pub const GENERALISATIONS: &str = "generalisations";
+pub(crate) const GENERALISATIONS: &str = "generalisations";
 /// The packaged experiential-learning Reflection's name.
-pub const ERL: &str = "erl";
+pub(crate) const ERL: &str = "erl";
 
 /// The ontology `erl` extracts its artefacts with: open entities and relationships
 /// plus one `Learning` entity with optional `problem_kind`, `approach`, `success` and
 /// `lesson` fields.
-pub fn erl_ontology() -> Ontology {
+pub(crate) fn erl_ontology() -> Ontology {
     Ontology::builder(EntityMode::Open, RelationshipMode::Open)
         .entity(
             EntityType::new("Learning")
@@ -124,7 +124,7 @@ pub fn all() -> Vec<Reflection> {
 }
 
 /// The packaged Reflection `name`, if it is one.
-pub fn find(name: &str) -> Option<Reflection> {
+pub(crate) fn find(name: &str) -> Option<Reflection> {
     match name {
         GENERALISATIONS => Some(generalisations()),
         ERL => Some(erl()),

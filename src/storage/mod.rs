@@ -56,6 +56,8 @@ pub use records::{
 };
 pub use status::{ModelStatus, StorageStatus};
 
+/// The one content rule every stored episode passes.
+pub use crate::vocab::check_content;
 /// The shared words of the port's values: instants, what a graph holds, a server's
 /// versions.
 pub use crate::vocab::{GraphStatus, ServerInfo, Timestamp};

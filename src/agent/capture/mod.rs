@@ -82,7 +82,7 @@
 //! ```
 
 mod sink;
-pub mod store;
+mod store;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -96,8 +96,8 @@ use uuid::Uuid;
 
 pub use sink::CaptureSink;
 pub use store::{
-    Binding, CAPTURE_GRAPH, CaptureStore, FalkorCaptureStore, InMemoryCaptureStore, PendingEntry,
-    PendingRoute, RouteTarget,
+    Binding, CaptureStore, FalkorCaptureStore, InMemoryCaptureStore, PendingEntry, PendingRoute,
+    RouteTarget,
 };
 
 use super::transcript::{MemoryFilter, check_name, check_turn, transcript_parts};
@@ -111,10 +111,10 @@ use crate::storage::{Content, OperatorId};
 use crate::{Error, Result};
 
 /// The source description of every captured write.
-pub const CAPTURED: &str = "captured";
+pub(crate) const CAPTURED: &str = "captured";
 
 /// The buffer's retry delays by default: 1 s, 2 s, 4 s.
-pub const DEFAULT_RETRY_DELAYS: [Duration; 3] = [
+pub(crate) const DEFAULT_RETRY_DELAYS: [Duration; 3] = [
     Duration::from_secs(1),
     Duration::from_secs(2),
     Duration::from_secs(4),
@@ -228,7 +228,7 @@ pub struct CaptureConfig {
 }
 
 /// How long a client's shutdown waits for a buffer's drain by default: 30 s.
-pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Default for CaptureConfig {
     fn default() -> Self {
@@ -443,7 +443,7 @@ impl CaptureBuffer {
         Ok(CaptureBuffer { inner })
     }
 
-    /// A durable buffer over a native client: entries live in [`CAPTURE_GRAPH`] of
+    /// A durable buffer over a native client: entries live in the graph `gralkor/capture-buffer` of
     /// the client's FalkorDB server, and those a previous process left are loaded.
     ///
     /// ```no_run
