@@ -66,7 +66,7 @@ pub use types::{Mismatch, OutputType, TypeError};
 
 /// Reflection names the package keeps for its own Reflections (`generalisations`,
 /// `erl`); consumers cannot claim them.
-pub const PACKAGED_REFLECTIONS: [&str; 2] = ["generalisations", "erl"];
+pub(crate) const PACKAGED_REFLECTIONS: [&str; 2] = ["generalisations", "erl"];
 
 /// Where a Reflection's artefact goes.
 #[derive(Debug, Clone, PartialEq, Eq)]

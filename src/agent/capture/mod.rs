@@ -95,10 +95,10 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 pub use sink::CaptureSink;
-pub use store::{
+internal_use!(store::{
     Binding, CaptureStore, FalkorCaptureStore, InMemoryCaptureStore, PendingEntry, PendingRoute,
     RouteTarget,
-};
+});
 
 use super::transcript::{MemoryFilter, check_name, check_turn, transcript_parts};
 use super::turn::Turn;
@@ -369,79 +369,81 @@ fn verdict(e: &Error) -> Verdict {
 }
 
 impl CaptureBuffer {
-    /// A buffer writing through `sink` and keeping entries in `store`; loads every
-    /// entry the store holds (left by an earlier buffer), resolving its routes in
-    /// the runtime's current snapshot.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use std::sync::Arc;
-    /// use gralkor::agent::capture::{CaptureBuffer, CaptureConfig, InMemoryCaptureStore};
-    /// use gralkor::client::InMemoryClient;
-    ///
-    /// let store = Arc::new(InMemoryCaptureStore::new());
-    /// let buffer = CaptureBuffer::new(Arc::new(InMemoryClient::new()), store, CaptureConfig::new()).await?;
-    /// assert!(buffer.sessions().await.is_empty());
-    /// # Ok(()) }
-    /// ```
-    pub async fn new(
-        sink: Arc<dyn CaptureSink>,
-        store: Arc<dyn CaptureStore>,
-        config: CaptureConfig,
-    ) -> Result<CaptureBuffer> {
-        if config.shutdown_timeout.is_zero() {
-            return Err(Error::invalid(
-                "shutdown_timeout",
-                "must be positive (the bound on the drain at the client's shutdown)",
-            ));
-        }
-        let found = store
-            .load()
-            .instrument(tracing::info_span!("gralkor.capture.load"))
-            .await?;
-        let snapshot = sink.runtime().snapshot();
-        let mut sessions: HashMap<String, Session> = HashMap::new();
-        let mut last = 0;
-        let count = found.len();
-        for pending in found {
-            last = last.max(pending.seq);
-            let entry = Entry {
-                pending,
-                frozen: snapshot.clone(),
-            };
-            let id = entry.pending.session_id.clone();
-            match sessions.get_mut(&id) {
-                Some(s) => s.queued.push(entry),
-                None => {
-                    let mut s = Session::new(entry.pending.binding.clone());
-                    s.queued.push(entry);
-                    sessions.insert(id, s);
+    internal_item!(
+        /// A buffer writing through `sink` and keeping entries in `store`; loads every
+        /// entry the store holds (left by an earlier buffer), resolving its routes in
+        /// the runtime's current snapshot.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+        /// use std::sync::Arc;
+        /// use gralkor::agent::capture::{CaptureBuffer, CaptureConfig, InMemoryCaptureStore};
+        /// use gralkor::client::InMemoryClient;
+        ///
+        /// let store = Arc::new(InMemoryCaptureStore::new());
+        /// let buffer = CaptureBuffer::new(Arc::new(InMemoryClient::new()), store, CaptureConfig::new()).await?;
+        /// assert!(buffer.sessions().await.is_empty());
+        /// # Ok(()) }
+        /// ```
+        pub async fn new(
+            sink: Arc<dyn CaptureSink>,
+            store: Arc<dyn CaptureStore>,
+            config: CaptureConfig,
+        ) -> Result<CaptureBuffer> {
+            if config.shutdown_timeout.is_zero() {
+                return Err(Error::invalid(
+                    "shutdown_timeout",
+                    "must be positive (the bound on the drain at the client's shutdown)",
+                ));
+            }
+            let found = store
+                .load()
+                .instrument(tracing::info_span!("gralkor.capture.load"))
+                .await?;
+            let snapshot = sink.runtime().snapshot();
+            let mut sessions: HashMap<String, Session> = HashMap::new();
+            let mut last = 0;
+            let count = found.len();
+            for pending in found {
+                last = last.max(pending.seq);
+                let entry = Entry {
+                    pending,
+                    frozen: snapshot.clone(),
+                };
+                let id = entry.pending.session_id.clone();
+                match sessions.get_mut(&id) {
+                    Some(s) => s.queued.push(entry),
+                    None => {
+                        let mut s = Session::new(entry.pending.binding.clone());
+                        s.queued.push(entry);
+                        sessions.insert(id, s);
+                    }
                 }
             }
+            if count > 0 {
+                tracing::info!(
+                    entries = count,
+                    sessions = sessions.len(),
+                    "[gralkor] capture buffer found pending turns"
+                );
+            }
+            let inner = Arc::new(Inner {
+                sink,
+                store,
+                config,
+                sessions: tokio::sync::Mutex::new(sessions),
+                workers: Mutex::new(JoinSet::new()),
+                closed: AtomicBool::new(false),
+                last_seq: AtomicI64::new(last),
+            });
+            // One `client.shutdown()` drains this buffer first; the client holds only a
+            // weak reference, so dropping the buffer is not delayed by it.
+            inner.sink.drain_on_shutdown(Arc::new(BufferDrain {
+                inner: Arc::downgrade(&inner),
+            }));
+            Ok(CaptureBuffer { inner })
         }
-        if count > 0 {
-            tracing::info!(
-                entries = count,
-                sessions = sessions.len(),
-                "[gralkor] capture buffer found pending turns"
-            );
-        }
-        let inner = Arc::new(Inner {
-            sink,
-            store,
-            config,
-            sessions: tokio::sync::Mutex::new(sessions),
-            workers: Mutex::new(JoinSet::new()),
-            closed: AtomicBool::new(false),
-            last_seq: AtomicI64::new(last),
-        });
-        // One `client.shutdown()` drains this buffer first; the client holds only a
-        // weak reference, so dropping the buffer is not delayed by it.
-        inner.sink.drain_on_shutdown(Arc::new(BufferDrain {
-            inner: Arc::downgrade(&inner),
-        }));
-        Ok(CaptureBuffer { inner })
-    }
+    );
 
     /// A durable buffer over a native client: entries live in the graph `gralkor/capture-buffer` of
     /// the client's FalkorDB server, and those a previous process left are loaded.

@@ -187,6 +187,7 @@ impl FalkorCaptureStore {
     }
 
     /// The graph.
+    #[cfg(any(test, feature = "testing"))]
     pub fn graph(&self) -> &str {
         &self.graph
     }
