@@ -23,6 +23,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+#[cfg(any(test, feature = "testing"))]
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -93,22 +94,28 @@ impl Completion {
     }
 }
 
-/// A boxed future of a sleep.
-pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send>>;
+internal_item!(
+    /// A boxed future of a sleep.
+    pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send>>;
+);
 
-/// Time for the retry schedule: a monotonic "now" and a sleep.
-pub trait Clock: Send + Sync + fmt::Debug {
-    /// Time since some fixed point (monotonic).
-    fn now(&self) -> Duration;
-    /// Waits `d`.
-    fn sleep(&self, d: Duration) -> Sleep;
-}
+internal_item!(
+    /// Time for the retry schedule: a monotonic "now" and a sleep.
+    pub trait Clock: Send + Sync + fmt::Debug {
+        /// Time since some fixed point (monotonic).
+        fn now(&self) -> Duration;
+        /// Waits `d`.
+        fn sleep(&self, d: Duration) -> Sleep;
+    }
+);
 
-/// The real clock (tokio's time).
-#[derive(Debug, Clone)]
-pub struct SystemClock {
-    start: tokio::time::Instant,
-}
+internal_item!(
+    /// The real clock (tokio's time).
+    #[derive(Debug, Clone)]
+    pub struct SystemClock {
+        start: tokio::time::Instant,
+    }
+);
 
 impl Default for SystemClock {
     fn default() -> Self {
@@ -128,13 +135,17 @@ impl Clock for SystemClock {
     }
 }
 
-/// A **test double** [`Clock`]: sleeping advances it at once and is recorded.
-/// Clones share the time and the record.
-#[derive(Debug, Clone, Default)]
-pub struct ManualClock {
-    state: Arc<Mutex<(Duration, Vec<Duration>)>>,
-}
+internal_item!(
+    #[cfg(any(test, feature = "testing"))]
+    /// A **test double** [`Clock`]: sleeping advances it at once and is recorded.
+    /// Clones share the time and the record.
+    #[derive(Debug, Clone, Default)]
+    pub struct ManualClock {
+        state: Arc<Mutex<(Duration, Vec<Duration>)>>,
+    }
+);
 
+#[cfg(any(test, feature = "testing"))]
 impl ManualClock {
     /// A clock at zero.
     pub fn new() -> ManualClock {
@@ -156,6 +167,7 @@ impl ManualClock {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 impl Clock for ManualClock {
     fn now(&self) -> Duration {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).0
