@@ -12,15 +12,15 @@
 //! - Prefer small, reversible deployments with monitoring.
 //! ```
 //!
-//! * Facts are grouped under one heading per source ([`heading`]): `Lens: <name>`,
+//! * Facts are grouped under one heading per source (`heading`): `Lens: <name>`,
 //!   `Reflection: <name>`, `Source: direct conversation` / `document` /
 //!   `structured record`, `Source: direct` (no recorded kind) and `Source: unknown`
 //!   (no attributable writer). A fact with several distinct sources appears under each.
 //!   Groups come in order of first appearance; facts keep retrieval order.
 //! * Bullets are the fact text only: no Destination, ids or times.
-//! * Budget: the whole text is at most [`MAX_TEXT_CHARS`] characters, and the
+//! * Budget: the whole text is at most `MAX_TEXT_CHARS` characters, and the
 //!   serialised tool envelope `{"ok":true,"result":{"result":<text>}}` at most
-//!   `max_bytes` UTF-8 bytes (default [`DEFAULT_MAX_BYTES`]). Whole facts only: when
+//!   `max_bytes` UTF-8 bytes (default `DEFAULT_MAX_BYTES`). Whole facts only: when
 //!   not everything fits, facts are kept greedily in retrieval order (a later fact
 //!   that fits is still kept; an oversized one is skipped whole) and the text ends with
 //!   `Omitted facts: N (response limit).`, N counting input facts.

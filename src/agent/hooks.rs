@@ -329,8 +329,8 @@ pub(crate) const MAX_CAPTURE_MESSAGES: usize = 50;
 pub struct AutoCapture {
     /// Whether `after_turn` captures anything (default true).
     pub enabled: bool,
-    /// The last messages of the turn captured, 1 to [`MAX_CAPTURE_MESSAGES`]
-    /// (default [`DEFAULT_CAPTURE_MESSAGES`]).
+    /// The last messages of the turn captured, 1 to `MAX_CAPTURE_MESSAGES`
+    /// (default `DEFAULT_CAPTURE_MESSAGES`).
     pub last_messages: usize,
     /// Messages whose text is shorter than this, in characters after trimming, are
     /// skipped (default 5) — except an assistant message that calls tools, which the

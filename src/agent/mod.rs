@@ -78,7 +78,7 @@ pub struct MemorySearch {
     #[serde(default)]
     pub lenses: Vec<String>,
     /// Budget of the serialised tool envelope (default
-    /// [`format::DEFAULT_MAX_BYTES`]); every answer fits it (see [`memory_search`]).
+    /// `format::DEFAULT_MAX_BYTES`); every answer fits it (see [`memory_search`]).
     #[serde(default = "default_max_bytes")]
     pub max_bytes: usize,
     /// Who is asking, for a client with an authorizer (from the tool context, never

@@ -11,14 +11,14 @@
 //! </gralkor-memory>
 //! ```
 //!
-//! and its body is [`NO_RELEVANT_MEMORIES`] when nothing was found.
+//! and its body is `NO_RELEVANT_MEMORIES` when nothing was found.
 //!
 //! * **Results**: at most [`RecallOptions::max_results`] facts (default
-//!   [`DEFAULT_RECALL_MAX_RESULTS`] = 10) in all. Each Destination ranks its own
+//!   `DEFAULT_RECALL_MAX_RESULTS` = 10) in all. Each Destination ranks its own
 //!   facts (scores are comparable only within one Destination), so the lists are
 //!   merged by rank — every Destination's best fact, then every second best, … in
 //!   Destination order — and cut at the limit.
-//! * **Deadline**: [`RecallOptions::deadline`] (default [`DEFAULT_RECALL_DEADLINE`] =
+//! * **Deadline**: [`RecallOptions::deadline`] (default `DEFAULT_RECALL_DEADLINE` =
 //!   12 s, must be positive). When it passes the search is cancelled (its future is
 //!   dropped: work already sent to the database finishes unobserved), a warning is
 //!   logged and [`Error::RecallDeadlineExpired`] returned. No retry.
@@ -159,7 +159,7 @@ pub struct Recalled {
 }
 
 /// The memory block around `body` (the rendered fact lines, or
-/// [`NO_RELEVANT_MEMORIES`] when `body` is empty).
+/// `NO_RELEVANT_MEMORIES` when `body` is empty).
 ///
 /// ```
 /// use gralkor::agent::recall::memory_block;

@@ -35,10 +35,10 @@ impl<E: Clone> Thread<E> for std::sync::Mutex<Vec<E>> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RotateOptions {
-    /// How long the flush may take ([`DEFAULT_ROTATION_FLUSH_TIMEOUT`]; positive).
+    /// How long the flush may take (`DEFAULT_ROTATION_FLUSH_TIMEOUT`; positive).
     pub flush_timeout: Duration,
     /// Most recent pre-flush entries seeded into the new context
-    /// ([`DEFAULT_KEEP_LAST_N`]); 0 drops everything that existed before the flush.
+    /// (`DEFAULT_KEEP_LAST_N`); 0 drops everything that existed before the flush.
     /// Entries that landed during the flush are always carried over.
     pub keep_last_n: usize,
 }

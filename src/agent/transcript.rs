@@ -17,7 +17,7 @@
 //!   `<relevant-memories>…</relevant-memories>`) — wherever it appears in a user or
 //!   assistant message; an opening marker with no closing one drops the rest of the
 //!   message; a message left blank is dropped;
-//! * the results of `memory_search` tool calls ([`MEMORY_SEARCH_TOOL`]): the behaviour
+//! * the results of `memory_search` tool calls (`MEMORY_SEARCH_TOOL`): the behaviour
 //!   line `tool memory_search → …` keeps only `tool memory_search`.
 //!
 //! ```

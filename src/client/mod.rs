@@ -8,8 +8,8 @@
 //! * Results: [`SearchResult`] names its Destination and carries a relevance score
 //!   and a [`Hit`]: an [`EpisodeRecord`] or [`FactRecord`] with its writer
 //!   ([`Writer`](crate::provenance::Writer)), a [`NodeRecord`] or an [`Artefact`].
-//! * Validation: [`validate_ingest`], [`validate_replace`], [`validate_search`],
-//!   [`validate_memory_add`], [`validate_episode_ref`], [`validate_build_communities`]
+//! * Validation: `validate_ingest`, `validate_replace`, `validate_search`,
+//!   `validate_memory_add`, `validate_episode_ref`, `validate_build_communities`
 //!   check a request against one runtime [`Snapshot`](crate::runtime::Snapshot)
 //!   before anything is stored, once, and name the field and rule in an
 //!   [`Error::InvalidInput`](crate::Error::InvalidInput). Values that carry their own

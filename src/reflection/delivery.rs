@@ -1,7 +1,7 @@
 //! Delivery of artefacts, the retry schedule and the terminal outcomes.
 //!
 //! * [`RetrySchedule`]: a failure is retried iff it is *retryable*
-//!   ([`classify`]): an HTTP-like 5xx status is found in the error (a provider's
+//!   (`classify`): an HTTP-like 5xx status is found in the error (a provider's
 //!   status, also inside a chain of causes), or it is a transient transport or
 //!   database fault (a dropped connection, a timeout, a busy or lost episode claim),
 //!   which gralkor treats like a 503 so no artefact is lost. The delay starts at 1 s,
@@ -17,7 +17,7 @@
 //!   description exactly `reflection:<name>`, extracted with the output's ontology.
 //!   Equal content confirms without extraction; different content is an
 //!   [`Error::ArtefactConflict`]; an equal episode whose extraction did not finish
-//!   resumes it. [`stored_artefact`] reads an artefact back by id, so a resubmission
+//!   resumes it. `stored_artefact` reads an artefact back by id, so a resubmission
 //!   delivers what was produced before without running the chain of thought again.
 
 use std::fmt;

@@ -1,6 +1,6 @@
 //! The packaged Reflections, always installed and never replaceable:
 //!
-//! * [`GENERALISATIONS`] — output `global`, the open generic ontology. Before
+//! * `GENERALISATIONS` — output `global`, the open generic ontology. Before
 //!   inference the client makes one episode search across every accessible
 //!   Destination, its query built from the representations, and shows related
 //!   Lens-authored observations and prior generalisation artefacts apart from the
@@ -9,7 +9,7 @@
 //!   Array<{ content: string; level: integer; evolves_from: Array<{ content: string; level: integer }> }>`).
 //!   The lineage rule — no lineage: level 1; evolved: one above the highest level in
 //!   `evolves_from` — is stated in the prompt and checked only by the contract.
-//! * [`ERL`] (experiential learning) — output `personal`, the [`erl_ontology`] (an
+//! * `ERL` (experiential learning) — output `personal`, the `erl_ontology` (an
 //!   open ontology with one `Learning` entity whose fields are all optional). Three
 //!   steps ending in exactly `problem_kind`, `approach`, `success`, `lesson`.
 //!

@@ -470,7 +470,7 @@ impl Runner {
         self
     }
 
-    /// At most `rounds` tool rounds per step (default [`DEFAULT_MAX_TOOL_ROUNDS`]);
+    /// At most `rounds` tool rounds per step (default `DEFAULT_MAX_TOOL_ROUNDS`);
     /// a step still asking for tools after that fails.
     pub fn max_tool_rounds(mut self, rounds: usize) -> Runner {
         self.max_tool_rounds = rounds;

@@ -50,7 +50,7 @@
 //!   upstream model failure (the provider client has already retried 429s and 5xx)
 //!   is dropped with a warning and not retried again; anything else (connection,
 //!   timeout, a panicking ingestion process, …) is retried after each of
-//!   [`DEFAULT_RETRY_DELAYS`] (1 s, 2 s, 4 s; configurable), then dropped with an
+//!   `DEFAULT_RETRY_DELAYS` (1 s, 2 s, 4 s; configurable), then dropped with an
 //!   error log `capture exhausted`. A closed client leaves the turns in the store for
 //!   the next buffer.
 //! * **Durable.** A buffer made with [`CaptureBuffer::native`] keeps its entries in
@@ -216,13 +216,13 @@ impl Capture {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct CaptureConfig {
-    /// The delay before each retry ([`DEFAULT_RETRY_DELAYS`]); their number is the
+    /// The delay before each retry (`DEFAULT_RETRY_DELAYS`); their number is the
     /// number of retries.
     pub retry_delays: Vec<Duration>,
     /// What is dropped from a turn before it is stored ([`MemoryFilter::new`]).
     pub filter: MemoryFilter,
     /// How long the client's [`shutdown`](crate::Client::shutdown) waits for this
-    /// buffer's drain ([`DEFAULT_SHUTDOWN_TIMEOUT`]); what is not written by then stays
+    /// buffer's drain (`DEFAULT_SHUTDOWN_TIMEOUT`); what is not written by then stays
     /// pending in the store for the next buffer.
     pub shutdown_timeout: Duration,
 }
