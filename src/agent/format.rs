@@ -55,8 +55,10 @@ use crate::graph::Timestamp;
 use crate::provenance::Writer;
 use crate::{Error, Result};
 
-/// The default budget of the serialised tool envelope, in UTF-8 bytes.
-pub(crate) const DEFAULT_MAX_BYTES: usize = 65_536;
+internal_item!(
+    /// The default budget of the serialised tool envelope, in UTF-8 bytes.
+    pub const DEFAULT_MAX_BYTES: usize = 65_536;
+);
 /// The most characters the text may have, headings and notices included.
 pub(crate) const MAX_TEXT_CHARS: usize = 16_384;
 internal_item!(
@@ -144,28 +146,30 @@ fn fits(text: &str, max_bytes: usize) -> bool {
     text.chars().count() <= MAX_TEXT_CHARS && envelope_bytes(text) <= max_bytes
 }
 
-/// `text` when its envelope fits `max_bytes` (and it is within [`MAX_TEXT_CHARS`]),
-/// else [`Error::BudgetTooSmall`] with the envelope's size as the minimum.
-///
-/// ```
-/// use gralkor::agent::format::{envelope_bytes, within_budget, NO_MATCHING_FACTS};
-///
-/// let needed = envelope_bytes(NO_MATCHING_FACTS);
-/// assert_eq!(within_budget(NO_MATCHING_FACTS, needed)?, NO_MATCHING_FACTS);
-/// assert!(matches!(within_budget(NO_MATCHING_FACTS, needed - 1),
-///     Err(gralkor::Error::BudgetTooSmall { minimum_bytes, .. }) if minimum_bytes == needed));
-/// # Ok::<(), gralkor::Error>(())
-/// ```
-pub(crate) fn within_budget(text: &str, max_bytes: usize) -> Result<String> {
-    if fits(text, max_bytes) {
-        Ok(text.to_string())
-    } else {
-        Err(Error::BudgetTooSmall {
-            max_bytes,
-            minimum_bytes: envelope_bytes(text),
-        })
+internal_item!(
+    /// `text` when its envelope fits `max_bytes` (and it is within [`MAX_TEXT_CHARS`]),
+    /// else [`Error::BudgetTooSmall`] with the envelope's size as the minimum.
+    ///
+    /// ```
+    /// use gralkor::agent::format::{envelope_bytes, within_budget, NO_MATCHING_FACTS};
+    ///
+    /// let needed = envelope_bytes(NO_MATCHING_FACTS);
+    /// assert_eq!(within_budget(NO_MATCHING_FACTS, needed)?, NO_MATCHING_FACTS);
+    /// assert!(matches!(within_budget(NO_MATCHING_FACTS, needed - 1),
+    ///     Err(gralkor::Error::BudgetTooSmall { minimum_bytes, .. }) if minimum_bytes == needed));
+    /// # Ok::<(), gralkor::Error>(())
+    /// ```
+    pub fn within_budget(text: &str, max_bytes: usize) -> Result<String> {
+        if fits(text, max_bytes) {
+            Ok(text.to_string())
+        } else {
+            Err(Error::BudgetTooSmall {
+                max_bytes,
+                minimum_bytes: envelope_bytes(text),
+            })
+        }
     }
-}
+);
 
 internal_item!(
     /// Presents the fact results within the budget (see the module docs). Results that

@@ -466,28 +466,29 @@ fn args<T: for<'de> Deserialize<'de>>(tool: &str, arguments: &Value) -> Result<T
         .map_err(|e| Error::invalid(format!("{tool}.arguments"), e.to_string()))
 }
 
-/// The `memory_search` tool: the budgeted presentation of one fact search.
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-/// use gralkor::agent::tools::{handle_memory_search, ToolContext};
-/// use gralkor::agent::BLANK_QUERY_NON_RESULT;
-/// use gralkor::client::{InMemoryClient, OperatorId};
-/// use serde_json::json;
-///
-/// let client = InMemoryClient::new();
-/// let ctx = ToolContext::new(OperatorId::new("op")?);
-/// let text = handle_memory_search(&client, &ctx, &json!({"query": " "})).await?;
-/// assert_eq!(text, BLANK_QUERY_NON_RESULT);
-/// # Ok(()) }
-/// ```
-pub(crate) async fn handle_memory_search(
-    client: &dyn Client,
-    ctx: &ToolContext,
-    arguments: &Value,
-) -> Result<String> {
-    let a: MemorySearchArgs = args(MEMORY_SEARCH, arguments)?;
-    let as_of = match a.as_of.as_deref() {
+internal_item!(
+    /// The `memory_search` tool: the budgeted presentation of one fact search.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use gralkor::agent::tools::{handle_memory_search, ToolContext};
+    /// use gralkor::agent::BLANK_QUERY_NON_RESULT;
+    /// use gralkor::client::{InMemoryClient, OperatorId};
+    /// use serde_json::json;
+    ///
+    /// let client = InMemoryClient::new();
+    /// let ctx = ToolContext::new(OperatorId::new("op")?);
+    /// let text = handle_memory_search(&client, &ctx, &json!({"query": " "})).await?;
+    /// assert_eq!(text, BLANK_QUERY_NON_RESULT);
+    /// # Ok(()) }
+    /// ```
+    pub async fn handle_memory_search(
+        client: &dyn Client,
+        ctx: &ToolContext,
+        arguments: &Value,
+    ) -> Result<String> {
+        let a: MemorySearchArgs = args(MEMORY_SEARCH, arguments)?;
+        let as_of = match a.as_of.as_deref() {
         None => None,
         Some(text) => Some(text.trim().parse::<Timestamp>().map_err(|e| {
             Error::invalid(
@@ -498,65 +499,68 @@ pub(crate) async fn handle_memory_search(
             )
         })?),
     };
-    let mut call = MemorySearch::new(ctx.operator.clone(), a.query)
-        .destinations(a.destinations)
-        .lenses(a.lenses)
-        .max_bytes(ctx.max_bytes);
-    call.subject = ctx.subject.clone();
-    call.as_of = as_of;
-    memory_search(client, &call).await
-}
+        let mut call = MemorySearch::new(ctx.operator.clone(), a.query)
+            .destinations(a.destinations)
+            .lenses(a.lenses)
+            .max_bytes(ctx.max_bytes);
+        call.subject = ctx.subject.clone();
+        call.as_of = as_of;
+        memory_search(client, &call).await
+    }
+);
 
-/// The `memory_add` tool: validates, hands the write to the background and answers
-/// [`INGESTING`]. Arguments the write cannot take are an error now (nothing is
-/// written); a failure of the background write itself is logged.
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-/// use gralkor::agent::tools::{handle_memory_add, ToolContext, INGESTING};
-/// use gralkor::client::{Client, InMemoryClient, OperatorId};
-/// use serde_json::json;
-///
-/// let client = InMemoryClient::new();
-/// let ctx = ToolContext::new(OperatorId::new("op")?).lens("personal-chat");
-/// let ack = handle_memory_add(&client, &ctx,
-///     &json!({"content": "Ada: I keep bees.", "source_kind": "conversation"})).await?;
-/// assert_eq!(ack, INGESTING);
-/// client.await_background_writes().await;
-/// # Ok(()) }
-/// ```
-pub(crate) async fn handle_memory_add(
-    client: &dyn Client,
-    ctx: &ToolContext,
-    arguments: &Value,
-) -> Result<String> {
-    let a: MemoryAddArgs = args(MEMORY_ADD, arguments)?;
-    let content = match a.source_kind {
-        ToolSourceKind::Conversation => Content::conversation(a.content),
-        ToolSourceKind::Document => Content::document(a.content),
-        ToolSourceKind::StructuredRecord => {
-            let record: Value = serde_json::from_str(&a.content).map_err(|e| {
-                Error::invalid(
-                    "memory_add.arguments.content",
-                    format!("must be a JSON object for a structured_record: {e}"),
-                )
-            })?;
-            Content::structured(record)
+internal_item!(
+    /// The `memory_add` tool: validates, hands the write to the background and answers
+    /// [`INGESTING`]. Arguments the write cannot take are an error now (nothing is
+    /// written); a failure of the background write itself is logged.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use gralkor::agent::tools::{handle_memory_add, ToolContext, INGESTING};
+    /// use gralkor::client::{Client, InMemoryClient, OperatorId};
+    /// use serde_json::json;
+    ///
+    /// let client = InMemoryClient::new();
+    /// let ctx = ToolContext::new(OperatorId::new("op")?).lens("personal-chat");
+    /// let ack = handle_memory_add(&client, &ctx,
+    ///     &json!({"content": "Ada: I keep bees.", "source_kind": "conversation"})).await?;
+    /// assert_eq!(ack, INGESTING);
+    /// client.await_background_writes().await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn handle_memory_add(
+        client: &dyn Client,
+        ctx: &ToolContext,
+        arguments: &Value,
+    ) -> Result<String> {
+        let a: MemoryAddArgs = args(MEMORY_ADD, arguments)?;
+        let content = match a.source_kind {
+            ToolSourceKind::Conversation => Content::conversation(a.content),
+            ToolSourceKind::Document => Content::document(a.content),
+            ToolSourceKind::StructuredRecord => {
+                let record: Value = serde_json::from_str(&a.content).map_err(|e| {
+                    Error::invalid(
+                        "memory_add.arguments.content",
+                        format!("must be a JSON object for a structured_record: {e}"),
+                    )
+                })?;
+                Content::structured(record)
+            }
+        };
+        let mut request = MemoryAdd::new(ctx.operator.clone(), content);
+        if let Some(description) = a.source_description {
+            request = request.source_description(description);
         }
-    };
-    let mut request = MemoryAdd::new(ctx.operator.clone(), content);
-    if let Some(description) = a.source_description {
-        request = request.source_description(description);
+        if let Some(lens) = &ctx.lens {
+            request = request.through_lens(lens.clone());
+        }
+        if let Some(subject) = &ctx.subject {
+            request = request.subject(subject.clone());
+        }
+        client.memory_add(&request).await?;
+        Ok(INGESTING.to_string())
     }
-    if let Some(lens) = &ctx.lens {
-        request = request.through_lens(lens.clone());
-    }
-    if let Some(subject) = &ctx.subject {
-        request = request.subject(subject.clone());
-    }
-    client.memory_add(&request).await?;
-    Ok(INGESTING.to_string())
-}
+);
 
 /// Runs one tool call by name. Admin tools answer with a short report.
 ///
