@@ -52,14 +52,14 @@ pub const GLOBAL: &str = "global";
 /// The packaged per-operator Destination.
 pub const PERSONAL: &str = "personal";
 /// The retired per-operator Destination of earlier versions.
-pub const RETIRED_OPERATOR: &str = "operator";
+pub(crate) const RETIRED_OPERATOR: &str = "operator";
 // Name prefixes no application Destination may use (and no operator id may begin
 // with), the name rules shared by every name, and the operator id: they live with the
 // storage seam, below the Destinations that use them (and are public there, once).
 use crate::storage::{OperatorId, RESERVED_PREFIXES, check_name_text};
 
 /// What to tell someone who still names the retired `operator` Destination.
-pub const OPERATOR_MIGRATION: &str = "is retired: use the `personal` Destination (logical graph \
+pub(crate) const OPERATOR_MIGRATION: &str = "is retired: use the `personal` Destination (logical graph \
      `personal/<operator id>`) and the `personal-chat` Lens; graphs stored under \
      `operator/<operator id>` are not read and need the explicit graph migration";
 
@@ -132,7 +132,7 @@ impl fmt::Display for Destination {
 /// no NUL, at most [`MAX_NAME_BYTES`](crate::storage::MAX_NAME_BYTES) bytes, no surrounding whitespace, not a reserved
 /// prefix, not the retired `operator`. `field` names the setting or argument in the
 /// error.
-pub fn check_name(field: &str, name: &str) -> Result<()> {
+pub(crate) fn check_name(field: &str, name: &str) -> Result<()> {
     if name.trim().is_empty() {
         return Err(Error::invalid(field, "must not be blank"));
     }

@@ -243,10 +243,10 @@ pub struct SearchArgs {
     /// what is true now: facts valid then (a fact invalidated later is still found),
     /// episodes that had happened by then. Episodes and facts only.
     #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
-    pub as_of: Option<gralkor::graph::Timestamp>,
+    pub as_of: Option<gralkor::storage::Timestamp>,
 }
 
-fn parse_time(text: &str) -> Result<gralkor::graph::Timestamp, String> {
+fn parse_time(text: &str) -> Result<gralkor::storage::Timestamp, String> {
     text.trim()
         .parse()
         .map_err(|e: gralkor::Error| format!("must be an RFC 3339 date-time: {e}"))

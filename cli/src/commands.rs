@@ -321,7 +321,7 @@ impl Memory {
         match self {
             Memory::Episode(e) => episode_text(destination, e),
             Memory::Fact(f) => {
-                let time = |t: Option<gralkor::graph::Timestamp>| {
+                let time = |t: Option<gralkor::storage::Timestamp>| {
                     t.map_or_else(|| "-".to_string(), |t| t.to_string())
                 };
                 format!(
@@ -465,7 +465,7 @@ pub struct Status {
     operator: Option<String>,
     graphs: usize,
     /// The server's versions and memory, and the models (the library's report).
-    server: Option<gralkor::falkordb::ServerInfo>,
+    server: Option<gralkor::storage::ServerInfo>,
     models: Vec<gralkor::storage::ModelStatus>,
     authorizer: Option<String>,
     healthy: bool,

@@ -310,9 +310,9 @@ fn dedup(long_term: Vec<SearchResult>, session: Vec<SearchResult>) -> Vec<Search
 }
 
 /// The messages [`AgentCapture::after_turn`] captures by default: the last 10.
-pub const DEFAULT_CAPTURE_MESSAGES: usize = 10;
+pub(crate) const DEFAULT_CAPTURE_MESSAGES: usize = 10;
 /// The most messages one `after_turn` may capture.
-pub const MAX_CAPTURE_MESSAGES: usize = 50;
+pub(crate) const MAX_CAPTURE_MESSAGES: usize = 50;
 
 /// Auto-capture's configuration for one agent: the OpenClaw-style `after_turn` hook.
 ///
@@ -329,8 +329,8 @@ pub const MAX_CAPTURE_MESSAGES: usize = 50;
 pub struct AutoCapture {
     /// Whether `after_turn` captures anything (default true).
     pub enabled: bool,
-    /// The last messages of the turn captured, 1 to [`MAX_CAPTURE_MESSAGES`]
-    /// (default [`DEFAULT_CAPTURE_MESSAGES`]).
+    /// The last messages of the turn captured, 1 to `MAX_CAPTURE_MESSAGES`
+    /// (default `DEFAULT_CAPTURE_MESSAGES`).
     pub last_messages: usize,
     /// Messages whose text is shorter than this, in characters after trimming, are
     /// skipped (default 5) — except an assistant message that calls tools, which the

@@ -38,9 +38,11 @@ use crate::Result;
 use crate::access::Subject;
 use crate::client::{Client, OperatorId, Search};
 
-/// The text `memory_search` returns for a blank query: no search ran.
-pub const BLANK_QUERY_NON_RESULT: &str = "No query was provided, so no memory search was run. \
+internal_item!(
+    /// The text `memory_search` returns for a blank query: no search ran.
+    pub const BLANK_QUERY_NON_RESULT: &str = "No query was provided, so no memory search was run. \
      This is a non-result: it says nothing about what is or is not remembered.";
+);
 
 /// One `memory_search` tool call, built like the other requests: a constructor with
 /// what is required, builder methods for the rest. Serialisable, so a tool call's
@@ -76,7 +78,7 @@ pub struct MemorySearch {
     #[serde(default)]
     pub lenses: Vec<String>,
     /// Budget of the serialised tool envelope (default
-    /// [`format::DEFAULT_MAX_BYTES`]); every answer fits it (see [`memory_search`]).
+    /// `format::DEFAULT_MAX_BYTES`); every answer fits it (see [`memory_search`]).
     #[serde(default = "default_max_bytes")]
     pub max_bytes: usize,
     /// Who is asking, for a client with an authorizer (from the tool context, never

@@ -11,14 +11,14 @@
 //! </gralkor-memory>
 //! ```
 //!
-//! and its body is [`NO_RELEVANT_MEMORIES`] when nothing was found.
+//! and its body is `NO_RELEVANT_MEMORIES` when nothing was found.
 //!
 //! * **Results**: at most [`RecallOptions::max_results`] facts (default
-//!   [`DEFAULT_RECALL_MAX_RESULTS`] = 10) in all. Each Destination ranks its own
+//!   `DEFAULT_RECALL_MAX_RESULTS` = 10) in all. Each Destination ranks its own
 //!   facts (scores are comparable only within one Destination), so the lists are
 //!   merged by rank — every Destination's best fact, then every second best, … in
 //!   Destination order — and cut at the limit.
-//! * **Deadline**: [`RecallOptions::deadline`] (default [`DEFAULT_RECALL_DEADLINE`] =
+//! * **Deadline**: [`RecallOptions::deadline`] (default `DEFAULT_RECALL_DEADLINE` =
 //!   12 s, must be positive). When it passes the search is cancelled (its future is
 //!   dropped: work already sent to the database finishes unobserved), a warning is
 //!   logged and [`Error::RecallDeadlineExpired`] returned. No retry.
@@ -45,18 +45,20 @@ use crate::storage::MAX_RESULTS_LIMIT;
 use crate::{Error, Result};
 
 /// The facts a recall presents by default.
-pub const DEFAULT_RECALL_MAX_RESULTS: usize = 10;
+pub(crate) const DEFAULT_RECALL_MAX_RESULTS: usize = 10;
 /// The default recall deadline.
-pub const DEFAULT_RECALL_DEADLINE: Duration = Duration::from_secs(12);
+pub(crate) const DEFAULT_RECALL_DEADLINE: Duration = Duration::from_secs(12);
 /// The block's body when nothing was found.
-pub const NO_RELEVANT_MEMORIES: &str = "No relevant memories found.";
+pub(crate) const NO_RELEVANT_MEMORIES: &str = "No relevant memories found.";
 /// The sentence closing every block.
-pub const FURTHER_SEARCH: &str =
+pub(crate) const FURTHER_SEARCH: &str =
     "Search memory (up to 3 times, diverse queries) if you need more detail.";
-/// How the block opens.
-pub const BLOCK_OPEN: &str = "<gralkor-memory trust=\"untrusted\">";
+internal_item!(
+    /// How the block opens.
+    pub const BLOCK_OPEN: &str = "<gralkor-memory trust=\"untrusted\">";
+);
 /// How the block closes.
-pub const BLOCK_CLOSE: &str = "</gralkor-memory>";
+pub(crate) const BLOCK_CLOSE: &str = "</gralkor-memory>";
 
 /// How a recall searches.
 ///
@@ -157,7 +159,7 @@ pub struct Recalled {
 }
 
 /// The memory block around `body` (the rendered fact lines, or
-/// [`NO_RELEVANT_MEMORIES`] when `body` is empty).
+/// `NO_RELEVANT_MEMORIES` when `body` is empty).
 ///
 /// ```
 /// use gralkor::agent::recall::memory_block;

@@ -145,14 +145,14 @@ macro_rules! rig_tool {
 
 rig_tool!(
     /// `memory_search` as a rig tool: the budgeted presentation of one fact search
-    /// ([`tools::handle_memory_search`]).
+    /// (`tools::handle_memory_search`).
     MemorySearchTool,
     MEMORY_SEARCH,
     tools::memory_search_tool
 );
 rig_tool!(
     /// `memory_add` as a rig tool: answers `Ingesting.` at once and writes in the
-    /// background ([`tools::handle_memory_add`]).
+    /// background (`tools::handle_memory_add`).
     MemoryAddTool,
     MEMORY_ADD,
     tools::memory_add_tool

@@ -14,9 +14,9 @@ use super::capture::CaptureBuffer;
 use crate::{Error, Result};
 
 /// How long the pre-rotation flush may take by default: 30 s.
-pub const DEFAULT_ROTATION_FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_ROTATION_FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
 /// Pre-flush entries seeded into the new context by default: 4.
-pub const DEFAULT_KEEP_LAST_N: usize = 4;
+pub(crate) const DEFAULT_KEEP_LAST_N: usize = 4;
 
 /// A harness's context, read by [`rotate`]: its entries, oldest first. Entries are
 /// only ever appended while a rotation runs (a turn landing during the flush).
@@ -35,10 +35,10 @@ impl<E: Clone> Thread<E> for std::sync::Mutex<Vec<E>> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RotateOptions {
-    /// How long the flush may take ([`DEFAULT_ROTATION_FLUSH_TIMEOUT`]; positive).
+    /// How long the flush may take (`DEFAULT_ROTATION_FLUSH_TIMEOUT`; positive).
     pub flush_timeout: Duration,
     /// Most recent pre-flush entries seeded into the new context
-    /// ([`DEFAULT_KEEP_LAST_N`]); 0 drops everything that existed before the flush.
+    /// (`DEFAULT_KEEP_LAST_N`); 0 drops everything that existed before the flush.
     /// Entries that landed during the flush are always carried over.
     pub keep_last_n: usize,
 }

@@ -30,10 +30,14 @@ use crate::client::{BuildCommunities, Client, Content, MemoryAdd, OperatorId};
 use crate::graph::Timestamp;
 use crate::{Error, Result};
 
-/// The `memory_search` tool's name.
-pub const MEMORY_SEARCH: &str = "memory_search";
-/// The `memory_add` tool's name.
-pub const MEMORY_ADD: &str = "memory_add";
+internal_item!(
+    /// The `memory_search` tool's name.
+    pub const MEMORY_SEARCH: &str = "memory_search";
+);
+internal_item!(
+    /// The `memory_add` tool's name.
+    pub const MEMORY_ADD: &str = "memory_add";
+);
 /// The build-indices admin tool's name.
 pub const MEMORY_BUILD_INDICES: &str = "memory_build_indices";
 /// The build-communities admin tool's name.
@@ -44,8 +48,10 @@ pub const MEMORY_GET: &str = "memory_get";
 pub const MEMORY_FORGET: &str = "memory_forget";
 /// The `memory_status` tool's name.
 pub const MEMORY_STATUS: &str = "memory_status";
-/// What `memory_add` answers at once.
-pub const INGESTING: &str = "Ingesting.";
+internal_item!(
+    /// What `memory_add` answers at once.
+    pub const INGESTING: &str = "Ingesting.";
+);
 
 /// One tool an LLM request can carry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,59 +90,63 @@ fn string_list(description: &str) -> Value {
     json!({"type": "array", "items": {"type": "string"}, "description": description})
 }
 
-/// The `memory_search` tool.
-pub fn memory_search_tool() -> ToolDefinition {
-    ToolDefinition {
-        name: MEMORY_SEARCH.into(),
-        description: "Search long-term memory for facts relevant to a query. Use it when \
+internal_item!(
+    /// The `memory_search` tool.
+    pub fn memory_search_tool() -> ToolDefinition {
+        ToolDefinition {
+            name: MEMORY_SEARCH.into(),
+            description: "Search long-term memory for facts relevant to a query. Use it when \
                       answering benefits from past context; make queries specific, and try \
                       different wordings if the first finds nothing."
-            .into(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "What to look for."},
-                "destinations": string_list("Only these memory Destinations (default: every accessible one)."),
-                "lenses": string_list("Only facts written through these Lenses (default: every writer)."),
-                "as_of": {
-                    "type": "string",
-                    "format": "date-time",
-                    "description": "What was true at this instant, RFC 3339 (e.g. 2024-06-01T00:00:00Z), instead of what is true now.",
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for."},
+                    "destinations": string_list("Only these memory Destinations (default: every accessible one)."),
+                    "lenses": string_list("Only facts written through these Lenses (default: every writer)."),
+                    "as_of": {
+                        "type": "string",
+                        "format": "date-time",
+                        "description": "What was true at this instant, RFC 3339 (e.g. 2024-06-01T00:00:00Z), instead of what is true now.",
+                    },
                 },
-            },
-            "required": ["query"],
-            "additionalProperties": false,
-        }),
+                "required": ["query"],
+                "additionalProperties": false,
+            }),
+        }
     }
-}
+);
 
-/// The `memory_add` tool.
-pub fn memory_add_tool() -> ToolDefinition {
-    ToolDefinition {
-        name: MEMORY_ADD.into(),
-        description: "Store an insight in long-term memory, beyond the conversation that is \
+internal_item!(
+    /// The `memory_add` tool.
+    pub fn memory_add_tool() -> ToolDefinition {
+        ToolDefinition {
+            name: MEMORY_ADD.into(),
+            description: "Store an insight in long-term memory, beyond the conversation that is \
                       already captured automatically. Returns at once; storing happens in the \
                       background."
-            .into(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "content": {"type": "string", "description": "What to remember, in plain words."},
-                "source_kind": {
-                    "type": "string",
-                    "enum": ["conversation", "document", "structured_record"],
-                    "description": "What the content is (default: document).",
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string", "description": "What to remember, in plain words."},
+                    "source_kind": {
+                        "type": "string",
+                        "enum": ["conversation", "document", "structured_record"],
+                        "description": "What the content is (default: document).",
+                    },
+                    "source_description": {"type": "string", "description": "Where it came from (default: manual)."},
                 },
-                "source_description": {"type": "string", "description": "Where it came from (default: manual)."},
-            },
-            "required": ["content"],
-            "additionalProperties": false,
-        }),
+                "required": ["content"],
+                "additionalProperties": false,
+            }),
+        }
     }
-}
+);
 
 /// The build-indices admin tool.
-pub fn build_indices_tool() -> ToolDefinition {
+pub(crate) fn build_indices_tool() -> ToolDefinition {
     ToolDefinition {
         name: MEMORY_BUILD_INDICES.into(),
         description: "Admin operation: rebuild the indices of every memory graph. DO NOT CALL \
@@ -147,7 +157,7 @@ pub fn build_indices_tool() -> ToolDefinition {
 }
 
 /// The build-communities admin tool.
-pub fn build_communities_tool() -> ToolDefinition {
+pub(crate) fn build_communities_tool() -> ToolDefinition {
     ToolDefinition {
         name: MEMORY_BUILD_COMMUNITIES.into(),
         description: "Admin operation: detect communities in one memory graph (default: the \
@@ -167,7 +177,7 @@ pub fn build_communities_tool() -> ToolDefinition {
 /// The `memory_get` tool: one episode or fact by id. Its runner needs a way to find a
 /// fact by id in every Destination (the `gralkor` MCP server has one); it is not in
 /// [`call_tool`].
-pub fn memory_get_tool() -> ToolDefinition {
+pub(crate) fn memory_get_tool() -> ToolDefinition {
     ToolDefinition {
         name: MEMORY_GET.into(),
         description: "Read one remembered episode or fact by its uuid, whole, with the \
@@ -187,7 +197,7 @@ pub fn memory_get_tool() -> ToolDefinition {
 
 /// The `memory_forget` tool: one episode by id, or a whole conversation session
 /// ([`Client::purge_session`]).
-pub fn memory_forget_tool() -> ToolDefinition {
+pub(crate) fn memory_forget_tool() -> ToolDefinition {
     ToolDefinition {
         name: MEMORY_FORGET.into(),
         description: "Forget one remembered episode by its id (with the facts only it \
@@ -208,7 +218,7 @@ pub fn memory_forget_tool() -> ToolDefinition {
 }
 
 /// The `memory_status` tool: what memory is configured and holds.
-pub fn memory_status_tool() -> ToolDefinition {
+pub(crate) fn memory_status_tool() -> ToolDefinition {
     ToolDefinition {
         name: MEMORY_STATUS.into(),
         description: "Say what memory is configured (backend, models) and what each \
@@ -311,52 +321,58 @@ pub fn admin_tools() -> Vec<ToolDefinition> {
     vec![build_indices_tool(), build_communities_tool()]
 }
 
-/// The model's arguments of `memory_search`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct MemorySearchArgs {
-    /// The query.
-    pub query: String,
-    /// Destination selector.
-    #[serde(default)]
-    pub destinations: Vec<String>,
-    /// Lens selector.
-    #[serde(default)]
-    pub lenses: Vec<String>,
-    /// What was true at this instant (RFC 3339) instead of what is current.
-    #[serde(default)]
-    pub as_of: Option<String>,
-}
+internal_item!(
+    /// The model's arguments of `memory_search`.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[non_exhaustive]
+    pub struct MemorySearchArgs {
+        /// The query.
+        pub query: String,
+        /// Destination selector.
+        #[serde(default)]
+        pub destinations: Vec<String>,
+        /// Lens selector.
+        #[serde(default)]
+        pub lenses: Vec<String>,
+        /// What was true at this instant (RFC 3339) instead of what is current.
+        #[serde(default)]
+        pub as_of: Option<String>,
+    }
+);
 
-/// What a `memory_add` content is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ToolSourceKind {
-    /// A conversation (message) episode.
-    Conversation,
-    /// A document (text) episode.
-    #[default]
-    Document,
-    /// A structured record: the content must be a JSON object.
-    StructuredRecord,
-}
+internal_item!(
+    /// What a `memory_add` content is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    #[non_exhaustive]
+    pub enum ToolSourceKind {
+        /// A conversation (message) episode.
+        Conversation,
+        /// A document (text) episode.
+        #[default]
+        Document,
+        /// A structured record: the content must be a JSON object.
+        StructuredRecord,
+    }
+);
 
-/// The model's arguments of `memory_add`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct MemoryAddArgs {
-    /// What to remember.
-    pub content: String,
-    /// What it is (default document).
-    #[serde(default)]
-    pub source_kind: ToolSourceKind,
-    /// Where it came from (default `manual`).
-    #[serde(default)]
-    pub source_description: Option<String>,
-}
+internal_item!(
+    /// The model's arguments of `memory_add`.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[non_exhaustive]
+    pub struct MemoryAddArgs {
+        /// What to remember.
+        pub content: String,
+        /// What it is (default document).
+        #[serde(default)]
+        pub source_kind: ToolSourceKind,
+        /// Where it came from (default `manual`).
+        #[serde(default)]
+        pub source_description: Option<String>,
+    }
+);
 
 /// The model's arguments of the build-communities tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -368,10 +384,12 @@ pub struct BuildCommunitiesArgs {
     pub destination: Option<String>,
 }
 
-/// The model's arguments of the build-indices tool: none.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BuildIndicesArgs {}
+internal_item!(
+    /// The model's arguments of the build-indices tool: none.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct BuildIndicesArgs {}
+);
 
 /// What the harness supplies to every tool call (never the model).
 ///
@@ -448,28 +466,29 @@ fn args<T: for<'de> Deserialize<'de>>(tool: &str, arguments: &Value) -> Result<T
         .map_err(|e| Error::invalid(format!("{tool}.arguments"), e.to_string()))
 }
 
-/// The `memory_search` tool: the budgeted presentation of one fact search.
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-/// use gralkor::agent::tools::{handle_memory_search, ToolContext};
-/// use gralkor::agent::BLANK_QUERY_NON_RESULT;
-/// use gralkor::client::{InMemoryClient, OperatorId};
-/// use serde_json::json;
-///
-/// let client = InMemoryClient::new();
-/// let ctx = ToolContext::new(OperatorId::new("op")?);
-/// let text = handle_memory_search(&client, &ctx, &json!({"query": " "})).await?;
-/// assert_eq!(text, BLANK_QUERY_NON_RESULT);
-/// # Ok(()) }
-/// ```
-pub async fn handle_memory_search(
-    client: &dyn Client,
-    ctx: &ToolContext,
-    arguments: &Value,
-) -> Result<String> {
-    let a: MemorySearchArgs = args(MEMORY_SEARCH, arguments)?;
-    let as_of = match a.as_of.as_deref() {
+internal_item!(
+    /// The `memory_search` tool: the budgeted presentation of one fact search.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use gralkor::agent::tools::{handle_memory_search, ToolContext};
+    /// use gralkor::agent::BLANK_QUERY_NON_RESULT;
+    /// use gralkor::client::{InMemoryClient, OperatorId};
+    /// use serde_json::json;
+    ///
+    /// let client = InMemoryClient::new();
+    /// let ctx = ToolContext::new(OperatorId::new("op")?);
+    /// let text = handle_memory_search(&client, &ctx, &json!({"query": " "})).await?;
+    /// assert_eq!(text, BLANK_QUERY_NON_RESULT);
+    /// # Ok(()) }
+    /// ```
+    pub async fn handle_memory_search(
+        client: &dyn Client,
+        ctx: &ToolContext,
+        arguments: &Value,
+    ) -> Result<String> {
+        let a: MemorySearchArgs = args(MEMORY_SEARCH, arguments)?;
+        let as_of = match a.as_of.as_deref() {
         None => None,
         Some(text) => Some(text.trim().parse::<Timestamp>().map_err(|e| {
             Error::invalid(
@@ -480,65 +499,68 @@ pub async fn handle_memory_search(
             )
         })?),
     };
-    let mut call = MemorySearch::new(ctx.operator.clone(), a.query)
-        .destinations(a.destinations)
-        .lenses(a.lenses)
-        .max_bytes(ctx.max_bytes);
-    call.subject = ctx.subject.clone();
-    call.as_of = as_of;
-    memory_search(client, &call).await
-}
+        let mut call = MemorySearch::new(ctx.operator.clone(), a.query)
+            .destinations(a.destinations)
+            .lenses(a.lenses)
+            .max_bytes(ctx.max_bytes);
+        call.subject = ctx.subject.clone();
+        call.as_of = as_of;
+        memory_search(client, &call).await
+    }
+);
 
-/// The `memory_add` tool: validates, hands the write to the background and answers
-/// [`INGESTING`]. Arguments the write cannot take are an error now (nothing is
-/// written); a failure of the background write itself is logged.
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-/// use gralkor::agent::tools::{handle_memory_add, ToolContext, INGESTING};
-/// use gralkor::client::{Client, InMemoryClient, OperatorId};
-/// use serde_json::json;
-///
-/// let client = InMemoryClient::new();
-/// let ctx = ToolContext::new(OperatorId::new("op")?).lens("personal-chat");
-/// let ack = handle_memory_add(&client, &ctx,
-///     &json!({"content": "Ada: I keep bees.", "source_kind": "conversation"})).await?;
-/// assert_eq!(ack, INGESTING);
-/// client.await_background_writes().await;
-/// # Ok(()) }
-/// ```
-pub async fn handle_memory_add(
-    client: &dyn Client,
-    ctx: &ToolContext,
-    arguments: &Value,
-) -> Result<String> {
-    let a: MemoryAddArgs = args(MEMORY_ADD, arguments)?;
-    let content = match a.source_kind {
-        ToolSourceKind::Conversation => Content::conversation(a.content),
-        ToolSourceKind::Document => Content::document(a.content),
-        ToolSourceKind::StructuredRecord => {
-            let record: Value = serde_json::from_str(&a.content).map_err(|e| {
-                Error::invalid(
-                    "memory_add.arguments.content",
-                    format!("must be a JSON object for a structured_record: {e}"),
-                )
-            })?;
-            Content::structured(record)
+internal_item!(
+    /// The `memory_add` tool: validates, hands the write to the background and answers
+    /// [`INGESTING`]. Arguments the write cannot take are an error now (nothing is
+    /// written); a failure of the background write itself is logged.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use gralkor::agent::tools::{handle_memory_add, ToolContext, INGESTING};
+    /// use gralkor::client::{Client, InMemoryClient, OperatorId};
+    /// use serde_json::json;
+    ///
+    /// let client = InMemoryClient::new();
+    /// let ctx = ToolContext::new(OperatorId::new("op")?).lens("personal-chat");
+    /// let ack = handle_memory_add(&client, &ctx,
+    ///     &json!({"content": "Ada: I keep bees.", "source_kind": "conversation"})).await?;
+    /// assert_eq!(ack, INGESTING);
+    /// client.await_background_writes().await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn handle_memory_add(
+        client: &dyn Client,
+        ctx: &ToolContext,
+        arguments: &Value,
+    ) -> Result<String> {
+        let a: MemoryAddArgs = args(MEMORY_ADD, arguments)?;
+        let content = match a.source_kind {
+            ToolSourceKind::Conversation => Content::conversation(a.content),
+            ToolSourceKind::Document => Content::document(a.content),
+            ToolSourceKind::StructuredRecord => {
+                let record: Value = serde_json::from_str(&a.content).map_err(|e| {
+                    Error::invalid(
+                        "memory_add.arguments.content",
+                        format!("must be a JSON object for a structured_record: {e}"),
+                    )
+                })?;
+                Content::structured(record)
+            }
+        };
+        let mut request = MemoryAdd::new(ctx.operator.clone(), content);
+        if let Some(description) = a.source_description {
+            request = request.source_description(description);
         }
-    };
-    let mut request = MemoryAdd::new(ctx.operator.clone(), content);
-    if let Some(description) = a.source_description {
-        request = request.source_description(description);
+        if let Some(lens) = &ctx.lens {
+            request = request.through_lens(lens.clone());
+        }
+        if let Some(subject) = &ctx.subject {
+            request = request.subject(subject.clone());
+        }
+        client.memory_add(&request).await?;
+        Ok(INGESTING.to_string())
     }
-    if let Some(lens) = &ctx.lens {
-        request = request.through_lens(lens.clone());
-    }
-    if let Some(subject) = &ctx.subject {
-        request = request.subject(subject.clone());
-    }
-    client.memory_add(&request).await?;
-    Ok(INGESTING.to_string())
-}
+);
 
 /// Runs one tool call by name. Admin tools answer with a short report.
 ///

@@ -17,7 +17,7 @@
 //!   `<relevant-memories>…</relevant-memories>`) — wherever it appears in a user or
 //!   assistant message; an opening marker with no closing one drops the rest of the
 //!   message; a message left blank is dropped;
-//! * the results of `memory_search` tool calls ([`MEMORY_SEARCH_TOOL`]): the behaviour
+//! * the results of `memory_search` tool calls (`MEMORY_SEARCH_TOOL`): the behaviour
 //!   line `tool memory_search → …` keeps only `tool memory_search`.
 //!
 //! ```
@@ -43,27 +43,34 @@ use super::turn::{Message, Role, Turn};
 use crate::graph::MAX_CONTENT_BYTES;
 use crate::{Error, Result};
 
-/// The opening marker of the memory block recall injects (the tag is left open:
-/// attributes such as `trust="untrusted"` follow).
-pub const MEMORY_BLOCK_OPEN: &str = "<gralkor-memory";
-/// The closing marker of the memory block recall injects.
-pub const MEMORY_BLOCK_CLOSE: &str = "</gralkor-memory>";
+internal_item!(
+    /// The opening marker of the memory block recall injects (the tag is left open:
+    /// attributes such as `trust="untrusted"` follow).
+    pub const MEMORY_BLOCK_OPEN: &str = "<gralkor-memory";
+);
+internal_item!(
+    /// The closing marker of the memory block recall injects.
+    pub const MEMORY_BLOCK_CLOSE: &str = "</gralkor-memory>";
+);
 /// The tool whose results are recalled memory.
-pub const MEMORY_SEARCH_TOOL: &str = "memory_search";
+pub(crate) const MEMORY_SEARCH_TOOL: &str = "memory_search";
 
-/// Whether `text` (surrounding whitespace aside) is one injected memory block, from
-/// `<gralkor-memory` (followed by `>` or whitespace) to `</gralkor-memory>`.
-///
-/// ```
-/// use gralkor::agent::transcript::is_memory_block;
-///
-/// assert!(is_memory_block("<gralkor-memory trust=\"untrusted\">\nNo relevant memories found.\n</gralkor-memory>\n"));
-/// assert!(!is_memory_block("<gralkor-memory>x</gralkor-memory> and a question"));
-/// assert!(!is_memory_block("<gralkor-memoryx>x</gralkor-memory>"));
-/// ```
-pub fn is_memory_block(text: &str) -> bool {
-    MemoryFilter::new().is_block(text)
-}
+internal_item!(
+    /// Whether `text` (surrounding whitespace aside) is one injected memory block, from
+    /// `<gralkor-memory` (followed by `>` or whitespace) to `</gralkor-memory>`.
+    ///
+    /// ```
+    /// use gralkor::agent::transcript::is_memory_block;
+    ///
+    /// assert!(is_memory_block("<gralkor-memory trust=\"untrusted\">\nNo relevant memories found.\n</gralkor-memory>\n"));
+    /// assert!(!is_memory_block("<gralkor-memory>x</gralkor-memory> and a question"));
+    /// assert!(!is_memory_block("<gralkor-memoryx>x</gralkor-memory>"));
+    /// ```
+    #[cfg(any(test, feature = "testing"))]
+    pub fn is_memory_block(text: &str) -> bool {
+        MemoryFilter::new().is_block(text)
+    }
+);
 
 /// What a capture leaves out (see the [module](self) documentation): the recall
 /// block always, and the further blocks given.
@@ -181,7 +188,7 @@ impl MemoryFilter {
 
 /// Checks a name the transcript needs: non-blank, no NUL characters (it is written
 /// before each of the speaker's lines).
-pub fn check_name(field: &str, name: &str) -> Result<()> {
+pub(crate) fn check_name(field: &str, name: &str) -> Result<()> {
     if name.trim().is_empty() {
         return Err(Error::invalid(
             field,

@@ -95,7 +95,7 @@ impl Message {
 }
 
 /// The prefix of a failed turn's terminal behaviour message.
-pub const REQUEST_FAILED: &str = "request failed: ";
+pub(crate) const REQUEST_FAILED: &str = "request failed: ";
 
 /// One exchange: the human's query, what the agent did, and its answer or failure.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -298,19 +298,21 @@ fn chat_messages(messages: &[Value], completed: bool) -> Result<Vec<Message>> {
     Ok(out)
 }
 
-/// `tool NAME → RESULT`, or `tool NAME` when the result is blank.
-///
-/// ```
-/// use gralkor::agent::turn::tool_line;
-///
-/// assert_eq!(tool_line("clock", " 9:00 "), "tool clock → 9:00");
-/// assert_eq!(tool_line("clock", ""), "tool clock");
-/// ```
-pub fn tool_line(name: &str, result: &str) -> String {
-    let result = result.trim();
-    if result.is_empty() {
-        format!("tool {name}")
-    } else {
-        format!("tool {name} → {result}")
+internal_item!(
+    /// `tool NAME → RESULT`, or `tool NAME` when the result is blank.
+    ///
+    /// ```
+    /// use gralkor::agent::turn::tool_line;
+    ///
+    /// assert_eq!(tool_line("clock", " 9:00 "), "tool clock → 9:00");
+    /// assert_eq!(tool_line("clock", ""), "tool clock");
+    /// ```
+    pub fn tool_line(name: &str, result: &str) -> String {
+        let result = result.trim();
+        if result.is_empty() {
+            format!("tool {name}")
+        } else {
+            format!("tool {name} → {result}")
+        }
     }
-}
+);

@@ -35,7 +35,7 @@ use crate::storage::{CommunityCounts, EpisodeRecord, GraphId, NewEpisode, Operat
 use crate::{Error, Result};
 
 /// The memory API over a [`Storage`]: it validates every request once with the shared
-/// [validation functions](super::validate_search), resolves Destinations and Lenses
+/// validation functions, resolves Destinations and Lenses
 /// from one runtime snapshot per operation, marks provenance, runs ingestion
 /// processes, searches every Destination in one storage call and keeps background
 /// writes. The storage only stores.

@@ -8,8 +8,8 @@
 //! * Results: [`SearchResult`] names its Destination and carries a relevance score
 //!   and a [`Hit`]: an [`EpisodeRecord`] or [`FactRecord`] with its writer
 //!   ([`Writer`](crate::provenance::Writer)), a [`NodeRecord`] or an [`Artefact`].
-//! * Validation: [`validate_ingest`], [`validate_replace`], [`validate_search`],
-//!   [`validate_memory_add`], [`validate_episode_ref`], [`validate_build_communities`]
+//! * Validation: `validate_ingest`, `validate_replace`, `validate_search`,
+//!   `validate_memory_add`, `validate_episode_ref`, `validate_build_communities`
 //!   check a request against one runtime [`Snapshot`](crate::runtime::Snapshot)
 //!   before anything is stored, once, and name the field and rule in an
 //!   [`Error::InvalidInput`](crate::Error::InvalidInput). Values that carry their own
@@ -84,13 +84,8 @@ pub use memory::{BackgroundFailures, MemoryClient};
 pub use native::NativeClient;
 pub use reflect::{ReflectCallback, ReflectOptions};
 pub use request::{
-    BuildCommunities, DEFAULT_MEMORY_ADD_DESCRIPTION, DestinationExtraction, EpisodeRef,
-    ExtractPending, MemoryAdd, Replace, Route, Search,
-};
-pub use validate::{
-    MemoryAddPlan, SearchPlan, Target, validate_build_communities, validate_episode_ref,
-    validate_extract_pending, validate_ingest, validate_memory_add, validate_replace,
-    validate_search,
+    BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace, Route,
+    Search,
 };
 
 /// The values the requests and results are made of, re-exported from the layers that

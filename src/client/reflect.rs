@@ -127,11 +127,14 @@ impl ReflectOptions {
         self
     }
 
-    /// The clock the retry schedule sleeps on.
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
+    internal_item!(
+        /// The clock the retry schedule sleeps on.
+        #[cfg(any(test, feature = "testing"))]
+        pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+            self.clock = clock;
+            self
+        }
+    );
 
     /// The retry schedule (default: 1 s doubling to 1 h within 24 h).
     pub fn schedule(mut self, schedule: RetrySchedule) -> Self {

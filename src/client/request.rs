@@ -207,7 +207,7 @@ impl Default for Route {
 }
 
 /// The default source description of `memory_add`.
-pub const DEFAULT_MEMORY_ADD_DESCRIPTION: &str = "manual";
+pub(crate) const DEFAULT_MEMORY_ADD_DESCRIPTION: &str = "manual";
 
 fn default_memory_add_description() -> String {
     DEFAULT_MEMORY_ADD_DESCRIPTION.to_string()

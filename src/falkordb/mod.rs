@@ -56,7 +56,7 @@ internal_use!(reply::{QueryResult, QueryStats});
 internal_use!(value::{Edge, Node, Path, Value});
 
 use crate::vocab::GRAPH_PREFIX;
-pub use crate::vocab::ServerInfo;
+internal_use!(crate::vocab::ServerInfo);
 internal_use!(crate::vocab::physical_graph_name);
 use crate::{Error, Result};
 use reply::{ParseError, Schema};

@@ -108,9 +108,8 @@ internal_mod!(temporal);
 // The advanced surface: the engine handle, its requests and results.
 pub use communities::{CommunityOptions, CommunityReport};
 pub use ingest::{AddEpisode, Engine, EngineOptions, EpisodeOutcome, IngestUsage, OutcomeStatus};
-pub use model::{
-    EntityEdge, EntityNode, Episode, EpisodeState, GraphStatus, SourceKind, Timestamp,
-};
+pub use model::{EntityEdge, EntityNode, Episode, EpisodeState};
+internal_use!(model::{GraphStatus, SourceKind, Timestamp});
 internal_use!(native_storage::owned_parts);
 pub use search::{
     COMBINED_HYBRID_SEARCH_RRF, CommunityHit, DateFilter, EDGE_HYBRID_SEARCH_RRF, EntityHit,
@@ -120,7 +119,7 @@ pub use search::{
 pub use store::GraphCounts;
 
 internal_use!(communities::{COMMUNITY_SCHEMA_NAME, build_communities, community_schema});
-pub use crate::vocab::check_content;
+internal_use!(crate::vocab::check_content);
 internal_use!(extract::{
     DEFAULT_EXTRACTION_LABEL, EXTRACTION_SCHEMA_NAME, ExtractedEntity, ExtractedFact, Extraction,
     ExtractionInput, GENERIC_RELATION_TYPE, extract, extraction_schema,

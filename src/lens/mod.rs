@@ -8,14 +8,14 @@
 //!   the process the validated [`Ingest`] request and a Lens-bound [`LensStore`]; the
 //!   process decides whether to make zero, one or many writes with
 //!   [`LensStore::add`], and may read with [`LensStore::search`]. The built-in process,
-//!   [`StoreIngestion`], writes the request straight through, once. Every episode a
+//!   `StoreIngestion`, writes the request straight through, once. Every episode a
 //!   Lens writes goes to the Lens's Destination, is extracted with the Lens's ontology,
 //!   and ends its source description with ` [lens: <name>]`
 //!   ([provenance](crate::provenance)).
 //! * **Replace-graph** ([`Lens::replace_graph`]): a Destination only.
 //!   [`Client::replace`](crate::client::Client::replace) validates a whole [`Graph`] in
 //!   full, then removes every node and relationship this Lens owned at its Destination
-//!   (marked with [`OWNER_PROPERTY`] = the Lens name) and inserts the new graph with
+//!   (marked with the owner property `_gralkor_lens` = the Lens name) and inserts the new graph with
 //!   the same mark. Content of other Lenses, Reflections and unowned content is never
 //!   touched; an empty graph clears the Lens's content. **The replacement is
 //!   atomic**: the Lens's graph is the old one or the new one, never a mix — a refused
@@ -70,10 +70,8 @@ pub use store::LensStore;
 
 /// The replace-graph payload lives with the storage; re-exported here, where
 /// replace-graph Lenses are described.
-pub use crate::storage::{
-    Graph, GraphNode, GraphRelationship, MAX_REPLACEMENT_BYTES, OWNER_PROPERTY,
-    RESERVED_PROPERTY_PREFIX,
-};
+pub use crate::storage::{Graph, GraphNode, GraphRelationship};
+internal_use!(crate::storage::{MAX_REPLACEMENT_BYTES, OWNER_PROPERTY, RESERVED_PROPERTY_PREFIX});
 
 use crate::Result;
 use crate::destination::PERSONAL;
@@ -83,7 +81,7 @@ use crate::ontology::Ontology;
 pub const PERSONAL_CHAT: &str = "personal-chat";
 
 /// Lens names of earlier versions that are rejected, with what to use instead.
-pub const RETIRED_LENS_NAMES: [(&str, &str); 2] = [
+pub(crate) const RETIRED_LENS_NAMES: [(&str, &str); 2] = [
     (
         "operator",
         "is retired: use the packaged `personal-chat` Lens (Destination `personal`)",
@@ -156,7 +154,7 @@ impl<T: Ingestion> DynIngestion for T {
 /// The built-in ingestion process: writes the request's content and source
 /// description straight through, as one episode.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct StoreIngestion;
+pub(crate) struct StoreIngestion;
 
 impl Ingestion for StoreIngestion {
     async fn ingest(&self, request: &Ingest, store: &LensStore) -> Result<()> {
@@ -207,7 +205,7 @@ impl AppendingLens {
         self
     }
 
-    /// Uses `ingestion` instead of the built-in [`StoreIngestion`].
+    /// Uses `ingestion` instead of the built-in `StoreIngestion`.
     pub fn ingestion(mut self, ingestion: impl Ingestion + 'static) -> Self {
         self.ingestion = Arc::new(ingestion);
         self
@@ -235,7 +233,7 @@ impl From<AppendingLens> for Lens {
 
 impl Lens {
     /// An appending Lens writing to `destination` with the open generic ontology and
-    /// the built-in [`StoreIngestion`]; refine it with the builder methods.
+    /// the built-in `StoreIngestion`; refine it with the builder methods.
     pub fn appending(name: impl Into<String>, destination: impl Into<String>) -> AppendingLens {
         AppendingLens {
             name: name.into(),

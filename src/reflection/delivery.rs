@@ -1,7 +1,7 @@
 //! Delivery of artefacts, the retry schedule and the terminal outcomes.
 //!
 //! * [`RetrySchedule`]: a failure is retried iff it is *retryable*
-//!   ([`classify`]): an HTTP-like 5xx status is found in the error (a provider's
+//!   (`classify`): an HTTP-like 5xx status is found in the error (a provider's
 //!   status, also inside a chain of causes), or it is a transient transport or
 //!   database fault (a dropped connection, a timeout, a busy or lost episode claim),
 //!   which gralkor treats like a 503 so no artefact is lost. The delay starts at 1 s,
@@ -17,12 +17,13 @@
 //!   description exactly `reflection:<name>`, extracted with the output's ontology.
 //!   Equal content confirms without extraction; different content is an
 //!   [`Error::ArtefactConflict`]; an equal episode whose extraction did not finish
-//!   resumes it. [`stored_artefact`] reads an artefact back by id, so a resubmission
+//!   resumes it. `stored_artefact` reads an artefact back by id, so a resubmission
 //!   delivers what was produced before without running the chain of thought again.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+#[cfg(any(test, feature = "testing"))]
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -93,22 +94,28 @@ impl Completion {
     }
 }
 
-/// A boxed future of a sleep.
-pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send>>;
+internal_item!(
+    /// A boxed future of a sleep.
+    pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send>>;
+);
 
-/// Time for the retry schedule: a monotonic "now" and a sleep.
-pub trait Clock: Send + Sync + fmt::Debug {
-    /// Time since some fixed point (monotonic).
-    fn now(&self) -> Duration;
-    /// Waits `d`.
-    fn sleep(&self, d: Duration) -> Sleep;
-}
+internal_item!(
+    /// Time for the retry schedule: a monotonic "now" and a sleep.
+    pub trait Clock: Send + Sync + fmt::Debug {
+        /// Time since some fixed point (monotonic).
+        fn now(&self) -> Duration;
+        /// Waits `d`.
+        fn sleep(&self, d: Duration) -> Sleep;
+    }
+);
 
-/// The real clock (tokio's time).
-#[derive(Debug, Clone)]
-pub struct SystemClock {
-    start: tokio::time::Instant,
-}
+internal_item!(
+    /// The real clock (tokio's time).
+    #[derive(Debug, Clone)]
+    pub struct SystemClock {
+        start: tokio::time::Instant,
+    }
+);
 
 impl Default for SystemClock {
     fn default() -> Self {
@@ -128,13 +135,17 @@ impl Clock for SystemClock {
     }
 }
 
-/// A **test double** [`Clock`]: sleeping advances it at once and is recorded.
-/// Clones share the time and the record.
-#[derive(Debug, Clone, Default)]
-pub struct ManualClock {
-    state: Arc<Mutex<(Duration, Vec<Duration>)>>,
-}
+internal_item!(
+    #[cfg(any(test, feature = "testing"))]
+    /// A **test double** [`Clock`]: sleeping advances it at once and is recorded.
+    /// Clones share the time and the record.
+    #[derive(Debug, Clone, Default)]
+    pub struct ManualClock {
+        state: Arc<Mutex<(Duration, Vec<Duration>)>>,
+    }
+);
 
+#[cfg(any(test, feature = "testing"))]
 impl ManualClock {
     /// A clock at zero.
     pub fn new() -> ManualClock {
@@ -156,6 +167,7 @@ impl ManualClock {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 impl Clock for ManualClock {
     fn now(&self) -> Duration {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).0
@@ -173,7 +185,7 @@ impl Clock for ManualClock {
 
 /// How a failure is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
+pub(crate) enum Class {
     /// Try again (a 5xx or a transient fault).
     Retry,
     /// Give up at once (a 4xx).
@@ -184,7 +196,7 @@ pub enum Class {
 
 /// The HTTP-like status in `error`: a provider's status, looked for through the
 /// chain of causes too.
-pub fn http_status(error: &Error) -> Option<u16> {
+pub(crate) fn http_status(error: &Error) -> Option<u16> {
     if let Error::Provider {
         status: Some(s), ..
     } = error
@@ -205,7 +217,7 @@ pub fn http_status(error: &Error) -> Option<u16> {
 }
 
 /// Classifies a failure for the retry schedule (see the module documentation).
-pub fn classify(error: &Error) -> Class {
+pub(crate) fn classify(error: &Error) -> Class {
     match http_status(error) {
         Some(s) if (500..600).contains(&s) => Class::Retry,
         Some(s) if (400..500).contains(&s) => Class::Abandon,
@@ -245,7 +257,7 @@ impl Default for RetrySchedule {
 
 /// Why a retried operation stopped.
 #[derive(Debug)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// Abandoned: a 4xx, or the window closed on retryable failures.
     Abandoned(Error),
     /// A failure that is not retryable.
@@ -255,7 +267,7 @@ pub enum Stop {
 impl RetrySchedule {
     /// Runs `attempt` until it succeeds, a failure is not retryable, or the window
     /// closes.
-    pub async fn run<T, F, Fut>(&self, clock: &dyn Clock, mut attempt: F) -> Result<T, Stop>
+    pub(crate) async fn run<T, F, Fut>(&self, clock: &dyn Clock, mut attempt: F) -> Result<T, Stop>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
@@ -286,15 +298,17 @@ impl RetrySchedule {
     }
 }
 
-/// The episode body of an artefact: `{"id": …, "payload": …}`.
-pub fn artefact_body(artefact: &Artefact) -> Value {
-    artefact.body()
-}
+internal_item!(
+    /// The episode body of an artefact: `{"id": …, "payload": …}`.
+    pub fn artefact_body(artefact: &Artefact) -> Value {
+        artefact.body()
+    }
+);
 
 /// Reads an artefact from a stored Reflection episode body; `None` when the body is
 /// not a well-formed artefact (an object with exactly a string `id` and an object
 /// `payload`).
-pub fn parse_artefact(body: &str) -> Option<Artefact> {
+pub(crate) fn parse_artefact(body: &str) -> Option<Artefact> {
     Artefact::from_body(body)
 }
 
@@ -306,7 +320,7 @@ fn episode_uuid(artefact_id: &str) -> Result<uuid::Uuid> {
 /// The artefact stored under `artefact_id` in `graph` (complete or not), if any.
 /// A stored body naming a different artefact, or not an artefact at all, is an
 /// [`Error::ArtefactConflict`].
-pub async fn stored_artefact<S: Storage + ?Sized>(
+pub(crate) async fn stored_artefact<S: Storage + ?Sized>(
     storage: &S,
     graph: &GraphId,
     artefact_id: &str,
@@ -323,38 +337,40 @@ pub async fn stored_artefact<S: Storage + ?Sized>(
     }
 }
 
-/// Writes `artefact` to `graph` create-or-confirm (see the module documentation).
-pub async fn deliver<S: Storage + ?Sized>(
-    storage: &S,
-    graph: &GraphId,
-    reflection: &Reflection,
-    artefact: &Artefact,
-) -> Result<()> {
-    let uuid = episode_uuid(&artefact.id)?;
-    let mut episode = NewEpisode::new(
-        graph.clone(),
-        Writer::Reflection(reflection.name().to_string()),
-        Content::structured(artefact_body(artefact)),
-        "",
-        None,
-    )
-    .ontology(reflection.output_ontology().clone());
-    episode.uuid = uuid;
-    let span = tracing::info_span!(
-        "reflection.deliver",
-        reflection = reflection.name(),
-        artefact = artefact.id.as_str(),
-        graph = graph.as_str()
-    );
-    use tracing::Instrument;
-    match storage.add_episode(episode).instrument(span).await {
-        Ok(_) => Ok(()),
-        Err(Error::EpisodeConflict { .. }) => Err(Error::ArtefactConflict {
-            id: artefact.id.clone(),
-        }),
-        Err(e) => Err(e),
+internal_item!(
+    /// Writes `artefact` to `graph` create-or-confirm (see the module documentation).
+    pub async fn deliver<S: Storage + ?Sized>(
+        storage: &S,
+        graph: &GraphId,
+        reflection: &Reflection,
+        artefact: &Artefact,
+    ) -> Result<()> {
+        let uuid = episode_uuid(&artefact.id)?;
+        let mut episode = NewEpisode::new(
+            graph.clone(),
+            Writer::Reflection(reflection.name().to_string()),
+            Content::structured(artefact_body(artefact)),
+            "",
+            None,
+        )
+        .ontology(reflection.output_ontology().clone());
+        episode.uuid = uuid;
+        let span = tracing::info_span!(
+            "reflection.deliver",
+            reflection = reflection.name(),
+            artefact = artefact.id.as_str(),
+            graph = graph.as_str()
+        );
+        use tracing::Instrument;
+        match storage.add_episode(episode).instrument(span).await {
+            Ok(_) => Ok(()),
+            Err(Error::EpisodeConflict { .. }) => Err(Error::ArtefactConflict {
+                id: artefact.id.clone(),
+            }),
+            Err(e) => Err(e),
+        }
     }
-}
+);
 
 #[cfg(test)]
 mod tests {

@@ -59,12 +59,14 @@ pub mod packaged;
 pub mod runner;
 mod types;
 
-pub use artefact::{artefact_id, artefact_uuid};
-pub use types::{Mismatch, OutputType, TypeError, is_output_name};
+pub use artefact::artefact_id;
+internal_use!(artefact::artefact_uuid);
+pub(crate) use types::is_output_name;
+pub use types::{Mismatch, OutputType, TypeError};
 
 /// Reflection names the package keeps for its own Reflections (`generalisations`,
 /// `erl`); consumers cannot claim them.
-pub const PACKAGED_REFLECTIONS: [&str; 2] = ["generalisations", "erl"];
+pub(crate) const PACKAGED_REFLECTIONS: [&str; 2] = ["generalisations", "erl"];
 
 /// Where a Reflection's artefact goes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! The packaged Reflections, always installed and never replaceable:
 //!
-//! * [`GENERALISATIONS`] — output `global`, the open generic ontology. Before
+//! * `GENERALISATIONS` — output `global`, the open generic ontology. Before
 //!   inference the client makes one episode search across every accessible
 //!   Destination, its query built from the representations, and shows related
 //!   Lens-authored observations and prior generalisation artefacts apart from the
@@ -9,7 +9,7 @@
 //!   Array<{ content: string; level: integer; evolves_from: Array<{ content: string; level: integer }> }>`).
 //!   The lineage rule — no lineage: level 1; evolved: one above the highest level in
 //!   `evolves_from` — is stated in the prompt and checked only by the contract.
-//! * [`ERL`] (experiential learning) — output `personal`, the [`erl_ontology`] (an
+//! * `ERL` (experiential learning) — output `personal`, the `erl_ontology` (an
 //!   open ontology with one `Learning` entity whose fields are all optional). Three
 //!   steps ending in exactly `problem_kind`, `approach`, `success`, `lesson`.
 //!
@@ -19,14 +19,14 @@ use super::{Reflection, Step};
 use crate::ontology::{EntityMode, EntityType, Field, Ontology, RelationshipMode};
 
 /// The packaged generalisation Reflection's name.
-pub const GENERALISATIONS: &str = "generalisations";
+pub(crate) const GENERALISATIONS: &str = "generalisations";
 /// The packaged experiential-learning Reflection's name.
-pub const ERL: &str = "erl";
+pub(crate) const ERL: &str = "erl";
 
 /// The ontology `erl` extracts its artefacts with: open entities and relationships
 /// plus one `Learning` entity with optional `problem_kind`, `approach`, `success` and
 /// `lesson` fields.
-pub fn erl_ontology() -> Ontology {
+pub(crate) fn erl_ontology() -> Ontology {
     Ontology::builder(EntityMode::Open, RelationshipMode::Open)
         .entity(
             EntityType::new("Learning")
@@ -124,7 +124,7 @@ pub fn all() -> Vec<Reflection> {
 }
 
 /// The packaged Reflection `name`, if it is one.
-pub fn find(name: &str) -> Option<Reflection> {
+pub(crate) fn find(name: &str) -> Option<Reflection> {
     match name {
         GENERALISATIONS => Some(generalisations()),
         ERL => Some(erl()),

@@ -52,7 +52,7 @@ use crate::storage::{Artefact, Content, OperatorId};
 use crate::{Error, Result};
 
 /// The default bound on tool rounds per step.
-pub const DEFAULT_MAX_TOOL_ROUNDS: usize = 8;
+pub(crate) const DEFAULT_MAX_TOOL_ROUNDS: usize = 8;
 
 /// One completed representation an invocation supplies: exactly its id, Lens,
 /// content and the Lens's result.
@@ -295,7 +295,7 @@ impl ModelInference {
 }
 
 /// The schema name of a step's structured call: `step_<label>`.
-pub fn step_schema_name(label: &str) -> String {
+pub(crate) fn step_schema_name(label: &str) -> String {
     let mut name: String = format!("step_{label}")
         .chars()
         .map(|c| {
@@ -470,7 +470,7 @@ impl Runner {
         self
     }
 
-    /// At most `rounds` tool rounds per step (default [`DEFAULT_MAX_TOOL_ROUNDS`]);
+    /// At most `rounds` tool rounds per step (default `DEFAULT_MAX_TOOL_ROUNDS`);
     /// a step still asking for tools after that fails.
     pub fn max_tool_rounds(mut self, rounds: usize) -> Runner {
         self.max_tool_rounds = rounds;

@@ -41,16 +41,13 @@ use uuid::Uuid;
 
 pub use content::{
     Content, DEFAULT_MAX_RESULTS, MAX_RESULTS_LIMIT, SourceKind, validate_content,
-    validate_max_results, validate_query, validate_source_description,
+    validate_source_description,
 };
-pub(crate) use content::{overlap, words};
-pub use graph::{
-    Graph, GraphNode, GraphRelationship, MAX_REPLACEMENT_BYTES, OWNER_PROPERTY,
-    RESERVED_PROPERTY_PREFIX, owned_node_uuid,
-};
-pub use ids::{
-    GraphId, MAX_NAME_BYTES, OperatorId, RESERVED_PREFIXES, check_name_text, check_session_id,
-};
+pub(crate) use content::{overlap, validate_max_results, validate_query, words};
+pub use graph::{Graph, GraphNode, GraphRelationship};
+internal_use!(graph::{MAX_REPLACEMENT_BYTES, OWNER_PROPERTY, RESERVED_PROPERTY_PREFIX, owned_node_uuid});
+pub use ids::{GraphId, MAX_NAME_BYTES, OperatorId};
+internal_use!(ids::{RESERVED_PREFIXES, check_name_text, check_session_id});
 pub use memory::InMemoryStorage;
 pub(crate) use records::check_reflection_bodies;
 pub use records::{
@@ -59,6 +56,8 @@ pub use records::{
 };
 pub use status::{ModelStatus, StorageStatus};
 
+/// The one content rule every stored episode passes.
+pub use crate::vocab::check_content;
 /// The shared words of the port's values: instants, what a graph holds, a server's
 /// versions.
 pub use crate::vocab::{GraphStatus, ServerInfo, Timestamp};

@@ -41,12 +41,18 @@ use std::fmt;
 
 use crate::{Error, Result};
 
-/// The delimiter that opens a Lens marker; writer names may not contain it.
-pub const LENS_DELIMITER: &str = " [lens: ";
-/// The terminal marker of a direct write; writer names may not contain it.
-pub const DIRECT_MARKER: &str = "[gralkor: direct]";
-/// The prefix of a Reflection episode's whole source description.
-pub const REFLECTION_PREFIX: &str = "reflection:";
+internal_item!(
+    /// The delimiter that opens a Lens marker; writer names may not contain it.
+    pub const LENS_DELIMITER: &str = " [lens: ";
+);
+internal_item!(
+    /// The terminal marker of a direct write; writer names may not contain it.
+    pub const DIRECT_MARKER: &str = "[gralkor: direct]";
+);
+internal_item!(
+    /// The prefix of a Reflection episode's whole source description.
+    pub const REFLECTION_PREFIX: &str = "reflection:";
+);
 
 /// Who saved an episode. Serialised as `{"lens": "<name>"}`, `{"reflection":
 /// "<name>"}` or `"direct"`.
@@ -140,95 +146,109 @@ pub struct Provenance {
     pub description: String,
 }
 
-/// The stored description of an appending Lens episode: the caller's text followed by
-/// ` [lens: <lens>]`.
-pub fn lens_description(description: &str, lens: &str) -> String {
-    format!("{description}{LENS_DELIMITER}{lens}]")
-}
-
-/// The stored description of a Reflection episode: exactly `reflection:<name>`.
-pub fn reflection_description(reflection: &str) -> String {
-    format!("{REFLECTION_PREFIX}{reflection}")
-}
-
-/// The stored description of a direct write: the caller's text followed by
-/// ` [gralkor: direct]` (just the marker when the text is empty).
-pub fn direct_description(description: &str) -> String {
-    if description.is_empty() {
-        DIRECT_MARKER.to_string()
-    } else {
-        format!("{description} {DIRECT_MARKER}")
+internal_item!(
+    /// The stored description of an appending Lens episode: the caller's text followed by
+    /// ` [lens: <lens>]`.
+    pub fn lens_description(description: &str, lens: &str) -> String {
+        format!("{description}{LENS_DELIMITER}{lens}]")
     }
-}
+);
 
-/// Reads a stored source description back (see the module docs).
-pub fn parse(stored: &str) -> Provenance {
-    if let Some(text) = stored.strip_suffix(DIRECT_MARKER) {
-        let text = text.strip_suffix(' ').unwrap_or(text);
-        return Provenance {
-            writer: Some(Writer::Direct),
-            description: text.to_string(),
-        };
+internal_item!(
+    /// The stored description of a Reflection episode: exactly `reflection:<name>`.
+    pub fn reflection_description(reflection: &str) -> String {
+        format!("{REFLECTION_PREFIX}{reflection}")
     }
-    if let Some(body) = stored.strip_suffix(']')
-        && let Some(at) = body.rfind(LENS_DELIMITER)
-    {
-        let name = &body[at + LENS_DELIMITER.len()..];
-        if !name.is_empty() {
+);
+
+internal_item!(
+    /// The stored description of a direct write: the caller's text followed by
+    /// ` [gralkor: direct]` (just the marker when the text is empty).
+    pub fn direct_description(description: &str) -> String {
+        if description.is_empty() {
+            DIRECT_MARKER.to_string()
+        } else {
+            format!("{description} {DIRECT_MARKER}")
+        }
+    }
+);
+
+internal_item!(
+    /// Reads a stored source description back (see the module docs).
+    pub fn parse(stored: &str) -> Provenance {
+        if let Some(text) = stored.strip_suffix(DIRECT_MARKER) {
+            let text = text.strip_suffix(' ').unwrap_or(text);
             return Provenance {
-                writer: Some(Writer::Lens(name.to_string())),
-                description: body[..at].to_string(),
+                writer: Some(Writer::Direct),
+                description: text.to_string(),
             };
         }
-    }
-    if let Some(name) = stored.strip_prefix(REFLECTION_PREFIX)
-        && check_writer_name("reflection", name).is_ok()
-    {
-        return Provenance {
-            writer: Some(Writer::Reflection(name.to_string())),
+        if let Some(body) = stored.strip_suffix(']')
+            && let Some(at) = body.rfind(LENS_DELIMITER)
+        {
+            let name = &body[at + LENS_DELIMITER.len()..];
+            if !name.is_empty() {
+                return Provenance {
+                    writer: Some(Writer::Lens(name.to_string())),
+                    description: body[..at].to_string(),
+                };
+            }
+        }
+        if let Some(name) = stored.strip_prefix(REFLECTION_PREFIX)
+            && check_writer_name("reflection", name).is_ok()
+        {
+            return Provenance {
+                writer: Some(Writer::Reflection(name.to_string())),
+                description: stored.to_string(),
+            };
+        }
+        Provenance {
+            writer: None,
             description: stored.to_string(),
-        };
-    }
-    Provenance {
-        writer: None,
-        description: stored.to_string(),
-    }
-}
-
-/// Checks a Lens or Reflection name: non-blank, no NUL, at most
-/// [`MAX_NAME_BYTES`](crate::storage::MAX_NAME_BYTES) bytes (so its marker always
-/// leaves room in a stored description), no surrounding whitespace, and free of the
-/// writer delimiters ([`LENS_DELIMITER`], [`DIRECT_MARKER`]) and of brackets, so
-/// attribution stays unambiguous. `field` names the setting in the error.
-pub fn check_writer_name(field: &str, name: &str) -> Result<()> {
-    if name.trim().is_empty() {
-        return Err(Error::invalid(field, "must not be blank"));
-    }
-    super::check_name_text(field, name)?;
-    if name.trim() != name {
-        return Err(Error::invalid(
-            field,
-            format!("must not begin or end with whitespace (got `{name}`)"),
-        ));
-    }
-    for delimiter in [LENS_DELIMITER, DIRECT_MARKER] {
-        if name.contains(delimiter) {
-            return Err(Error::invalid(
-                field,
-                format!("must not contain the provenance delimiter `{delimiter}` (got `{name}`)"),
-            ));
         }
     }
-    // A bracket could complete or imitate a marker (`x [gralkor: direct` would make a
-    // Lens episode end like a direct one), so brackets are kept out altogether.
-    if name.contains(['[', ']']) {
-        return Err(Error::invalid(
-            field,
-            format!("must not contain `[` or `]`, which delimit provenance markers (got `{name}`)"),
-        ));
+);
+
+internal_item!(
+    /// Checks a Lens or Reflection name: non-blank, no NUL, at most
+    /// [`MAX_NAME_BYTES`](crate::storage::MAX_NAME_BYTES) bytes (so its marker always
+    /// leaves room in a stored description), no surrounding whitespace, and free of the
+    /// writer delimiters ([`LENS_DELIMITER`], [`DIRECT_MARKER`]) and of brackets, so
+    /// attribution stays unambiguous. `field` names the setting in the error.
+    pub fn check_writer_name(field: &str, name: &str) -> Result<()> {
+        if name.trim().is_empty() {
+            return Err(Error::invalid(field, "must not be blank"));
+        }
+        super::check_name_text(field, name)?;
+        if name.trim() != name {
+            return Err(Error::invalid(
+                field,
+                format!("must not begin or end with whitespace (got `{name}`)"),
+            ));
+        }
+        for delimiter in [LENS_DELIMITER, DIRECT_MARKER] {
+            if name.contains(delimiter) {
+                return Err(Error::invalid(
+                    field,
+                    format!(
+                        "must not contain the provenance delimiter `{delimiter}` (got `{name}`)"
+                    ),
+                ));
+            }
+        }
+        // A bracket could complete or imitate a marker (`x [gralkor: direct` would make a
+        // Lens episode end like a direct one), so brackets are kept out altogether.
+        if name.contains(['[', ']']) {
+            return Err(Error::invalid(
+                field,
+                format!(
+                    "must not contain `[` or `]`, which delimit provenance markers (got `{name}`)"
+                ),
+            ));
+        }
+        Ok(())
     }
-    Ok(())
-}
+);
 
 #[cfg(test)]
 mod tests {

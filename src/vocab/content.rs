@@ -50,7 +50,7 @@ impl SourceKind {
 /// remember, so they are refused).
 ///
 /// ```
-/// use gralkor::graph::{SourceKind, check_content};
+/// use gralkor::storage::{SourceKind, check_content};
 ///
 /// assert!(check_content("content", SourceKind::Text, "Ada moved to Lisbon.").is_ok());
 /// assert!(check_content("content", SourceKind::Message, "  ").is_err());

@@ -209,7 +209,7 @@ impl Story {
                 return Err(err(format!("episodes[{i}].id"), "is repeated"));
             }
             let text = e.text();
-            gralkor::graph::check_content("content", e.source, &text)
+            gralkor::storage::check_content("content", e.source, &text)
                 .map_err(|x| err(format!("episodes[{i}].content"), &x.to_string()))?;
         }
         let mut names = BTreeSet::new();

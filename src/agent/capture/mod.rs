@@ -50,7 +50,7 @@
 //!   upstream model failure (the provider client has already retried 429s and 5xx)
 //!   is dropped with a warning and not retried again; anything else (connection,
 //!   timeout, a panicking ingestion process, …) is retried after each of
-//!   [`DEFAULT_RETRY_DELAYS`] (1 s, 2 s, 4 s; configurable), then dropped with an
+//!   `DEFAULT_RETRY_DELAYS` (1 s, 2 s, 4 s; configurable), then dropped with an
 //!   error log `capture exhausted`. A closed client leaves the turns in the store for
 //!   the next buffer.
 //! * **Durable.** A buffer made with [`CaptureBuffer::native`] keeps its entries in
@@ -82,7 +82,7 @@
 //! ```
 
 mod sink;
-pub mod store;
+mod store;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -95,10 +95,10 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 pub use sink::CaptureSink;
-pub use store::{
-    Binding, CAPTURE_GRAPH, CaptureStore, FalkorCaptureStore, InMemoryCaptureStore, PendingEntry,
-    PendingRoute, RouteTarget,
-};
+internal_use!(store::{
+    Binding, CaptureStore, FalkorCaptureStore, InMemoryCaptureStore, PendingEntry, PendingRoute,
+    RouteTarget,
+});
 
 use super::transcript::{MemoryFilter, check_name, check_turn, transcript_parts};
 use super::turn::Turn;
@@ -111,10 +111,10 @@ use crate::storage::{Content, OperatorId};
 use crate::{Error, Result};
 
 /// The source description of every captured write.
-pub const CAPTURED: &str = "captured";
+pub(crate) const CAPTURED: &str = "captured";
 
 /// The buffer's retry delays by default: 1 s, 2 s, 4 s.
-pub const DEFAULT_RETRY_DELAYS: [Duration; 3] = [
+pub(crate) const DEFAULT_RETRY_DELAYS: [Duration; 3] = [
     Duration::from_secs(1),
     Duration::from_secs(2),
     Duration::from_secs(4),
@@ -216,19 +216,19 @@ impl Capture {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct CaptureConfig {
-    /// The delay before each retry ([`DEFAULT_RETRY_DELAYS`]); their number is the
+    /// The delay before each retry (`DEFAULT_RETRY_DELAYS`); their number is the
     /// number of retries.
     pub retry_delays: Vec<Duration>,
     /// What is dropped from a turn before it is stored ([`MemoryFilter::new`]).
     pub filter: MemoryFilter,
     /// How long the client's [`shutdown`](crate::Client::shutdown) waits for this
-    /// buffer's drain ([`DEFAULT_SHUTDOWN_TIMEOUT`]); what is not written by then stays
+    /// buffer's drain (`DEFAULT_SHUTDOWN_TIMEOUT`); what is not written by then stays
     /// pending in the store for the next buffer.
     pub shutdown_timeout: Duration,
 }
 
 /// How long a client's shutdown waits for a buffer's drain by default: 30 s.
-pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Default for CaptureConfig {
     fn default() -> Self {
@@ -369,81 +369,83 @@ fn verdict(e: &Error) -> Verdict {
 }
 
 impl CaptureBuffer {
-    /// A buffer writing through `sink` and keeping entries in `store`; loads every
-    /// entry the store holds (left by an earlier buffer), resolving its routes in
-    /// the runtime's current snapshot.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-    /// use std::sync::Arc;
-    /// use gralkor::agent::capture::{CaptureBuffer, CaptureConfig, InMemoryCaptureStore};
-    /// use gralkor::client::InMemoryClient;
-    ///
-    /// let store = Arc::new(InMemoryCaptureStore::new());
-    /// let buffer = CaptureBuffer::new(Arc::new(InMemoryClient::new()), store, CaptureConfig::new()).await?;
-    /// assert!(buffer.sessions().await.is_empty());
-    /// # Ok(()) }
-    /// ```
-    pub async fn new(
-        sink: Arc<dyn CaptureSink>,
-        store: Arc<dyn CaptureStore>,
-        config: CaptureConfig,
-    ) -> Result<CaptureBuffer> {
-        if config.shutdown_timeout.is_zero() {
-            return Err(Error::invalid(
-                "shutdown_timeout",
-                "must be positive (the bound on the drain at the client's shutdown)",
-            ));
-        }
-        let found = store
-            .load()
-            .instrument(tracing::info_span!("gralkor.capture.load"))
-            .await?;
-        let snapshot = sink.runtime().snapshot();
-        let mut sessions: HashMap<String, Session> = HashMap::new();
-        let mut last = 0;
-        let count = found.len();
-        for pending in found {
-            last = last.max(pending.seq);
-            let entry = Entry {
-                pending,
-                frozen: snapshot.clone(),
-            };
-            let id = entry.pending.session_id.clone();
-            match sessions.get_mut(&id) {
-                Some(s) => s.queued.push(entry),
-                None => {
-                    let mut s = Session::new(entry.pending.binding.clone());
-                    s.queued.push(entry);
-                    sessions.insert(id, s);
+    internal_item!(
+        /// A buffer writing through `sink` and keeping entries in `store`; loads every
+        /// entry the store holds (left by an earlier buffer), resolving its routes in
+        /// the runtime's current snapshot.
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+        /// use std::sync::Arc;
+        /// use gralkor::agent::capture::{CaptureBuffer, CaptureConfig, InMemoryCaptureStore};
+        /// use gralkor::client::InMemoryClient;
+        ///
+        /// let store = Arc::new(InMemoryCaptureStore::new());
+        /// let buffer = CaptureBuffer::new(Arc::new(InMemoryClient::new()), store, CaptureConfig::new()).await?;
+        /// assert!(buffer.sessions().await.is_empty());
+        /// # Ok(()) }
+        /// ```
+        pub async fn new(
+            sink: Arc<dyn CaptureSink>,
+            store: Arc<dyn CaptureStore>,
+            config: CaptureConfig,
+        ) -> Result<CaptureBuffer> {
+            if config.shutdown_timeout.is_zero() {
+                return Err(Error::invalid(
+                    "shutdown_timeout",
+                    "must be positive (the bound on the drain at the client's shutdown)",
+                ));
+            }
+            let found = store
+                .load()
+                .instrument(tracing::info_span!("gralkor.capture.load"))
+                .await?;
+            let snapshot = sink.runtime().snapshot();
+            let mut sessions: HashMap<String, Session> = HashMap::new();
+            let mut last = 0;
+            let count = found.len();
+            for pending in found {
+                last = last.max(pending.seq);
+                let entry = Entry {
+                    pending,
+                    frozen: snapshot.clone(),
+                };
+                let id = entry.pending.session_id.clone();
+                match sessions.get_mut(&id) {
+                    Some(s) => s.queued.push(entry),
+                    None => {
+                        let mut s = Session::new(entry.pending.binding.clone());
+                        s.queued.push(entry);
+                        sessions.insert(id, s);
+                    }
                 }
             }
+            if count > 0 {
+                tracing::info!(
+                    entries = count,
+                    sessions = sessions.len(),
+                    "[gralkor] capture buffer found pending turns"
+                );
+            }
+            let inner = Arc::new(Inner {
+                sink,
+                store,
+                config,
+                sessions: tokio::sync::Mutex::new(sessions),
+                workers: Mutex::new(JoinSet::new()),
+                closed: AtomicBool::new(false),
+                last_seq: AtomicI64::new(last),
+            });
+            // One `client.shutdown()` drains this buffer first; the client holds only a
+            // weak reference, so dropping the buffer is not delayed by it.
+            inner.sink.drain_on_shutdown(Arc::new(BufferDrain {
+                inner: Arc::downgrade(&inner),
+            }));
+            Ok(CaptureBuffer { inner })
         }
-        if count > 0 {
-            tracing::info!(
-                entries = count,
-                sessions = sessions.len(),
-                "[gralkor] capture buffer found pending turns"
-            );
-        }
-        let inner = Arc::new(Inner {
-            sink,
-            store,
-            config,
-            sessions: tokio::sync::Mutex::new(sessions),
-            workers: Mutex::new(JoinSet::new()),
-            closed: AtomicBool::new(false),
-            last_seq: AtomicI64::new(last),
-        });
-        // One `client.shutdown()` drains this buffer first; the client holds only a
-        // weak reference, so dropping the buffer is not delayed by it.
-        inner.sink.drain_on_shutdown(Arc::new(BufferDrain {
-            inner: Arc::downgrade(&inner),
-        }));
-        Ok(CaptureBuffer { inner })
-    }
+    );
 
-    /// A durable buffer over a native client: entries live in [`CAPTURE_GRAPH`] of
+    /// A durable buffer over a native client: entries live in the graph `gralkor/capture-buffer` of
     /// the client's FalkorDB server, and those a previous process left are loaded.
     ///
     /// ```no_run

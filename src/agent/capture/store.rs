@@ -82,7 +82,7 @@ pub struct PendingRoute {
     pub ingestion_id: String,
 }
 
-/// One session's buffered turns (see the [module](self) documentation).
+/// One session's buffered turns (see the module documentation).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PendingEntry {
@@ -103,7 +103,7 @@ pub struct PendingEntry {
     pub turns: Vec<Turn>,
 }
 
-/// Keeps pending entries across a buffer's life (see the [module](self)
+/// Keeps pending entries across a buffer's life (see the module
 /// documentation). Implement it to keep them elsewhere.
 #[async_trait]
 pub trait CaptureStore: Send + Sync + std::fmt::Debug + 'static {
@@ -165,7 +165,7 @@ impl CaptureStore for InMemoryCaptureStore {
     }
 }
 
-/// Pending entries in a FalkorDB graph ([`CAPTURE_GRAPH`] unless told otherwise).
+/// Pending entries in a FalkorDB graph (`CAPTURE_GRAPH` unless told otherwise).
 #[derive(Debug, Clone)]
 pub struct FalkorCaptureStore {
     db: FalkorDb,
@@ -173,7 +173,7 @@ pub struct FalkorCaptureStore {
 }
 
 impl FalkorCaptureStore {
-    /// Entries in [`CAPTURE_GRAPH`] of `db`'s server.
+    /// Entries in `CAPTURE_GRAPH` of `db`'s server.
     pub fn new(db: FalkorDb) -> FalkorCaptureStore {
         FalkorCaptureStore::in_graph(db, CAPTURE_GRAPH)
     }
@@ -187,6 +187,7 @@ impl FalkorCaptureStore {
     }
 
     /// The graph.
+    #[cfg(any(test, feature = "testing"))]
     pub fn graph(&self) -> &str {
         &self.graph
     }
