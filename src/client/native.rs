@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use super::memory::MemoryClient;
-use crate::graph::native_storage::NativeStorage;
 use crate::Result;
 use crate::config::Config;
 use crate::falkordb::FalkorDb;
 use crate::graph::Engine;
+use crate::graph::native_storage::NativeStorage;
 use crate::llm::Models;
 use crate::runtime::{Runtime, RuntimeConfig};
 
