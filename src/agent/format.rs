@@ -147,7 +147,7 @@ fn fits(text: &str, max_bytes: usize) -> bool {
 }
 
 internal_item!(
-    /// `text` when its envelope fits `max_bytes` (and it is within [`MAX_TEXT_CHARS`]),
+    /// `text` when its envelope fits `max_bytes` (and it is within `MAX_TEXT_CHARS`),
     /// else [`Error::BudgetTooSmall`] with the envelope's size as the minimum.
     ///
     /// ```

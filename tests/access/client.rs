@@ -317,32 +317,7 @@ impl Rig {
     }
 }
 
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test]
-            async fn in_memory() {
-                super::$name(super::Kind::Twin).await
-            }
-            #[tokio::test]
-            async fn native() {
-                super::$name(super::Kind::Native).await
-            }
-            #[cfg(feature = "spicedb")]
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn native_spicedb() {
-                super::$name(super::Kind::NativeSpiceDb).await
-            }
-            #[cfg(feature = "spicedb")]
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn native_spicedb_remote() {
-                super::$name(super::Kind::NativeSpiceDbRemote).await
-            }
-        }
-    )*};
-}
-
-both!(
+every_client!(
     with_an_authorizer_a_request_without_a_subject_is_refused_before_anything_is_stored,
     a_person_owns_their_personal_graph_and_no_one_else_reads_it,
     a_shared_destination_needs_contribute_to_write_and_access_to_read,

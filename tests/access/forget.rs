@@ -20,32 +20,7 @@ fn fresh(tag: &str) -> (OperatorId, Subject) {
     )
 }
 
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test]
-            async fn in_memory() {
-                super::$name(super::Kind::Twin).await
-            }
-            #[tokio::test]
-            async fn native() {
-                super::$name(super::Kind::Native).await
-            }
-            #[cfg(feature = "spicedb")]
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn native_spicedb() {
-                super::$name(super::Kind::NativeSpiceDb).await
-            }
-            #[cfg(feature = "spicedb")]
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn native_spicedb_remote() {
-                super::$name(super::Kind::NativeSpiceDbRemote).await
-            }
-        }
-    )*};
-}
-
-both!(
+every_client!(
     purging_an_operator_leaves_no_episode_result_or_relationship_of_theirs,
     only_the_operator_themself_may_purge,
     a_purge_can_run_again,

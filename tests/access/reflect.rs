@@ -36,32 +36,7 @@ fn inv() -> String {
     format!("inv-{}", Uuid::new_v4().simple())
 }
 
-macro_rules! every_authorizer {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test]
-            async fn in_memory() {
-                super::$name(super::Kind::Twin).await
-            }
-            #[tokio::test]
-            async fn native() {
-                super::$name(super::Kind::Native).await
-            }
-            #[cfg(feature = "spicedb")]
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn native_spicedb() {
-                super::$name(super::Kind::NativeSpiceDb).await
-            }
-            #[cfg(feature = "spicedb")]
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn native_spicedb_remote() {
-                super::$name(super::Kind::NativeSpiceDbRemote).await
-            }
-        }
-    )*};
-}
-
-every_authorizer!(
+every_client!(
     reflect_without_a_subject_or_without_contribute_is_refused_at_submission_and_runs_nothing,
     a_non_member_naming_another_persons_operator_cannot_reflect_into_their_personal_graph,
     permission_revoked_between_submission_and_delivery_fails_the_delivery_and_writes_nothing,
