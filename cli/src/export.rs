@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use gralkor::NativeClient;
 use gralkor::client::{Client, OperatorId};
-use gralkor::graph::{EntityEdge, EntityNode, Timestamp};
+use gralkor::graph::{EntityEdge, EntityNode};
+use gralkor::storage::Timestamp;
 use serde::Serialize;
 use uuid::Uuid;
 

@@ -28,7 +28,7 @@ use gralkor::NativeClient;
 use gralkor::agent::transcript::{MemoryFilter, format_transcript};
 use gralkor::agent::turn::Turn;
 use gralkor::client::{Client, Content, EpisodeRef, Ingest, OperatorId};
-use gralkor::graph::Timestamp;
+use gralkor::storage::Timestamp;
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;

@@ -80,7 +80,7 @@ fn between<'a>(text: &'a str, tag: &str) -> Option<&'a str> {
     Some(text[start..end].trim())
 }
 
-fn time(t: Option<gralkor::graph::Timestamp>) -> Value {
+fn time(t: Option<gralkor::storage::Timestamp>) -> Value {
     t.map_or(Value::Null, |t| json!(t.to_rfc3339()))
 }
 

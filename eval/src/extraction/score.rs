@@ -41,9 +41,10 @@
 
 use std::collections::BTreeMap;
 
-use gralkor::graph::{EntityEdge, Timestamp};
+use gralkor::graph::EntityEdge;
 use gralkor::llm::Embedder;
 use gralkor::ontology::GENERIC_ENTITY_LABEL;
+use gralkor::storage::Timestamp;
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;

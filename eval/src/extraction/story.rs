@@ -36,8 +36,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use gralkor::graph::{SourceKind, Timestamp};
 use gralkor::ontology::{GENERIC_ENTITY_LABEL, Ontology};
+use gralkor::storage::{SourceKind, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

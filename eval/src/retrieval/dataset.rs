@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use gralkor::agent::turn::{Message, Turn};
-use gralkor::graph::Timestamp;
+use gralkor::storage::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
