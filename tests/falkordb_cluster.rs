@@ -28,6 +28,9 @@ fn slot_ranges(n: usize) -> Vec<(u16, u16)> {
 
 /// Two distinct ports nobody listens on (the kernel's choice; released before the
 /// server binds them).
+/// Held while a cluster's nodes start and bind the ports [`free_ports`] found.
+static STARTING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn free_ports() -> (u16, u16) {
     let a = TcpListener::bind("127.0.0.1:0").unwrap();
     let b = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -99,6 +102,11 @@ impl Cluster {
         let bins = resolve_binaries(&EmbeddedConfig::new(dir.path()))
             .await
             .expect("the FalkorDB binaries");
+        // `free_ports` releases the ports it found before the node binds them: the
+        // tests of this binary start their nodes one cluster at a time, so another
+        // test's node cannot take a port in between (it once answered for this
+        // cluster: "Slot 0 is already busy").
+        let starting = STARTING.lock().await;
         let mut nodes = Vec::new();
         for i in 0..primaries + replicas {
             let node_dir = dir.path().join(format!("node{i}"));
@@ -121,6 +129,7 @@ impl Cluster {
             })
             .await;
         }
+        drop(starting);
         for (node, (first, last)) in cluster.nodes.iter().zip(slot_ranges(primaries)) {
             let (first, last) = (first.to_string(), last.to_string());
             node_cmd(node.port, &["CLUSTER", "ADDSLOTSRANGE", &first, &last])
