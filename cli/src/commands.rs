@@ -115,6 +115,17 @@ fn read_content(args: &AddArgs) -> Outcome<String> {
     }
 }
 
+fn json_type(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}
+
 /// The content of a kind.
 pub fn content(kind: Kind, text: String) -> Outcome<Content> {
     Ok(match kind {
@@ -126,19 +137,74 @@ pub fn content(kind: Kind, text: String) -> Outcome<Content> {
                     field: "content".into(),
                     rule: format!("must be a JSON object with --kind json: {e}"),
                 })?;
+            if !value.is_object() {
+                return Err(Error::InvalidInput {
+                    field: "content".into(),
+                    rule: format!(
+                        "must be a JSON object with --kind json (got a JSON {})",
+                        json_type(&value)
+                    ),
+                }
+                .into());
+            }
             Content::structured(value)
         }
     })
 }
 
+/// What an add wrote, or found already there.
 #[derive(Serialize)]
-struct Added {
-    id: String,
-    lens: String,
-    destination: String,
+pub struct Added {
+    pub id: String,
+    pub lens: String,
+    pub destination: String,
     /// `false` when the content was there already (nothing was written).
-    written: bool,
-    episodes: Vec<Uuid>,
+    pub written: bool,
+    pub episodes: Vec<Uuid>,
+}
+
+/// Writes `content` through `lens` under the replay-stable ingestion `id`, unless the
+/// episode that id writes is there already (then nothing is written): the same content
+/// added twice by one operator to one Destination is one episode.
+#[allow(clippy::too_many_arguments)]
+pub async fn remember(
+    client: &NativeClient,
+    op: &OperatorId,
+    subject: Option<&Subject>,
+    lens: &str,
+    id: String,
+    content: Content,
+    source_description: &str,
+    session: Option<&String>,
+) -> Outcome<Added> {
+    let snapshot = client.runtime().snapshot();
+    let (place, expected) = graphs::ingested_uuid(&snapshot, op, lens, &id)?;
+    let existing = client
+        .get_episode(&EpisodeRef::new(op.clone(), &place.name, expected).asked_by(subject))
+        .await?;
+    if existing.is_some() {
+        return Ok(Added {
+            id,
+            lens: lens.to_string(),
+            destination: place.name,
+            written: false,
+            episodes: vec![expected],
+        });
+    }
+    let mut request = Ingest::new(&id, op, lens, content)
+        .source_description(source_description)
+        .asked_by(subject);
+    if let Some(session) = session {
+        request = request.session(session.clone());
+    }
+    let written = client.ingest(&request).await?;
+    Ok(Added {
+        id,
+        lens: lens.to_string(),
+        destination: place.name,
+        written: true,
+        episodes: written.iter().map(|w| w.episode).collect(),
+    })
 }
 
 pub async fn add(
@@ -153,35 +219,17 @@ pub async fn add(
         .id
         .clone()
         .unwrap_or_else(|| content_id("cli", &content));
-    let snapshot = client.runtime().snapshot();
-    let (place, expected) = graphs::ingested_uuid(&snapshot, op, &args.lens, &id)?;
-    let existing = client
-        .get_episode(&EpisodeRef::new(op.clone(), &place.name, expected).asked_by(subject))
-        .await?;
-    let added = if existing.is_some() {
-        Added {
-            id,
-            lens: args.lens.clone(),
-            destination: place.name,
-            written: false,
-            episodes: vec![expected],
-        }
-    } else {
-        let mut request = Ingest::new(&id, op, &args.lens, content)
-            .source_description(&args.source_description)
-            .asked_by(subject);
-        if let Some(session) = &args.session {
-            request = request.session(session.clone());
-        }
-        let written = client.ingest(&request).await?;
-        Added {
-            id,
-            lens: args.lens.clone(),
-            destination: place.name,
-            written: true,
-            episodes: written.iter().map(|w| w.episode).collect(),
-        }
-    };
+    let added = remember(
+        client,
+        op,
+        subject,
+        &args.lens,
+        id,
+        content,
+        &args.source_description,
+        args.session.as_ref(),
+    )
+    .await?;
     out.emit(&added, || {
         let verb = if added.written {
             "added"
@@ -386,25 +434,27 @@ pub async fn get(
     out.emit(&memory.json(&place.name), || memory.text(&place.name))
 }
 
-pub async fn episodes(
+/// The `last` most recent episodes of each Destination (named, or every one) that the
+/// subject may see, newest first.
+pub async fn recent(
     client: &NativeClient,
     op: &OperatorId,
     subject: Option<&Subject>,
-    args: &EpisodesArgs,
-    out: Out,
-) -> Outcome {
+    destinations: &[String],
+    last: usize,
+) -> Outcome<Vec<Listed>> {
     let snapshot = client.runtime().snapshot();
     let mut listed = Vec::new();
-    for place in graphs::places(&snapshot, Some(op), &args.destinations)? {
+    for place in graphs::places(&snapshot, Some(op), destinations)? {
         // The newest first, a page at a time, until `last` are visible to the subject
         // (with an authorizer some may not be) or the graph has no more.
-        let page = args.last.max(50);
+        let page = last.max(50);
         let (mut skip, mut shown) = (0, 0);
         'pages: loop {
             let batch = graphs::recent_episodes(client, &place, skip, page).await?;
             let exhausted = batch.len() < page;
             for (uuid, state) in batch {
-                if shown == args.last {
+                if shown == last {
                     break 'pages;
                 }
                 if let Some(episode) = client
@@ -419,12 +469,23 @@ pub async fn episodes(
                     });
                 }
             }
-            if exhausted || shown == args.last {
+            if exhausted || shown == last {
                 break;
             }
             skip += page;
         }
     }
+    Ok(listed)
+}
+
+pub async fn episodes(
+    client: &NativeClient,
+    op: &OperatorId,
+    subject: Option<&Subject>,
+    args: &EpisodesArgs,
+    out: Out,
+) -> Outcome {
+    let listed = recent(client, op, subject, &args.destinations, args.last).await?;
     out.emit(&listed, || {
         if listed.is_empty() {
             return "no episodes".to_string();

@@ -6,7 +6,9 @@ mod common;
 use std::process::Stdio;
 
 use common::Home;
-use gralkor::agent::tools::{admin_tools, memory_tools};
+use gralkor::agent::tools::{
+    ToolDefinition, admin_tools, inspection_tools, memory_tools, strict_violations,
+};
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
@@ -20,12 +22,13 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 type McpClient = RunningService<RoleClient, ClientConfig>;
 
-const TOOLS: [&str; 7] = [
+const TOOLS: [&str; 8] = [
     "memory_search",
     "memory_add",
     "memory_get",
     "memory_forget",
     "memory_status",
+    "memory_recent",
     "memory_build_indices",
     "memory_build_communities",
 ];
@@ -121,6 +124,25 @@ fn text(result: &CallToolResult) -> String {
         .clone()
 }
 
+/// The structured content of a successful call.
+fn structured(result: &CallToolResult) -> Value {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result
+        .structured_content
+        .clone()
+        .expect("structured content")
+}
+
+/// A tool's failure, as the model reads it: an `isError` result; its text, and the
+/// `error` of its structured content.
+fn tool_error(result: Result<CallToolResult, ServiceError>) -> (String, Value) {
+    let result = result.expect("a tool result, not a protocol error");
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = result.content[0].as_text().expect("a text").text.clone();
+    let error = result.structured_content.expect("structured content")["error"].clone();
+    (text, error)
+}
+
 /// The MCP error of a failed call.
 fn mcp_error(result: Result<CallToolResult, ServiceError>) -> rmcp::model::ErrorData {
     match result {
@@ -136,7 +158,46 @@ async fn exercise(client: &McpClient, episode: &str) {
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, TOOLS);
-    for defined in memory_tools().into_iter().chain(admin_tools()) {
+    // Every listed schema passes the strict-mode checker.
+    let listed: Vec<ToolDefinition> = tools
+        .iter()
+        .map(|t| {
+            serde_json::from_value(json!({"name": t.name, "description": t.description,
+                                          "parameters": Value::Object((*t.input_schema).clone())}))
+            .unwrap()
+        })
+        .collect();
+    assert_eq!(strict_violations(&listed), Vec::<String>::new());
+    // Annotations: the reads are read-only, forgetting is destructive.
+    let hint = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .annotations
+            .clone()
+            .unwrap()
+    };
+    for read in [
+        "memory_search",
+        "memory_get",
+        "memory_status",
+        "memory_recent",
+    ] {
+        assert_eq!(hint(read).read_only_hint, Some(true), "{read}");
+    }
+    assert_eq!(hint("memory_forget").destructive_hint, Some(true));
+    assert_eq!(hint("memory_add").destructive_hint, Some(false));
+    assert_eq!(hint("memory_add").idempotent_hint, Some(true));
+    // memory_add takes an idempotency key besides the agent layer's arguments.
+    let add = tools.iter().find(|t| t.name == "memory_add").unwrap();
+    assert!(add.input_schema["properties"]["idempotency_key"].is_object());
+    for defined in memory_tools()
+        .into_iter()
+        .filter(|t| t.name != "memory_add")
+        .chain(inspection_tools())
+        .chain(admin_tools())
+    {
         let listed = tools.iter().find(|t| t.name == defined.name).unwrap();
         assert_eq!(
             Value::Object((*listed.input_schema).clone()),
@@ -165,28 +226,114 @@ async fn exercise(client: &McpClient, episode: &str) {
         "Ada keeps honeybees on her allotment"
     );
 
-    // memory_search: the agent layer's presentation
-    let found = text(
-        &call(client, "memory_search", json!({"query": "honeybees"}))
-            .await
-            .unwrap(),
-    );
+    // memory_search: the text and the structured results carry ids and times
+    let searched = call(client, "memory_search", json!({"query": "honeybees"}))
+        .await
+        .unwrap();
+    let found = text(&searched);
     assert!(
-        found.contains("Ada keeps honeybees on her allotment"),
+        found.contains("Ada keeps honeybees on her allotment") && found.contains(episode),
         "{found}"
     );
+    let results = structured(&searched)["results"].clone();
+    let hit = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["text"] == "Ada keeps honeybees on her allotment")
+        .unwrap_or_else(|| panic!("{results}"))
+        .clone();
+    assert_eq!(hit["destination"], "personal");
+    assert!(
+        hit["episodes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(episode)),
+        "{hit}"
+    );
+    assert!(
+        hit["valid_at"].is_string() && hit["created_at"].is_string(),
+        "{hit}"
+    );
+    assert!(hit["invalid_at"].is_null(), "{hit}");
 
-    // memory_add answers at once
-    let ack = text(
+    // memory_add answers the episode id; the same content again is the same episode
+    let added = structured(
         &call(
+            client,
+            "memory_add",
+            json!({"content": "Ada plays the cello on Sundays", "source_kind": null,
+                   "source_description": null, "idempotency_key": null}),
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(added["written"], true);
+    assert_eq!(added["destination"], "personal");
+    let cello = added["id"].as_str().unwrap().to_string();
+    for _ in 0..2 {
+        let again = call(
             client,
             "memory_add",
             json!({"content": "Ada plays the cello on Sundays"}),
         )
         .await
+        .unwrap();
+        assert!(text(&again).contains(&cello), "{again:?}");
+        assert_eq!(structured(&again)["id"], cello.as_str());
+        assert_eq!(structured(&again)["written"], false);
+    }
+    // memory_recent lists it once, newest first, with its times
+    let recent = structured(
+        &call(
+            client,
+            "memory_recent",
+            json!({"destination": null, "limit": 10}),
+        )
+        .await
         .unwrap(),
     );
-    assert_eq!(ack, gralkor::agent::tools::INGESTING);
+    let listed: Vec<&Value> = recent["episodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["content"] == "Ada plays the cello on Sundays")
+        .collect();
+    assert_eq!(listed.len(), 1, "{recent}");
+    assert_eq!(listed[0]["id"], cello.as_str());
+    assert!(listed[0]["created_at"].is_string());
+    assert_eq!(recent["episodes"][0]["id"], cello.as_str(), "newest first");
+    // An idempotency key of the caller's own: the same key is the same episode.
+    let keyed = structured(
+        &call(
+            client,
+            "memory_add",
+            json!({"content": "Ada tunes the cello", "idempotency_key": "k-1"}),
+        )
+        .await
+        .unwrap(),
+    );
+    let retried = structured(
+        &call(
+            client,
+            "memory_add",
+            json!({"content": "Ada tunes the cello.", "idempotency_key": "k-1"}),
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(
+        (keyed["written"].clone(), retried["written"].clone()),
+        (json!(true), json!(false))
+    );
+    assert_eq!(keyed["id"], retried["id"]);
+    // memory_get by the id memory_add answered
+    let got = structured(
+        &call(client, "memory_get", json!({"id": cello}))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(got["episode"]["content"], "Ada plays the cello on Sundays");
 
     // memory_status
     let status: Value = serde_json::from_str(&text(
@@ -219,19 +366,44 @@ async fn exercise(client: &McpClient, episode: &str) {
         "{communities}"
     );
 
-    // errors as MCP errors
+    // an unknown tool is a protocol error; a tool's bad arguments are isError results
     let unknown = mcp_error(call(client, "memory_frobnicate", json!({})).await);
     assert_eq!(unknown.code, ErrorCode::INVALID_PARAMS);
     assert!(unknown.message.contains("memory_frobnicate"), "{unknown:?}");
-    let extra = mcp_error(call(client, "memory_search", json!({"query": "x", "bogus": 1})).await);
-    assert_eq!(extra.code, ErrorCode::INVALID_PARAMS);
-    assert!(
-        extra.message.contains("memory_search.arguments"),
-        "{extra:?}"
+    let (message, error) =
+        tool_error(call(client, "memory_search", json!({"query": "x", "bogus": 1})).await);
+    assert!(message.contains("memory_search.arguments"), "{message}");
+    assert_eq!(error["kind"], "invalid_input");
+    assert_eq!(error["field"], "memory_search.arguments");
+    let (_, error) = tool_error(call(client, "memory_get", json!({"id": "not-a-uuid"})).await);
+    assert_eq!(error["kind"], "invalid_input");
+    assert_eq!(error["field"], "memory_get.arguments.id");
+    let (message, error) = tool_error(
+        call(
+            client,
+            "memory_search",
+            json!({"query": "bees ".repeat(2000)}),
+        )
+        .await,
     );
-    let bad_id = mcp_error(call(client, "memory_get", json!({"id": "not-a-uuid"})).await);
-    assert_eq!(bad_id.code, ErrorCode::INVALID_PARAMS);
-    assert_eq!(bad_id.data.as_ref().unwrap()["kind"], "invalid_input");
+    assert_eq!(error["field"], "memory_search.arguments.query", "{message}");
+    assert!(message.contains("8192 bytes"), "{message}");
+    let (_, error) = tool_error(call(client, "memory_add", json!({})).await);
+    assert!(
+        error["message"].as_str().unwrap().contains("content"),
+        "{error}"
+    );
+    let (_, error) = tool_error(
+        call(
+            client,
+            "memory_add",
+            json!({"content": "[1, 2]", "source_kind": "structured_record"}),
+        )
+        .await,
+    );
+    assert_eq!(error["field"], "memory_add.arguments.content");
+    let (_, error) = tool_error(call(client, "memory_recent", json!({"limit": 0})).await);
+    assert_eq!(error["field"], "memory_recent.arguments.limit");
 
     // memory_forget, then the episode is gone
     let forgot = text(
@@ -240,25 +412,28 @@ async fn exercise(client: &McpClient, episode: &str) {
             .unwrap(),
     );
     assert_eq!(forgot, format!("Forgot episode {episode} in personal."));
-    let gone = mcp_error(call(client, "memory_get", json!({"id": episode})).await);
-    assert_eq!(gone.code, ErrorCode::RESOURCE_NOT_FOUND);
-    assert_eq!(gone.data.as_ref().unwrap()["kind"], "not_found");
+    let (_, gone) = tool_error(call(client, "memory_get", json!({"id": episode})).await);
+    assert_eq!(gone["kind"], "not_found");
 
     // memory_forget a whole session
-    let neither = mcp_error(call(client, "memory_forget", json!({})).await);
-    assert_eq!(neither.code, ErrorCode::INVALID_PARAMS);
+    let (neither, _) = tool_error(
+        call(
+            client,
+            "memory_forget",
+            json!({"id": null, "destination": null, "session": null}),
+        )
+        .await,
+    );
     assert!(
-        neither
-            .message
-            .contains("exactly one of `id` and `session`"),
-        "{neither:?}"
+        neither.contains("exactly one of `id` and `session`"),
+        "{neither}"
     );
     let forgot = text(
         &call(client, "memory_forget", json!({"session": "chat-9"}))
             .await
             .unwrap(),
     );
-    assert_eq!(forgot, "Forgot session chat-9: 1 episodes.");
+    assert_eq!(forgot, "Forgot session chat-9: 1 episode.");
     let found = text(
         &call(client, "memory_search", json!({"query": "shed"}))
             .await
@@ -276,16 +451,106 @@ fn seed(home: &Home) -> String {
     added["episodes"][0].as_str().unwrap().to_string()
 }
 
-/// After the server stopped: the memory_add landed (shutdown waited for it).
+/// After the server stopped: the memory_add landed, once for three identical adds.
 fn memory_add_landed(home: &Home) {
-    let found = home.run(&["--json", "search", "cello"]).json();
+    let found = home.run(&["--json", "search", "cello on Sundays"]).json();
     let contents: Vec<&str> = found
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|r| r["hit"]["content"].as_str())
+        .filter(|c| *c == "Ada plays the cello on Sundays")
         .collect();
-    assert_eq!(contents, ["Ada plays the cello on Sundays"]);
+    assert_eq!(contents.len(), 1, "{found}");
+}
+
+/// The JSON-RPC answers to the messages the SDK alone would answer wrongly: a line
+/// that is not JSON, and tools/call arguments that are not an object.
+const NOT_JSON: &str = "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ";
+const STRING_ARGUMENTS: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory_search","arguments":"query"}}"#;
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+
+// errors / protocol errors have their JSON-RPC codes, on stdio
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_messages_get_their_json_rpc_codes_over_stdio() {
+    use tokio::io::AsyncWriteExt;
+    let home = Home::new();
+    let mut child = command(&home, &["--operator", "ada", "mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut ask = async |line: &str| -> Value {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        let answer = lines.next_line().await.unwrap().expect("an answer");
+        serde_json::from_str(&answer).unwrap()
+    };
+    let parse = ask(NOT_JSON).await;
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert!(parse["id"].is_null());
+    let params = ask(STRING_ARGUMENTS).await;
+    assert_eq!(params["error"]["code"], -32602, "{params}");
+    assert_eq!(params["id"], 7);
+    assert!(
+        params["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("params.arguments")
+    );
+    // The server goes on answering well-formed messages.
+    let init = ask(INITIALIZE).await;
+    assert_eq!(init["id"], 8);
+    assert_eq!(init["result"]["serverInfo"]["name"], "gralkor", "{init}");
+    drop(stdin);
+    assert!(child.wait().await.unwrap().success());
+}
+
+/// One HTTP/1.1 POST of `body` to the server; the status and the body.
+async fn post(url: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    let request = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response.split_once("\r\n\r\n").unwrap().1.to_string();
+    (status, body)
+}
+
+// errors / protocol errors have their JSON-RPC codes, over HTTP
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_messages_get_their_json_rpc_codes_over_http() {
+    let home = Home::new();
+    let server = HttpServer::start(&home, &["--operator", "ada"], &[]).await;
+    let (status, body) = post(&server.url, NOT_JSON).await;
+    assert_eq!(status, 400, "{body}");
+    let parse: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    let (status, body) = post(&server.url, STRING_ARGUMENTS).await;
+    assert_eq!(status, 200, "{body}");
+    let params: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(params["error"]["code"], -32602, "{params}");
+    assert_eq!(params["id"], 7);
+    // A well-formed message still reaches the SDK.
+    let (status, body) = post(&server.url, INITIALIZE).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"serverInfo\""), "{body}");
+    assert_eq!(server.stop().await, 0);
 }
 
 // stdio / list tools, call each, errors as MCP errors
@@ -331,8 +596,8 @@ async fn the_operator_comes_from_the_request_meta_when_the_server_has_none() {
     let ada: Value =
         serde_json::from_str(&text(&client.call_tool(as_operator("ada")).await.unwrap())).unwrap();
     assert_eq!(ada["episode"]["uuid"], episode.as_str());
-    let grace = client.call_tool(as_operator("grace")).await;
-    assert_eq!(mcp_error(grace).code, ErrorCode::RESOURCE_NOT_FOUND);
+    let (_, grace) = tool_error(client.call_tool(as_operator("grace")).await);
+    assert_eq!(grace["kind"], "not_found");
     let nobody = mcp_error(call(&client, "memory_get", json!({"id": episode})).await);
     assert_eq!(nobody.code, ErrorCode::INVALID_PARAMS);
     assert!(nobody.message.contains("_meta.operator_id"), "{nobody:?}");
@@ -371,15 +636,11 @@ async fn with_an_authorizer_the_tools_run_as_the_configured_subject() {
             .unwrap(),
     );
     assert_eq!(found, "No matching facts.");
-    let got = mcp_error(call(&bob, "memory_get", json!({"id": episode})).await);
-    assert_eq!(got.code, ErrorCode::RESOURCE_NOT_FOUND);
-    let write = mcp_error(call(&bob, "memory_add", json!({"content": "Bob was here"})).await);
-    assert_eq!(
-        write.data.unwrap()["kind"],
-        "permission_denied",
-        "{}",
-        write.message
-    );
+    let (_, got) = tool_error(call(&bob, "memory_get", json!({"id": episode})).await);
+    assert_eq!(got["kind"], "not_found");
+    let (message, write) =
+        tool_error(call(&bob, "memory_add", json!({"content": "Bob was here"})).await);
+    assert_eq!(write["kind"], "permission_denied", "{message}");
     bob.cancel().await.unwrap();
     // Ada finds it.
     let ada = stdio_client(&home, &guarded("person:ada")).await;

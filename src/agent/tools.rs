@@ -48,6 +48,8 @@ pub const MEMORY_GET: &str = "memory_get";
 pub const MEMORY_FORGET: &str = "memory_forget";
 /// The `memory_status` tool's name.
 pub const MEMORY_STATUS: &str = "memory_status";
+/// The `memory_recent` tool's name.
+pub const MEMORY_RECENT: &str = "memory_recent";
 internal_item!(
     /// What `memory_add` answers at once.
     pub const INGESTING: &str = "Ingesting.";
@@ -86,8 +88,15 @@ impl ToolDefinition {
     }
 }
 
+/// A nullable list of strings (strict mode: an optional property is required and
+/// nullable).
 fn string_list(description: &str) -> Value {
-    json!({"type": "array", "items": {"type": "string"}, "description": description})
+    json!({"type": ["array", "null"], "items": {"type": "string"}, "description": description})
+}
+
+/// A nullable string.
+fn optional_string(description: &str) -> Value {
+    json!({"type": ["string", "null"], "description": description})
 }
 
 internal_item!(
@@ -102,16 +111,15 @@ internal_item!(
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "What to look for."},
-                    "destinations": string_list("Only these memory Destinations (default: every accessible one)."),
-                    "lenses": string_list("Only facts written through these Lenses (default: every writer)."),
+                    "query": {"type": "string", "description": "What to look for (at most 8 KiB)."},
+                    "destinations": string_list("Only these memory Destinations (null: every accessible one)."),
+                    "lenses": string_list("Only facts written through these Lenses (null: every writer)."),
                     "as_of": {
-                        "type": "string",
-                        "format": "date-time",
-                        "description": "What was true at this instant, RFC 3339 (e.g. 2024-06-01T00:00:00Z), instead of what is true now.",
+                        "type": ["string", "null"],
+                        "description": "What was true at this instant, RFC 3339 (e.g. 2024-06-01T00:00:00Z), instead of what is true now (null: now).",
                     },
                 },
-                "required": ["query"],
+                "required": ["query", "destinations", "lenses", "as_of"],
                 "additionalProperties": false,
             }),
         }
@@ -132,13 +140,13 @@ internal_item!(
                 "properties": {
                     "content": {"type": "string", "description": "What to remember, in plain words."},
                     "source_kind": {
-                        "type": "string",
-                        "enum": ["conversation", "document", "structured_record"],
-                        "description": "What the content is (default: document).",
+                        "type": ["string", "null"],
+                        "enum": ["conversation", "document", "structured_record", null],
+                        "description": "What the content is (null: document).",
                     },
-                    "source_description": {"type": "string", "description": "Where it came from (default: manual)."},
+                    "source_description": optional_string("Where it came from (null: manual)."),
                 },
-                "required": ["content"],
+                "required": ["content", "source_kind", "source_description"],
                 "additionalProperties": false,
             }),
         }
@@ -152,7 +160,7 @@ pub(crate) fn build_indices_tool() -> ToolDefinition {
         description: "Admin operation: rebuild the indices of every memory graph. DO NOT CALL \
                       unless the user asked for it explicitly."
             .into(),
-        parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        parameters: json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false}),
     }
 }
 
@@ -167,8 +175,9 @@ pub(crate) fn build_communities_tool() -> ToolDefinition {
         parameters: json!({
             "type": "object",
             "properties": {
-                "destination": {"type": "string", "description": "The Destination (default: personal)."},
+                "destination": optional_string("The Destination (null: personal)."),
             },
+            "required": ["destination"],
             "additionalProperties": false,
         }),
     }
@@ -187,9 +196,9 @@ pub(crate) fn memory_get_tool() -> ToolDefinition {
             "type": "object",
             "properties": {
                 "id": {"type": "string", "description": "The episode's or fact's uuid."},
-                "destination": {"type": "string", "description": "The Destination holding it (default: look in every one)."},
+                "destination": optional_string("The Destination holding it (null: look in every one)."),
             },
-            "required": ["id"],
+            "required": ["id", "destination"],
             "additionalProperties": false,
         }),
     }
@@ -202,16 +211,17 @@ pub(crate) fn memory_forget_tool() -> ToolDefinition {
         name: MEMORY_FORGET.into(),
         description: "Forget one remembered episode by its id (with the facts only it \
                       supported), or everything remembered from one conversation session. \
-                      Only when the user asked to forget it. Give exactly one of id and \
-                      session."
+                      Only when the user asked to forget it. Exactly one of id and session \
+                      is a string; the other is null."
             .into(),
         parameters: json!({
             "type": "object",
             "properties": {
-                "id": {"type": "string", "description": "The episode's uuid."},
-                "destination": {"type": "string", "description": "With id: the Destination holding it (default: look in every one)."},
-                "session": {"type": "string", "description": "A conversation session's id: forget every episode of it."},
+                "id": optional_string("The episode's uuid (null when session is given)."),
+                "destination": optional_string("With id: the Destination holding it (null: look in every one; always null with session)."),
+                "session": optional_string("A conversation session's id: forget every episode of it (null when id is given)."),
             },
+            "required": ["id", "destination", "session"],
             "additionalProperties": false,
         }),
     }
@@ -224,17 +234,41 @@ pub(crate) fn memory_status_tool() -> ToolDefinition {
         description: "Say what memory is configured (backend, models) and what each \
                       Destination holds."
             .into(),
-        parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        parameters: json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false}),
     }
 }
 
-/// `memory_get`, `memory_forget` and `memory_status`: the tools a memory server adds
-/// for inspection and forgetting (run by the server, not by [`call_tool`]).
+/// The `memory_recent` tool: the most recently remembered episodes, newest first.
+pub(crate) fn memory_recent_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: MEMORY_RECENT.into(),
+        description: "List the most recently remembered episodes, newest first, with their \
+                      ids, times and Destinations."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "destination": optional_string("Only this Destination (null: every accessible one)."),
+                "limit": {
+                    "type": ["integer", "null"],
+                    "description": "How many per Destination, 1-100 (null: 10).",
+                },
+            },
+            "required": ["destination", "limit"],
+            "additionalProperties": false,
+        }),
+    }
+}
+
+/// `memory_get`, `memory_forget`, `memory_status` and `memory_recent`: the tools a
+/// memory server adds for inspection and forgetting (run by the server, not by
+/// [`call_tool`]).
 pub fn inspection_tools() -> Vec<ToolDefinition> {
     vec![
         memory_get_tool(),
         memory_forget_tool(),
         memory_status_tool(),
+        memory_recent_tool(),
     ]
 }
 
@@ -329,11 +363,11 @@ internal_item!(
     pub struct MemorySearchArgs {
         /// The query.
         pub query: String,
-        /// Destination selector.
-        #[serde(default)]
+        /// Destination selector (absent or null: every accessible one).
+        #[serde(default, deserialize_with = "null_as_default")]
         pub destinations: Vec<String>,
-        /// Lens selector.
-        #[serde(default)]
+        /// Lens selector (absent or null: every writer).
+        #[serde(default, deserialize_with = "null_as_default")]
         pub lenses: Vec<String>,
         /// What was true at this instant (RFC 3339) instead of what is current.
         #[serde(default)]
@@ -365,8 +399,8 @@ internal_item!(
     pub struct MemoryAddArgs {
         /// What to remember.
         pub content: String,
-        /// What it is (default document).
-        #[serde(default)]
+        /// What it is (absent or null: document).
+        #[serde(default, deserialize_with = "null_as_default")]
         pub source_kind: ToolSourceKind,
         /// Where it came from (default `manual`).
         #[serde(default)]
@@ -455,6 +489,163 @@ impl ToolContext {
     }
 }
 
+/// Reads an absent or `null` argument as the type's default (strict-mode clients send
+/// `null` for an optional property they do not set).
+fn null_as_default<'de, D, T>(deserializer: D) -> std::result::Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// The longest `memory_search` query, in bytes: a longer one is refused before
+/// anything is embedded (a query is a question, not a document).
+pub(crate) const MAX_QUERY_BYTES: usize = 8 * 1024;
+
+/// Refuses a query over [`MAX_QUERY_BYTES`], naming `field`.
+pub(crate) fn check_query(field: &str, query: &str) -> Result<()> {
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "must be at most {MAX_QUERY_BYTES} bytes (got {}): ask a question, not a document",
+                query.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Keywords outside the subset of JSON Schema that strict function calling (OpenAI's
+/// `strict: true`, structured outputs) accepts.
+const NOT_STRICT: [&str; 11] = [
+    "oneOf",
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "patternProperties",
+    "unevaluatedProperties",
+    "default",
+];
+
+fn strict_schema(path: &str, schema: &Value, out: &mut Vec<String>) {
+    let Some(object) = schema.as_object() else {
+        out.push(format!("{path}: is not a schema object"));
+        return;
+    };
+    for keyword in NOT_STRICT {
+        if object.contains_key(keyword) {
+            out.push(format!(
+                "{path}: uses `{keyword}`, which strict mode does not accept"
+            ));
+        }
+    }
+    if let Some(any_of) = object.get("anyOf") {
+        match any_of.as_array() {
+            Some(branches) => {
+                for (i, branch) in branches.iter().enumerate() {
+                    strict_schema(&format!("{path}.anyOf[{i}]"), branch, out);
+                }
+            }
+            None => out.push(format!("{path}.anyOf: is not a list")),
+        }
+        return;
+    }
+    let types: Vec<&str> = match object.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => {
+            out.push(format!("{path}: has no `type`"));
+            return;
+        }
+    };
+    if let Some(values) = object.get("enum").and_then(Value::as_array)
+        && types.contains(&"null")
+        && !values.contains(&Value::Null)
+    {
+        out.push(format!("{path}: is nullable but its `enum` has no null"));
+    }
+    if types.contains(&"object") {
+        let properties = object.get("properties").and_then(Value::as_object);
+        let Some(properties) = properties else {
+            out.push(format!("{path}: an object without `properties`"));
+            return;
+        };
+        if object.get("additionalProperties") != Some(&Value::Bool(false)) {
+            out.push(format!("{path}: must set `additionalProperties: false`"));
+        }
+        let required: Vec<&str> = object
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        for name in properties.keys() {
+            if !required.contains(&name.as_str()) {
+                out.push(format!(
+                    "{path}.{name}: is not in `required` (strict mode: every property is \
+                     required; an optional one is nullable)"
+                ));
+            }
+        }
+        for name in &required {
+            if !properties.contains_key(*name) {
+                out.push(format!(
+                    "{path}: requires `{name}`, which is not a property"
+                ));
+            }
+        }
+        for (name, property) in properties {
+            strict_schema(&format!("{path}.{name}"), property, out);
+        }
+    }
+    if types.contains(&"array") {
+        match object.get("items") {
+            Some(items) => strict_schema(&format!("{path}[]"), items, out),
+            None => out.push(format!("{path}: an array without `items`")),
+        }
+    }
+}
+
+internal_item!(
+    /// Every way these tools' parameter schemas break strict function calling (OpenAI
+    /// `strict: true`): the root is an object; every object lists every property in
+    /// `required` (an optional one is nullable, `"type": [T, "null"]`) and sets
+    /// `additionalProperties: false`; no `oneOf`, `allOf`, `not`, conditionals or
+    /// `default`; a nullable enum lists `null`; every array has `items`. Empty when all
+    /// are compatible. Any tool set can be run through it.
+    ///
+    /// ```
+    /// use gralkor::agent::tools::{admin_tools, inspection_tools, memory_tools, strict_violations};
+    /// let all: Vec<_> = memory_tools().into_iter().chain(inspection_tools()).chain(admin_tools()).collect();
+    /// assert_eq!(strict_violations(&all), Vec::<String>::new());
+    /// ```
+    pub fn strict_violations(tools: &[ToolDefinition]) -> Vec<String> {
+        let mut out = Vec::new();
+        for tool in tools {
+            let root = &tool.parameters;
+            if root.get("type") != Some(&json!("object")) {
+                out.push(format!(
+                    "{}: the parameters' root must be `\"type\": \"object\"`",
+                    tool.name
+                ));
+            }
+            if root.get("anyOf").is_some() {
+                out.push(format!(
+                    "{}: the parameters' root must not be `anyOf`",
+                    tool.name
+                ));
+            }
+            strict_schema(&tool.name, root, &mut out);
+        }
+        out
+    }
+);
+
 fn args<T: for<'de> Deserialize<'de>>(tool: &str, arguments: &Value) -> Result<T> {
     // A model may send no arguments for a tool without required ones.
     let arguments = if arguments.is_null() {
@@ -488,6 +679,7 @@ internal_item!(
         arguments: &Value,
     ) -> Result<String> {
         let a: MemorySearchArgs = args(MEMORY_SEARCH, arguments)?;
+        check_query(&format!("{MEMORY_SEARCH}.arguments.query"), &a.query)?;
         let as_of = match a.as_of.as_deref() {
         None => None,
         Some(text) => Some(text.trim().parse::<Timestamp>().map_err(|e| {

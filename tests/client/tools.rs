@@ -8,7 +8,7 @@ use gralkor::Error;
 use gralkor::agent::tools::{
     BuildCommunitiesArgs, BuildIndicesArgs, INGESTING, MemoryAddArgs, MemorySearchArgs,
     ToolContext, ToolDefinition, admin_tools, call_tool, force_memory_search_on_first_iteration,
-    memory_add_tool, memory_search_tool, memory_tools,
+    inspection_tools, memory_add_tool, memory_search_tool, memory_tools, strict_violations,
 };
 use gralkor::agent::{BLANK_QUERY_NON_RESULT, MemorySearch, format, memory_search};
 use gralkor::client::{Call, Client, InMemoryClient, Search};
@@ -20,12 +20,32 @@ use crate::recall::{GatedEmbedder, native, native_with, op};
 
 // definitions › the schema of each tool's parameters matches its handler's argument type
 
+/// The schema's type; for a nullable one (`[T, "null"]`), T.
+fn type_of(schema: &Value) -> &str {
+    match &schema["type"] {
+        Value::String(t) => t,
+        Value::Array(ts) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap(),
+        other => panic!("no type: {other}"),
+    }
+}
+
+/// Whether the schema allows `null` (strict mode's optional property).
+fn nullable(schema: &Value) -> bool {
+    schema["type"]
+        .as_array()
+        .is_some_and(|ts| ts.contains(&json!("null")))
+}
+
 /// A value of the schema's type (the first enum value for an enum).
 fn sample(schema: &Value) -> Value {
     if let Some(values) = schema["enum"].as_array() {
         return values[0].clone();
     }
-    match schema["type"].as_str().unwrap() {
+    match type_of(schema) {
         "string" => json!("some text"),
         "array" => json!([sample(&schema["items"])]),
         "object" => json!({}),
@@ -37,7 +57,7 @@ fn sample(schema: &Value) -> Value {
 
 /// A value of another type than the schema's.
 fn wrong(schema: &Value) -> Value {
-    match schema["type"].as_str().unwrap() {
+    match type_of(schema) {
         "string" => json!(42),
         _ => json!("not that"),
     }
@@ -77,11 +97,21 @@ fn schema_matches<T: DeserializeOwned + std::fmt::Debug>(tool: &ToolDefinition) 
     for r in &required {
         let mut missing = full.clone();
         missing.remove(*r);
-        assert!(
-            accepts(&Value::Object(missing)).is_err(),
-            "{}: accepted without {r}",
-            tool.name
-        );
+        if nullable(&props[*r]) {
+            // Optional: null and absent (a client that is not strict) both mean unset.
+            accepts(&Value::Object(missing))
+                .unwrap_or_else(|e| panic!("{}: without optional {r}: {e}", tool.name));
+            let mut null = full.clone();
+            null.insert(r.to_string(), Value::Null);
+            accepts(&Value::Object(null))
+                .unwrap_or_else(|e| panic!("{}: {r} null: {e}", tool.name));
+        } else {
+            assert!(
+                accepts(&Value::Object(missing)).is_err(),
+                "{}: accepted without {r}",
+                tool.name
+            );
+        }
     }
     let mut extra = full.clone();
     extra.insert("not_a_parameter".into(), json!(1));
@@ -99,7 +129,7 @@ fn schema_matches<T: DeserializeOwned + std::fmt::Debug>(tool: &ToolDefinition) 
             tool.name
         );
         if let Some(values) = s["enum"].as_array() {
-            for v in values {
+            for v in values.iter().filter(|v| !v.is_null()) {
                 let mut one = minimal.clone();
                 one.insert(k.clone(), v.clone());
                 accepts(&Value::Object(one))
@@ -128,6 +158,67 @@ fn each_tool_schema_matches_its_argument_type() {
     let admin = admin_tools();
     schema_matches::<BuildIndicesArgs>(&admin[0]);
     schema_matches::<BuildCommunitiesArgs>(&admin[1]);
+}
+
+// definitions › every schema is strict-mode compatible, checked by the strict checker
+
+#[test]
+fn every_tool_schema_is_strict_mode_compatible() {
+    let all: Vec<ToolDefinition> = memory_tools()
+        .into_iter()
+        .chain(inspection_tools())
+        .chain(admin_tools())
+        .collect();
+    assert_eq!(strict_violations(&all), Vec::<String>::new());
+    for t in &all {
+        let props = t.parameters["properties"].as_object().unwrap();
+        let required = t.parameters["required"].as_array().unwrap();
+        assert_eq!(required.len(), props.len(), "{}", t.name);
+    }
+}
+
+#[test]
+fn the_strict_checker_names_every_rule_a_schema_breaks() {
+    let tool = |parameters: Value| -> Vec<ToolDefinition> {
+        let mut t = memory_search_tool();
+        t.parameters = parameters;
+        vec![t]
+    };
+    let loose = tool(json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "kind": {"type": ["string", "null"], "enum": ["a", "b"]},
+            "tags": {"type": "array"},
+            "inner": {"type": "object", "properties": {"x": {"type": "string"}}},
+            "either": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+            "n": {"type": "integer", "default": 3},
+        },
+        "required": ["query", "missing"],
+    }));
+    let found = strict_violations(&loose).join("\n");
+    for expected in [
+        "memory_search: must set `additionalProperties: false`",
+        "memory_search.kind: is not in `required`",
+        "memory_search.kind: is nullable but its `enum` has no null",
+        "memory_search.tags: an array without `items`",
+        "memory_search.inner: must set `additionalProperties: false`",
+        "memory_search.inner.x: is not in `required`",
+        "memory_search.either: uses `oneOf`",
+        "memory_search.n: uses `default`",
+        "memory_search: requires `missing`, which is not a property",
+    ] {
+        assert!(found.contains(expected), "{expected} in:\n{found}");
+    }
+    let rooted = tool(
+        json!({"anyOf": [{"type": "object", "properties": {}, "required": [],
+                                        "additionalProperties": false}]}),
+    );
+    assert!(
+        strict_violations(&rooted)
+            .iter()
+            .any(|v| v.contains("root must not be `anyOf`"))
+    );
 }
 
 #[test]
@@ -272,6 +363,27 @@ async fn a_blank_query_or_a_small_budget_makes_no_search_in_memory() {
         "{err:?}"
     );
     assert_eq!(searches(&client), 0);
+    // A query over 8 KiB is refused naming it; one of 8 KiB is searched.
+    let long = "bees ".repeat(8 * 1024 / 5 + 1);
+    let err = call_tool(&client, &ctx, "memory_search", &json!({"query": long}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidInput { field, .. } if field == "memory_search.arguments.query"),
+        "{err:?}"
+    );
+    assert_eq!(searches(&client), 0);
+    let most = "b".repeat(8 * 1024);
+    call_tool(
+        &client,
+        &ctx,
+        "memory_search",
+        &json!({"query": most, "destinations": null,
+                                                      "lenses": null, "as_of": null}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(searches(&client), 1);
 }
 
 #[tokio::test]
