@@ -84,6 +84,15 @@ pub fn content_id(prefix: &str, content: &Content) -> String {
     format!("{prefix}:{}", hex::encode(&digest[..16]))
 }
 
+/// `n` and the noun, singular for one.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 /// `text` folded onto one line and cut to `max` characters.
 pub fn preview(text: &str, max: usize) -> String {
     let line = one_line(text);
@@ -95,18 +104,39 @@ pub fn preview(text: &str, max: usize) -> String {
     }
 }
 
+/// Text read from a file or standard input: not UTF-8 is the input's fault (exit 3,
+/// naming `--file`), not a failure.
+fn utf8(bytes: Vec<u8>, what: &str) -> Outcome<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        Error::InvalidInput {
+            field: "--file".into(),
+            rule: format!("{what} must be UTF-8 text: {e}"),
+        }
+        .into()
+    })
+}
+
+/// The content `add` remembers: the argument, the file or standard input, checked to
+/// be of its kind. Run before anything is started.
+pub fn add_content(args: &AddArgs) -> Outcome<Content> {
+    content(args.kind, read_content(args)?)
+}
+
 fn read_content(args: &AddArgs) -> Outcome<String> {
     match (&args.text, &args.file) {
         (Some(text), _) => Ok(text.clone()),
         (None, Some(path)) if path.as_os_str() == "-" => {
-            let mut text = String::new();
+            let mut bytes = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut text)
+                .read_to_end(&mut bytes)
                 .map_err(|e| Failure::Io("reading standard input".into(), e))?;
-            Ok(text)
+            utf8(bytes, "standard input")
         }
-        (None, Some(path)) => std::fs::read_to_string(path)
-            .map_err(|e| Failure::Io(format!("reading {}", path.display()), e)),
+        (None, Some(path)) => utf8(
+            std::fs::read(path)
+                .map_err(|e| Failure::Io(format!("reading {}", path.display()), e))?,
+            &path.display().to_string(),
+        ),
         (None, None) => Err(Error::InvalidInput {
             field: "text".into(),
             rule: "must be given, or --file".into(),
@@ -212,9 +242,9 @@ pub async fn add(
     op: &OperatorId,
     subject: Option<&Subject>,
     args: &AddArgs,
+    content: Content,
     out: Out,
 ) -> Outcome {
-    let content = content(args.kind, read_content(args)?)?;
     let id = args
         .id
         .clone()
@@ -522,6 +552,8 @@ pub struct DestinationStatus {
 #[derive(Serialize)]
 pub struct Status {
     configuration: String,
+    /// The embedded server's data directory (none with a remote FalkorDB).
+    data_dir: Option<String>,
     extracts: bool,
     operator: Option<String>,
     graphs: usize,
@@ -573,6 +605,11 @@ pub async fn status_report(
     }
     let status = Status {
         configuration: config.describe(),
+        data_dir: config
+            .falkordb
+            .embedded
+            .as_ref()
+            .map(|e| e.data_dir.display().to_string()),
         extracts: config.extracts(),
         operator: op.map(|o| o.to_string()),
         graphs: client.storage().engine().list_graphs().await?.len(),
@@ -605,6 +642,9 @@ pub async fn status(
             ),
             format!("graphs stored: {}", status.graphs),
         ];
+        if let Some(dir) = &status.data_dir {
+            lines.push(format!("data directory: {dir}"));
+        }
         if let Some(server) = &status.server {
             lines.push(format!(
                 "FalkorDB {} on Redis {}, {} MiB used",
@@ -623,13 +663,16 @@ pub async fn status(
         }
         for d in &status.destinations {
             lines.push(format!(
-                "{}: {} episodes ({} pending), {} entities, {} facts, {} communities",
+                "{}: {}, {}, {}, {}",
                 d.name,
-                d.counts.episodes,
-                d.counts.pending,
-                d.counts.entities,
-                d.counts.facts,
-                d.counts.communities
+                format!(
+                    "{} ({} pending)",
+                    plural(d.counts.episodes, "episode", "episodes"),
+                    d.counts.pending
+                ),
+                plural(d.counts.entities, "entity", "entities"),
+                plural(d.counts.facts, "fact", "facts"),
+                plural(d.counts.communities, "community", "communities")
             ));
             for (what, list) in [
                 ("missing", &d.indices_missing),
@@ -783,6 +826,7 @@ pub async fn forget(
                 }),
                 || match report.episodes.len() {
                     0 => format!("session {id} had nothing to forget"),
+                    1 => format!("forgot session {id}: 1 episode"),
                     n => format!("forgot session {id}: {n} episodes"),
                 },
             )

@@ -31,13 +31,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version are not errors.
-            let code = if e.use_stderr() {
-                failure::USAGE
-            } else {
-                failure::OK
-            };
-            let _ = e.print();
-            return ExitCode::from(code);
+            if !e.use_stderr() {
+                let _ = e.print();
+                return ExitCode::from(failure::OK);
+            }
+            // A usage error as every other error: one line (and JSON with --json).
+            let json = std::env::args_os().any(|a| a == "--json");
+            return report(&Failure::Usage(clap_message(&e)), json);
         }
     };
     logging(cli.global.verbose);
@@ -53,6 +53,53 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => report(&f, json),
     }
+}
+
+/// clap's error as one line: its message and, when it has one, its tip.
+fn clap_message(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let mut parts = Vec::new();
+    for line in rendered.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with("Usage:") || line.starts_with("For more") {
+            continue;
+        }
+        parts.push(line.strip_prefix("error: ").unwrap_or(line).to_string());
+    }
+    format!("{} (see --help)", parts.join(" "))
+}
+
+/// The cheap checks of a command, made before anything is started (no FalkorDB, no
+/// model): what a flag was given wrong is named by the flag. Returns `add`'s content.
+fn precheck(command: &Command) -> Outcome<Option<gralkor::client::Content>> {
+    match command {
+        Command::Add(a) => Ok(Some(commands::add_content(a)?)),
+        Command::Search(a) => {
+            if !(1..=200).contains(&a.limit) {
+                return Err(gralkor::Error::InvalidInput {
+                    field: "--limit (-n)".into(),
+                    rule: format!("must be from 1 to 200 (got {})", a.limit),
+                }
+                .into());
+            }
+            destinations_known(&a.destinations)?;
+            Ok(None)
+        }
+        Command::Episodes(a) => {
+            destinations_known(&a.destinations)?;
+            Ok(None)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Each `--destination` names a registered Destination.
+fn destinations_known(names: &[String]) -> Outcome {
+    let runtime = gralkor::runtime::Runtime::new(gralkor::runtime::RuntimeConfig::new())?;
+    let snapshot = runtime.snapshot();
+    for name in names {
+        snapshot.destination("--destination (-d)", name)?;
+    }
+    Ok(())
 }
 
 /// The one error line (and, with --json, the error as JSON on standard output).
@@ -108,12 +155,17 @@ async fn run(cli: Cli) -> Outcome {
             _ => {}
         }
     }
-    let config = settings::config(global)?;
     let operator = match &cli.command {
         Command::BuildIndices | Command::Groups | Command::AddMember(_) => None,
-        Command::Status(_) | Command::Mcp(_) => settings::optional_operator(global)?,
+        Command::Status(_)
+        | Command::Mcp(_)
+        | Command::Forget(args::ForgetCommand::Operator { .. }) => {
+            settings::optional_operator(global)?
+        }
         _ => Some(settings::operator(global)?),
     };
+    let content = precheck(&cli.command)?;
+    let config = settings::config(global)?;
     let mut client =
         NativeClient::connect(config.clone(), gralkor::runtime::RuntimeConfig::new()).await?;
     match global.authorizer {
@@ -141,6 +193,7 @@ async fn run(cli: Cli) -> Outcome {
         &config,
         operator.as_ref(),
         subject,
+        content,
         out,
     )
     .await;
@@ -174,14 +227,19 @@ async fn dispatch(
     config: &gralkor::Config,
     operator: Option<&gralkor::client::OperatorId>,
     subject: Option<&Subject>,
+    content: Option<gralkor::client::Content>,
     out: Out,
 ) -> Outcome {
-    // Every command but status, build-indices and mcp has an operator (checked in run);
+    // Every command but status, build-indices, mcp and forget operator has an operator
+    // (checked in run);
     // with an authorizer every one has a subject (checked in run too).
     let op = || operator.expect("an operator is required for this command");
     let who = || subject.expect("a subject is required with an authorizer");
     match command {
-        Command::Add(a) => commands::add(client, op(), subject, a, out).await,
+        Command::Add(a) => {
+            let content = content.expect("add's content is read by precheck");
+            commands::add(client, op(), subject, a, content, out).await
+        }
         Command::Search(a) => commands::search(client, op(), subject, a, out).await,
         Command::Get(a) => commands::get(client, op(), subject, a, out).await,
         Command::Episodes(a) => commands::episodes(client, op(), subject, a, out).await,
@@ -191,6 +249,11 @@ async fn dispatch(
             commands::build_communities(client, op(), subject, a, out).await
         }
         Command::Resume(a) => commands::resume(client, op(), subject, a, out).await,
+        Command::Forget(w @ args::ForgetCommand::Operator { id }) => {
+            // The operator forgotten is named; --operator is not needed.
+            let target = gralkor::client::OperatorId::new(id.clone())?;
+            commands::forget(client, operator.unwrap_or(&target), subject, w, out).await
+        }
         Command::Forget(w) => commands::forget(client, op(), subject, w, out).await,
         Command::Groups => access::groups(client, who(), out).await,
         Command::AddMember(a) => access::add_member(client, who(), a, out).await,

@@ -31,9 +31,37 @@ fn overrides(global: &Global) -> Vec<(&'static str, String)> {
     out
 }
 
-/// The library configuration: the environment with the flags on top.
+/// The platform's data directory for gralkor: `$XDG_DATA_HOME/gralkor`, else
+/// `$HOME/.local/share/gralkor` (the XDG default on Linux).
+pub fn default_data_dir(var: impl Fn(&str) -> Option<String>) -> Option<std::path::PathBuf> {
+    let set = |k: &str| var(k).filter(|v| !v.trim().is_empty());
+    if let Some(dir) = set("XDG_DATA_HOME") {
+        return Some(std::path::PathBuf::from(dir).join("gralkor"));
+    }
+    set("HOME").map(|home| {
+        std::path::PathBuf::from(home)
+            .join(".local")
+            .join("share")
+            .join("gralkor")
+    })
+}
+
+/// The library configuration: the environment with the flags on top; with no
+/// backend named at all, the embedded server in the platform's data directory
+/// ([`default_data_dir`]).
 pub fn config(global: &Global) -> Result<Config> {
-    let overrides = overrides(global);
+    let mut overrides = overrides(global);
+    let named = |k: &str| {
+        overrides.iter().any(|(key, _)| *key == k)
+            || std::env::var(k).is_ok_and(|v| !v.trim().is_empty())
+    };
+    if !named("GRALKOR_DATA_DIR")
+        && !named("FALKORDB_HOST")
+        && !named("FALKORDB_CLUSTER_NODES")
+        && let Some(dir) = default_data_dir(|k| std::env::var(k).ok())
+    {
+        overrides.push(("GRALKOR_DATA_DIR", dir.display().to_string()));
+    }
     let mut config = Config::from_lookup(|key| {
         overrides
             .iter()

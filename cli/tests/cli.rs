@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::Home;
+use common::{Home, Run};
 use serde_json::Value;
 
 fn added_uuid(v: &Value) -> String {
@@ -189,17 +189,97 @@ fn a_missing_operator_is_a_configuration_error_before_anything_starts() {
 }
 
 #[test]
-fn no_backend_configured_is_a_configuration_error_naming_what_to_set() {
+fn with_no_backend_named_the_platform_data_directory_is_used_and_status_prints_it() {
     let home = Home::new();
-    let run = home
-        .command()
-        .env_remove("GRALKOR_DATA_DIR")
-        .args(["--text-only", "--operator", "ada", "search", "tea"])
-        .output()
-        .unwrap();
-    assert_eq!(run.status.code(), Some(5));
-    let stderr = String::from_utf8(run.stderr).unwrap();
-    assert!(stderr.contains("GRALKOR_DATA_DIR"), "{stderr}");
+    let xdg = home.path().join("xdg");
+    let run = |args: &[&str]| {
+        Run::from(
+            home.command()
+                .env_remove("GRALKOR_DATA_DIR")
+                .env("XDG_DATA_HOME", &xdg)
+                .args(["--text-only", "--operator", "ada"])
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+    };
+    run(&["add", "Ada likes quinces"]).ok();
+    let default = xdg.join("gralkor");
+    assert!(default.join("falkordb.sock").exists() || default.is_dir());
+    let status = run(&["--json", "status"]).json();
+    assert_eq!(status["data_dir"], default.to_str().unwrap(), "{status}");
+    let text = run(&["status"]);
+    assert!(
+        text.ok()
+            .stdout
+            .contains(&format!("data directory: {}", default.display())),
+        "{text:?}"
+    );
+    assert_eq!(
+        run(&["--json", "episodes"])
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    // With neither XDG_DATA_HOME nor HOME there is no default: exit 5 naming the variable.
+    let none = Run::from(
+        home.command()
+            .env_remove("GRALKOR_DATA_DIR")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("HOME")
+            .args(["--text-only", "--operator", "ada", "search", "tea"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(none.code, 5, "{none:?}");
+    assert!(none.stderr.contains("GRALKOR_DATA_DIR"), "{none:?}");
+}
+
+// errors / cheap checks come before anything starts, naming the flag
+#[test]
+fn cheap_checks_name_the_flag_before_anything_starts() {
+    let home = Home::new();
+    let limit = home.run(&["search", "tea", "-n", "0"]);
+    assert_eq!(limit.code, 3, "{limit:?}");
+    assert!(limit.stderr.contains("--limit (-n)"), "{limit:?}");
+    let nowhere = home.run(&["search", "tea", "-d", "nowhere"]);
+    assert_eq!(nowhere.code, 3, "{nowhere:?}");
+    assert!(nowhere.stderr.contains("--destination (-d)"), "{nowhere:?}");
+    let array = home.run(&["add", "--kind", "json", "[1,2]"]);
+    assert_eq!(array.code, 3, "{array:?}");
+    assert!(array.stderr.contains("JSON object"), "{array:?}");
+    let file = home.path().join("latin1.txt");
+    std::fs::write(&file, b"caf\xe9 au lait").unwrap();
+    let bytes = home.run(&["--json", "add", "--file", file.to_str().unwrap()]);
+    assert_eq!(bytes.code, 3, "{bytes:?}");
+    assert!(
+        bytes.stderr.contains("--file") && bytes.stderr.contains("UTF-8"),
+        "{bytes:?}"
+    );
+    let error: Value = serde_json::from_str(&bytes.stdout).unwrap();
+    assert_eq!(error["error"]["kind"], "invalid_input");
+    // None of them started FalkorDB: no data directory was made.
+    assert!(!home.data_dir().exists());
+}
+
+// errors / clap's own usage errors follow --json and the one-line format
+#[test]
+fn a_usage_error_is_one_line_and_json_with_json() {
+    let home = Home::new();
+    let run = home.run_raw(&["--json", "search"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+    assert!(run.stderr.starts_with("gralkor: error: "), "{run:?}");
+    assert!(run.stderr.contains("<QUERY>"), "{run:?}");
+    let error: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(error["error"]["kind"], "usage");
+    assert_eq!(error["error"]["exit_code"], 2);
+    let plain = home.run_raw(&["frobnicate"]);
+    assert_eq!(plain.code, 2);
+    assert_eq!(plain.stderr.lines().count(), 1, "{plain:?}");
+    assert!(plain.stdout.is_empty());
 }
 
 #[test]
@@ -269,7 +349,14 @@ fn forgetting_an_operator_removes_their_memory_and_is_idempotent() {
         .ok();
     home.run_as("grace", &["add", "Grace keeps honeybees too"])
         .ok();
-    let forgot = home.run(&["--json", "forget", "operator", "ada"]).json();
+    // The operator forgotten is named: no --operator needed.
+    let forgot = Run::from(
+        home.command()
+            .args(["--text-only", "--json", "forget", "operator", "ada"])
+            .output()
+            .unwrap(),
+    )
+    .json();
     assert_eq!(forgot["forgotten"], "operator");
     assert_eq!(forgot["graph_removed"], true);
     let after = home.run(&["--json", "search", "honeybees"]).json();
@@ -315,6 +402,11 @@ fn forgetting_a_session_removes_its_episodes_only() {
     let blank = home.run(&["forget", "session", " "]);
     assert_eq!(blank.code, 3, "{blank:?}");
     assert!(blank.stderr.contains("session_id"), "{blank:?}");
+    // One episode is "1 episode".
+    home.run(&["add", "--session", "s-9", "Ada waters the figs"])
+        .ok();
+    let one = home.run(&["forget", "session", "s-9"]);
+    assert_eq!(one.ok().stdout.trim(), "forgot session s-9: 1 episode");
 }
 
 // forget / destination: the operator's graph of that Destination is emptied
