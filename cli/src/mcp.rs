@@ -40,8 +40,8 @@ use gralkor::NativeClient;
 use gralkor::access::Subject;
 use gralkor::agent::tools::{
     ForgetTarget, MEMORY_ADD, MEMORY_BUILD_COMMUNITIES, MEMORY_BUILD_INDICES, MEMORY_FORGET,
-    MEMORY_GET, MEMORY_RECENT, MEMORY_SEARCH, MEMORY_STATUS, MemoryForgetArgs, ToolContext,
-    ToolDefinition, admin_tools, call_tool, inspection_tools, memory_tools,
+    MEMORY_GET, MEMORY_SEARCH, MEMORY_STATUS, MemoryForgetArgs, ToolContext, ToolDefinition,
+    admin_tools, call_tool, inspection_tools, memory_tools,
 };
 use gralkor::client::{Client, Content, Hit, OperatorId, Search, SearchResult};
 use rmcp::model::{
@@ -63,6 +63,9 @@ use crate::failure::{Failure, Outcome};
 
 /// The request `_meta` key naming the operator (with `--operator-from-request`).
 pub const OPERATOR_META: &str = "operator_id";
+
+/// The `memory_recent` tool's name (the agent layer's `inspection_tools` lists it).
+const MEMORY_RECENT: &str = "memory_recent";
 
 /// The Lens `memory_add` writes through when the server names none (as `gralkor add`).
 const DEFAULT_LENS: &str = "personal-chat";
@@ -932,29 +935,14 @@ mod http {
         request: Request<Incoming>,
     ) -> Result<Response<Body>, Infallible> {
         let (parts, body) = request.into_parts();
-        let bytes = if parts.method == hyper::Method::POST {
-            match Limited::new(body, MAX_BODY).collect().await {
-                Ok(collected) => collected.to_bytes(),
-                Err(e) => {
-                    return Ok(answer(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        format!(
-                            "the request body could not be read (at most {MAX_BODY} bytes): {e}"
-                        ),
-                        false,
-                    ));
-                }
-            }
-        } else {
-            match body.collect().await {
-                Ok(collected) => collected.to_bytes(),
-                Err(e) => {
-                    return Ok(answer(
-                        StatusCode::BAD_REQUEST,
-                        format!("the request body could not be read: {e}"),
-                        false,
-                    ));
-                }
+        let bytes = match Limited::new(body, MAX_BODY).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) => {
+                return Ok(answer(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the request body could not be read (at most {MAX_BODY} bytes): {e}"),
+                    false,
+                ));
             }
         };
         if parts.method == hyper::Method::POST

@@ -49,7 +49,7 @@ pub const MEMORY_FORGET: &str = "memory_forget";
 /// The `memory_status` tool's name.
 pub const MEMORY_STATUS: &str = "memory_status";
 /// The `memory_recent` tool's name.
-pub const MEMORY_RECENT: &str = "memory_recent";
+pub(crate) const MEMORY_RECENT: &str = "memory_recent";
 internal_item!(
     /// What `memory_add` answers at once.
     pub const INGESTING: &str = "Ingesting.";
