@@ -663,13 +663,10 @@ pub async fn status(
         }
         for d in &status.destinations {
             lines.push(format!(
-                "{}: {}, {}, {}, {}",
+                "{}: {} ({} pending), {}, {}, {}",
                 d.name,
-                format!(
-                    "{} ({} pending)",
-                    plural(d.counts.episodes, "episode", "episodes"),
-                    d.counts.pending
-                ),
+                plural(d.counts.episodes, "episode", "episodes"),
+                d.counts.pending,
                 plural(d.counts.entities, "entity", "entities"),
                 plural(d.counts.facts, "fact", "facts"),
                 plural(d.counts.communities, "community", "communities")

@@ -39,9 +39,9 @@ use gralkor::Error;
 use gralkor::NativeClient;
 use gralkor::access::Subject;
 use gralkor::agent::tools::{
-    ForgetTarget, MEMORY_ADD, MEMORY_BUILD_COMMUNITIES, MEMORY_BUILD_INDICES, MEMORY_FORGET,
-    MEMORY_GET, MEMORY_SEARCH, MEMORY_STATUS, MemoryForgetArgs, ToolContext, ToolDefinition,
-    admin_tools, call_tool, inspection_tools, memory_tools,
+    ForgetTarget, MEMORY_BUILD_COMMUNITIES, MEMORY_BUILD_INDICES, MEMORY_FORGET, MEMORY_GET,
+    MEMORY_STATUS, MemoryForgetArgs, ToolContext, ToolDefinition, admin_tools, call_tool,
+    inspection_tools, memory_tools,
 };
 use gralkor::client::{Client, Content, Hit, OperatorId, Search, SearchResult};
 use rmcp::model::{
@@ -64,7 +64,10 @@ use crate::failure::{Failure, Outcome};
 /// The request `_meta` key naming the operator (with `--operator-from-request`).
 pub const OPERATOR_META: &str = "operator_id";
 
-/// The `memory_recent` tool's name (the agent layer's `inspection_tools` lists it).
+/// The names of the agent layer's tools this server runs itself (the constants are
+/// the library's internals).
+const MEMORY_SEARCH: &str = "memory_search";
+const MEMORY_ADD: &str = "memory_add";
 const MEMORY_RECENT: &str = "memory_recent";
 
 /// The Lens `memory_add` writes through when the server names none (as `gralkor add`).
