@@ -519,6 +519,7 @@ pub(crate) fn check_query(field: &str, query: &str) -> Result<()> {
 
 /// Keywords outside the subset of JSON Schema that strict function calling (OpenAI's
 /// `strict: true`, structured outputs) accepts.
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 const NOT_STRICT: [&str; 11] = [
     "oneOf",
     "allOf",
@@ -533,6 +534,7 @@ const NOT_STRICT: [&str; 11] = [
     "default",
 ];
 
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 fn strict_schema(path: &str, schema: &Value, out: &mut Vec<String>) {
     let Some(object) = schema.as_object() else {
         out.push(format!("{path}: is not a schema object"));
@@ -624,6 +626,7 @@ internal_item!(
     /// let all: Vec<_> = memory_tools().into_iter().chain(inspection_tools()).chain(admin_tools()).collect();
     /// assert_eq!(strict_violations(&all), Vec::<String>::new());
     /// ```
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn strict_violations(tools: &[ToolDefinition]) -> Vec<String> {
         let mut out = Vec::new();
         for tool in tools {
