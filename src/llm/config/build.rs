@@ -211,8 +211,16 @@ impl ModelConfig {
                     match spec.provider {
                         Provider::OpenAi => {
                             let conn = openai.as_ref().expect("built above");
-                            let llm: Arc<dyn LanguageModel> =
-                                Arc::new(conn.chat(&spec.model).with_small_model(&small));
+                            let mut chat = conn
+                                .chat(&spec.model)
+                                .with_small_model(&small)
+                                .with_output_mode(self.output_mode)
+                                .with_call_deadline(self.call_deadline)
+                                .with_repair_attempts(self.repair_attempts);
+                            if let Some(max) = self.max_output_tokens {
+                                chat = chat.with_max_output_tokens(max);
+                            }
+                            let llm: Arc<dyn LanguageModel> = Arc::new(chat);
                             let reranker: Arc<dyn Reranker> = if is_reasoning_model(&small) {
                                 Arc::new(ListwiseReranker::new(llm.clone()))
                             } else {
@@ -222,8 +230,15 @@ impl ModelConfig {
                         }
                         Provider::Google => {
                             let conn = google.as_ref().expect("built above");
-                            let llm: Arc<dyn LanguageModel> =
-                                Arc::new(conn.chat(&spec.model).with_small_model(&small));
+                            let mut chat = conn
+                                .chat(&spec.model)
+                                .with_small_model(&small)
+                                .with_call_deadline(self.call_deadline)
+                                .with_repair_attempts(self.repair_attempts);
+                            if let Some(max) = self.max_output_tokens {
+                                chat = chat.with_max_output_tokens(max);
+                            }
+                            let llm: Arc<dyn LanguageModel> = Arc::new(chat);
                             (llm.clone(), Arc::new(ListwiseReranker::new(llm)))
                         }
                         Provider::Local => unreachable!("validate rejects a local llm"),

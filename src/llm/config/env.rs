@@ -4,7 +4,11 @@ use super::{
     Choice, EMBEDDER_MODEL_VAR, LLM_MODEL_VAR, ModelConfig, ModelSpec, Provider, ProviderAccess,
     Selection, SpecError, form_error,
 };
+use std::time::Duration;
+
+use super::DEFAULT_CALL_DEADLINE;
 use crate::llm::LimiterSettings;
+use crate::llm::openai::OutputMode;
 use crate::{Error, Result};
 
 impl ModelConfig {
@@ -15,7 +19,9 @@ impl ModelConfig {
 
     /// Reads settings through `lookup` (a variable name → its value) and validates
     /// them. Variables: `GRALKOR_LLM_MODEL`, `GRALKOR_EMBEDDER_MODEL`,
-    /// `GRALKOR_LLM_SMALL_MODEL`, `GRALKOR_EMBEDDER_DIMENSION`, `OPENAI_API_KEY`,
+    /// `GRALKOR_LLM_SMALL_MODEL`, `GRALKOR_EMBEDDER_DIMENSION`, `GRALKOR_LLM_OUTPUT_MODE`,
+    /// `GRALKOR_LLM_MAX_OUTPUT_TOKENS`, `GRALKOR_LLM_CALL_TIMEOUT_SECS`,
+    /// `GRALKOR_LLM_REPAIR_ATTEMPTS`, `OPENAI_API_KEY`,
     /// `OPENAI_BASE_URL`, `GOOGLE_API_KEY`. Blank values count as unset.
     ///
     /// A role whose variable is set uses that spec, and a provider it selects must
@@ -123,6 +129,22 @@ impl ModelConfig {
             limits: limits("LLM")?,
             embedding_limits: limits("EMBEDDER")?,
             small_llm_model: get("GRALKOR_LLM_SMALL_MODEL").map(|m| m.trim().to_string()),
+            output_mode: get(OUTPUT_MODE_VAR)
+                .map(|raw| OutputMode::parse(OUTPUT_MODE_VAR, &raw))
+                .transpose()?
+                .unwrap_or_default(),
+            max_output_tokens: positive(&get, "GRALKOR_LLM_MAX_OUTPUT_TOKENS")?,
+            call_deadline: positive(&get, "GRALKOR_LLM_CALL_TIMEOUT_SECS")?
+                .map_or(DEFAULT_CALL_DEADLINE, |s| Duration::from_secs(u64::from(s))),
+            repair_attempts: match get("GRALKOR_LLM_REPAIR_ATTEMPTS") {
+                None => 1,
+                Some(raw) => raw.trim().parse::<u32>().map_err(|_| {
+                    Error::config(
+                        "GRALKOR_LLM_REPAIR_ATTEMPTS",
+                        format!("must be a whole number, 0 or more (got `{}`)", raw.trim()),
+                    )
+                })?,
+            },
             embedder_dimension,
             openai: ProviderAccess {
                 api_key: get("OPENAI_API_KEY"),
@@ -181,4 +203,20 @@ impl ModelConfig {
             _ => format!("{embedder}; {llm}"),
         }
     }
+}
+
+/// The variable of [`ModelConfig::output_mode`].
+const OUTPUT_MODE_VAR: &str = "GRALKOR_LLM_OUTPUT_MODE";
+
+/// A positive whole number from `var`, or `None` when unset.
+fn positive(get: &impl Fn(&str) -> Option<String>, var: &str) -> Result<Option<u32>> {
+    get(var)
+        .map(|raw| match raw.trim().parse::<u32>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(Error::config(
+                var,
+                format!("must be a positive integer (got `{}`)", raw.trim()),
+            )),
+        })
+        .transpose()
 }

@@ -8,7 +8,9 @@
 //! all the local embedder with no language model (extraction off).
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use super::openai::OutputMode;
 use super::{Embedder, LanguageModel, LimiterSettings, Reranker, RetryPolicy, UsageMeter};
 
 mod build;
@@ -36,6 +38,10 @@ pub const DEFAULT_OPENAI_LLM_MODEL: &str = "openai:gpt-4.1-mini";
 pub const DEFAULT_OPENAI_EMBEDDER_MODEL: &str = "openai:text-embedding-3-small";
 /// Default embedder spec with no provider key and no `OPENAI_BASE_URL`.
 pub const DEFAULT_LOCAL_EMBEDDER_MODEL: &str = "local:all-minilm-l6-v2";
+internal_item! {
+/// The default deadline of one whole structured call (5 minutes).
+pub const DEFAULT_CALL_DEADLINE: Duration = Duration::from_secs(300);
+}
 /// The in-process embedding models a `local:` spec may name, with their vector size.
 pub const LOCAL_EMBEDDING_MODELS: &[(&str, usize)] = &[("all-minilm-l6-v2", 384)];
 
@@ -96,6 +102,19 @@ pub struct ModelConfig {
     pub retry: RetryPolicy,
     /// The reqwest client to use (a default one when `None`).
     pub http_client: Option<reqwest::Client>,
+    /// How structured answers are constrained on an OpenAI-compatible server
+    /// (`GRALKOR_LLM_OUTPUT_MODE=auto|json_schema|json_object`; default `auto`).
+    pub output_mode: OutputMode,
+    /// The most output tokens any structured call may ask for
+    /// (`GRALKOR_LLM_MAX_OUTPUT_TOKENS`); below it each call is sized from what its
+    /// step needs ([`GenerateRequest::output_cap`](super::GenerateRequest::output_cap)).
+    /// Default: none beyond that sizing.
+    pub max_output_tokens: Option<u32>,
+    /// The deadline of one whole structured call, attempts, retries and repairs
+    /// included (`GRALKOR_LLM_CALL_TIMEOUT_SECS`). Default: 5 minutes.
+    pub call_deadline: Duration,
+    /// Repair turns after an unusable answer (`GRALKOR_LLM_REPAIR_ATTEMPTS`; default 1).
+    pub repair_attempts: u32,
     /// Why each role has its spec (see [`ModelConfig::describe`]).
     pub selection: Selection,
 }
@@ -152,6 +171,10 @@ impl ModelConfig {
             embedding_limits: LimiterSettings::default(),
             retry: RetryPolicy::default(),
             http_client: None,
+            output_mode: OutputMode::Auto,
+            max_output_tokens: None,
+            call_deadline: DEFAULT_CALL_DEADLINE,
+            repair_attempts: 1,
             selection: Selection::GIVEN,
         }
     }
@@ -230,6 +253,30 @@ impl ModelConfig {
     /// Sets the reqwest client.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http_client = Some(client);
+        self
+    }
+
+    /// Sets how structured answers are constrained on an OpenAI-compatible server.
+    pub fn output_mode(mut self, mode: OutputMode) -> Self {
+        self.output_mode = mode;
+        self
+    }
+
+    /// Sets the most output tokens any structured call may ask for.
+    pub fn max_output_tokens(mut self, max: u32) -> Self {
+        self.max_output_tokens = Some(max);
+        self
+    }
+
+    /// Sets the deadline of one whole structured call.
+    pub fn call_deadline(mut self, deadline: Duration) -> Self {
+        self.call_deadline = deadline;
+        self
+    }
+
+    /// Sets the repair turns after an unusable answer.
+    pub fn repair_attempts(mut self, attempts: u32) -> Self {
+        self.repair_attempts = attempts;
         self
     }
 
