@@ -179,7 +179,8 @@ async fn a_blocked_prompt_is_a_clear_error() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "google model output unusable: the prompt was blocked by Gemini (blockReason: PROHIBITED_CONTENT)"
+        "google model output unusable: model `gemini-3.1-flash-lite`, step `extract_edges`: \
+         the prompt was blocked by Gemini (blockReason: PROHIBITED_CONTENT)"
     );
 }
 

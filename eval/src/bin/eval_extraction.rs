@@ -51,11 +51,8 @@ async fn try_main() -> Result<()> {
             ));
         }
     };
-    let mut stories = load_stories(&data)?;
     let only = args.values("story");
-    if !only.is_empty() {
-        stories.retain(|s| only.contains(&s.name.as_str()));
-    }
+    let stories = extraction::select_stories(load_stories(&data)?, &only)?;
     let mut setup = Setup::from_env(false).await?;
     if script.is_none() {
         if !setup.config.extracts() {
