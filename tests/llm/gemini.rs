@@ -159,7 +159,8 @@ async fn a_safety_block_is_a_clear_error_without_repair() {
     assert_eq!(provider, "google");
     assert_eq!(
         message,
-        "the answer was blocked by Gemini (finishReason: SAFETY; flagged: HARM_CATEGORY_DANGEROUS_CONTENT)"
+        "model `gemini-3.1-flash-lite`, step `extract_edges`: \
+         the answer was blocked by Gemini (finishReason: SAFETY; flagged: HARM_CATEGORY_DANGEROUS_CONTENT)"
     );
     assert!(!err.is_retryable());
 }

@@ -248,7 +248,7 @@ async fn a_json_schema_refusal_with_a_500_costs_one_attempt_then_json_object_wit
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_plain_500_while_probing_gets_the_whole_retry_policy_and_json_schema_stays() {
+async fn a_plain_500_gets_the_whole_retry_policy_and_json_schema_stays() {
     let server = fake_provider().await;
     let seq = Sequence::new(vec![
         json_response(500, json!({"error": {"message": "model is loading"}})),
@@ -258,11 +258,7 @@ async fn a_plain_500_while_probing_gets_the_whole_retry_policy_and_json_schema_s
     mount_chat(&server, &seq).await;
     let llm = connect(&server).chat("llama3.1");
     llm.generate(&request()).await.unwrap();
-    assert_eq!(
-        llm.json_schema_support(),
-        None,
-        "only the probe's own success teaches it"
-    );
+    assert_eq!(llm.json_schema_support(), Some(true));
     let sent = bodies(&server).await;
     assert_eq!(sent.len(), 3);
     assert!(

@@ -14,6 +14,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod measured;
 pub mod models;
 pub mod run;
 pub mod score;
@@ -23,6 +24,7 @@ use gralkor::graph::Engine;
 use gralkor::llm::Embedder;
 use serde::Serialize;
 
+pub use measured::{MeasuredModel, StepCalls};
 pub use models::{Script, scripted_model};
 pub use run::{EpisodeCost, StoryRun, graph_name, run_story};
 pub use score::{

@@ -166,15 +166,6 @@ impl OpenAiBuilder {
                 url != DEFAULT_BASE_URL
             })?;
         let official = base_url == DEFAULT_BASE_URL;
-        // Probing whether the server takes `json_schema`: one attempt, so a refusal
-        // that comes as a 5xx is not retried for the whole retry budget.
-        let probe = Transport {
-            retry: RetryPolicy {
-                max_attempts: 1,
-                ..transport.retry
-            },
-            ..transport.clone()
-        };
         let cap_field = self.cap_field.unwrap_or(if official {
             TokenCapField::MaxCompletionTokens
         } else {
@@ -187,7 +178,6 @@ impl OpenAiBuilder {
                 cap_field: cap_field.as_str(),
                 official,
                 transport,
-                probe,
             }),
         })
     }
@@ -201,8 +191,6 @@ struct Connection {
     /// OpenAI itself, which always supports `json_schema`.
     official: bool,
     transport: Transport,
-    /// `transport` with a single attempt, for probing `json_schema` support.
-    probe: Transport,
 }
 
 /// A connection to OpenAI (or a compatible server) for one key. Cheap to clone.
@@ -288,13 +276,16 @@ impl OpenAi {
         self.inner.transport.post(&call, usage_of).await
     }
 
-    /// One attempt, no retries.
-    async fn post_once(
+    /// As `post`, but a refusal of `json_schema` is returned at once, not retried.
+    async fn post_json_schema(
         &self,
         call: Call<'_>,
         usage_of: impl Fn(&Value) -> TokenUsage,
     ) -> Result<(Value, TokenUsage)> {
-        self.inner.probe.post(&call, usage_of).await
+        self.inner
+            .transport
+            .post_until(&call, usage_of, refuses_json_schema)
+            .await
     }
 }
 
@@ -311,9 +302,9 @@ pub enum OutputMode {
     /// `response_format: json_schema`; if a compatible server (not OpenAI itself)
     /// refuses that — any 4xx or 5xx whose message names `response_format` or
     /// `json_schema` (and not an invalid schema) — switch to
-    /// [`OutputMode::JsonObject`] for the rest of this client's life. Until a
-    /// `json_schema` request has succeeded, it is sent once, without retries, so a
-    /// refusal costs one round trip.
+    /// [`OutputMode::JsonObject`] for the rest of this client's life. A refusal is
+    /// never retried, whatever its status, so it costs one round trip; other faults
+    /// get the retry policy as usual.
     #[default]
     Auto,
     /// Always `response_format: json_schema` (strict when the schema allows it).
@@ -580,28 +571,15 @@ impl OpenAiChat {
         let auto = self.mode == OutputMode::Auto && !self.conn.inner.official;
         let reply = if auto && !json_object {
             let body = self.body(request, &messages, false, cap);
-            let probing = self.schema_support.load(Ordering::Relaxed) == SCHEMA_UNKNOWN;
-            let first = if probing {
-                self.conn.post_once(call(&body), chat_usage).await
-            } else {
-                self.conn.post(call(&body), chat_usage).await
-            };
-            match first {
+            match self.conn.post_json_schema(call(&body), chat_usage).await {
                 Ok(reply) => {
-                    if probing {
-                        self.schema_support.store(SCHEMA_WORKS, Ordering::Relaxed);
-                    }
+                    self.schema_support.store(SCHEMA_WORKS, Ordering::Relaxed);
                     Ok(reply)
                 }
                 Err(e) if refuses_json_schema(&e) => {
                     tracing::warn!(model = %self.model, error = %e, "server refused json_schema; using json_object with the schema from now on");
                     self.schema_support.store(SCHEMA_REFUSED, Ordering::Relaxed);
                     let body = self.body(request, &messages, true, cap);
-                    self.conn.post(call(&body), chat_usage).await
-                }
-                // The probe's one attempt failed for another reason: the whole retry
-                // policy, as for any call.
-                Err(e) if probing && e.is_retryable() => {
                     self.conn.post(call(&body), chat_usage).await
                 }
                 Err(e) => Err(e),
