@@ -114,11 +114,9 @@ impl MeasuredModel {
                     s.timed_out.to_string(),
                     ms(s.latency_ms(0.5)),
                     ms(s.latency_ms(0.95)),
-                    if s.valid == 0 {
-                        "n/a".to_owned()
-                    } else {
-                        ((s.prompt_tokens + s.completion_tokens) / s.valid).to_string()
-                    },
+                    (s.prompt_tokens + s.completion_tokens)
+                        .checked_div(s.valid)
+                        .map_or_else(|| "n/a".to_owned(), |t| t.to_string()),
                 ]
             })
             .collect();
