@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::embedding::{check_vectors, number_list, resolve_dimension, run_batches};
-use super::structured::{estimate_generation, generate_with_repair};
+use super::structured::{CallBounds, estimate_generation, generate_with_repair};
 use super::transport::{Call, ClientSettings, Endpoint, reported_count};
 use super::{
     Embedder, GenerateRequest, Generation, LanguageModel, Limiter, LimiterSettings, Message,
@@ -150,6 +150,7 @@ impl Gemini {
             small_model: model.clone(),
             model,
             temperature: None,
+            bounds: CallBounds::default(),
         }
     }
 
@@ -208,6 +209,7 @@ pub struct GeminiChat {
     model: String,
     small_model: String,
     temperature: Option<f32>,
+    bounds: CallBounds,
 }
 
 impl fmt::Debug for GeminiChat {
@@ -223,6 +225,26 @@ impl GeminiChat {
     /// The model for [`ModelSize::Small`] requests.
     pub fn with_small_model(mut self, model: impl Into<String>) -> Self {
         self.small_model = bare_model(&model.into());
+        self
+    }
+
+    /// The most output tokens any call may ask for; as
+    /// [`OpenAiChat::with_max_output_tokens`](super::openai::OpenAiChat::with_max_output_tokens).
+    pub fn with_max_output_tokens(mut self, max: u32) -> Self {
+        self.bounds.max_output_tokens = Some(max);
+        self
+    }
+
+    /// A deadline on one whole call; as
+    /// [`OpenAiChat::with_call_deadline`](super::openai::OpenAiChat::with_call_deadline).
+    pub fn with_call_deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.bounds.deadline = Some(deadline);
+        self
+    }
+
+    /// Repair turns after an unusable answer (default 1).
+    pub fn with_repair_attempts(mut self, attempts: u32) -> Self {
+        self.bounds.repair_attempts = attempts;
         self
     }
 
@@ -257,7 +279,7 @@ impl GeminiChat {
         let mut config = json!({
             "responseMimeType": "application/json",
             "responseSchema": response_schema,
-            "maxOutputTokens": request.max_output_tokens,
+            "maxOutputTokens": self.bounds.output_cap(request),
         });
         if let Some(t) = self.temperature {
             config["temperature"] = json!(t);
@@ -283,7 +305,7 @@ impl GeminiChat {
             url: self.conn.url(model, "generateContent"),
             headers: &auth,
             body: &body,
-            estimated_tokens: estimate_generation(&messages, request.max_output_tokens),
+            estimated_tokens: estimate_generation(&messages, self.bounds.output_cap(request)),
         };
         let (reply, usage) = self
             .conn
@@ -291,7 +313,7 @@ impl GeminiChat {
             .transport
             .post(&call, generate_usage)
             .await?;
-        Ok((answer_text(&reply, request.max_output_tokens)?, usage))
+        Ok((answer_text(&reply, self.bounds.output_cap(request))?, usage))
     }
 }
 
@@ -386,7 +408,17 @@ impl LanguageModel for GeminiChat {
     /// # Ok(()) }
     /// ```
     async fn generate(&self, request: &GenerateRequest) -> Result<Generation> {
-        generate_with_repair(PROVIDER, request, |messages| self.ask(request, messages)).await
+        let model = LanguageModel::model(self, request.size);
+        let work = generate_with_repair(
+            PROVIDER,
+            model,
+            self.bounds.repair_attempts,
+            request,
+            |messages| self.ask(request, messages),
+        );
+        self.bounds
+            .within_deadline(PROVIDER, model, request, work)
+            .await
     }
 
     fn provider(&self) -> &str {

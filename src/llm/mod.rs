@@ -36,6 +36,9 @@ mod embedding;
 pub mod gemini;
 mod limiter;
 mod listwise;
+/// A real llama.cpp server with a real small model, for the crate's own tests.
+#[cfg(feature = "testing")]
+pub mod llama_server;
 #[cfg(feature = "local-embedder")]
 pub mod local;
 pub mod openai;
@@ -179,9 +182,15 @@ impl OutputSchema {
 }
 
 internal_item! {
-/// The default cap on output tokens of a [`GenerateRequest`].
+/// The largest output-token cap a [`GenerateRequest`] is sized to when it sets none
+/// (see [`GenerateRequest::output_cap`]).
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 16_384;
 }
+
+/// Output tokens every sized cap allows beyond what the schema and input need.
+const SIZED_CAP_BASE: u32 = 256;
+/// The smallest sized cap.
+const SIZED_CAP_MIN: u32 = 512;
 
 /// A structured-generation request.
 ///
@@ -199,6 +208,7 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 16_384;
 /// .max_output_tokens(256)
 /// .label("greet");
 /// assert_eq!(request.messages.len(), 2);
+/// assert_eq!(request.output_cap(), 256);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenerateRequest {
@@ -208,21 +218,24 @@ pub struct GenerateRequest {
     pub schema: OutputSchema,
     /// Which model answers.
     pub size: ModelSize,
-    /// Upper bound on generated tokens. An answer cut at this bound is an error.
-    pub max_output_tokens: u32,
+    /// Upper bound on generated tokens; an answer cut at this bound is an error.
+    /// `None` (the default) sizes the bound from what the step can need: see
+    /// [`GenerateRequest::output_cap`].
+    pub max_output_tokens: Option<u32>,
     /// Caller-supplied label for usage accounting (pipeline step, destination, …).
     pub label: String,
 }
 
 impl GenerateRequest {
-    /// A request with no messages yet, the default model size, a cap of
-    /// [`DEFAULT_MAX_OUTPUT_TOKENS`] and the label `unlabelled`.
+    /// A request with no messages yet, the default model size, an output cap sized
+    /// from the schema and the input ([`GenerateRequest::output_cap`]) and the label
+    /// `unlabelled`.
     pub fn new(schema: OutputSchema) -> Self {
         GenerateRequest {
             messages: Vec::new(),
             schema,
             size: ModelSize::Default,
-            max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
+            max_output_tokens: None,
             label: "unlabelled".to_string(),
         }
     }
@@ -245,10 +258,45 @@ impl GenerateRequest {
         self
     }
 
-    /// Sets the output-token cap.
+    /// Sets the output-token cap (instead of the sized one).
     pub fn max_output_tokens(mut self, max: u32) -> Self {
-        self.max_output_tokens = max;
+        self.max_output_tokens = Some(max);
         self
+    }
+
+    /// The output-token cap of this request: the one set, else one sized from what the
+    /// step can legitimately need — the schema's own text plus twice the user
+    /// messages (an answer restates at most what it was given, entities and facts
+    /// included, with JSON around it), plus 256 — between 512 and
+    /// [`DEFAULT_MAX_OUTPUT_TOKENS`]. The system message (instructions) does not
+    /// count. A client may lower it further ([`openai::OpenAiChat::with_max_output_tokens`]).
+    ///
+    /// ```
+    /// use gralkor::llm::{GenerateRequest, OutputSchema};
+    /// use serde_json::json;
+    ///
+    /// let schema = OutputSchema::new("n", json!({"type": "object", "properties": {"n": {"type": "integer"}}}));
+    /// let short = GenerateRequest::new(schema.clone()).system("x".repeat(40_000)).user("Count: one two.");
+    /// assert_eq!(short.output_cap(), 512);
+    /// let long = GenerateRequest::new(schema).user("word ".repeat(2_000));
+    /// assert!(long.output_cap() > 5_000 && long.output_cap() < 5_400, "{}", long.output_cap());
+    /// ```
+    pub fn output_cap(&self) -> u32 {
+        if let Some(max) = self.max_output_tokens {
+            return max;
+        }
+        let schema = estimate_tokens(&self.schema.schema.to_string());
+        let input: u64 = self
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| estimate_tokens(&m.content))
+            .sum();
+        let sized = u64::from(SIZED_CAP_BASE) + schema + 2 * input;
+        sized.clamp(
+            u64::from(SIZED_CAP_MIN),
+            u64::from(DEFAULT_MAX_OUTPUT_TOKENS),
+        ) as u32
     }
 
     /// Sets the usage label.
@@ -264,7 +312,7 @@ impl GenerateRequest {
         if self.messages.is_empty() {
             return Err(crate::Error::invalid("messages", "must not be empty"));
         }
-        if self.max_output_tokens == 0 {
+        if self.max_output_tokens == Some(0) {
             return Err(crate::Error::invalid(
                 "max_output_tokens",
                 "must be positive",
@@ -320,8 +368,10 @@ pub trait LanguageModel: Send + Sync + fmt::Debug {
     /// Errors: [`Error::InvalidInput`](crate::Error::InvalidInput) for a bad request,
     /// [`Error::Provider`](crate::Error::Provider) /
     /// [`Error::Timeout`](crate::Error::Timeout) when the provider failed after the
-    /// retry policy gave up, [`Error::ModelOutput`](crate::Error::ModelOutput) when the
-    /// answer stayed unusable after one repair attempt, was blocked or was truncated.
+    /// retry policy gave up or the call's deadline passed,
+    /// [`Error::ModelOutput`](crate::Error::ModelOutput) when the answer stayed unusable
+    /// after the repair attempts, was blocked or was truncated (naming the model, the
+    /// step — the request's label — and what was wrong).
     async fn generate(&self, request: &GenerateRequest) -> Result<Generation>;
 
     /// The provider name (`openai`, `google`, `scripted`, …).

@@ -175,6 +175,17 @@ impl Transport {
         call: &Call<'_>,
         usage_of: impl Fn(&Value) -> TokenUsage,
     ) -> Result<(Value, TokenUsage)> {
+        self.post_until(call, usage_of, |_| false).await
+    }
+
+    /// [`Transport::post`], except that an error `final_error` accepts is returned at
+    /// once, not retried (a server refusing a request form answers 5xx at times).
+    pub async fn post_until(
+        &self,
+        call: &Call<'_>,
+        usage_of: impl Fn(&Value) -> TokenUsage,
+        final_error: impl Fn(&Error) -> bool,
+    ) -> Result<(Value, TokenUsage)> {
         let started = Instant::now();
         let mut attempts = 0u32;
         let result = loop {
@@ -206,7 +217,7 @@ impl Transport {
                     } else {
                         drop(permit);
                     }
-                    if !err.is_retryable() {
+                    if !err.is_retryable() || final_error(&err) {
                         break Err(err);
                     }
                     let retry_after = match &err {

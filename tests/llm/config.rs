@@ -5,8 +5,10 @@
 use crate::llm_support;
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use gralkor::Error;
+use gralkor::llm::openai::OutputMode;
 use gralkor::llm::{
     Choice, DEFAULT_EMBEDDER_MODEL, DEFAULT_LLM_MODEL, GenerateRequest, ModelConfig, ModelSize,
     ModelSpec, OutputSchema, Provider, Selection,
@@ -343,6 +345,68 @@ fn a_compatible_server_at_its_own_base_url_needs_no_key() {
         ("OPENAI_BASE_URL", "https://api.openai.com/v1/"),
     ]);
     assert_eq!(field, "OPENAI_API_KEY");
+}
+
+#[test]
+fn output_mode_caps_deadline_and_repairs_come_from_the_environment_and_reach_the_client() {
+    let local = [
+        ("GRALKOR_LLM_MODEL", "openai:smollm2"),
+        ("GRALKOR_EMBEDDER_MODEL", "local:all-minilm-l6-v2"),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1"),
+    ];
+    let defaults = from(&local).unwrap();
+    assert_eq!(defaults.output_mode, OutputMode::Auto);
+    assert_eq!(defaults.max_output_tokens, None);
+    assert_eq!(defaults.call_deadline, Duration::from_secs(300));
+    assert_eq!(defaults.repair_attempts, 1);
+    let mut vars = local.to_vec();
+    vars.extend([
+        ("GRALKOR_LLM_OUTPUT_MODE", "json_object"),
+        ("GRALKOR_LLM_MAX_OUTPUT_TOKENS", "512"),
+        ("GRALKOR_LLM_CALL_TIMEOUT_SECS", "45"),
+        ("GRALKOR_LLM_REPAIR_ATTEMPTS", "0"),
+    ]);
+    let config = from(&vars).unwrap();
+    assert_eq!(config.output_mode, OutputMode::JsonObject);
+    assert_eq!(config.max_output_tokens, Some(512));
+    assert_eq!(config.call_deadline, Duration::from_secs(45));
+    assert_eq!(config.repair_attempts, 0);
+    let llm = format!("{:?}", config.build().unwrap().llm.unwrap());
+    for part in [
+        "mode: JsonObject",
+        "max_output_tokens: Some(512)",
+        "deadline: Some(45s)",
+        "repair_attempts: 0",
+    ] {
+        assert!(llm.contains(part), "{part} in {llm}");
+    }
+    for (var, value, rule) in [
+        (
+            "GRALKOR_LLM_OUTPUT_MODE",
+            "grammar",
+            "must be one of auto, json_schema, json_object (got `grammar`)",
+        ),
+        (
+            "GRALKOR_LLM_MAX_OUTPUT_TOKENS",
+            "0",
+            "must be a positive integer (got `0`)",
+        ),
+        (
+            "GRALKOR_LLM_CALL_TIMEOUT_SECS",
+            "soon",
+            "must be a positive integer (got `soon`)",
+        ),
+        (
+            "GRALKOR_LLM_REPAIR_ATTEMPTS",
+            "-1",
+            "must be a whole number, 0 or more (got `-1`)",
+        ),
+    ] {
+        let mut bad = local.to_vec();
+        bad.push((var, value));
+        let (field, got, _) = config_error(&bad);
+        assert_eq!((field.as_str(), got.as_str()), (var, rule));
+    }
 }
 
 #[test]

@@ -159,7 +159,8 @@ async fn a_safety_block_is_a_clear_error_without_repair() {
     assert_eq!(provider, "google");
     assert_eq!(
         message,
-        "the answer was blocked by Gemini (finishReason: SAFETY; flagged: HARM_CATEGORY_DANGEROUS_CONTENT)"
+        "model `gemini-3.1-flash-lite`, step `extract_edges`: \
+         the answer was blocked by Gemini (finishReason: SAFETY; flagged: HARM_CATEGORY_DANGEROUS_CONTENT)"
     );
     assert!(!err.is_retryable());
 }
@@ -179,7 +180,8 @@ async fn a_blocked_prompt_is_a_clear_error() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "google model output unusable: the prompt was blocked by Gemini (blockReason: PROHIBITED_CONTENT)"
+        "google model output unusable: model `gemini-3.1-flash-lite`, step `extract_edges`: \
+         the prompt was blocked by Gemini (blockReason: PROHIBITED_CONTENT)"
     );
 }
 

@@ -198,7 +198,10 @@ async fn falls_back_to_json_object_when_the_server_rejects_json_schema() {
     assert_eq!(sent.len(), 3);
     assert_eq!(sent[0]["response_format"]["type"], "json_schema");
     for body in &sent[1..] {
-        assert_eq!(body["response_format"], json!({"type": "json_object"}));
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_object", "schema": entities_schema().schema})
+        );
         let last = body["messages"][1]["content"].as_str().unwrap();
         assert!(
             last.starts_with("Ada met Grace in London.\n\nRespond with only a JSON object"),
@@ -209,6 +212,91 @@ async fn falls_back_to_json_object_when_the_server_rejects_json_schema() {
             "{last}"
         );
     }
+}
+
+/// What llama-cpp-python 0.3.36's server answers to `response_format: json_schema`.
+fn llama_cpp_python_refusal() -> Value {
+    json!({"error": {"message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), \
+        'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}]",
+        "type": "internal_server_error"}})
+}
+
+#[tokio::test]
+async fn a_json_schema_refusal_with_a_500_costs_one_attempt_then_json_object_with_the_schema() {
+    let server = fake_provider().await;
+    let seq = Sequence::new(vec![
+        json_response(500, llama_cpp_python_refusal()),
+        json_response(200, chat_reply(GOOD, 1, 1)),
+        json_response(200, chat_reply(GOOD, 1, 1)),
+    ]);
+    mount_chat(&server, &seq).await;
+    let llm = connect(&server).chat("smollm2");
+    assert_eq!(llm.json_schema_support(), None);
+    let answer = llm.generate(&request()).await.unwrap();
+    assert_eq!(answer.value["entities"][1]["name"], "Grace");
+    assert_eq!(llm.json_schema_support(), Some(false));
+    llm.generate(&request()).await.unwrap();
+    let sent = bodies(&server).await;
+    assert_eq!(sent.len(), 3, "the 500 was not retried as a fault");
+    assert_eq!(sent[0]["response_format"]["type"], "json_schema");
+    for body in &sent[1..] {
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_object", "schema": entities_schema().schema})
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_plain_500_gets_the_whole_retry_policy_and_json_schema_stays() {
+    let server = fake_provider().await;
+    let seq = Sequence::new(vec![
+        json_response(500, json!({"error": {"message": "model is loading"}})),
+        json_response(503, json!({"error": {"message": "busy"}})),
+        json_response(200, chat_reply(GOOD, 1, 1)),
+    ]);
+    mount_chat(&server, &seq).await;
+    let llm = connect(&server).chat("llama3.1");
+    llm.generate(&request()).await.unwrap();
+    assert_eq!(llm.json_schema_support(), Some(true));
+    let sent = bodies(&server).await;
+    assert_eq!(sent.len(), 3);
+    assert!(
+        sent.iter()
+            .all(|b| b["response_format"]["type"] == "json_schema")
+    );
+}
+
+#[tokio::test]
+async fn the_sized_cap_and_the_ceiling_are_what_the_server_is_sent() {
+    let server = fake_provider().await;
+    mount_chat(
+        &server,
+        &Sequence::new(vec![
+            json_response(200, chat_reply(GOOD, 1, 1)),
+            json_response(200, chat_reply(GOOD, 1, 1)),
+        ]),
+    )
+    .await;
+    let sized = GenerateRequest::new(entities_schema())
+        .system("Extract entities.")
+        .user("Ada met Grace in London.")
+        .label("extract_nodes");
+    let cap = sized.output_cap();
+    assert_eq!(
+        cap, 512,
+        "a short input gets the smallest sized cap, not 16,384"
+    );
+    let llm = connect(&server).chat("llama3.1");
+    llm.generate(&sized).await.unwrap();
+    llm.clone()
+        .with_max_output_tokens(100)
+        .generate(&sized)
+        .await
+        .unwrap();
+    let sent = bodies(&server).await;
+    assert_eq!(sent[0]["max_tokens"], 512);
+    assert_eq!(sent[1]["max_tokens"], 100);
 }
 
 #[tokio::test]
@@ -250,7 +338,11 @@ async fn json_object_mode_states_the_schema_in_the_prompt() {
         .with_output_mode(OutputMode::JsonObject);
     llm.generate(&request()).await.unwrap();
     let body = &bodies(&server).await[0];
-    assert_eq!(body["response_format"], json!({"type": "json_object"}));
+    // The schema rides along in llama.cpp's constrained form, and in the prompt.
+    assert_eq!(
+        body["response_format"],
+        json!({"type": "json_object", "schema": entities_schema().schema})
+    );
     let last = body["messages"][1]["content"].as_str().unwrap();
     let schema_text = serde_json::to_string_pretty(&entities_schema().schema).unwrap();
     assert!(last.ends_with(&schema_text), "{last}");

@@ -1,7 +1,9 @@
 //! The extraction benchmark: the stories of `eval/data/extraction/` (or `--data DIR`)
 //! through the engine with the configured model, scored against their gold graphs;
 //! a table on stdout and the whole report as JSON (`--out`, default
-//! `eval-extraction.json`).
+//! `eval-extraction.json`). With a real model, a second table gives every structured
+//! call by step: the share of schema-valid answers, repairs, timeouts, latency
+//! p50/p95 and tokens. Progress goes to stderr, one line per episode.
 //!
 //! ```text
 //! # offline: the scripted models derived from the gold graphs (the scorer's check)
@@ -14,15 +16,17 @@
 //! ```
 //!
 //! Options: `--data DIR`, `--out FILE`, `--script perfect|wrong`, `--story NAME`
-//! (repeatable: only these stories).
+//! (repeatable: only these stories; a name no story has is an error listing them).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use gralkor::graph::Engine;
-use gralkor::llm::Embedder;
 use gralkor::llm::doubles::HashEmbedder;
-use gralkor_eval::extraction::{self, Script, load_stories, scripted_model, shipped_stories_dir};
+use gralkor::llm::{Embedder, LanguageModel};
+use gralkor_eval::extraction::{
+    self, MeasuredModel, Script, load_stories, scripted_model, shipped_stories_dir,
+};
 use gralkor_eval::report::write_json;
 use gralkor_eval::setup::{Args, Setup, exit_on_error};
 use gralkor_eval::{EvalError, Result};
@@ -51,11 +55,8 @@ async fn try_main() -> Result<()> {
             ));
         }
     };
-    let mut stories = load_stories(&data)?;
     let only = args.values("story");
-    if !only.is_empty() {
-        stories.retain(|s| only.contains(&s.name.as_str()));
-    }
+    let stories = extraction::select_stories(load_stories(&data)?, &only)?;
     let mut setup = Setup::from_env(false).await?;
     if script.is_none() {
         if !setup.config.extracts() {
@@ -63,6 +64,7 @@ async fn try_main() -> Result<()> {
         }
         setup.build_models().await?;
     }
+    let mut steps = Vec::new();
     let report = match script {
         Some(script) => {
             let embedder = HashEmbedder::new(256);
@@ -97,18 +99,25 @@ async fn try_main() -> Result<()> {
                 embedder.model()
             );
             let db = setup.db.clone();
-            let (l, e) = (llm.clone(), embedder.clone());
-            extraction::run_all(
+            let measured = MeasuredModel::new(llm.clone());
+            let l: Arc<dyn LanguageModel> = Arc::new(measured.clone());
+            let e = embedder.clone();
+            let report = extraction::run_all(
                 &stories,
                 |_| Engine::new(db.clone(), l.clone(), e.clone()),
                 embedder.as_ref(),
                 &name,
                 "eval:extraction",
             )
-            .await?
+            .await?;
+            steps = measured.steps();
+            report
         }
     };
     print!("{}", report.table());
+    if !steps.is_empty() {
+        print!("{}", MeasuredModel::table(&steps));
+    }
     write_json(&out, &report)?;
     println!("report written to {}", out.display());
     setup.shutdown().await

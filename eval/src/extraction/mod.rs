@@ -14,6 +14,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod measured;
 pub mod models;
 pub mod run;
 pub mod score;
@@ -23,6 +24,7 @@ use gralkor::graph::Engine;
 use gralkor::llm::Embedder;
 use serde::Serialize;
 
+pub use measured::{MeasuredModel, StepCalls};
 pub use models::{Script, scripted_model};
 pub use run::{EpisodeCost, StoryRun, graph_name, run_story};
 pub use score::{
@@ -35,6 +37,41 @@ pub use story::{
 
 use crate::Result;
 use crate::report::{pct, table};
+
+/// The stories named in `only` (all of them when `only` is empty), in their order.
+/// A name no story has is an error naming the stories there are.
+///
+/// ```
+/// use gralkor_eval::extraction::{load_stories, select_stories, shipped_stories_dir};
+/// let stories = load_stories(&shipped_stories_dir()).unwrap();
+/// assert_eq!(select_stories(stories.clone(), &["career"]).unwrap().len(), 1);
+/// let err = select_stories(stories, &["01-career"]).unwrap_err().to_string();
+/// assert!(err.contains("no story is named `01-career`"), "{err}");
+/// assert!(err.contains("career"), "{err}");
+/// ```
+pub fn select_stories(stories: Vec<Story>, only: &[&str]) -> Result<Vec<Story>> {
+    if only.is_empty() {
+        return Ok(stories);
+    }
+    if let Some(missing) = only
+        .iter()
+        .find(|name| !stories.iter().any(|s| s.name == **name))
+    {
+        let names: Vec<&str> = stories.iter().map(|s| s.name.as_str()).collect();
+        return Err(crate::EvalError::data(
+            "<command line>",
+            "--story",
+            format!(
+                "no story is named `{missing}`; the stories are: {}",
+                names.join(", ")
+            ),
+        ));
+    }
+    Ok(stories
+        .into_iter()
+        .filter(|s| only.contains(&s.name.as_str()))
+        .collect())
+}
 
 /// The report of a run over several stories.
 #[derive(Debug, Clone, Serialize)]
@@ -83,19 +120,18 @@ fn row(name: &str, s: &Scores) -> Vec<String> {
             format!("{:.1}", x / s.episodes as f64)
         }
     };
-    let f = |v: f64| pct(Some(v));
     vec![
         name.to_owned(),
         s.episodes.to_string(),
         s.failed_episodes.to_string(),
-        f(s.entities.precision()),
-        f(s.entities.recall()),
-        f(s.entities.f1()),
+        pct(s.entities.measured_precision()),
+        pct(s.entities.measured_recall()),
+        pct(s.entities.measured_f1()),
         s.duplicate_entities.to_string(),
         pct(s.types.value()),
-        f(s.facts.precision()),
-        f(s.facts.recall()),
-        f(s.facts.f1()),
+        pct(s.facts.measured_precision()),
+        pct(s.facts.measured_recall()),
+        pct(s.facts.measured_f1()),
         pct(s.times.value()),
         pct(s.invalidations.value()),
         s.mean_invalidation_error_days()
@@ -110,7 +146,8 @@ fn row(name: &str, s: &Scores) -> Vec<String> {
 
 impl Report {
     /// The report as a table: one row per story and a total row (`failed`: episodes
-    /// whose ingestion failed, with their errors in the JSON report). Percentages;
+    /// whose ingestion failed, with their errors in the JSON report). Percentages,
+    /// `n/a` where the denominator is empty (never 100);
     /// `inv err d` is the mean timing error of the right invalidations in days;
     /// the last three columns are per episode.
     pub fn table(&self) -> String {

@@ -61,6 +61,16 @@ pub async fn run_story(engine: &Engine, graph: &str, story: &Story) -> Result<St
         let started = Instant::now();
         let outcome = engine.add_episode(graph, request).await;
         let wall_ms = started.elapsed().as_secs_f64() * 1e3;
+        // Progress on stderr: a weak local model can take minutes per episode.
+        eprintln!(
+            "{}: episode {}/{} ({}) {} in {:.1} s",
+            story.name,
+            episodes.len() + 1,
+            story.episodes.len(),
+            e.id,
+            if outcome.is_ok() { "done" } else { "failed" },
+            wall_ms / 1e3
+        );
         episodes.push(match outcome {
             Ok(o) => EpisodeCost {
                 episode: e.id.clone(),

@@ -86,6 +86,34 @@ impl Counts {
         ratio(self.tp, self.tp + self.fn_, true)
     }
 
+    /// Precision as a report shows it: `None` (n/a) when nothing was found, so an
+    /// empty run never reads as 100.
+    ///
+    /// ```
+    /// use gralkor_eval::extraction::Counts;
+    /// let empty = Counts { tp: 0, fp: 0, fn_: 0 };
+    /// assert_eq!(empty.precision(), 1.0);
+    /// assert_eq!((empty.measured_precision(), empty.measured_recall(), empty.measured_f1()), (None, None, None));
+    /// let found_nothing = Counts { tp: 0, fp: 0, fn_: 3 };
+    /// assert_eq!(found_nothing.measured_precision(), None);
+    /// assert_eq!(found_nothing.measured_recall(), Some(0.0));
+    /// ```
+    pub fn measured_precision(&self) -> Option<f64> {
+        (self.tp + self.fp > 0).then(|| self.precision())
+    }
+
+    /// Recall as a report shows it: `None` (n/a) when nothing was expected.
+    pub fn measured_recall(&self) -> Option<f64> {
+        (self.tp + self.fn_ > 0).then(|| self.recall())
+    }
+
+    /// F1 as a report shows it: `None` (n/a) when precision or recall is.
+    pub fn measured_f1(&self) -> Option<f64> {
+        self.measured_precision()
+            .zip(self.measured_recall())
+            .map(|_| self.f1())
+    }
+
     /// The harmonic mean of precision and recall.
     pub fn f1(&self) -> f64 {
         let (p, r) = (self.precision(), self.recall());

@@ -25,12 +25,15 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::structured::{estimate_generation, generate_with_repair, schema_instruction};
+use super::structured::{
+    CallBounds, estimate_generation, generate_with_repair, schema_instruction,
+};
 use super::transport::{Call, ClientSettings, Endpoint, Transport, reported_count};
 use super::{
     GenerateRequest, Generation, LanguageModel, Limiter, LimiterSettings, Message, ModelSize,
@@ -226,7 +229,8 @@ impl OpenAi {
             temperature: Some(0.0),
             reasoning_effort: None,
             mode: OutputMode::Auto,
-            schema_unsupported: Arc::new(AtomicBool::new(false)),
+            bounds: CallBounds::default(),
+            schema_support: Arc::new(AtomicU8::new(SCHEMA_UNKNOWN)),
         }
     }
 
@@ -271,23 +275,88 @@ impl OpenAi {
     ) -> Result<(Value, TokenUsage)> {
         self.inner.transport.post(&call, usage_of).await
     }
+
+    /// As `post`, but a refusal of `json_schema` is returned at once, not retried.
+    async fn post_json_schema(
+        &self,
+        call: Call<'_>,
+        usage_of: impl Fn(&Value) -> TokenUsage,
+    ) -> Result<(Value, TokenUsage)> {
+        self.inner
+            .transport
+            .post_until(&call, usage_of, refuses_json_schema)
+            .await
+    }
 }
 
-/// How answers are constrained to the schema.
+/// How answers are constrained to the schema (`GRALKOR_LLM_OUTPUT_MODE`).
+///
+/// | server | `auto` ends up as |
+/// |---|---|
+/// | OpenAI, Gemini's OpenAI endpoint | `json_schema` (strict when the schema allows) |
+/// | Ollama, vLLM, LM Studio, llama.cpp's `llama-server` | `json_schema` |
+/// | llama-cpp-python's server (refuses `json_schema`, with HTTP 500) | `json_object` with the schema (its own constrained form) |
+/// | a server without any schema support | `json_object`, schema in the prompt |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutputMode {
     /// `response_format: json_schema`; if a compatible server (not OpenAI itself)
-    /// rejects that with a 400/422 naming `response_format` or `json_schema` (and not
-    /// an invalid schema), switch to [`OutputMode::JsonObject`] for the rest of this
-    /// client's life.
+    /// refuses that — any 4xx or 5xx whose message names `response_format` or
+    /// `json_schema` (and not an invalid schema) — switch to
+    /// [`OutputMode::JsonObject`] for the rest of this client's life. A refusal is
+    /// never retried, whatever its status, so it costs one round trip; other faults
+    /// get the retry policy as usual.
     #[default]
     Auto,
     /// Always `response_format: json_schema` (strict when the schema allows it).
     JsonSchema,
-    /// `response_format: json_object` with the schema stated in the prompt, for
-    /// servers without schema support.
+    /// `response_format: {"type": "json_object", "schema": …}` — the schema-constrained
+    /// form of llama.cpp and llama-cpp-python; servers that do not read `schema` still
+    /// return JSON — with the schema also stated in the prompt. OpenAI itself gets no
+    /// `schema` field.
     JsonObject,
 }
+
+impl OutputMode {
+    /// The setting's name: `auto`, `json_schema` or `json_object`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputMode::Auto => "auto",
+            OutputMode::JsonSchema => "json_schema",
+            OutputMode::JsonObject => "json_object",
+        }
+    }
+
+    /// Parses a setting (`auto`, `json_schema`, `json_object`, any case); `field` names
+    /// it in the error.
+    ///
+    /// ```
+    /// use gralkor::llm::openai::OutputMode;
+    /// assert_eq!(OutputMode::parse("GRALKOR_LLM_OUTPUT_MODE", " JSON_object ").unwrap(), OutputMode::JsonObject);
+    /// let err = OutputMode::parse("GRALKOR_LLM_OUTPUT_MODE", "grammar").unwrap_err();
+    /// assert!(err.to_string().contains("one of auto, json_schema, json_object"));
+    /// ```
+    pub fn parse(field: &str, value: &str) -> Result<OutputMode> {
+        let v = value.trim();
+        [
+            OutputMode::Auto,
+            OutputMode::JsonSchema,
+            OutputMode::JsonObject,
+        ]
+        .into_iter()
+        .find(|m| m.as_str().eq_ignore_ascii_case(v))
+        .ok_or_else(|| {
+            Error::config(
+                field,
+                format!("must be one of auto, json_schema, json_object (got `{v}`)"),
+            )
+        })
+    }
+}
+
+/// `json_schema` support of the server, as `Auto` has learnt it.
+const SCHEMA_UNKNOWN: u8 = 0;
+const SCHEMA_WORKS: u8 = 1;
+const SCHEMA_REFUSED: u8 = 2;
 
 /// Structured generation through chat completions. Made by [`OpenAi::chat`].
 #[derive(Clone)]
@@ -298,7 +367,8 @@ pub struct OpenAiChat {
     temperature: Option<f32>,
     reasoning_effort: Option<String>,
     mode: OutputMode,
-    schema_unsupported: Arc<AtomicBool>,
+    bounds: CallBounds,
+    schema_support: Arc<AtomicU8>,
 }
 
 impl fmt::Debug for OpenAiChat {
@@ -308,6 +378,7 @@ impl fmt::Debug for OpenAiChat {
             .field("model", &self.model)
             .field("small_model", &self.small_model)
             .field("mode", &self.mode)
+            .field("bounds", &self.bounds)
             .finish_non_exhaustive()
     }
 }
@@ -380,16 +451,50 @@ impl OpenAiChat {
         self
     }
 
+    /// The most output tokens any call may ask for (default: each request's own cap,
+    /// [`GenerateRequest::output_cap`]). A weak model rambles to the end of whatever
+    /// it is allowed; this bounds the time one answer can take.
+    pub fn with_max_output_tokens(mut self, max: u32) -> Self {
+        self.bounds.max_output_tokens = Some(max);
+        self
+    }
+
+    /// A deadline on one whole call — every attempt, retry wait and repair — after
+    /// which it fails with [`Error::Timeout`] naming the model and the step. Default:
+    /// none beyond the retry policy's.
+    pub fn with_call_deadline(mut self, deadline: Duration) -> Self {
+        self.bounds.deadline = Some(deadline);
+        self
+    }
+
+    /// Repair turns after an unusable answer (default 1; 0 turns repairs off).
+    pub fn with_repair_attempts(mut self, attempts: u32) -> Self {
+        self.bounds.repair_attempts = attempts;
+        self
+    }
+
     /// The connection this client uses.
     pub fn connection(&self) -> &OpenAi {
         &self.conn
     }
 
+    /// The mode the next request is sent in: `json_object` or not.
     fn use_json_object(&self) -> bool {
         match self.mode {
             OutputMode::JsonObject => true,
             OutputMode::JsonSchema => false,
-            OutputMode::Auto => self.schema_unsupported.load(Ordering::Relaxed),
+            OutputMode::Auto => self.schema_support.load(Ordering::Relaxed) == SCHEMA_REFUSED,
+        }
+    }
+
+    /// What [`OutputMode::Auto`] has learnt so far: `Some(true)` the server took a
+    /// `json_schema` request, `Some(false)` it refused one (and `json_object` is used
+    /// from then on), `None` not yet known.
+    pub fn json_schema_support(&self) -> Option<bool> {
+        match self.schema_support.load(Ordering::Relaxed) {
+            SCHEMA_WORKS => Some(true),
+            SCHEMA_REFUSED => Some(false),
+            _ => None,
         }
     }
 
@@ -399,6 +504,7 @@ impl OpenAiChat {
         request: &GenerateRequest,
         messages: &[Message],
         json_object: bool,
+        cap: u32,
     ) -> Value {
         let model = LanguageModel::model(self, request.size);
         let mut wire: Vec<Value> = messages
@@ -417,7 +523,11 @@ impl OpenAiChat {
                 }
                 _ => wire.push(json!({"role": "user", "content": instruction})),
             }
-            json!({"type": "json_object"})
+            if self.conn.inner.official {
+                json!({"type": "json_object"})
+            } else {
+                json!({"type": "json_object", "schema": request.schema.schema})
+            }
         } else {
             json!({"type": "json_schema", "json_schema": {
                 "name": request.schema.name,
@@ -427,7 +537,7 @@ impl OpenAiChat {
         };
         let mut body =
             json!({"model": model, "messages": wire, "response_format": response_format});
-        body[self.conn.inner.cap_field] = Value::from(request.max_output_tokens);
+        body[self.conn.inner.cap_field] = Value::from(cap);
         if is_reasoning_model(model) {
             let effort = self
                 .reasoning_effort
@@ -447,43 +557,58 @@ impl OpenAiChat {
         request: &GenerateRequest,
         messages: Vec<Message>,
     ) -> Result<(String, TokenUsage)> {
+        let cap = self.bounds.output_cap(request);
         let json_object = self.use_json_object();
         let auth = self.conn.auth();
-        let send = async |json_object: bool| {
-            let body = self.body(request, &messages, json_object);
-            let call = Call {
-                operation: "chat",
-                label: &request.label,
-                url: self.conn.url("chat/completions"),
-                headers: &auth,
-                body: &body,
-                estimated_tokens: estimate_generation(&messages, request.max_output_tokens),
-            };
-            self.conn.post(call, chat_usage).await
+        let call = |body| Call {
+            operation: "chat",
+            label: &request.label,
+            url: self.conn.url("chat/completions"),
+            headers: &auth,
+            body,
+            estimated_tokens: estimate_generation(&messages, cap),
         };
-        let reply = match send(json_object).await {
-            Err(Error::Provider {
-                status: Some(400 | 422),
-                message,
-                ..
-            }) if self.mode == OutputMode::Auto
-                && !json_object
-                && !self.conn.inner.official
-                && rejects_json_schema(&message) =>
-            {
-                tracing::warn!(model = %self.model, %message, "server rejected json_schema; falling back to json_object");
-                self.schema_unsupported.store(true, Ordering::Relaxed);
-                send(true).await
+        let auto = self.mode == OutputMode::Auto && !self.conn.inner.official;
+        let reply = if auto && !json_object {
+            let body = self.body(request, &messages, false, cap);
+            match self.conn.post_json_schema(call(&body), chat_usage).await {
+                Ok(reply) => {
+                    self.schema_support.store(SCHEMA_WORKS, Ordering::Relaxed);
+                    Ok(reply)
+                }
+                Err(e) if refuses_json_schema(&e) => {
+                    tracing::warn!(model = %self.model, error = %e, "server refused json_schema; using json_object with the schema from now on");
+                    self.schema_support.store(SCHEMA_REFUSED, Ordering::Relaxed);
+                    let body = self.body(request, &messages, true, cap);
+                    self.conn.post(call(&body), chat_usage).await
+                }
+                Err(e) => Err(e),
             }
-            other => other,
+        } else {
+            let body = self.body(request, &messages, json_object, cap);
+            self.conn.post(call(&body), chat_usage).await
         };
         let (reply, usage) = reply?;
-        let text = chat_text(&reply, request.max_output_tokens)?;
+        let text = chat_text(&reply, cap)?;
         Ok((text, usage))
     }
 }
 
-/// Whether a 400/422 says the server does not support `json_schema` output (as
+/// Whether a refused request says the server does not take `json_schema` output:
+/// any 4xx or 5xx but 408/429 whose message names `response_format` or `json_schema`
+/// (llama-cpp-python answers 500 `Input should be 'text' or 'json_object'`).
+fn refuses_json_schema(e: &Error) -> bool {
+    match e {
+        Error::Provider {
+            status: Some(status),
+            message,
+            ..
+        } => *status >= 400 && !matches!(status, 408 | 429) && rejects_json_schema(message),
+        _ => false,
+    }
+}
+
+/// Whether an error message says the server does not support `json_schema` output (as
 /// opposed to rejecting this particular schema, which falling back would not fix).
 fn rejects_json_schema(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
@@ -544,7 +669,17 @@ impl LanguageModel for OpenAiChat {
     /// # Ok(()) }
     /// ```
     async fn generate(&self, request: &GenerateRequest) -> Result<Generation> {
-        generate_with_repair(PROVIDER, request, |messages| self.ask(request, messages)).await
+        let model = LanguageModel::model(self, request.size);
+        let work = generate_with_repair(
+            PROVIDER,
+            model,
+            self.bounds.repair_attempts,
+            request,
+            |messages| self.ask(request, messages),
+        );
+        self.bounds
+            .within_deadline(PROVIDER, model, request, work)
+            .await
     }
 
     fn provider(&self) -> &str {
@@ -601,6 +736,39 @@ mod tests {
             "Invalid schema for response_format 'x': 'additionalProperties' is required"
         ));
         assert!(!rejects_json_schema("Invalid 'messages': empty"));
+    }
+
+    fn provider_error(status: u16, message: &str) -> Error {
+        Error::Provider {
+            provider: PROVIDER.into(),
+            status: Some(status),
+            message: message.into(),
+            retry_after: None,
+            source: None,
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_recognised_whatever_the_status() {
+        // llama-cpp-python 0.3.36's answer to `json_schema`.
+        let llama_cpp_python = "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  \
+            Input should be 'text' or 'json_object' [type=literal_error, input_value='json_schema', input_type=str]";
+        for status in [400, 422, 500, 501] {
+            assert!(
+                refuses_json_schema(&provider_error(status, llama_cpp_python)),
+                "{status}"
+            );
+        }
+        assert!(!refuses_json_schema(&provider_error(500, "internal error")));
+        assert!(!refuses_json_schema(&provider_error(429, llama_cpp_python)));
+        assert!(!refuses_json_schema(&provider_error(
+            400,
+            "Invalid schema for response_format 'x'"
+        )));
+        assert!(!refuses_json_schema(&Error::Timeout {
+            operation: "json_schema".into(),
+            after: Duration::from_secs(1)
+        }));
     }
 
     #[test]
