@@ -263,6 +263,7 @@ async fn write_once(
                     &id,
                     Some(&session),
                     binding.subject.as_ref(),
+                    binding.custom_instructions.as_deref(),
                 )
                 .await
             }
@@ -273,6 +274,7 @@ async fn write_once(
                         .session(session);
                 ingest.reference_time = Some(reference_time);
                 ingest.subject = binding.subject.clone();
+                ingest.custom_instructions = binding.custom_instructions.clone();
                 sink.ingest_frozen(&snapshot, &ingest).await
             }
         }

@@ -1,10 +1,14 @@
 //! The capture buffer: an agent's turns, accepted durably, written on flush.
 //!
 //! * **Binding.** A session is bound on its first append to an operator, the agent's
-//!   and the human's names and a route — direct to a Destination
-//!   ([`CaptureRoute::Direct`]) or through one or more Lenses
-//!   ([`CaptureRoute::Lenses`]); an append with another binding is an error naming
-//!   the field, and nothing is buffered. The binding holds while the session has
+//!   and the human's names and the subject; an append with another binding is an
+//!   error naming the field, and nothing is buffered. Each turn names its route —
+//!   direct to a Destination ([`CaptureRoute::Direct`]) or through one or more Lenses
+//!   ([`CaptureRoute::Lenses`]) — and its extraction instructions
+//!   ([`Capture::custom_instructions`], default [`CaptureConfig::custom_instructions`]):
+//!   turns are **buffered per route**, so a turn naming another route than the open
+//!   entry's (jido's per-turn Lens) closes that entry and opens one of its own; append
+//!   order is kept. The binding holds while the session has
 //!   turns buffered or being written (as the seed's buffered entry does); once they
 //!   are all written the buffer forgets the session, so it keeps nothing per
 //!   finished session.
@@ -97,7 +101,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 pub(crate) use request::CAPTURED;
-pub use request::{Capture, CaptureConfig, CaptureRoute};
+pub use request::{Capture, CaptureConfig, CaptureRoute, OPENCLAW_CUSTOM_INSTRUCTIONS};
 pub use sink::CaptureSink;
 internal_use!(store::{
     Binding, CaptureStore, FalkorCaptureStore, InMemoryCaptureStore, PendingEntry, PendingRoute,
@@ -201,6 +205,10 @@ impl CaptureBuffer {
             store: Arc<dyn CaptureStore>,
             config: CaptureConfig,
         ) -> Result<CaptureBuffer> {
+            crate::lens::check_instructions(
+                "custom_instructions",
+                config.custom_instructions.as_deref(),
+            )?;
             if config.shutdown_timeout.is_zero() {
                 return Err(Error::invalid(
                     "shutdown_timeout",
@@ -349,19 +357,26 @@ impl CaptureBuffer {
             human_name: capture.human_name,
             route: capture.route,
             subject: capture.subject,
+            custom_instructions: capture
+                .custom_instructions
+                .or_else(|| self.inner.config.custom_instructions.clone()),
         };
+        crate::lens::check_instructions(
+            "custom_instructions",
+            binding.custom_instructions.as_deref(),
+        )?;
         // A re-binding is refused before the authorizer is asked (and again below,
         // under the same lock as the append). A session already bound was authorized
-        // when it was bound; every write checks `contribute` again, so only a new
-        // binding pays for the round trip here.
-        let bound = match self.inner.sessions.lock().await.get(&capture.session_id) {
+        // for the route it was bound with; every write checks `contribute` again, so
+        // only a new binding, or a turn naming another route, pays for the round trip.
+        let authorized = match self.inner.sessions.lock().await.get(&capture.session_id) {
             Some(s) => {
                 check_binding(&capture.session_id, &s.binding, &binding)?;
-                true
+                s.binding.route == binding.route
             }
             None => false,
         };
-        if !bound {
+        if !authorized {
             self.inner
                 .sink
                 .authorize_capture(
@@ -382,6 +397,12 @@ impl CaptureBuffer {
         let session = sessions
             .entry(capture.session_id.clone())
             .or_insert_with(|| Session::new(binding.clone()));
+        // Buffered per route: a turn naming another route (or other instructions) than
+        // the open entry's closes it, and opens an entry of its own.
+        let displaced = match &session.open {
+            Some(open) if !open.pending.binding.same_writes(&binding) => session.open.take(),
+            _ => None,
+        };
         let fresh = session.open.is_none();
         let entry = session.open.get_or_insert_with(|| Entry {
             pending: PendingEntry {
@@ -412,12 +433,16 @@ impl CaptureBuffer {
             // Not accepted: undo, leaving the session as it was.
             entry.pending.turns.pop();
             if fresh {
-                session.open = None;
-                if session.queued.is_empty() && session.in_flight == 0 {
+                session.open = displaced;
+                if session.open.is_none() && session.queued.is_empty() && session.in_flight == 0 {
                     sessions.remove(&capture.session_id);
                 }
             }
             return Err(e);
+        }
+        // The entry it displaced is written before it, as it was accepted before it.
+        if let Some(closed) = displaced {
+            session.queued.push(closed);
         }
         Ok(())
     }

@@ -58,6 +58,11 @@ pub struct Capture {
     /// Who the session writes as (required when the client has an authorizer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<Subject>,
+    /// Extra extraction instructions for this turn's writes (the seeds'
+    /// `customInstructions`; no NUL); default: the buffer's
+    /// ([`CaptureConfig::custom_instructions`]), else a Lens route's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_instructions: Option<String>,
 }
 
 impl Capture {
@@ -77,7 +82,14 @@ impl Capture {
             route: CaptureRoute::default(),
             turn,
             subject: None,
+            custom_instructions: None,
         }
+    }
+
+    /// Extracts this turn's writes with these extra instructions.
+    pub fn custom_instructions(mut self, instructions: impl Into<String>) -> Capture {
+        self.custom_instructions = Some(instructions.into());
+        self
     }
 
     /// Written as `subject` (for a client with an authorizer: `contribute` is checked
@@ -126,7 +138,23 @@ pub struct CaptureConfig {
     /// buffer's drain (`DEFAULT_SHUTDOWN_TIMEOUT`); what is not written by then stays
     /// pending in the store for the next buffer.
     pub shutdown_timeout: Duration,
+    /// Extra extraction instructions for every captured write whose turn names none
+    /// (the seeds' `customInstructions` setting; [`OPENCLAW_CUSTOM_INSTRUCTIONS`] is
+    /// the OpenClaw plugin's default text); `None`: a Lens route's own, else none.
+    pub custom_instructions: Option<String>,
 }
+
+/// The OpenClaw plugin's default `customInstructions` (its seed's text), for
+/// [`CaptureConfig::custom_instructions`] and
+/// [`MemoryAdd::custom_instructions`](crate::client::MemoryAdd::custom_instructions).
+pub const OPENCLAW_CUSTOM_INSTRUCTIONS: &str = "Extract key facts about:
+- Identity: names, roles, titles, contact info
+- Preferences: likes, dislikes, preferred tools/methods
+- Goals: objectives, plans, deadlines
+- Relationships: connections between people, teams, organizations
+- Decisions: choices made, reasoning, outcomes
+- Routines: habits, schedules, recurring patterns
+Do not extract: greetings, filler, meta-commentary about the conversation itself.";
 
 /// How long a client's shutdown waits for a buffer's drain by default: 30 s.
 pub(crate) const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -145,7 +173,15 @@ impl CaptureConfig {
             retry_delays: DEFAULT_RETRY_DELAYS.to_vec(),
             filter: MemoryFilter::new(),
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            custom_instructions: None,
         }
+    }
+
+    /// Extracts every captured write whose turn names no instructions with these
+    /// (checked when the buffer is made: no NUL).
+    pub fn custom_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.custom_instructions = Some(instructions.into());
+        self
     }
 
     /// Another bound on the drain the client's shutdown runs (validated positive when

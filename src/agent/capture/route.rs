@@ -16,8 +16,6 @@ pub(super) fn check_binding(session: &str, bound: &Binding, asked: &Binding) -> 
         "agent_name"
     } else if bound.human_name != asked.human_name {
         "human_name"
-    } else if bound.route != asked.route {
-        "route"
     } else if bound.subject != asked.subject {
         "subject"
     } else {
@@ -26,7 +24,7 @@ pub(super) fn check_binding(session: &str, bound: &Binding, asked: &Binding) -> 
     Err(Error::invalid(
         field,
         format!(
-            "differs from the one session `{session}` is bound to; a session cannot be re-bound"
+            "differs from the one session `{session}` is bound to; a session cannot be re-bound (a turn may name another route: it is buffered per route)"
         ),
     ))
 }
