@@ -386,8 +386,7 @@ async fn custom_instructions_reach_the_extraction_on_the_twin() {
 
     let buffer = CaptureBuffer::in_memory(
         &client,
-        CaptureConfig::new()
-            .custom_instructions(gralkor::agent::capture::OPENCLAW_CUSTOM_INSTRUCTIONS),
+        CaptureConfig::new().custom_instructions(CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS),
     )
     .await
     .unwrap();
@@ -407,7 +406,7 @@ async fn custom_instructions_reach_the_extraction_on_the_twin() {
     buffer.flush_all().await.unwrap();
     let stored = client.storage().stored_instructions("notes");
     assert_eq!(stored.len(), 7, "{stored:?}");
-    assert!(stored[5..].contains(&some(gralkor::agent::capture::OPENCLAW_CUSTOM_INSTRUCTIONS)));
+    assert!(stored[5..].contains(&some(CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS)));
     assert!(stored[5..].contains(&some("Turn rules")));
 
     let nul = doc("f").custom_instructions("a\0b");

@@ -746,8 +746,7 @@ async fn custom_instructions_reach_the_engines_extraction_prompt() {
     let buffer = CaptureBuffer::new(
         Arc::new(client.clone()),
         Arc::new(InMemoryCaptureStore::new()),
-        CaptureConfig::new()
-            .custom_instructions(gralkor::agent::capture::OPENCLAW_CUSTOM_INSTRUCTIONS),
+        CaptureConfig::new().custom_instructions(CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS),
     )
     .await
     .unwrap();

@@ -101,7 +101,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 pub(crate) use request::CAPTURED;
-pub use request::{Capture, CaptureConfig, CaptureRoute, OPENCLAW_CUSTOM_INSTRUCTIONS};
+pub use request::{Capture, CaptureConfig, CaptureRoute};
 pub use sink::CaptureSink;
 internal_use!(store::{
     Binding, CaptureStore, FalkorCaptureStore, InMemoryCaptureStore, PendingEntry, PendingRoute,

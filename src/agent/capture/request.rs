@@ -139,22 +139,10 @@ pub struct CaptureConfig {
     /// pending in the store for the next buffer.
     pub shutdown_timeout: Duration,
     /// Extra extraction instructions for every captured write whose turn names none
-    /// (the seeds' `customInstructions` setting; [`OPENCLAW_CUSTOM_INSTRUCTIONS`] is
+    /// (the seeds' `customInstructions` setting; [`CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS`] is
     /// the OpenClaw plugin's default text); `None`: a Lens route's own, else none.
     pub custom_instructions: Option<String>,
 }
-
-/// The OpenClaw plugin's default `customInstructions` (its seed's text), for
-/// [`CaptureConfig::custom_instructions`] and
-/// [`MemoryAdd::custom_instructions`](crate::client::MemoryAdd::custom_instructions).
-pub const OPENCLAW_CUSTOM_INSTRUCTIONS: &str = "Extract key facts about:
-- Identity: names, roles, titles, contact info
-- Preferences: likes, dislikes, preferred tools/methods
-- Goals: objectives, plans, deadlines
-- Relationships: connections between people, teams, organizations
-- Decisions: choices made, reasoning, outcomes
-- Routines: habits, schedules, recurring patterns
-Do not extract: greetings, filler, meta-commentary about the conversation itself.";
 
 /// How long a client's shutdown waits for a buffer's drain by default: 30 s.
 pub(crate) const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -166,6 +154,18 @@ impl Default for CaptureConfig {
 }
 
 impl CaptureConfig {
+    /// The OpenClaw plugin's default `customInstructions` (its seed's text), for
+    /// [`CaptureConfig::custom_instructions`] and
+    /// [`MemoryAdd::custom_instructions`](crate::client::MemoryAdd::custom_instructions).
+    pub const OPENCLAW_CUSTOM_INSTRUCTIONS: &str = "Extract key facts about:
+- Identity: names, roles, titles, contact info
+- Preferences: likes, dislikes, preferred tools/methods
+- Goals: objectives, plans, deadlines
+- Relationships: connections between people, teams, organizations
+- Decisions: choices made, reasoning, outcomes
+- Routines: habits, schedules, recurring patterns
+Do not extract: greetings, filler, meta-commentary about the conversation itself.";
+
     /// Retries after 1 s, 2 s, 4 s; the recall block and `memory_search` results left
     /// out.
     pub fn new() -> CaptureConfig {
