@@ -353,12 +353,12 @@ fn present(facts: &[SearchResult], nodes: &[SearchResult], limit: usize) -> Stri
 }
 
 fn subject(field: &str, id: &str) -> Result<Subject> {
-    match id.split_once(':') {
+    let made = match id.split_once(':') {
         Some(("person", rest)) => Subject::person(rest),
         Some(("agent", rest)) => Subject::agent(rest),
         _ => Subject::person(id),
-    }
-    .map_err(|e| Error::invalid(field, e.to_string()))
+    };
+    made.map_err(|e| Error::invalid(field, e.to_string()))
 }
 
 async fn store(client: &dyn Client, ctx: &ToolContext, arguments: &Value) -> Result<String> {
