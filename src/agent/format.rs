@@ -232,7 +232,9 @@ pub fn format_timestamp(at: Timestamp) -> String {
 internal_item!(
     /// One fact as a readable line: `- <fact>`, then ` (created …)`, ` (valid from …)`,
     /// ` (invalid since …)`, ` (expired …)` for the times it has, then one
-    /// ` (source: <kind> — <description>; episode: <uuid>)` per source.
+    /// ` (source: <kind> — <description>; episode: <uuid>)` per source, the description
+    /// keeping a Lens's or a Reflection's provenance marker
+    /// ([`FactSource::source_description`](crate::client::FactSource::source_description)).
     ///
     /// ```
     /// use gralkor::agent::format::format_fact;
@@ -246,7 +248,7 @@ internal_item!(
     /// assert_eq!(
     ///     format_fact(&fact),
     ///     "- Ada prefers tea. (created 2024-05-01T12:00:00+0) \
-    ///      (source: conversation — chat; episode: 00000000-0000-0000-0000-000000000000)"
+    ///      (source: conversation — chat [lens: personal-chat]; episode: 00000000-0000-0000-0000-000000000000)"
     /// );
     /// ```
     pub fn format_fact(fact: &FactRecord) -> String {

@@ -423,6 +423,9 @@ pub struct AgentCapture {
     config: AutoCapture,
     filter: super::transcript::MemoryFilter,
     subject: Option<Subject>,
+    /// The sessions this hook (and its clones) buffered turns of, for
+    /// [`AgentCapture::end_of_agent`].
+    sessions: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
 impl AgentCapture {
@@ -449,6 +452,7 @@ impl AgentCapture {
             config,
             filter: super::transcript::MemoryFilter::new(),
             subject: None,
+            sessions: Default::default(),
         })
     }
 
@@ -514,7 +518,61 @@ impl AgentCapture {
                 .subject_opt(self.subject.clone()),
             )
             .await?;
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session.to_string());
         Ok(true)
+    }
+
+    /// The agent-level lifecycle flush (OpenClaw's `agent_end`, a harness's
+    /// end-of-agent hook): writes every session this hook buffered turns of and waits,
+    /// each within `timeout` ([`CaptureBuffer::flush_and_await`](super::capture::CaptureBuffer::flush_and_await));
+    /// the sessions are then forgotten by the hook. Every session is tried; the first
+    /// failure is returned (a timed-out session's turns stay buffered).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::time::Duration;
+    /// use gralkor::agent::capture::{CaptureBuffer, CaptureConfig, CaptureRoute};
+    /// use gralkor::agent::hooks::{AgentCapture, AutoCapture};
+    /// use gralkor::client::{Client, InMemoryClient, OperatorId, Search};
+    /// use serde_json::json;
+    ///
+    /// let client = InMemoryClient::new();
+    /// let buffer = CaptureBuffer::in_memory(&client, CaptureConfig::new()).await?;
+    /// let op = OperatorId::new("op")?;
+    /// let hook = AgentCapture::new(buffer.clone(), op.clone(), "Susu", "Ada",
+    ///     CaptureRoute::default(), AutoCapture::new())?;
+    /// for (session, text) in [("s-1", "I moved to Lisbon."), ("s-2", "I keep bees now.")] {
+    ///     let messages = [json!({"role": "user", "content": text}),
+    ///                     json!({"role": "assistant", "content": "Noted, thanks."})];
+    ///     hook.after_turn(Some(session), &messages).await?;
+    /// }
+    /// hook.end_of_agent(Duration::from_secs(5)).await?;
+    /// assert!(buffer.sessions().await.is_empty());
+    /// assert_eq!(client.search(&Search::new(&op, "Lisbon bees")).await?.len(), 2);
+    /// # Ok(()) }
+    /// ```
+    pub async fn end_of_agent(&self, timeout: std::time::Duration) -> Result<()> {
+        let sessions =
+            std::mem::take(&mut *self.sessions.lock().unwrap_or_else(|p| p.into_inner()));
+        let span = tracing::info_span!("gralkor.agent.end_of_agent", sessions = sessions.len());
+        let mut first = None;
+        async {
+            for session in &sessions {
+                if let Err(e) = self.buffer.flush_and_await(session, timeout).await {
+                    tracing::warn!(session = %session, error = %e, "end-of-agent flush failed");
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        .instrument(span)
+        .await;
+        match first {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Whether `message` is captured: not an injected block, and long enough (an

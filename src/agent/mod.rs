@@ -20,6 +20,7 @@
 pub mod capture;
 pub mod format;
 pub mod hooks;
+pub mod openclaw;
 pub mod recall;
 #[cfg(feature = "rig")]
 pub mod rig;

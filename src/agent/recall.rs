@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! <gralkor-memory trust="untrusted">
-//! - Ada prefers tea. (created 2024-05-01T12:00:00+0) (source: conversation — chat; episode: …)
+//! - Ada prefers tea. (created 2024-05-01T12:00:00+0) (source: conversation — chat [lens: personal-chat]; episode: …)
 //!
 //! Search memory (up to 3 times, diverse queries) if you need more detail.
 //! </gralkor-memory>

@@ -3,8 +3,9 @@
 //! `rig-agent`, 0.44).
 //!
 //! * **Tools.** [`MemorySearchTool`], [`MemoryAddTool`] and the admin tools
-//!   [`BuildIndicesTool`], [`BuildCommunitiesTool`] implement rig's
-//!   [`Tool`] trait over [`call_tool`]: their name, description
+//!   [`BuildIndicesTool`], [`BuildCommunitiesTool`] — or, for the OpenClaw tool set
+//!   ([`ToolSet::OpenClaw`]), [`MemoryRecallTool`] and [`MemoryStoreTool`] — implement
+//!   rig's [`Tool`] trait over [`ToolSet::call`]: their name, description
 //!   and JSON Schema *are* the [`tools`] definitions (read from them,
 //!   not copied), so a rig agent advertises exactly what an OpenAI-style request
 //!   carries. A contract error (bad arguments, a budget too small) is shown to the
@@ -68,9 +69,10 @@ use serde_json::{Value, json};
 
 use super::capture::{Capture, CaptureBuffer, CaptureRoute};
 use super::hooks::{AgentCapture, AgentRecall, AutoCapture};
+use super::openclaw::{self, MEMORY_RECALL, MEMORY_STORE, ToolSet};
 use super::tools::{
     self, MEMORY_ADD, MEMORY_BUILD_COMMUNITIES, MEMORY_BUILD_INDICES, MEMORY_SEARCH, ToolContext,
-    ToolDefinition, call_tool,
+    ToolDefinition,
 };
 use super::turn::Turn;
 use crate::client::{Client, OperatorId};
@@ -90,6 +92,9 @@ fn tool_error(error: Error) -> ToolExecutionError {
 
 macro_rules! rig_tool {
     ($(#[$doc:meta])* $ty:ident, $name:expr, $definition:path) => {
+        rig_tool!($(#[$doc])* $ty, $name, $definition, Jido);
+    };
+    ($(#[$doc:meta])* $ty:ident, $name:expr, $definition:path, $set:ident) => {
         $(#[$doc])*
         #[derive(Clone)]
         pub struct $ty {
@@ -137,7 +142,9 @@ macro_rules! rig_tool {
             }
 
             async fn call(&self, _context: &mut RigToolContext, args: Value) -> Result<String> {
-                call_tool(self.client.as_ref(), &self.context, $name, &args).await
+                ToolSet::$set
+                    .call(self.client.as_ref(), &self.context, $name, &args)
+                    .await
             }
         }
     };
@@ -170,6 +177,23 @@ rig_tool!(
     BuildCommunitiesTool,
     MEMORY_BUILD_COMMUNITIES,
     tools::build_communities_tool
+);
+
+rig_tool!(
+    /// OpenClaw's `memory_recall` as a rig tool ([`ToolSet::OpenClaw`]): entities and
+    /// facts, newest facts first.
+    MemoryRecallTool,
+    MEMORY_RECALL,
+    openclaw::recall_tool,
+    OpenClaw
+);
+rig_tool!(
+    /// OpenClaw's `memory_store` as a rig tool ([`ToolSet::OpenClaw`]): answers
+    /// `Ingesting.` at once and writes in the background.
+    MemoryStoreTool,
+    MEMORY_STORE,
+    openclaw::store_tool,
+    OpenClaw
 );
 
 fn text_parts(texts: &[&str]) -> Value {

@@ -174,7 +174,8 @@ impl<S: Storage> Door<S> {
             self.entry.graph.clone(),
             request.reference_time,
         )
-        .session(request.session_id.clone());
+        .session(request.session_id.clone())
+        .custom_instructions(request.custom_instructions.clone());
         let outcome = ingestion.ingest_boxed(request, &store).await;
         // What the process wrote, read after it returned, Ok or not.
         let written = store.written();

@@ -431,7 +431,8 @@ impl<S: Storage> MemoryClient<S> {
                                 &request.source_description,
                                 None,
                             )
-                            .session(request.session_id.clone()),
+                            .session(request.session_id.clone())
+                            .instructions(request.custom_instructions.clone()),
                         )
                         .await
                         .map(|_| ()),
@@ -443,6 +444,8 @@ impl<S: Storage> MemoryClient<S> {
                             request.content.clone(),
                         )
                         .source_description(request.source_description.clone());
+                        let mut ingest = ingest;
+                        ingest.custom_instructions = request.custom_instructions.clone();
                         let ingest = match &request.session_id {
                             Some(s) => ingest.session(s.clone()),
                             None => ingest,

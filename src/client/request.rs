@@ -243,6 +243,10 @@ pub struct MemoryAdd {
     /// ([`Client::purge_session`](super::Client::purge_session)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Extra extraction instructions for what it writes (the seeds'
+    /// `customInstructions`; no NUL); through a Lens, in place of the Lens's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_instructions: Option<String>,
 }
 
 impl MemoryAdd {
@@ -256,12 +260,19 @@ impl MemoryAdd {
             subject: None,
             involves: Vec::new(),
             session_id: None,
+            custom_instructions: None,
         }
     }
 
     /// The conversation session it came from.
     pub fn session(mut self, session_id: impl Into<String>) -> Self {
         self.session_id = Some(session_id.into());
+        self
+    }
+
+    /// Extracts what it writes with these extra instructions.
+    pub fn custom_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.custom_instructions = Some(instructions.into());
         self
     }
 

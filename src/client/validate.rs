@@ -240,6 +240,10 @@ pub fn validate_memory_add(request: &MemoryAdd, snapshot: &Snapshot) -> Result<M
     if let Some(session) = &request.session_id {
         crate::storage::check_session_id("session_id", session)?;
     }
+    crate::lens::check_instructions(
+        "custom_instructions",
+        request.custom_instructions.as_deref(),
+    )?;
     let plan = match &request.route {
         Route::Direct(name) => MemoryAddPlan::Direct(target(
             snapshot,

@@ -110,6 +110,9 @@ impl Storage for NativeStorage {
         if let Some(session) = episode.session {
             request = request.session(session);
         }
+        if let Some(instructions) = episode.instructions {
+            request = request.instructions(instructions);
+        }
         let started = std::time::Instant::now();
         let mut cost = match self.engine.add_episode(graph, request.clone()).await {
             // A replay without a reference time keeps the time the first write chose;

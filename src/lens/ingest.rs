@@ -11,9 +11,12 @@ use crate::{Error, storage};
 
 /// Content sent through an appending Lens.
 ///
-/// `id` is the caller's replay-stable id for this ingestion: sending the same request
-/// again (same id, Lens and operator) stores nothing twice. Validation happens before
-/// the Lens runs: an invalid request writes nothing.
+/// `id` is the caller's replay-safe id for this ingestion, one rule on every client:
+/// sending the same request again (same id, Lens and operator) stores nothing twice;
+/// the same id with different content, source kind, description or reference time is
+/// [`Error::EpisodeConflict`](crate::Error::EpisodeConflict) naming the field, and
+/// writes nothing. Validation happens before the Lens runs: an invalid request writes
+/// nothing.
 ///
 /// ```
 /// use gralkor::client::{Content, Ingest, OperatorId, SourceKind};
@@ -57,6 +60,11 @@ pub struct Ingest {
     /// ([`Client::purge_session`](crate::client::Client::purge_session)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Extra extraction instructions for what this request writes (the seeds'
+    /// `customInstructions`; no NUL); in place of the Lens's own
+    /// ([`AppendingLens::custom_instructions`](crate::lens::AppendingLens::custom_instructions)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_instructions: Option<String>,
 }
 
 impl Ingest {
@@ -77,7 +85,14 @@ impl Ingest {
             subject: None,
             involves: Vec::new(),
             session_id: None,
+            custom_instructions: None,
         }
+    }
+
+    /// Extracts what it writes with these extra instructions.
+    pub fn custom_instructions(mut self, instructions: impl Into<String>) -> Ingest {
+        self.custom_instructions = Some(instructions.into());
+        self
     }
 
     /// The conversation session it came from.
@@ -122,6 +137,7 @@ impl Ingest {
         if let Some(session) = &self.session_id {
             storage::check_session_id("session_id", session)?;
         }
+        check_instructions("custom_instructions", self.custom_instructions.as_deref())?;
         storage::validate_content("content", &self.content)
     }
 }
@@ -142,4 +158,13 @@ pub struct IngestedRepresentation {
     /// database round trips, wall time).
     #[serde(default)]
     pub cost: IngestCost,
+}
+
+/// Custom extraction instructions are free text without NUL characters (the engine
+/// refuses those); blank ones add nothing.
+pub(crate) fn check_instructions(field: &str, instructions: Option<&str>) -> Result<()> {
+    if instructions.is_some_and(|i| i.contains('\0')) {
+        return Err(Error::invalid(field, "must not contain NUL characters"));
+    }
+    Ok(())
 }

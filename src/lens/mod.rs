@@ -65,6 +65,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+pub(crate) use ingest::check_instructions;
 pub use ingest::{Ingest, IngestedRepresentation};
 pub use store::LensStore;
 
@@ -187,6 +188,7 @@ pub struct Lens {
     name: String,
     destination: String,
     write: LensWrite,
+    custom_instructions: Option<String>,
 }
 
 /// Builder of an appending Lens; converts into a [`Lens`].
@@ -196,9 +198,18 @@ pub struct AppendingLens {
     destination: String,
     ontology: Ontology,
     ingestion: Arc<dyn DynIngestion>,
+    custom_instructions: Option<String>,
 }
 
 impl AppendingLens {
+    /// Extracts every episode this Lens writes with these extra instructions (the
+    /// seeds' `customInstructions`), appended to the engine's extraction prompt; a
+    /// request's own ([`Ingest::custom_instructions`]) take their place.
+    pub fn custom_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.custom_instructions = Some(instructions.into());
+        self
+    }
+
     /// Extracts with `ontology` instead of the open generic one.
     pub fn ontology(mut self, ontology: Ontology) -> Self {
         self.ontology = ontology;
@@ -227,6 +238,7 @@ impl From<AppendingLens> for Lens {
                 ontology: b.ontology,
                 ingestion: b.ingestion,
             },
+            custom_instructions: b.custom_instructions,
         }
     }
 }
@@ -240,6 +252,7 @@ impl Lens {
             destination: destination.into(),
             ontology: Ontology::generic(),
             ingestion: Arc::new(StoreIngestion),
+            custom_instructions: None,
         }
     }
 
@@ -249,6 +262,7 @@ impl Lens {
             name: name.into(),
             destination: destination.into(),
             write: LensWrite::ReplaceGraph,
+            custom_instructions: None,
         }
     }
 
@@ -284,6 +298,12 @@ impl Lens {
             LensWrite::Append { ontology, .. } => Some(ontology),
             LensWrite::ReplaceGraph => None,
         }
+    }
+
+    /// The extra extraction instructions of an appending Lens
+    /// ([`AppendingLens::custom_instructions`]).
+    pub fn custom_instructions(&self) -> Option<&str> {
+        self.custom_instructions.as_deref()
     }
 
     /// The ingestion process of an appending Lens.

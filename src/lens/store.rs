@@ -25,6 +25,7 @@ pub struct LensStore {
     graph: GraphId,
     reference_time: Option<Timestamp>,
     session: Option<String>,
+    instructions: Option<String>,
     storage: Arc<dyn Storage>,
     written: Mutex<Vec<IngestedRepresentation>>,
 }
@@ -56,6 +57,7 @@ impl LensStore {
         reference_time: Option<Timestamp>,
     ) -> LensStore {
         LensStore {
+            instructions: lens.custom_instructions().map(str::to_owned),
             operator_id,
             ingest_id: ingest_id.into(),
             destination: lens.destination().to_string(),
@@ -72,6 +74,15 @@ impl LensStore {
     /// [`session_id`](crate::lens::Ingest#structfield.session_id)).
     pub fn session(mut self, session: Option<String>) -> LensStore {
         self.session = session;
+        self
+    }
+
+    /// Extracts every episode it writes with the request's custom instructions, when it
+    /// has some, in place of the Lens's.
+    pub(crate) fn custom_instructions(mut self, instructions: Option<String>) -> LensStore {
+        if instructions.is_some() {
+            self.instructions = instructions;
+        }
         self
     }
 
@@ -118,7 +129,8 @@ impl LensStore {
         )
         .ontology(ontology)
         .replay_key(format!("{}#{}", self.ingest_id, self.written_count()))
-        .session(self.session.clone());
+        .session(self.session.clone())
+        .instructions(self.instructions.clone());
         let stored = self.storage.add_episode(episode).await?;
         self.written
             .lock()

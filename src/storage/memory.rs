@@ -55,6 +55,8 @@ struct HeldEpisode {
     valid_at: Timestamp,
     created_at: Timestamp,
     session: Option<String>,
+    /// The extraction instructions it was written with (what the engine would get).
+    instructions: Option<String>,
 }
 
 impl HeldEpisode {
@@ -113,6 +115,16 @@ impl InMemoryStorage {
             .unwrap_or_default()
     }
 
+    /// The extraction instructions each of a graph's episodes was written with, in
+    /// insertion order (what the engine would have been given), for tests of custom
+    /// instructions.
+    pub fn stored_instructions(&self, graph: &str) -> Vec<Option<String>> {
+        self.lock()
+            .get(graph)
+            .map(|g| g.episodes.iter().map(|e| e.instructions.clone()).collect())
+            .unwrap_or_default()
+    }
+
     /// A graph's replace-graph nodes and relationships, ownership property included.
     pub fn replaced_graph(&self, graph: &str) -> Graph {
         self.lock()
@@ -137,22 +149,28 @@ impl Storage for InMemoryStorage {
         let state = graphs
             .entry(episode.graph.as_str().to_string())
             .or_default();
-        // A Reflection's artefact is create-or-confirm by id: different content under
-        // the same uuid is a conflict, as in the engine.
-        if matches!(episode.writer, Writer::Reflection(_))
-            && state.episodes.iter().any(|e| {
-                e.uuid == episode.uuid
-                    && (e.content != episode.content
-                        || e.stored_description != episode.stored_description)
-            })
-        {
-            return Err(crate::Error::EpisodeConflict {
-                uuid: episode.uuid,
-                field: "content",
-            });
-        }
-        // A replayed write (same derived uuid) stores nothing twice.
-        if !state.episodes.iter().any(|e| e.uuid == episode.uuid) {
+        // One rule with the engine: a replay (same derived uuid) repeating the original
+        // stores nothing twice; different immutable content under the same uuid is a
+        // conflict naming the first difference, and writes nothing.
+        if let Some(held) = state.episodes.iter().find(|e| e.uuid == episode.uuid) {
+            let field = if held.content.encoded() != episode.content.encoded() {
+                Some("content")
+            } else if held.content.kind() != episode.content.kind() {
+                Some("source")
+            } else if held.stored_description != episode.stored_description {
+                Some("source_description")
+            } else if episode.reference_time_given && held.valid_at != episode.reference_time {
+                Some("reference_time")
+            } else {
+                None
+            };
+            if let Some(field) = field {
+                return Err(crate::Error::EpisodeConflict {
+                    uuid: episode.uuid,
+                    field,
+                });
+            }
+        } else {
             state.episodes.push(HeldEpisode {
                 uuid: episode.uuid,
                 content: episode.content,
@@ -161,6 +179,7 @@ impl Storage for InMemoryStorage {
                 valid_at: episode.reference_time,
                 created_at: Timestamp::now(),
                 session: episode.session,
+                instructions: episode.instructions,
             });
         }
         let cost = super::IngestCost {

@@ -140,24 +140,44 @@ pub struct FactSource {
     pub episode: Uuid,
     /// Its kind, when known.
     pub source_kind: Option<SourceKind>,
-    /// The caller's description, without the writer marker.
+    /// The description as the Destinations document shows it with a fact: a Lens's or
+    /// a Reflection's keeps its stored provenance marker (`runbook [lens: jira]`,
+    /// `reflection:generalisations`); a direct write's is the caller's text, the
+    /// storage-owned `[gralkor: direct]` removed; an unmarked one is as stored.
     pub source_description: String,
     /// Who wrote the episode.
     pub writer: Option<Writer>,
 }
 
 impl FactSource {
-    /// A source from a stored description (the writer read from its marker).
+    /// A source from a stored description (the writer read from its marker; the
+    /// marker kept for a Lens or a Reflection, removed for a direct write).
+    ///
+    /// ```
+    /// use gralkor::client::FactSource;
+    /// use gralkor::provenance::Writer;
+    ///
+    /// let lens = FactSource::from_stored(uuid::Uuid::nil(), None, "PAY-1 [lens: jira]");
+    /// assert_eq!((lens.source_description.as_str(), lens.writer), ("PAY-1 [lens: jira]", Some(Writer::Lens("jira".into()))));
+    /// let reflection = FactSource::from_stored(uuid::Uuid::nil(), None, "reflection:erl");
+    /// assert_eq!(reflection.source_description, "reflection:erl");
+    /// let direct = FactSource::from_stored(uuid::Uuid::nil(), None, "manual [gralkor: direct]");
+    /// assert_eq!((direct.source_description.as_str(), direct.writer), ("manual", Some(Writer::Direct)));
+    /// ```
     pub fn from_stored(
         episode: Uuid,
         source_kind: Option<SourceKind>,
         stored_description: &str,
     ) -> FactSource {
         let p = provenance::parse(stored_description);
+        let source_description = match p.writer {
+            Some(Writer::Lens(_) | Writer::Reflection(_)) => stored_description.to_string(),
+            Some(Writer::Direct) | None => p.description,
+        };
         FactSource {
             episode,
             source_kind,
-            source_description: p.description,
+            source_description,
             writer: p.writer,
         }
     }
@@ -405,6 +425,9 @@ pub struct NewEpisode {
     /// [`Storage::session_episodes`](super::Storage::session_episodes)); `None`
     /// outside any session. Not part of its identity.
     pub session: Option<String>,
+    /// Extra extraction instructions (the writer's custom instructions: the request's,
+    /// else its Lens's); `None` for none. Not part of its identity.
+    pub instructions: Option<String>,
 }
 
 impl NewEpisode {
@@ -429,7 +452,14 @@ impl NewEpisode {
             reference_time_given: reference_time.is_some(),
             replay_key: None,
             session: None,
+            instructions: None,
         }
+    }
+
+    /// Extract with these extra instructions (blank ones add nothing).
+    pub fn instructions(mut self, instructions: Option<String>) -> NewEpisode {
+        self.instructions = instructions;
+        self
     }
 
     /// From conversation session `session` (checked by the client with

@@ -236,6 +236,7 @@ both!(
     after_turn_captures_the_last_messages_without_short_ones_blocks_or_a_session,
     rotation_flushes_the_session_and_seeds_the_last_entries_plus_what_landed,
     a_session_is_bound_on_first_append_and_cannot_be_rebound,
+    a_turn_may_name_another_route_and_is_buffered_per_route,
     invalid_captures_are_refused_naming_the_field_and_nothing_is_buffered,
     empty_turns_are_skipped,
     recalled_memory_is_dropped_before_the_turn_is_stored,
@@ -614,7 +615,6 @@ async fn a_session_is_bound_on_first_append_and_cannot_be_rebound(kind: Kind) {
             Capture::new("s", &rig.op, "Susu", "Bea", turn("q", "a")),
             "human_name",
         ),
-        (rig.capture("s", turn("q", "a")).direct("team"), "route"),
     ];
     for (capture, field) in rebinds {
         match buffer.append(capture).await {
@@ -1376,4 +1376,54 @@ async fn rotation_flushes_the_session_and_seeds_the_last_entries_plus_what_lande
     .await
     .unwrap_err();
     assert!(err.to_string().contains("`flush_timeout`"), "{err}");
+}
+
+/// jido's per-turn Lens override (`tool_context[:lens]`): a turn may name another
+/// route than its session's; it is buffered per route (a turn for another route
+/// closes the open entry), keeps append order, and each turn is written where it said.
+async fn a_turn_may_name_another_route_and_is_buffered_per_route(kind: Kind) {
+    let rig = Rig::new(
+        kind,
+        RuntimeConfig::new()
+            .destination("team")
+            .lens(Lens::appending("notes", "team")),
+    )
+    .await;
+    let buffer = rig.buffer().await;
+    buffer
+        .append(rig.capture("s", turn("zqfirst question", "ok")))
+        .await
+        .unwrap();
+    buffer
+        .append(
+            rig.capture("s", turn("zqsecond question", "ok"))
+                .lenses(["notes"]),
+        )
+        .await
+        .unwrap();
+    buffer
+        .append(rig.capture("s", turn("zqthird question", "ok")))
+        .await
+        .unwrap();
+    let pending = buffer.pending("s").await;
+    let firsts: Vec<_> = pending.iter().map(|t| t.messages()[0].clone()).collect();
+    assert_eq!(
+        firsts,
+        [
+            Message::user("zqfirst question"),
+            Message::user("zqsecond question"),
+            Message::user("zqthird question")
+        ]
+    );
+    buffer.flush_and_await("s", WAIT).await.unwrap();
+    for word in ["zqfirst", "zqthird"] {
+        let direct = rig.episodes("personal", word).await;
+        assert_eq!(direct.len(), 1, "{word}: {direct:?}");
+        assert_eq!(direct[0].writer, Some(Writer::Direct));
+        assert!(rig.episodes("team", word).await.is_empty(), "{word}");
+    }
+    let through = rig.episodes("team", "zqsecond").await;
+    assert_eq!(through.len(), 1, "{through:?}");
+    assert_eq!(through[0].writer, Some(Writer::Lens("notes".into())));
+    assert!(rig.episodes("personal", "zqsecond").await.is_empty());
 }

@@ -210,7 +210,7 @@ async fn facts_wrap_each_episode_as_one_record_with_its_source() {
     let source = &fact.sources[0];
     assert_eq!(source.episode, written[0].episode);
     assert_eq!(source.source_kind, Some(SourceKind::Message));
-    assert_eq!(source.source_description, "chat");
+    assert_eq!(source.source_description, "chat [lens: personal-chat]");
     assert_eq!(source.writer, Some(Writer::Lens("personal-chat".into())));
     // Wrapped facts are generic facts.
     let typed = Search::new(oid("op"), "tea").result_type(gralkor::client::ResultType::Facts {
@@ -326,4 +326,100 @@ async fn a_failing_destination_fails_the_whole_search() {
         .await
         .unwrap();
     assert_eq!(ok.len(), 1);
+}
+
+/// customInstructions reach what the storage hands the engine's extraction, on the
+/// twin: a Lens's own; a request's in their place (`Ingest`, `MemoryAdd` direct and
+/// through a Lens); the capture buffer's configured default and a turn's own, on a
+/// direct and a Lens route; none where none is given. NUL characters are refused
+/// naming the field, before anything is written.
+#[tokio::test]
+async fn custom_instructions_reach_the_extraction_on_the_twin() {
+    use gralkor::agent::capture::{Capture, CaptureBuffer, CaptureConfig};
+    use gralkor::agent::turn::Turn;
+
+    let client = InMemoryClient::with_config(
+        RuntimeConfig::new()
+            .destination("notes")
+            .lens(Lens::appending("notes", "notes").custom_instructions("Lens rules")),
+    )
+    .unwrap();
+    let op = oid("op");
+    let doc = |id: &str| Ingest::new(id, &op, "notes", Content::document(format!("{id} text")));
+    client.ingest(&doc("a")).await.unwrap();
+    client
+        .ingest(&doc("b").custom_instructions("Request rules"))
+        .await
+        .unwrap();
+    client
+        .memory_add(
+            &MemoryAdd::new(&op, Content::document("c text"))
+                .to_destination("notes")
+                .custom_instructions("Direct rules"),
+        )
+        .await
+        .unwrap();
+    client
+        .memory_add(
+            &MemoryAdd::new(&op, Content::document("d text"))
+                .through_lens("notes")
+                .custom_instructions("Add rules"),
+        )
+        .await
+        .unwrap();
+    client
+        .memory_add(&MemoryAdd::new(&op, Content::document("e text")).to_destination("notes"))
+        .await
+        .unwrap();
+    client.await_background_writes().await;
+    let some = |s: &str| Some(s.to_string());
+    assert_eq!(
+        client.storage().stored_instructions("notes"),
+        [
+            some("Lens rules"),
+            some("Request rules"),
+            some("Direct rules"),
+            some("Add rules"),
+            None
+        ]
+    );
+
+    let buffer = CaptureBuffer::in_memory(
+        &client,
+        CaptureConfig::new().custom_instructions(CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS),
+    )
+    .await
+    .unwrap();
+    let turn = |q: &str| Turn::completed(q, Vec::<String>::new(), "noted");
+    buffer
+        .append(Capture::new("s-1", &op, "Susu", "Ada", turn("I like tea")).direct("notes"))
+        .await
+        .unwrap();
+    buffer
+        .append(
+            Capture::new("s-2", &op, "Susu", "Ada", turn("I like jazz"))
+                .lenses(["notes"])
+                .custom_instructions("Turn rules"),
+        )
+        .await
+        .unwrap();
+    buffer.flush_all().await.unwrap();
+    let stored = client.storage().stored_instructions("notes");
+    assert_eq!(stored.len(), 7, "{stored:?}");
+    assert!(stored[5..].contains(&some(CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS)));
+    assert!(stored[5..].contains(&some("Turn rules")));
+
+    let nul = doc("f").custom_instructions("a\0b");
+    match client.ingest(&nul).await {
+        Err(Error::InvalidInput { field, .. }) => assert_eq!(field, "custom_instructions"),
+        other => panic!("expected invalid custom_instructions, got {other:?}"),
+    }
+    match client
+        .memory_add(&MemoryAdd::new(&op, Content::document("g")).custom_instructions("\0"))
+        .await
+    {
+        Err(Error::InvalidInput { field, .. }) => assert_eq!(field, "custom_instructions"),
+        other => panic!("expected invalid custom_instructions, got {other:?}"),
+    }
+    assert_eq!(client.storage().stored_instructions("notes").len(), 7);
 }

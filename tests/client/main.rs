@@ -16,6 +16,7 @@ mod in_memory;
 mod json;
 mod layers;
 mod native;
+mod openclaw;
 mod recall;
 mod reflection;
 mod tools;

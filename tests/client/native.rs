@@ -147,7 +147,13 @@ async fn fact_search_returns_extracted_facts_with_their_lens_sources() {
         fact.sources[0].writer,
         Some(Writer::Lens("personal-chat".into()))
     );
-    assert!(!fact.sources[0].source_description.contains("[lens:"));
+    assert!(
+        fact.sources[0]
+            .source_description
+            .ends_with(" [lens: personal-chat]"),
+        "a Lens source keeps its marker: {:?}",
+        fact.sources[0].source_description
+    );
     assert!(found.iter().all(|r| r.destination == "personal"));
 }
 
@@ -654,4 +660,104 @@ async fn a_memory_add_that_fails_in_the_background_is_counted_in_the_status() {
         .delete_graph(&format!("personal/{op}"))
         .await
         .unwrap();
+}
+
+/// customInstructions reach the engine's extraction prompt on the native client: a
+/// Lens's own, a request's in their place (`Ingest`, `MemoryAdd`), and a captured
+/// turn's through the buffer's configured default; an episode without any gets none.
+#[tokio::test]
+async fn custom_instructions_reach_the_engines_extraction_prompt() {
+    use gralkor::agent::capture::{Capture, CaptureBuffer, CaptureConfig, InMemoryCaptureStore};
+    use gralkor::agent::turn::Turn;
+    use gralkor::client::MemoryAdd;
+    use gralkor::graph::EXTRACTION_SCHEMA_NAME;
+    use gralkor::lens::Lens;
+
+    let r = Rules::narrator();
+    let model = ScriptedModel::new().respond_with(move |req| answer(&r, req));
+    let engine = Engine::new(
+        common::db().await,
+        Arc::new(model.clone()),
+        Arc::new(CountingEmbedder::new()),
+    );
+    let dest = format!("notes-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let client =
+        NativeClient::from_parts(
+            Runtime::new(RuntimeConfig::new().destination(dest.clone()).lens(
+                Lens::appending("notes", dest.clone()).custom_instructions("Lens rules zqa"),
+            ))
+            .unwrap(),
+            NativeStorage::new(engine),
+        );
+    let op = op();
+    // The extraction prompt that saw `text`, by its system message.
+    let prompt_for = |text: &str| -> String {
+        model
+            .calls_for(EXTRACTION_SCHEMA_NAME)
+            .into_iter()
+            .find(|c| c.messages.iter().any(|m| m.content.contains(text)))
+            .unwrap_or_else(|| panic!("no extraction saw {text:?}"))
+            .messages
+            .iter()
+            .map(|m| m.content.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    client
+        .ingest(&Ingest::new(
+            "a",
+            &op,
+            "notes",
+            Content::document("Ada keeps bees."),
+        ))
+        .await
+        .unwrap();
+    client
+        .ingest(
+            &Ingest::new("b", &op, "notes", Content::document("Bea keeps goats."))
+                .custom_instructions("Request rules zqb"),
+        )
+        .await
+        .unwrap();
+    client
+        .memory_add(
+            &MemoryAdd::new(&op, Content::document("Cy keeps cats."))
+                .to_destination(dest.clone())
+                .custom_instructions("Direct rules zqc"),
+        )
+        .await
+        .unwrap();
+    client
+        .memory_add(
+            &MemoryAdd::new(&op, Content::document("Di keeps dogs.")).to_destination(dest.clone()),
+        )
+        .await
+        .unwrap();
+    client.await_background_writes().await;
+    assert!(prompt_for("Ada keeps bees.").contains("Lens rules zqa"));
+    let b = prompt_for("Bea keeps goats.");
+    assert!(
+        b.contains("Request rules zqb") && !b.contains("Lens rules zqa"),
+        "{b}"
+    );
+    assert!(prompt_for("Cy keeps cats.").contains("Direct rules zqc"));
+    assert!(!prompt_for("Di keeps dogs.").contains("Additional instructions from the caller"));
+
+    let buffer = CaptureBuffer::new(
+        Arc::new(client.clone()),
+        Arc::new(InMemoryCaptureStore::new()),
+        CaptureConfig::new().custom_instructions(CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS),
+    )
+    .await
+    .unwrap();
+    let turn = Turn::completed("Eve keeps eels.", Vec::<String>::new(), "Noted.");
+    buffer
+        .append(Capture::new("s-1", &op, "Susu", "Eve", turn).direct(dest.clone()))
+        .await
+        .unwrap();
+    buffer.flush_all().await.unwrap();
+    assert!(
+        prompt_for("Eve keeps eels.").contains("- Routines: habits, schedules, recurring patterns")
+    );
+    client.shutdown().await.unwrap();
 }

@@ -1,10 +1,14 @@
 //! The capture buffer: an agent's turns, accepted durably, written on flush.
 //!
 //! * **Binding.** A session is bound on its first append to an operator, the agent's
-//!   and the human's names and a route — direct to a Destination
-//!   ([`CaptureRoute::Direct`]) or through one or more Lenses
-//!   ([`CaptureRoute::Lenses`]); an append with another binding is an error naming
-//!   the field, and nothing is buffered. The binding holds while the session has
+//!   and the human's names and the subject; an append with another binding is an
+//!   error naming the field, and nothing is buffered. Each turn names its route —
+//!   direct to a Destination ([`CaptureRoute::Direct`]) or through one or more Lenses
+//!   ([`CaptureRoute::Lenses`]) — and its extraction instructions
+//!   ([`Capture::custom_instructions`], default [`CaptureConfig::custom_instructions`]):
+//!   turns are **buffered per route**, so a turn naming another route than the open
+//!   entry's (jido's per-turn Lens) closes that entry and opens one of its own; append
+//!   order is kept. The binding holds while the session has
 //!   turns buffered or being written (as the seed's buffered entry does); once they
 //!   are all written the buffer forgets the session, so it keeps nothing per
 //!   finished session.
@@ -81,191 +85,38 @@
 //! # Ok(()) }
 //! ```
 
+mod deliver;
+mod request;
+mod route;
 mod sink;
 mod store;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 use uuid::Uuid;
 
+pub(crate) use request::CAPTURED;
+pub use request::{Capture, CaptureConfig, CaptureRoute};
 pub use sink::CaptureSink;
 internal_use!(store::{
     Binding, CaptureStore, FalkorCaptureStore, InMemoryCaptureStore, PendingEntry, PendingRoute,
     RouteTarget,
 });
 
-use super::transcript::{MemoryFilter, check_name, check_turn, transcript_parts};
+use deliver::deliver;
+use route::{check_binding, check_session, resolve};
+
+use super::transcript::{check_name, check_turn};
 use super::turn::Turn;
-use crate::access::Subject;
-use crate::client::{InMemoryClient, Ingest, NativeClient, PurgeSession, SessionPurgeReport};
-use crate::destination::PERSONAL;
-use crate::graph::{MAX_CONTENT_BYTES, Timestamp};
+use crate::client::{InMemoryClient, NativeClient, PurgeSession, SessionPurgeReport};
+use crate::graph::Timestamp;
 use crate::runtime::Snapshot;
-use crate::storage::{Content, OperatorId};
 use crate::{Error, Result};
-
-/// The source description of every captured write.
-pub(crate) const CAPTURED: &str = "captured";
-
-/// The buffer's retry delays by default: 1 s, 2 s, 4 s.
-pub(crate) const DEFAULT_RETRY_DELAYS: [Duration; 3] = [
-    Duration::from_secs(1),
-    Duration::from_secs(2),
-    Duration::from_secs(4),
-];
-
-/// Where a session's turns go.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CaptureRoute {
-    /// Written directly to this registered Destination (default `personal`).
-    Direct(String),
-    /// Ingested through each of these registered appending Lenses (distinct, in
-    /// first-selection order).
-    Lenses(Vec<String>),
-}
-
-impl Default for CaptureRoute {
-    fn default() -> Self {
-        CaptureRoute::Direct(PERSONAL.to_string())
-    }
-}
-
-/// One turn to capture, with the session's binding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct Capture {
-    /// The harness's session id (never minted by gralkor).
-    pub session_id: String,
-    /// The operator.
-    pub operator_id: OperatorId,
-    /// The agent's name in the transcript.
-    pub agent_name: String,
-    /// The human's name in the transcript.
-    pub human_name: String,
-    /// Where it goes (default: direct to `personal`).
-    #[serde(default)]
-    pub route: CaptureRoute,
-    /// The turn.
-    pub turn: Turn,
-    /// Who the session writes as (required when the client has an authorizer).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subject: Option<Subject>,
-}
-
-impl Capture {
-    /// A turn of `session_id`, direct to the operator's `personal` graph.
-    pub fn new(
-        session_id: impl Into<String>,
-        operator: impl Into<OperatorId>,
-        agent_name: impl Into<String>,
-        human_name: impl Into<String>,
-        turn: Turn,
-    ) -> Capture {
-        Capture {
-            session_id: session_id.into(),
-            operator_id: operator.into(),
-            agent_name: agent_name.into(),
-            human_name: human_name.into(),
-            route: CaptureRoute::default(),
-            turn,
-            subject: None,
-        }
-    }
-
-    /// Written as `subject` (for a client with an authorizer: `contribute` is checked
-    /// when the turn is appended and again when it is written, and each written
-    /// episode's fragment names the subject as `shared_by`).
-    pub fn subject(mut self, subject: Subject) -> Capture {
-        self.subject = Some(subject);
-        self
-    }
-
-    /// Written as `subject`, if any.
-    pub fn subject_opt(mut self, subject: Option<Subject>) -> Capture {
-        self.subject = subject;
-        self
-    }
-
-    /// Direct to another Destination.
-    pub fn direct(mut self, destination: impl Into<String>) -> Capture {
-        self.route = CaptureRoute::Direct(destination.into());
-        self
-    }
-
-    /// Along `route`.
-    pub fn route(mut self, route: CaptureRoute) -> Capture {
-        self.route = route;
-        self
-    }
-
-    /// Through these Lenses.
-    pub fn lenses<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Capture {
-        self.route = CaptureRoute::Lenses(names.into_iter().map(Into::into).collect());
-        self
-    }
-}
-
-/// How a buffer retries and what it leaves out.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct CaptureConfig {
-    /// The delay before each retry (`DEFAULT_RETRY_DELAYS`); their number is the
-    /// number of retries.
-    pub retry_delays: Vec<Duration>,
-    /// What is dropped from a turn before it is stored ([`MemoryFilter::new`]).
-    pub filter: MemoryFilter,
-    /// How long the client's [`shutdown`](crate::Client::shutdown) waits for this
-    /// buffer's drain (`DEFAULT_SHUTDOWN_TIMEOUT`); what is not written by then stays
-    /// pending in the store for the next buffer.
-    pub shutdown_timeout: Duration,
-}
-
-/// How long a client's shutdown waits for a buffer's drain by default: 30 s.
-pub(crate) const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
-
-impl Default for CaptureConfig {
-    fn default() -> Self {
-        CaptureConfig::new()
-    }
-}
-
-impl CaptureConfig {
-    /// Retries after 1 s, 2 s, 4 s; the recall block and `memory_search` results left
-    /// out.
-    pub fn new() -> CaptureConfig {
-        CaptureConfig {
-            retry_delays: DEFAULT_RETRY_DELAYS.to_vec(),
-            filter: MemoryFilter::new(),
-            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
-        }
-    }
-
-    /// Another bound on the drain the client's shutdown runs (validated positive when
-    /// the buffer is made).
-    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
-        self.shutdown_timeout = timeout;
-        self
-    }
-
-    /// Other retry delays (none: no retries).
-    pub fn retry_delays(mut self, delays: impl IntoIterator<Item = Duration>) -> Self {
-        self.retry_delays = delays.into_iter().collect();
-        self
-    }
-
-    /// Another filter (for an auto-recall block of your own).
-    pub fn filter(mut self, filter: MemoryFilter) -> Self {
-        self.filter = filter;
-        self
-    }
-}
 
 /// An entry in memory: the durable part and the snapshot its routes were resolved in.
 #[derive(Debug, Clone)]
@@ -332,42 +183,6 @@ impl std::fmt::Debug for CaptureBuffer {
     }
 }
 
-/// What to do with a failed write.
-#[derive(Debug, PartialEq, Eq)]
-enum Verdict {
-    /// Dropped with a warning: retrying cannot help.
-    Drop(&'static str),
-    /// Not retried now, not dropped either: the route stays buffered (in memory and in
-    /// the store) for the next flush, and the failure is reported.
-    Hold(&'static str),
-    /// Retried after the next delay.
-    Retry,
-    /// Left in the store for the next buffer (the client is closed).
-    Keep,
-}
-
-fn verdict(e: &Error) -> Verdict {
-    match e {
-        Error::InvalidInput { .. }
-        | Error::Config { .. }
-        | Error::NotFound(_)
-        | Error::EpisodeConflict { .. }
-        | Error::BudgetTooSmall { .. } => Verdict::Hold("capture kept (contract error)"),
-        Error::Provider {
-            status: Some(s), ..
-        } if (400..500).contains(s) && *s != 408 && *s != 429 => {
-            Verdict::Drop("capture dropped (4xx)")
-        }
-        Error::Provider { .. } | Error::ModelOutput { .. } => {
-            Verdict::Drop("capture dropped (upstream error)")
-        }
-        // Stored and searchable by its text, never extracted again: nothing to retry.
-        Error::EpisodeQuarantined { .. } => Verdict::Drop("capture dropped (quarantined)"),
-        Error::Closed { .. } => Verdict::Keep,
-        _ => Verdict::Retry,
-    }
-}
-
 impl CaptureBuffer {
     internal_item!(
         /// A buffer writing through `sink` and keeping entries in `store`; loads every
@@ -390,6 +205,10 @@ impl CaptureBuffer {
             store: Arc<dyn CaptureStore>,
             config: CaptureConfig,
         ) -> Result<CaptureBuffer> {
+            crate::lens::check_instructions(
+                "custom_instructions",
+                config.custom_instructions.as_deref(),
+            )?;
             if config.shutdown_timeout.is_zero() {
                 return Err(Error::invalid(
                     "shutdown_timeout",
@@ -538,19 +357,26 @@ impl CaptureBuffer {
             human_name: capture.human_name,
             route: capture.route,
             subject: capture.subject,
+            custom_instructions: capture
+                .custom_instructions
+                .or_else(|| self.inner.config.custom_instructions.clone()),
         };
+        crate::lens::check_instructions(
+            "custom_instructions",
+            binding.custom_instructions.as_deref(),
+        )?;
         // A re-binding is refused before the authorizer is asked (and again below,
         // under the same lock as the append). A session already bound was authorized
-        // when it was bound; every write checks `contribute` again, so only a new
-        // binding pays for the round trip here.
-        let bound = match self.inner.sessions.lock().await.get(&capture.session_id) {
+        // for the route it was bound with; every write checks `contribute` again, so
+        // only a new binding, or a turn naming another route, pays for the round trip.
+        let authorized = match self.inner.sessions.lock().await.get(&capture.session_id) {
             Some(s) => {
                 check_binding(&capture.session_id, &s.binding, &binding)?;
-                true
+                s.binding.route == binding.route
             }
             None => false,
         };
-        if !bound {
+        if !authorized {
             self.inner
                 .sink
                 .authorize_capture(
@@ -571,6 +397,12 @@ impl CaptureBuffer {
         let session = sessions
             .entry(capture.session_id.clone())
             .or_insert_with(|| Session::new(binding.clone()));
+        // Buffered per route: a turn naming another route (or other instructions) than
+        // the open entry's closes it, and opens an entry of its own.
+        let displaced = match &session.open {
+            Some(open) if !open.pending.binding.same_writes(&binding) => session.open.take(),
+            _ => None,
+        };
         let fresh = session.open.is_none();
         let entry = session.open.get_or_insert_with(|| Entry {
             pending: PendingEntry {
@@ -601,12 +433,16 @@ impl CaptureBuffer {
             // Not accepted: undo, leaving the session as it was.
             entry.pending.turns.pop();
             if fresh {
-                session.open = None;
-                if session.queued.is_empty() && session.in_flight == 0 {
+                session.open = displaced;
+                if session.open.is_none() && session.queued.is_empty() && session.in_flight == 0 {
                     sessions.remove(&capture.session_id);
                 }
             }
             return Err(e);
+        }
+        // The entry it displaced is written before it, as it was accepted before it.
+        if let Some(closed) = displaced {
+            session.queued.push(closed);
         }
         Ok(())
     }
@@ -1012,384 +848,4 @@ fn take_left(left: &Mutex<Vec<Entry>>) -> Vec<Entry> {
 
 fn turns(entries: &[Entry]) -> usize {
     entries.iter().map(|e| e.pending.turns.len()).sum()
-}
-
-fn check_session(session_id: &str) -> Result<()> {
-    crate::storage::check_session_id("session_id", session_id)
-}
-
-fn check_binding(session: &str, bound: &Binding, asked: &Binding) -> Result<()> {
-    let field = if bound.operator_id != asked.operator_id {
-        "operator_id"
-    } else if bound.agent_name != asked.agent_name {
-        "agent_name"
-    } else if bound.human_name != asked.human_name {
-        "human_name"
-    } else if bound.route != asked.route {
-        "route"
-    } else if bound.subject != asked.subject {
-        "subject"
-    } else {
-        return Ok(());
-    };
-    Err(Error::invalid(
-        field,
-        format!(
-            "differs from the one session `{session}` is bound to; a session cannot be re-bound"
-        ),
-    ))
-}
-
-/// The writes a route makes, checked against `snapshot`.
-fn resolve(
-    snapshot: &Snapshot,
-    operator: &OperatorId,
-    route: &CaptureRoute,
-) -> Result<Vec<RouteTarget>> {
-    match route {
-        CaptureRoute::Direct(name) => {
-            snapshot
-                .destination("route.direct", name)?
-                .graph_id(operator)?;
-            Ok(vec![RouteTarget::Direct(name.clone())])
-        }
-        CaptureRoute::Lenses(names) => {
-            if names.is_empty() {
-                return Err(Error::invalid(
-                    "route.lenses",
-                    "must name at least one Lens",
-                ));
-            }
-            let mut out: Vec<RouteTarget> = Vec::new();
-            for (i, name) in names.iter().enumerate() {
-                let field = format!("route.lenses[{i}]");
-                let lens = snapshot.lens(&field, name)?;
-                if lens.ingestion().is_none() {
-                    return Err(Error::invalid(
-                        field,
-                        format!(
-                            "`{name}` is a replace-graph Lens, which cannot take a conversation"
-                        ),
-                    ));
-                }
-                snapshot
-                    .destination(&format!("{field}.destination"), lens.destination())?
-                    .graph_id(operator)?;
-                let target = RouteTarget::Lens(name.clone());
-                if !out.contains(&target) {
-                    out.push(target);
-                }
-            }
-            Ok(out)
-        }
-    }
-}
-
-/// The ingestion id (direct: the replay key) of part `index` of a route's transcript:
-/// the route's own id for the first part, `<id>.<index>` for the next ones. The parts
-/// are cut the same way from the same turns every time, so a replay after a partial
-/// flush gives every part the id it had and stores nothing twice.
-fn part_id(ingestion_id: &str, index: usize) -> String {
-    if index == 0 {
-        ingestion_id.to_string()
-    } else {
-        format!("{ingestion_id}.{index}")
-    }
-}
-
-/// Writes `left`'s entries in order, each route with its retries, each route's
-/// transcript in parts that fit the content limit; routes written or dropped leave
-/// `left` as they go, so what remains is what was not done: on a timeout, everything
-/// not yet written; at the end, the entries whose routes met a contract error (kept,
-/// for the caller to put back). Returns the first failure.
-async fn deliver(inner: &Arc<Inner>, left: &Arc<Mutex<Vec<Entry>>>) -> Result<()> {
-    let started = Instant::now();
-    let mut first: Option<Error> = None;
-    let mut written = 0;
-    // Entries kept for a later flush: passed over for the rest of this one.
-    let mut kept_back: Vec<String> = Vec::new();
-    loop {
-        let Some(entry) = left
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .find(|e| !kept_back.contains(&e.pending.id))
-            .cloned()
-        else {
-            break;
-        };
-        let parts = match transcript_parts(
-            &entry.pending.turns,
-            &entry.pending.binding.agent_name,
-            &entry.pending.binding.human_name,
-            MAX_CONTENT_BYTES,
-        ) {
-            Ok(p) => p,
-            Err(e) => {
-                // Names are checked at append: only an entry edited in the store gets
-                // here. Kept, never deleted.
-                tracing::error!(session = %entry.pending.session_id, error = %e, "capture kept (contract error)");
-                kept_back.push(entry.pending.id.clone());
-                first.get_or_insert(e);
-                continue;
-            }
-        };
-        for (i, part) in parts.iter().enumerate() {
-            tracing::debug!(session = %entry.pending.session_id, part = i, parts = parts.len(), transcript = %part, "[gralkor] capture transcript");
-        }
-        let mut closed = false;
-        for route in entry.pending.routes.clone() {
-            match write_parts(inner, &entry, &route, &parts).await {
-                Ok(()) => written += 1,
-                Err((e, Verdict::Keep)) => {
-                    // The client is closed: the entry stays in the store as it is.
-                    tracing::warn!(error = %e, "capture kept for the next buffer (client closed)");
-                    first.get_or_insert(e);
-                    closed = true;
-                    break;
-                }
-                Err((e, Verdict::Hold(_))) => {
-                    // The route stays on the entry, for the next flush.
-                    first.get_or_insert(e);
-                    continue;
-                }
-                Err((e, _)) => {
-                    first.get_or_insert(e);
-                }
-            }
-            // Written or dropped: the route is done.
-            let remaining = {
-                let mut guard = left.lock().unwrap_or_else(|p| p.into_inner());
-                let Some(e) = guard.iter_mut().find(|e| e.pending.id == entry.pending.id) else {
-                    break;
-                };
-                e.pending.routes.retain(|r| r != &route);
-                e.pending.clone()
-            };
-            if !remaining.routes.is_empty()
-                && let Err(e) = inner.store.save(&remaining).await
-            {
-                tracing::warn!(error = %e, "could not record a written capture route; it will be replayed (replay-safe)");
-            }
-        }
-        if closed {
-            left.lock().unwrap_or_else(|p| p.into_inner()).clear();
-            break;
-        }
-        let routes_left = left
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .find(|e| e.pending.id == entry.pending.id)
-            .map_or(0, |e| e.pending.routes.len());
-        if routes_left > 0 {
-            kept_back.push(entry.pending.id.clone());
-        } else {
-            finish(inner, left, &entry.pending.id).await;
-        }
-    }
-    if written > 0 {
-        tracing::info!(
-            routes = written,
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "[gralkor] capture flushed"
-        );
-    }
-    if !kept_back.is_empty() {
-        tracing::error!(
-            entries = kept_back.len(),
-            "[gralkor] capture kept after a contract error; the next flush tries again"
-        );
-    }
-    match first {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
-/// The entry is done: out of `left` and out of the store.
-async fn finish(inner: &Arc<Inner>, left: &Arc<Mutex<Vec<Entry>>>, id: &str) {
-    left.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .retain(|e| e.pending.id != id);
-    if let Err(e) = inner.store.remove(id).await {
-        tracing::warn!(error = %e, "could not remove a flushed capture; it will be replayed (replay-safe)");
-    }
-}
-
-/// Writes a route's transcript parts in order, each with its retries and its own
-/// id ([`part_id`]); stops at the first part that fails. A replay writes the parts
-/// already stored again under the same ids, which stores nothing twice. No parts (no
-/// turn with a user or assistant line): nothing to write.
-async fn write_parts(
-    inner: &Arc<Inner>,
-    entry: &Entry,
-    route: &PendingRoute,
-    parts: &[String],
-) -> std::result::Result<(), (Error, Verdict)> {
-    for (i, part) in parts.iter().enumerate() {
-        let id = part_id(&route.ingestion_id, i);
-        write_with_retries(inner, entry, route, &id, part).await?;
-    }
-    Ok(())
-}
-
-async fn write_with_retries(
-    inner: &Arc<Inner>,
-    entry: &Entry,
-    route: &PendingRoute,
-    id: &str,
-    transcript: &str,
-) -> std::result::Result<(), (Error, Verdict)> {
-    let mut delays = inner.config.retry_delays.iter();
-    loop {
-        let e = match write_once(inner, entry, route, id, transcript).await {
-            Ok(()) => return Ok(()),
-            Err(e) => e,
-        };
-        match verdict(&e) {
-            Verdict::Retry => match delays.next() {
-                Some(d) => {
-                    tracing::debug!(route = %route.target, error = %e, "capture write failed; retrying");
-                    tokio::time::sleep(*d).await;
-                }
-                None => {
-                    tracing::error!(route = %route.target, error = %e, "capture exhausted");
-                    return Err((e, Verdict::Retry));
-                }
-            },
-            Verdict::Drop(why) => {
-                tracing::warn!(route = %route.target, error = %e, "{why}");
-                return Err((e, Verdict::Drop(why)));
-            }
-            Verdict::Hold(why) => {
-                tracing::error!(route = %route.target, error = %e, "{why}");
-                return Err((e, Verdict::Hold(why)));
-            }
-            Verdict::Keep => return Err((e, Verdict::Keep)),
-        }
-    }
-}
-
-/// One attempt, in its own task so a panicking ingestion process is a failure to
-/// retry rather than a lost flush.
-async fn write_once(
-    inner: &Arc<Inner>,
-    entry: &Entry,
-    route: &PendingRoute,
-    id: &str,
-    transcript: &str,
-) -> Result<()> {
-    let sink = inner.sink.clone();
-    let snapshot = entry.frozen.clone();
-    let binding = entry.pending.binding.clone();
-    let reference_time = Timestamp(entry.pending.accepted_at);
-    let content = Content::conversation(transcript);
-    let session = entry.pending.session_id.clone();
-    let route = route.clone();
-    let id = id.to_string();
-    let attempt = tokio::spawn(async move {
-        match &route.target {
-            RouteTarget::Direct(destination) => {
-                sink.write_direct(
-                    &snapshot,
-                    destination,
-                    &binding.operator_id,
-                    content,
-                    CAPTURED,
-                    reference_time,
-                    &id,
-                    Some(&session),
-                    binding.subject.as_ref(),
-                )
-                .await
-            }
-            RouteTarget::Lens(lens) => {
-                let mut ingest =
-                    Ingest::new(id, binding.operator_id.clone(), lens.clone(), content)
-                        .source_description(CAPTURED)
-                        .session(session);
-                ingest.reference_time = Some(reference_time);
-                ingest.subject = binding.subject.clone();
-                sink.ingest_frozen(&snapshot, &ingest).await
-            }
-        }
-    });
-    // A flush given up (a `flush_and_await` timeout, a drain cut short) stops its
-    // attempt too: what it had not written is put back, never half-running.
-    let mut attempt = AbortOnDrop(attempt);
-    match (&mut attempt.0).await {
-        Ok(outcome) => outcome,
-        Err(e) => Err(Error::task("a capture write", e)),
-    }
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<Result<()>>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verdicts_follow_the_retry_ownership() {
-        let provider = |status| Error::Provider {
-            provider: "openai".into(),
-            status,
-            message: "m".into(),
-            retry_after: None,
-            source: None,
-        };
-        for contract in [
-            Error::invalid("f", "r"),
-            Error::NotFound("n".into()),
-            Error::Config {
-                field: "c".into(),
-                rule: "r".into(),
-            },
-        ] {
-            assert_eq!(
-                verdict(&contract),
-                Verdict::Hold("capture kept (contract error)"),
-                "{contract:?}"
-            );
-        }
-        assert_eq!(
-            verdict(&provider(Some(400))),
-            Verdict::Drop("capture dropped (4xx)")
-        );
-        for status in [Some(429), Some(503), None] {
-            assert_eq!(
-                verdict(&provider(status)),
-                Verdict::Drop("capture dropped (upstream error)")
-            );
-        }
-        assert_eq!(verdict(&Error::Closed { what: "x".into() }), Verdict::Keep);
-        assert_eq!(
-            verdict(&Error::Timeout {
-                operation: "q".into(),
-                after: Duration::from_secs(1)
-            }),
-            Verdict::Retry
-        );
-        assert_eq!(verdict(&Error::Protocol("p".into())), Verdict::Retry);
-        assert_eq!(
-            verdict(&Error::EpisodeBusy {
-                uuid: uuid::Uuid::nil()
-            }),
-            Verdict::Retry
-        );
-        assert_eq!(
-            verdict(&Error::EpisodeQuarantined {
-                uuid: uuid::Uuid::nil(),
-                unanswered: 2
-            }),
-            Verdict::Drop("capture dropped (quarantined)")
-        );
-    }
 }

@@ -49,6 +49,7 @@ pub trait CaptureSink: Send + Sync + 'static {
         replay_key: &str,
         session: Option<&str>,
         subject: Option<&Subject>,
+        instructions: Option<&str>,
     ) -> Result<()>;
 
     /// Checks, when a turn is appended, that `subject` may write every one of
@@ -92,6 +93,7 @@ impl<S: Storage> CaptureSink for MemoryClient<S> {
         replay_key: &str,
         session: Option<&str>,
         subject: Option<&Subject>,
+        instructions: Option<&str>,
     ) -> Result<()> {
         if self.is_closed() {
             return Err(Error::Closed {
@@ -113,7 +115,8 @@ impl<S: Storage> CaptureSink for MemoryClient<S> {
             Some(reference_time),
         )
         .replay_key(replay_key)
-        .session(session.map(str::to_owned));
+        .session(session.map(str::to_owned))
+        .instructions(instructions.map(str::to_owned));
         door.add_episode(episode).await.map(|_| ())
     }
 

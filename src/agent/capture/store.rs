@@ -50,6 +50,18 @@ pub struct Binding {
     /// `shared_by`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<crate::access::Subject>,
+    /// Extra extraction instructions for the turns' writes (the capture's, else the
+    /// buffer's configured ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_instructions: Option<String>,
+}
+
+impl Binding {
+    /// Whether turns under `other` are written the same way as under this binding
+    /// (same route and instructions), so they may share a buffered entry.
+    pub(crate) fn same_writes(&self, other: &Binding) -> bool {
+        self.route == other.route && self.custom_instructions == other.custom_instructions
+    }
 }
 
 /// One write a flush makes.

@@ -228,7 +228,7 @@ fn fact_lines_carry_times_then_sources_in_a_fixed_order() {
         format_fact(&record),
         "- Ada works at Acme. (created 2024-01-02T00:00:00+0) (valid from 2024-01-01T00:00:00+0) \
          (invalid since 2024-06-01T00:00:00+0) (expired 2024-06-02T00:00:00+0) \
-         (source: document — hr; episode: 00000000-0000-0000-0000-000000000000) \
+         (source: document — hr [lens: hr]; episode: 00000000-0000-0000-0000-000000000000) \
          (source: legacy; episode: 00000000-0000-0000-0000-000000000000)"
     );
     let bare = FactRecord {

@@ -303,3 +303,88 @@ pub async fn caller_text_cannot_forge_a_writer(make: &impl Factory) {
         .unwrap();
     assert_eq!(episodes(&forged).len(), 1);
 }
+
+/// One ingestion-id rule on every client: ids are replay-safe. The same id with the
+/// same request is a no-op answering the same episode; the same id with different
+/// content, description, kind or reference time is `EpisodeConflict` naming the field,
+/// and writes nothing; another id is another episode.
+pub async fn an_ingestion_id_is_replay_safe_and_refuses_different_content(make: &impl Factory) {
+    let (dest, op, w) = (fresh("ids"), fresh_op("op"), word());
+    let client = make(
+        RuntimeConfig::new()
+            .destination(dest.clone())
+            .lens(Lens::appending("notes", dest.clone())),
+    )
+    .await;
+    let at: gralkor::graph::Timestamp = "2024-03-01T00:00:00Z".parse().unwrap();
+    let request = |text: String, description: &str| {
+        Ingest::new("doc-1", &op, "notes", Content::document(text))
+            .source_description(description)
+            .reference_time(at)
+    };
+    let original = request(format!("Payments {w} retry."), "runbook");
+    let first = client.ingest(&original).await.unwrap();
+    let again = client.ingest(&original).await.unwrap();
+    assert_eq!(
+        again[0].episode, first[0].episode,
+        "a replay is the same episode"
+    );
+
+    let conflicts = [
+        (
+            request(format!("Payments {w} never retry."), "runbook"),
+            "content",
+        ),
+        (
+            request(format!("Payments {w} retry."), "wiki"),
+            "source_description",
+        ),
+        (
+            Ingest::new(
+                "doc-1",
+                &op,
+                "notes",
+                Content::conversation(format!("Payments {w} retry.")),
+            )
+            .source_description("runbook")
+            .reference_time(at),
+            "source",
+        ),
+        (
+            request(format!("Payments {w} retry."), "runbook")
+                .reference_time("2025-01-01T00:00:00Z".parse().unwrap()),
+            "reference_time",
+        ),
+    ];
+    for (changed, field) in conflicts {
+        match client.ingest(&changed).await {
+            Err(Error::EpisodeConflict { uuid, field: f }) => {
+                assert_eq!((uuid, f), (first[0].episode, field));
+            }
+            other => panic!("same id, different `{field}`: expected a conflict, got {other:?}"),
+        }
+    }
+    let found = episodes(
+        &client
+            .search(&Search::new(&op, &w).destinations([&dest]))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(found.len(), 1, "one episode for the id: {found:?}");
+    assert_eq!(found[0].1.content, format!("Payments {w} retry."));
+    assert_eq!(found[0].1.source_description, "runbook");
+
+    let other = client
+        .ingest(&Ingest::new(
+            "doc-2",
+            &op,
+            "notes",
+            Content::document(format!("Payments {w} retry.")),
+        ))
+        .await
+        .unwrap();
+    assert_ne!(
+        other[0].episode, first[0].episode,
+        "another id, another episode"
+    );
+}

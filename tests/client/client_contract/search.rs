@@ -237,8 +237,54 @@ pub async fn fact_results_carry_sources_with_their_writers(make: &impl Factory) 
     for (_, fact) in &jira {
         for source in &fact.sources {
             assert_eq!(source.writer, lens_writer("jira"), "{fact:?}");
-            assert_eq!(source.source_description, "PAY-1");
+            // A Lens source keeps its provenance marker (the Destinations document).
+            assert_eq!(source.source_description, "PAY-1 [lens: jira]");
             assert_eq!(source.source_kind, Some(SourceKind::Text));
         }
     }
+}
+
+/// A fact's sources keep the writer's marker as the Destinations document says: a
+/// Lens source's description ends `[lens: <name>]`; a direct source's is the caller's
+/// text without the storage-owned `[gralkor: direct]`.
+pub async fn a_facts_sources_keep_the_writers_marker(make: &impl Factory) {
+    let (op, w) = (fresh_op("op"), word());
+    let client = make(RuntimeConfig::new()).await;
+    client
+        .ingest(
+            &Ingest::new(
+                "c1",
+                &op,
+                "personal-chat",
+                Content::conversation(format!("Ada: {w} tea at noon")),
+            )
+            .source_description("chat"),
+        )
+        .await
+        .unwrap();
+    client
+        .memory_add(&MemoryAdd::new(
+            &op,
+            Content::document(format!("Ada drinks {w} coffee.")),
+        ))
+        .await
+        .unwrap();
+    client.await_background_writes().await;
+    let found = facts(
+        &client
+            .search(&Search::new(&op, &w).destinations(["personal"]).facts())
+            .await
+            .unwrap(),
+    );
+    let sources: Vec<_> = found.iter().flat_map(|(_, f)| f.sources.clone()).collect();
+    let lens = sources
+        .iter()
+        .find(|s| s.writer == lens_writer("personal-chat"))
+        .expect("a Lens source");
+    assert_eq!(lens.source_description, "chat [lens: personal-chat]");
+    let direct = sources
+        .iter()
+        .find(|s| s.writer == Some(Writer::Direct))
+        .expect("a direct source");
+    assert_eq!(direct.source_description, "manual");
 }
