@@ -163,9 +163,12 @@ const KNOWS_SAYINGS: [(&str, &str, &str, bool); 3] = [
     ("{p} knows {c}.", "{p} knows {c}.", "KNOWS", false),
 ];
 
+/// What a fact says: (subject, kind, object).
+type Meaning = (String, &'static str, String);
+
 /// The meaning of a fact text in this world: (subject, kind, object), the date a
 /// "… since DATE" adds stripped.
-fn meaning(text: &str) -> Option<(String, &'static str, String)> {
+fn meaning(text: &str) -> Option<Meaning> {
     let text = text.trim().trim_end_matches('.');
     let text = text.split(" since ").next().unwrap_or(text);
     for (verb, kind, swapped) in [
@@ -537,7 +540,7 @@ impl World {
                         }
                         w.entity(list[c]);
                         let was = w.facts[old].target.clone();
-                        let mut script = w.script_of(&[new], &[was.clone()]);
+                        let mut script = w.script_of(&[new], std::slice::from_ref(&was));
                         let text = match (is_job, dated) {
                             (true, false) => format!("{p} quit {was} and joined {}.", list[c]),
                             (true, true) => {
@@ -647,7 +650,7 @@ fn tag<'a>(prompt: &'a str, name: &str) -> &'a str {
 }
 
 /// The known facts a combined extraction prompt shows: (number, meaning).
-fn known_facts(prompt: &str) -> Vec<(i64, Option<(String, &'static str, String)>)> {
+fn known_facts(prompt: &str) -> Vec<(i64, Option<Meaning>)> {
     tag(prompt, "KNOWN_FACTS")
         .lines()
         .filter_map(|l| item(l, "known "))
@@ -658,10 +661,7 @@ fn known_facts(prompt: &str) -> Vec<(i64, Option<(String, &'static str, String)>
 /// The perfect model's judgement of a new fact against an existing one: the same
 /// statement (in any words), or a contradiction (another job or home of the same
 /// person).
-fn judge(
-    new: &Option<(String, &'static str, String)>,
-    old: &Option<(String, &'static str, String)>,
-) -> (bool, bool) {
+fn judge(new: &Option<Meaning>, old: &Option<Meaning>) -> (bool, bool) {
     let (Some(new), Some(old)) = (new, old) else {
         return (false, false);
     };
