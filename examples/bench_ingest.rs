@@ -1,33 +1,45 @@
-//! Ingestion throughput and model cost on a scripted world, against a fake
+//! Ingestion throughput and model cost on scripted worlds, against a fake
 //! OpenAI-compatible provider on loopback that answers like a perfect model.
 //!
 //! ```text
-//! cargo run --release --example bench_ingest                # 200 episodes, 200 ms a model call
-//! cargo run --release --example bench_ingest -- 80 100 20   # episodes, model ms, embedding ms
+//! cargo run --release --example bench_ingest                # every world, 200 episodes, 200 ms a call, 20 ms an embedding
+//! cargo run --release --example bench_ingest -- 80 100 20 paraphrase   # episodes, model ms, embedding ms, one world
 //! ```
 //!
-//! The world: 40 people, 15 companies and 10 cities. Each person is introduced ("Ana
-//! Lima works at Acme Robotics and lives in Lisbon."); then come exact restatements
-//! ("Ana Lima still works at Acme Robotics."), paraphrases ("Ana Lima is employed by
-//! Acme Robotics."), new acquaintances ("Ana Lima knows Ben Costa.", later restated),
-//! and 20 contradictions: 10 job changes and 10 moves, each to a company or city the
-//! person never had. Episode `e` happens on day `e` from 2024-01-01.
+//! The worlds: 40 people, 15 companies and 10 cities; episode `e` happens on day `e`
+//! from 2024-01-01, and the first 40 introduce each person's job and home.
 //!
-//! The fake provider answers every schema as a perfect model would: extraction from
-//! the episode (a fact that holds now starts at the reference time, as the extraction
-//! prompt asks), entity resolution by equal names, fact resolution by meaning (a
-//! paraphrase is a duplicate; another job or another home of the same person is a
-//! contradiction), summaries by a short sentence. Model answers come after the model
+//! * `today` — the world round two was tuned on: exact restatements ("Ana Lima still
+//!   works at Acme Robotics."), 10 paraphrases ("… is employed by …"), 15
+//!   acquaintances (some restated), 10 job changes and 10 moves.
+//! * `paraphrase` — generated from another seed: most episodes restate a known job,
+//!   home or both in other words (six ways for a job — other relation names, the
+//!   company as the subject, "works for" — and five for a home), one in four with a
+//!   "since DATE" added; acquaintances in three wordings; 12 job changes, 12 moves.
+//! * `dated` — every restatement adds a start date ("… since 2023-05-14", no later
+//!   than the known start), and job changes and moves happened some days before the
+//!   episode that reports them ("On 2024-03-02, Ana Lima quit …"), so the old fact
+//!   must end at the successor's stated start, not at the episode's time.
+//!
+//! The fake provider answers every schema as a perfect model would, from what the
+//! prompt shows: extraction from the episode (a fact starts at its stated date, else
+//! at the reference time); when the prompt lists known facts, for each extracted fact
+//! the known fact with the same meaning (`restates`) and those it contradicts (another
+//! job or home of the same person); entity resolution by equal names; fact resolution
+//! by meaning; summaries by a short sentence. Model answers come after the model
 //! delay, embeddings after the embedding delay. It counts requests per schema.
 //!
 //! The real OpenAI client (HTTP, limiter, retries) talks to it; the real engine writes
-//! to an embedded FalkorDB in a temporary directory. For one graph, then for 8 graphs
-//! at once (each its own copy of the world), it prints episodes per second, model
-//! calls and embedding requests per episode (and per schema), p50/p95 latency, the
-//! share of episodes that took one model call, and the identical-graph check against
-//! the world's ground truth: facts (endpoints, relation, text, valid/invalid times,
-//! expiry and supporting episodes), entities, duplicates, and invalidations at the
-//! successor's valid time.
+//! to an embedded FalkorDB in a temporary directory. Per world, for one graph, then for
+//! 8 graphs at once (each its own copy of the world), it prints episodes per second,
+//! model calls and embedding requests per episode, the episodes that took 1, 2 and 3+
+//! calls, p50/p95 latency, process CPU milliseconds per episode (user + system of this
+//! process — engine, client and fake provider; the embedded FalkorDB is another
+//! process), database round trips per episode as `IngestUsage` counts them, calls per
+//! episode by pipeline step and requests by schema, and the identical-graph check
+//! against the world's ground truth: facts (endpoints, relation, text, valid/invalid
+//! times, expiry and supporting episodes), entities, duplicates, and invalidations at
+//! the successor's valid time.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -77,11 +89,11 @@ const CITIES: [&str; 10] = [
     "Geneva",
 ];
 
-/// One fact of an extraction: (source, relation, target, text).
-type Said = (String, &'static str, String, String);
+/// One fact of an extraction: (source, relation, target, text, valid_at).
+type Said = (String, &'static str, String, String, Option<Timestamp>);
 
-/// The extraction of one episode text: entity names and facts; every fact starts at
-/// the reference time.
+/// The extraction of one episode text: entity names and facts; a fact without a
+/// stated start starts at the reference time (`None` here).
 #[derive(Clone)]
 struct Script {
     entities: Vec<String>,
@@ -102,6 +114,7 @@ struct TruthFact {
 
 /// The scripted world: episodes in order, their extractions, and the ground truth.
 struct World {
+    name: &'static str,
     episodes: Vec<(String, Timestamp)>,
     scripts: HashMap<String, Script>,
     facts: Vec<TruthFact>,
@@ -119,19 +132,101 @@ enum Kind {
     Move,
 }
 
+/// The world variants the bench runs.
+const VARIANTS: [&str; 3] = ["today", "paraphrase", "dated"];
+
+/// Ways to restate a job: (episode text, extracted fact text, relation, whether the
+/// company is the fact's source). `{p}` the person, `{c}` the company.
+#[rustfmt::skip]
+const JOB_SAYINGS: [(&str, &str, &str, bool); 6] = [
+    ("{p} is employed by {c}.", "{p} is employed by {c}.", "EMPLOYED_BY", false),
+    ("{p} has a job at {c}.", "{p} has a job at {c}.", "HAS_JOB_AT", false),
+    ("{p} works for {c} these days.", "{p} works for {c}.", "WORKS_FOR", false),
+    ("{c} employs {p}.", "{c} employs {p}.", "EMPLOYS", true),
+    ("{p} is on the staff of {c}.", "{p} is on the staff of {c}.", "STAFF_OF", false),
+    ("{p} still works at {c}.", "{p} works at {c}.", "WORKS_AT", false),
+];
+/// Ways to restate a home: `{p}` the person, `{c}` the city.
+#[rustfmt::skip]
+const HOME_SAYINGS: [(&str, &str, &str, bool); 5] = [
+    ("{p} resides in {c}.", "{p} resides in {c}.", "RESIDES_IN", false),
+    ("{p} is based in {c}.", "{p} is based in {c}.", "BASED_IN", false),
+    ("{p} calls {c} home.", "{p} calls {c} home.", "CALLS_HOME", false),
+    ("{c} is where {p} lives.", "{p} lives in {c}.", "LIVES_IN", false),
+    ("{p} still lives in {c}.", "{p} lives in {c}.", "LIVES_IN", false),
+];
+/// Ways to restate an acquaintance: `{p}` and `{c}` the two people.
+#[rustfmt::skip]
+const KNOWS_SAYINGS: [(&str, &str, &str, bool); 3] = [
+    ("{p} is acquainted with {c}.", "{p} is acquainted with {c}.", "ACQUAINTED_WITH", false),
+    ("{p} and {c} know each other.", "{p} knows {c}.", "KNOWS", false),
+    ("{p} knows {c}.", "{p} knows {c}.", "KNOWS", false),
+];
+
+/// What a fact says: (subject, kind, object).
+type Meaning = (String, &'static str, String);
+
+/// The meaning of a fact text in this world: (subject, kind, object), the date a
+/// "… since DATE" adds stripped.
+fn meaning(text: &str) -> Option<Meaning> {
+    let text = text.trim().trim_end_matches('.');
+    let text = text.split(" since ").next().unwrap_or(text);
+    for (verb, kind, swapped) in [
+        (" works at ", "job", false),
+        (" has worked at ", "job", false),
+        (" is employed by ", "job", false),
+        (" has a job at ", "job", false),
+        (" works for ", "job", false),
+        (" employs ", "job", true),
+        (" is on the staff of ", "job", false),
+        (" lives in ", "home", false),
+        (" has lived in ", "home", false),
+        (" resides in ", "home", false),
+        (" is based in ", "home", false),
+        (" calls ", "home", false),
+        (" knows ", "knows", false),
+        (" is acquainted with ", "knows", false),
+    ] {
+        if let Some((s, o)) = text.split_once(verb) {
+            let o = o.trim_end_matches(" home");
+            let (s, o) = if swapped { (o, s) } else { (s, o) };
+            return Some((s.to_owned(), kind, o.to_owned()));
+        }
+    }
+    None
+}
+
 impl World {
-    fn new(episodes: usize) -> World {
-        let people: Vec<String> = (0..40)
-            .map(|i| format!("{} {}", FIRST[i], LAST[i]))
-            .collect();
-        let base: Timestamp = "2024-01-01T00:00:00Z".parse().expect("time");
-        let mut w = World {
+    fn empty(name: &'static str) -> World {
+        World {
+            name,
             episodes: Vec::new(),
             scripts: HashMap::new(),
             facts: Vec::new(),
             entities: Vec::new(),
             mix: BTreeMap::new(),
-        };
+        }
+    }
+
+    fn people() -> Vec<String> {
+        (0..40)
+            .map(|i| format!("{} {}", FIRST[i], LAST[i]))
+            .collect()
+    }
+
+    fn of(name: &str, episodes: usize) -> World {
+        match name {
+            "paraphrase" => World::generated("paraphrase", episodes, 0x9a7a_2027),
+            "dated" => World::generated("dated", episodes, 0xda7e_2027),
+            _ => World::today(episodes),
+        }
+    }
+
+    /// The world the round-two bench was tuned on.
+    fn today(episodes: usize) -> World {
+        let people = World::people();
+        let base: Timestamp = "2024-01-01T00:00:00Z".parse().expect("time");
+        let mut w = World::empty("today");
         let mut rng = Rng(0x5eed_2026);
         // Per person: indices of their current job and home facts, and their history.
         let mut job: Vec<usize> = Vec::new();
@@ -199,7 +294,7 @@ impl World {
                         let said = format!("{p} is employed by {c}.");
                         let script = Script {
                             entities: vec![p.clone(), c.clone()],
-                            facts: vec![(p.clone(), "WORKS_AT", c.clone(), said.clone())],
+                            facts: vec![(p.clone(), "WORKS_AT", c.clone(), said.clone(), None)],
                         };
                         (said, script, "paraphrase")
                     }
@@ -222,11 +317,7 @@ impl World {
                         (text, w.script_of(&[f], &[]), label)
                     }
                     Kind::Job => {
-                        let off = rng.below(COMPANIES.len());
-                        let c = (0..COMPANIES.len())
-                            .map(|k| (k + off) % COMPANIES.len())
-                            .find(|c| !worked[i].contains(c))
-                            .expect("a new company");
+                        let c = pick_new(&mut rng, COMPANIES.len(), &worked[i]);
                         let old = job[i];
                         w.facts[old].invalid_at = Some(at);
                         worked[i].push(c);
@@ -237,11 +328,7 @@ impl World {
                         (text, w.script_of(&[job[i]], &[was]), "job change")
                     }
                     Kind::Move => {
-                        let off = rng.below(CITIES.len());
-                        let y = (0..CITIES.len())
-                            .map(|k| (k + off) % CITIES.len())
-                            .find(|y| !lived[i].contains(y))
-                            .expect("a new city");
+                        let y = pick_new(&mut rng, CITIES.len(), &lived[i]);
                         let old = home[i];
                         w.facts[old].invalid_at = Some(at);
                         lived[i].push(y);
@@ -250,6 +337,226 @@ impl World {
                         let was = w.facts[old].target.clone();
                         let text = format!("{p} moved from {was} to {}.", CITIES[y]);
                         (text, w.script_of(&[home[i]], &[was]), "move")
+                    }
+                }
+            };
+            *w.mix.entry(label).or_default() += 1;
+            w.scripts.insert(text.clone(), script);
+            w.episodes.push((text, at));
+        }
+        w
+    }
+
+    /// A generated world the engine was not tuned on. `paraphrase`: most episodes
+    /// restate a known job, home or acquaintance in other words (other relation names,
+    /// the company as the subject, "since" dates added), some change jobs and homes.
+    /// `dated`: most restatements add a start date ("… since 2023-05-14"), and job
+    /// changes and moves happened some days before the episode reports them, so the
+    /// old fact ends at the successor's stated start, not at the episode's time.
+    fn generated(name: &'static str, episodes: usize, seed: u64) -> World {
+        let dated = name == "dated";
+        let people = World::people();
+        let base: Timestamp = "2024-01-01T00:00:00Z".parse().expect("time");
+        let mut w = World::empty(name);
+        let mut rng = Rng(seed);
+        let n = 40.min(episodes);
+        let mut job: Vec<usize> = Vec::new();
+        let mut home: Vec<usize> = Vec::new();
+        let mut worked: Vec<Vec<usize>> = vec![Vec::new(); 40];
+        let mut lived: Vec<Vec<usize>> = vec![Vec::new(); 40];
+        let mut knows: HashMap<(usize, usize), usize> = HashMap::new();
+        // Facts introduced by an introduction: a restatement may date them earlier.
+        let mut original: Vec<bool> = Vec::new();
+        let rest = episodes.saturating_sub(n);
+        let mut kinds = vec![Kind::Paraphrase; rest];
+        let mut slots: Vec<usize> = (0..rest).collect();
+        for (kind, k) in [
+            (Kind::Job, 12),
+            (Kind::Move, 12),
+            (Kind::Knows, 20),
+            (Kind::Restate, 20),
+        ] {
+            for _ in 0..k.min(slots.len()) {
+                let s = slots.swap_remove(rng.below(slots.len()));
+                kinds[s] = kind;
+            }
+        }
+        let day = |t: Timestamp| t.to_rfc3339()[..10].to_owned();
+        for e in 0..episodes {
+            let at = Timestamp(base.0 + e as i64 * DAY_MICROS);
+            let (text, script, label): (String, Script, &'static str) = if e < n {
+                let (c, y) = (rng.below(COMPANIES.len()), rng.below(CITIES.len()));
+                let p = &people[e];
+                worked[e].push(c);
+                lived[e].push(y);
+                job.push(w.new_fact(p, "WORKS_AT", COMPANIES[c], at));
+                home.push(w.new_fact(p, "LIVES_IN", CITIES[y], at));
+                original.extend([true, true]);
+                w.entity(p);
+                w.entity(COMPANIES[c]);
+                w.entity(CITIES[y]);
+                let text = match rng.below(3) {
+                    0 => format!("{p} works at {} and lives in {}.", COMPANIES[c], CITIES[y]),
+                    1 => format!(
+                        "Meet {p}: works at {}, lives in {}.",
+                        COMPANIES[c], CITIES[y]
+                    ),
+                    _ => format!("{p} lives in {} and works at {}.", CITIES[y], COMPANIES[c]),
+                };
+                (text, w.script_of(&[job[e], home[e]], &[]), "introduction")
+            } else {
+                let i = rng.below(n);
+                let p = people[i].clone();
+                match kinds[e - n] {
+                    Kind::Restate | Kind::Paraphrase => {
+                        let paraphrase = kinds[e - n] == Kind::Paraphrase;
+                        let which = rng.below(3);
+                        let ids: Vec<usize> = match which {
+                            0 => vec![job[i]],
+                            1 => vec![home[i]],
+                            _ => vec![job[i], home[i]],
+                        };
+                        let mut script = Script {
+                            entities: vec![p.clone()],
+                            facts: Vec::new(),
+                        };
+                        let mut parts = Vec::new();
+                        for &f in &ids {
+                            w.facts[f].support += 1;
+                            let t = w.facts[f].clone();
+                            let with_date = dated || rng.below(4) == 0;
+                            // A restatement "since DATE" dates the fact no later than
+                            // its known start.
+                            let since = with_date.then(|| {
+                                if original[f] {
+                                    Timestamp(t.valid_at.0 - rng.below(400) as i64 * DAY_MICROS)
+                                } else {
+                                    t.valid_at
+                                }
+                            });
+                            let (said, fact, relation, swapped) = if !paraphrase {
+                                let verb = if t.relation == "WORKS_AT" {
+                                    "works at"
+                                } else {
+                                    "lives in"
+                                };
+                                (
+                                    "{p} still {v} {c}.".replace("{v}", verb),
+                                    t.text.clone(),
+                                    t.relation,
+                                    false,
+                                )
+                            } else if t.relation == "WORKS_AT" {
+                                let (a, b, r, s) = JOB_SAYINGS[rng.below(JOB_SAYINGS.len())];
+                                (a.to_owned(), b.to_owned(), r, s)
+                            } else {
+                                let (a, b, r, s) = HOME_SAYINGS[rng.below(HOME_SAYINGS.len())];
+                                (a.to_owned(), b.to_owned(), r, s)
+                            };
+                            let fill = |x: &str| x.replace("{p}", &p).replace("{c}", &t.target);
+                            let (mut said, mut fact) = (fill(&said), fill(&fact));
+                            if let Some(d) = since {
+                                let d = day(d);
+                                said = format!("{} since {d}.", said.trim_end_matches('.'));
+                                fact = format!("{} since {d}.", fact.trim_end_matches('.'));
+                            }
+                            parts.push(said);
+                            script.entities.push(t.target.clone());
+                            let (s, o) = if swapped {
+                                (t.target.clone(), p.clone())
+                            } else {
+                                (p.clone(), t.target.clone())
+                            };
+                            script.facts.push((s, relation, o, fact, since));
+                        }
+                        let label = match (paraphrase, dated) {
+                            (true, false) => "paraphrase",
+                            (true, true) => "dated paraphrase",
+                            (false, false) => "restatement",
+                            (false, true) => "dated restatement",
+                        };
+                        (parts.join(" "), script, label)
+                    }
+                    Kind::Knows => {
+                        let mut j = rng.below(n);
+                        if j == i {
+                            j = (j + 1) % n;
+                        }
+                        let (a, b) = (i.min(j), i.max(j));
+                        let (said, fact, relation, _) =
+                            KNOWS_SAYINGS[rng.below(KNOWS_SAYINGS.len())];
+                        let fill =
+                            |x: &str| x.replace("{p}", &people[a]).replace("{c}", &people[b]);
+                        let (said, fact) = (fill(said), fill(fact));
+                        let label = if let Some(&f) = knows.get(&(a, b)) {
+                            w.facts[f].support += 1;
+                            "acquaintance restated"
+                        } else {
+                            let f = w.new_fact(&people[a], "KNOWS", &people[b], at);
+                            w.facts[f].text = fact.clone();
+                            w.facts[f].relation = relation;
+                            knows.insert((a, b), f);
+                            original.push(false);
+                            "new acquaintance"
+                        };
+                        let script = Script {
+                            entities: vec![people[a].clone(), people[b].clone()],
+                            facts: vec![(
+                                people[a].clone(),
+                                relation,
+                                people[b].clone(),
+                                fact,
+                                None,
+                            )],
+                        };
+                        (said, script, label)
+                    }
+                    Kind::Job | Kind::Move => {
+                        let is_job = kinds[e - n] == Kind::Job;
+                        let (list, history, current): (&[&str], _, _) = if is_job {
+                            (&COMPANIES, &mut worked[i], &mut job[i])
+                        } else {
+                            (&CITIES, &mut lived[i], &mut home[i])
+                        };
+                        let c = pick_new(&mut rng, list.len(), history);
+                        history.push(c);
+                        let old = *current;
+                        // Dated: it happened a few days before the episode (after the
+                        // old fact's start).
+                        let when = if dated {
+                            let back = Timestamp(at.0 - (1 + rng.below(5)) as i64 * DAY_MICROS);
+                            Timestamp(back.0.max(w.facts[old].valid_at.0 + DAY_MICROS))
+                        } else {
+                            at
+                        };
+                        w.facts[old].invalid_at = Some(when);
+                        let relation = if is_job { "WORKS_AT" } else { "LIVES_IN" };
+                        let new = w.new_fact(&p, relation, list[c], when);
+                        original.push(false);
+                        if is_job {
+                            job[i] = new
+                        } else {
+                            home[i] = new
+                        }
+                        w.entity(list[c]);
+                        let was = w.facts[old].target.clone();
+                        let mut script = w.script_of(&[new], std::slice::from_ref(&was));
+                        let text = match (is_job, dated) {
+                            (true, false) => format!("{p} quit {was} and joined {}.", list[c]),
+                            (true, true) => {
+                                format!("On {}, {p} quit {was} and joined {}.", day(when), list[c])
+                            }
+                            (false, false) => format!("{p} relocated from {was} to {}.", list[c]),
+                            (false, true) => format!(
+                                "On {}, {p} relocated from {was} to {}.",
+                                day(when),
+                                list[c]
+                            ),
+                        };
+                        if dated {
+                            script.facts[0].4 = Some(when);
+                        }
+                        (text, script, if is_job { "job change" } else { "move" })
                     }
                 }
             };
@@ -306,6 +613,7 @@ impl World {
                 t.relation,
                 t.target.clone(),
                 t.text.clone(),
+                None,
             ));
         }
         entities.extend(others.iter().cloned());
@@ -313,20 +621,13 @@ impl World {
     }
 }
 
-/// What a fact text means in this world: (subject, kind, object).
-fn meaning(text: &str) -> Option<(&str, &'static str, &str)> {
-    let text = text.trim().trim_end_matches('.');
-    for (verb, kind) in [
-        (" works at ", "job"),
-        (" is employed by ", "job"),
-        (" lives in ", "home"),
-        (" knows ", "knows"),
-    ] {
-        if let Some((s, o)) = text.split_once(verb) {
-            return Some((s, kind, o));
-        }
-    }
-    None
+/// An index below `n` not in `used`, from a random start.
+fn pick_new(rng: &mut Rng, n: usize, used: &[usize]) -> usize {
+    let off = rng.below(n);
+    (0..n)
+        .map(|k| (k + off) % n)
+        .find(|c| !used.contains(c))
+        .expect("a new one")
 }
 
 /// `(number, text)` of a prompt line "`prefix`N…: text [valid_at …]" or "… (…) — …".
@@ -348,6 +649,27 @@ fn tag<'a>(prompt: &'a str, name: &str) -> &'a str {
         .trim()
 }
 
+/// The known facts a combined extraction prompt shows: (number, meaning).
+fn known_facts(prompt: &str) -> Vec<(i64, Option<Meaning>)> {
+    tag(prompt, "KNOWN_FACTS")
+        .lines()
+        .filter_map(|l| item(l, "known "))
+        .map(|(k, text)| (k, meaning(text)))
+        .collect()
+}
+
+/// The perfect model's judgement of a new fact against an existing one: the same
+/// statement (in any words), or a contradiction (another job or home of the same
+/// person).
+fn judge(new: &Option<Meaning>, old: &Option<Meaning>) -> (bool, bool) {
+    let (Some(new), Some(old)) = (new, old) else {
+        return (false, false);
+    };
+    let same = new == old;
+    let contradicts = !same && new.1 != "knows" && old.0 == new.0 && old.1 == new.1;
+    (same, contradicts)
+}
+
 /// The perfect model's answer to one request.
 fn answer(world: &World, schema: &str, prompt: &str) -> Value {
     match schema {
@@ -357,12 +679,35 @@ fn answer(world: &World, schema: &str, prompt: &str) -> Value {
             let Some(s) = script else {
                 return json!({"entities": [], "facts": []});
             };
+            // With known facts shown, the schema asks per fact which one it restates
+            // and which it contradicts.
+            let combined = prompt.contains("<KNOWN_FACTS>");
+            let known = known_facts(prompt);
             json!({
                 "entities": s.entities.iter().map(|n| json!({"name": n, "type_id": 0})).collect::<Vec<_>>(),
-                "facts": s.facts.iter().map(|(a, r, b, t)| json!({
-                    "source": a, "target": b, "relation_type": r, "fact": t,
-                    "valid_at": at, "invalid_at": null,
-                })).collect::<Vec<_>>(),
+                "facts": s.facts.iter().map(|(a, r, b, t, since)| {
+                    let valid_at = since.map_or_else(|| at.to_owned(), |d| d.to_rfc3339());
+                    let mut fact = json!({
+                        "source": a, "target": b, "relation_type": r, "fact": t,
+                        "valid_at": valid_at, "invalid_at": null,
+                    });
+                    if combined {
+                        let new = meaning(t);
+                        let mut restates = -1;
+                        let mut contradicts = Vec::new();
+                        for (k, old) in &known {
+                            let (same, against) = judge(&new, old);
+                            if same && restates == -1 {
+                                restates = *k;
+                            } else if against {
+                                contradicts.push(*k);
+                            }
+                        }
+                        fact["restates"] = json!(restates);
+                        fact["contradicts"] = json!(contradicts);
+                    }
+                    fact
+                }).collect::<Vec<_>>(),
             })
         }
         "entity_resolution" => {
@@ -388,16 +733,14 @@ fn answer(world: &World, schema: &str, prompt: &str) -> Value {
             let mut current = None;
             for line in prompt.lines() {
                 if let Some((i, text)) = item(line, "new fact ") {
-                    current = meaning(text);
+                    current = Some(meaning(text));
                     out.push(json!({"id": i, "duplicate_of": -1, "contradicts": []}));
-                } else if let (Some(new), Some((k, text))) = (current, item(line, "existing ")) {
-                    let Some(old) = meaning(text) else { continue };
+                } else if let (Some(new), Some((k, text))) = (&current, item(line, "existing ")) {
+                    let (same, against) = judge(new, &meaning(text));
                     let last = out.last_mut().expect("a new fact");
-                    if line.contains("(same entities)") && old == new && last["duplicate_of"] == -1
-                    {
+                    if line.contains("(same entities)") && same && last["duplicate_of"] == -1 {
                         last["duplicate_of"] = json!(k);
-                    } else if new.1 != "knows" && old.0 == new.0 && old.1 == new.1 && old.2 != new.2
-                    {
+                    } else if against {
                         last["contradicts"]
                             .as_array_mut()
                             .expect("list")
@@ -497,8 +840,16 @@ fn vector(text: &str) -> Vec<f32> {
     v.into_iter().map(|x| x / n).collect()
 }
 
-/// Per episode: latency, model calls, embedding requests.
-type Sample = (Duration, u32, u32);
+/// Per episode: latency, model calls, embedding requests, calls by step, database
+/// round trips.
+#[derive(Clone, Copy)]
+struct Sample {
+    latency: Duration,
+    calls: u32,
+    embeds: u32,
+    steps: [u32; 4],
+    round_trips: u32,
+}
 
 async fn run(engine: &Engine, world: &Arc<World>, graphs: usize, tag: &str) -> Vec<Sample> {
     let mut tasks = Vec::new();
@@ -511,11 +862,14 @@ async fn run(engine: &Engine, world: &Arc<World>, graphs: usize, tag: &str) -> V
                 let request = AddEpisode::new(text.clone(), SourceKind::Text, *at);
                 let start = Instant::now();
                 let outcome = engine.add_episode(&graph, request).await.expect("ingest");
-                out.push((
-                    start.elapsed(),
-                    outcome.usage.llm_calls,
-                    outcome.usage.embedding_calls,
-                ));
+                let u = outcome.usage;
+                out.push(Sample {
+                    latency: start.elapsed(),
+                    calls: u.llm_calls,
+                    embeds: u.embedding_calls,
+                    steps: u.steps.by_name().map(|(_, n)| n),
+                    round_trips: u.db_round_trips,
+                });
             }
             out
         }));
@@ -525,6 +879,22 @@ async fn run(engine: &Engine, world: &Arc<World>, graphs: usize, tag: &str) -> V
         all.extend(t.await.expect("task"));
     }
     all
+}
+
+/// CPU time of this process (user + system) so far: the client, the engine and the
+/// fake provider; the embedded FalkorDB is another process.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF and a valid pointer.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 /// The comparison of one stored graph with the ground truth.
@@ -693,9 +1063,26 @@ async fn try_main() -> gralkor::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let episodes: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(200);
     let delay_ms: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(200);
-    let embed_ms: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(0);
+    let embed_ms: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(20);
+    let only = args.get(3).cloned();
+    let mut all_identical = true;
+    for variant in VARIANTS {
+        if only.as_deref().is_some_and(|o| o != variant) {
+            continue;
+        }
+        all_identical &= bench_world(World::of(variant, episodes), delay_ms, embed_ms).await?;
+    }
+    println!(
+        "every world: all graphs identical to the ground truth: {}",
+        if all_identical { "yes" } else { "NO" }
+    );
+    Ok(())
+}
 
-    let world = Arc::new(World::new(episodes));
+/// Runs one world on 1 graph and on 8 graphs at once and prints its table; whether
+/// every graph came out identical to the ground truth.
+async fn bench_world(world: World, delay_ms: u64, embed_ms: u64) -> gralkor::Result<bool> {
+    let world = Arc::new(world);
     let counts: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();
     let chat = Arc::new(AtomicUsize::new(0));
     let server = MockServer::start().await;
@@ -731,9 +1118,11 @@ async fn try_main() -> gralkor::Result<()> {
         Arc::new(openai.chat("fake-chat")),
         Arc::new(openai.embedder("fake-embed", Some(DIM))?),
     );
+    println!();
     println!(
-        "bench_ingest: {} episodes a graph ({}), {} people, {} entities, {} facts ({} invalidated); \
+        "bench_ingest, world `{}`: {} episodes a graph ({}), {} entities, {} facts ({} invalidated); \
          model answers after {delay_ms} ms, embeddings after {embed_ms} ms",
+        world.name,
         world.episodes.len(),
         world
             .mix
@@ -741,7 +1130,6 @@ async fn try_main() -> gralkor::Result<()> {
             .map(|(k, v)| format!("{v} {k}"))
             .collect::<Vec<_>>()
             .join(", "),
-        40.min(episodes),
         world.entities.len(),
         world.facts.len(),
         world
@@ -751,8 +1139,17 @@ async fn try_main() -> gralkor::Result<()> {
             .count(),
     );
     println!(
-        "{:<7} {:>10} {:>13} {:>13} {:>8} {:>8} {:>9}  per schema (requests per episode)",
-        "graphs", "episodes/s", "llm calls/ep", "embed req/ep", "p50 ms", "p95 ms", "1-call ep"
+        "{:<7} {:>10} {:>8} {:>8} {:>7} {:>7} {:>12} {:>8} {:>8} {:>9}  calls/ep by step (extract, resolve_entities, resolve_facts, entity_details); requests/ep by schema",
+        "graphs",
+        "episodes/s",
+        "calls/ep",
+        "embed/ep",
+        "p50 ms",
+        "p95 ms",
+        "1/2/3+ calls",
+        "CPU ms/ep",
+        "db rt/ep",
+        "identical"
     );
     let mut all_identical = true;
     let mut checks = Vec::new();
@@ -760,19 +1157,22 @@ async fn try_main() -> gralkor::Result<()> {
         let c0 = chat.load(Ordering::Relaxed);
         let before = counts.lock().expect("counts").clone();
         let tag = format!("x{graphs}");
+        let cpu0 = cpu_time();
         let start = Instant::now();
         let results = run(&engine, &world, graphs, &tag).await;
         let wall = start.elapsed();
+        let cpu = cpu_time().saturating_sub(cpu0);
         let n = results.len();
-        let mut latencies: Vec<Duration> = results.iter().map(|r| r.0).collect();
+        let mut latencies: Vec<Duration> = results.iter().map(|r| r.latency).collect();
         latencies.sort();
-        let reported: u32 = results.iter().map(|r| r.1).sum();
+        let reported: u32 = results.iter().map(|r| r.calls).sum();
         let chat_calls = chat.load(Ordering::Relaxed) - c0;
         assert_eq!(
             reported as usize, chat_calls,
             "usage must match what the provider saw"
         );
-        let embed_calls: u32 = results.iter().map(|r| r.2).sum();
+        let embed_calls: u32 = results.iter().map(|r| r.embeds).sum();
+        let round_trips: u32 = results.iter().map(|r| r.round_trips).sum();
         let per_schema: Vec<String> = counts
             .lock()
             .expect("counts")
@@ -781,52 +1181,64 @@ async fn try_main() -> gralkor::Result<()> {
             .filter(|(_, v)| *v > 0)
             .map(|(k, v)| format!("{k} {:.3}", v as f64 / n as f64))
             .collect();
+        let by_step: Vec<String> = (0..4)
+            .map(|s| {
+                let total: u32 = results.iter().map(|r| r.steps[s]).sum();
+                format!("{:.3}", total as f64 / n as f64)
+            })
+            .collect();
+        let took = |k: u32| results.iter().filter(|r| r.calls == k).count();
+        let more = results.iter().filter(|r| r.calls >= 3).count();
+        let mut identical = true;
+        for g in 0..graphs {
+            let c = check(&db, &format!("bench-{tag}-{g}"), &world).await?;
+            identical &= c.identical(&world);
+            checks.push((format!("{graphs} graphs, graph {g}"), c));
+        }
+        all_identical &= identical;
         println!(
-            "{:<7} {:>10.2} {:>13.3} {:>13.3} {:>8.0} {:>8.0} {:>8.1}%  {}",
+            "{:<7} {:>10.2} {:>8.3} {:>8.3} {:>7.0} {:>7.0} {:>12} {:>8.1} {:>8.2} {:>9}  {}; {}",
             graphs,
             n as f64 / wall.as_secs_f64(),
             chat_calls as f64 / n as f64,
             embed_calls as f64 / n as f64,
             percentile(&latencies, 0.50),
             percentile(&latencies, 0.95),
-            100.0 * results.iter().filter(|r| r.1 == 1).count() as f64 / n as f64,
+            format!("{}/{}/{}", took(1), took(2), more),
+            cpu.as_secs_f64() * 1e3 / n as f64,
+            round_trips as f64 / n as f64,
+            if identical { "yes" } else { "NO" },
+            by_step.join(" / "),
             per_schema.join(", "),
         );
-        for g in 0..graphs {
-            let c = check(&db, &format!("bench-{tag}-{g}"), &world).await?;
-            all_identical &= c.identical(&world);
-            checks.push((format!("{graphs} graphs, graph {g}"), c));
-        }
     }
     println!("identical-graph check against the ground truth:");
     for (label, c) in &checks {
-        println!(
-            "  {label}: facts {}/{} (stored {}), entities {}/{} (stored {}), duplicates {} entities + {} facts, \
-             invalidations at the successor's valid time {}/{} — {}",
-            c.facts_matched,
-            world.facts.len(),
-            c.facts_stored,
-            c.entities_matched,
-            world.entities.len(),
-            c.entities_stored,
-            c.duplicate_entities,
-            c.duplicate_facts,
-            c.invalidations_matched,
-            c.invalidations_expected,
-            if c.identical(&world) {
-                "identical"
-            } else {
-                "DIFFERENT"
-            },
-        );
+        if label.ends_with("graph 0") || !c.identical(&world) {
+            println!(
+                "  {label}: facts {}/{} (stored {}), entities {}/{} (stored {}), duplicates {} entities + {} facts, \
+                 invalidations at the successor's valid time {}/{} — {}",
+                c.facts_matched,
+                world.facts.len(),
+                c.facts_stored,
+                c.entities_matched,
+                world.entities.len(),
+                c.entities_stored,
+                c.duplicate_entities,
+                c.duplicate_facts,
+                c.invalidations_matched,
+                c.invalidations_expected,
+                if c.identical(&world) {
+                    "identical"
+                } else {
+                    "DIFFERENT"
+                },
+            );
+        }
         for d in c.differences.iter().take(5) {
             println!("    {d}");
         }
     }
-    println!(
-        "all graphs identical to the ground truth: {}",
-        if all_identical { "yes" } else { "NO" }
-    );
     db.shutdown().await?;
-    Ok(())
+    Ok(all_identical)
 }

@@ -72,7 +72,15 @@ pub fn answer(schema: &str, prompt: &str) -> Value {
                 .and_then(|t| t.split("</CURRENT_EPISODE>").next())
                 .unwrap_or("")
                 .trim();
-            extraction(episode)
+            let mut answer = extraction(episode);
+            if prompt.contains("<KNOWN_FACTS>") {
+                // Nothing is a duplicate or a contradiction.
+                for fact in answer["facts"].as_array_mut().into_iter().flatten() {
+                    fact["restates"] = json!(-1);
+                    fact["contradicts"] = json!([]);
+                }
+            }
+            answer
         }
         "entity_resolution" => json!({"resolutions": numbered(prompt, "item ")
             .into_iter().map(|i| json!({"id": i, "duplicate_of": -1})).collect::<Vec<_>>()}),

@@ -173,6 +173,40 @@ pub fn normalize_name(name: &str) -> String {
         .to_lowercase()
 }
 
+/// Longest run of words [`mention_keys`] tries as a name.
+const MENTION_WORDS: usize = 6;
+/// Most keys [`mention_keys`] returns (a long text names its entities early enough).
+const MAX_MENTION_KEYS: usize = 4_000;
+
+/// Every run of one to six consecutive words of `text` as a [`normalize_name`] key
+/// (and, for a run ending in a possessive `'s`, the key without it), distinct, in
+/// order of appearance, at most 4,000: the keys under which a stored entity whose
+/// name the text contains word for word is found.
+pub(crate) fn mention_keys(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    'outer: for start in 0..words.len() {
+        for len in 1..=MENTION_WORDS.min(words.len() - start) {
+            let run = words[start..start + len].join(" ");
+            let key = normalize_name(&run);
+            let bare = ["'s", "’s"]
+                .iter()
+                .find_map(|s| key.strip_suffix(s))
+                .map(normalize_name);
+            for k in std::iter::once(key).chain(bare) {
+                if !k.is_empty() && seen.insert(k.clone()) {
+                    out.push(k);
+                    if out.len() >= MAX_MENTION_KEYS {
+                        break 'outer;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The canonical form of a fact's text for recognising an exact restatement: the same
 /// rule as [`normalize_name`], applied to the whole sentence.
 ///
@@ -489,6 +523,33 @@ mod tests {
 
     fn names(ns: &[&str]) -> Vec<Candidate> {
         ns.iter().map(|n| Candidate::new(*n)).collect()
+    }
+
+    #[test]
+    fn mention_keys_are_every_run_of_up_to_six_words_normalised_with_possessives_bare() {
+        let keys = mention_keys("Ana Lima's boss, Acme Robotics: hired.");
+        for want in [
+            "ana",
+            "ana lima's",
+            "ana lima",
+            "lima",
+            "boss",
+            "acme robotics",
+            "acme",
+            "robotics",
+            "hired",
+            "ana lima's boss, acme robotics: hired",
+        ] {
+            assert!(keys.contains(&want.to_owned()), "{want}: {keys:?}");
+        }
+        assert!(!keys.contains(&"acme robotics:".to_owned()));
+        assert_eq!(
+            keys.len(),
+            keys.iter().collect::<std::collections::HashSet<_>>().len()
+        );
+        assert!(mention_keys("  ... ").is_empty());
+        let long = "word ".repeat(10_000) + &(0..10_000).map(|i| format!("w{i} ")).collect::<String>();
+        assert_eq!(mention_keys(&long).len(), MAX_MENTION_KEYS);
     }
 
     #[test]

@@ -124,6 +124,13 @@ pub struct Extraction {
 /// required, the two times nullable. It uses only the subset
 /// [`crate::llm::schema::check_schema`] accepts and is strict-compatible.
 pub fn extraction_schema() -> OutputSchema {
+    schema_of(false)
+}
+
+/// [`extraction_schema`], or with `resolving` the schema of the engine's combined call:
+/// each fact also says which known fact it restates (`restates`, a number or -1) and
+/// which it contradicts (`contradicts`, numbers). Same name, still strict-compatible.
+pub(crate) fn schema_of(resolving: bool) -> OutputSchema {
     let object = |description: &str, properties: Value| {
         let required: Vec<&String> = properties
             .as_object()
@@ -144,16 +151,21 @@ pub fn extraction_schema() -> OutputSchema {
             "type_id": {"type": "integer", "description": "The id of the entity type; 0 when no other type fits."},
         }),
     );
+    let mut fact_properties = json!({
+        "source": {"type": "string", "description": "The source entity's name, as in `entities`."},
+        "target": {"type": "string", "description": "The target entity's name, as in `entities`."},
+        "relation_type": {"type": "string", "description": "The relation in UPPER_SNAKE_CASE, e.g. WORKS_AT."},
+        "fact": {"type": "string", "description": "One sentence, keeping attribution and uncertainty."},
+        "valid_at": {"type": ["string", "null"], "description": "RFC 3339 UTC time the fact became true, or null."},
+        "invalid_at": {"type": ["string", "null"], "description": "RFC 3339 UTC time the fact ended, or null."},
+    });
+    if resolving {
+        fact_properties["restates"] = json!({"type": "integer", "description": "The number of the known fact this fact restates, or -1."});
+        fact_properties["contradicts"] = json!({"type": "array", "items": {"type": "integer"}, "description": "Numbers of known facts this fact contradicts."});
+    }
     let fact = object(
         "A fact the current episode states about two entities.",
-        json!({
-            "source": {"type": "string", "description": "The source entity's name, as in `entities`."},
-            "target": {"type": "string", "description": "The target entity's name, as in `entities`."},
-            "relation_type": {"type": "string", "description": "The relation in UPPER_SNAKE_CASE, e.g. WORKS_AT."},
-            "fact": {"type": "string", "description": "One sentence, keeping attribution and uncertainty."},
-            "valid_at": {"type": ["string", "null"], "description": "RFC 3339 UTC time the fact became true, or null."},
-            "invalid_at": {"type": ["string", "null"], "description": "RFC 3339 UTC time the fact ended, or null."},
-        }),
+        fact_properties,
     );
     let root = object(
         "The entities and facts of the current episode.",
@@ -185,6 +197,23 @@ struct RawFact {
     fact: String,
     valid_at: Option<String>,
     invalid_at: Option<String>,
+    #[serde(default = "no_known_fact")]
+    restates: i64,
+    #[serde(default)]
+    contradicts: Vec<i64>,
+}
+
+fn no_known_fact() -> i64 {
+    -1
+}
+
+/// What the combined call said about one extracted fact and the known facts: the
+/// number of the one it restates and those it contradicts (numbers as shown; the
+/// engine checks them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct KnownVerdict {
+    pub restates: Option<usize>,
+    pub contradicts: Vec<usize>,
 }
 
 /// Extracts the entities and facts of one episode with exactly one call to `llm`
@@ -195,9 +224,27 @@ struct RawFact {
 /// failure, or [`Error::ModelOutput`] when the answer stayed invalid after the repair
 /// attempt).
 pub async fn extract(llm: &dyn LanguageModel, input: &ExtractionInput<'_>) -> Result<Extraction> {
-    let request = GenerateRequest::new(extraction_schema())
-        .system(prompts::extract::system(input))
-        .user(prompts::extract::user(input))
+    Ok(extract_resolving(llm, input, &[]).await?.0)
+}
+
+/// [`extract`] for the engine: with `known` (the rendered lines of numbered known
+/// facts; none gives exactly [`extract`]'s call) the prompt shows them and the schema
+/// ([`schema_of`]) asks per fact which one it restates and which it contradicts. One
+/// call either way; the verdicts are aligned with [`Extraction::facts`].
+pub(crate) async fn extract_resolving(
+    llm: &dyn LanguageModel,
+    input: &ExtractionInput<'_>,
+    known: &[String],
+) -> Result<(Extraction, Vec<KnownVerdict>)> {
+    let resolving = !known.is_empty();
+    let mut system = prompts::extract::system(input);
+    let mut user = prompts::extract::user(input);
+    if resolving {
+        prompts::extract::add_known(&mut system, &mut user, known);
+    }
+    let request = GenerateRequest::new(schema_of(resolving))
+        .system(system)
+        .user(user)
         .size(ModelSize::Default)
         .label(input.label);
     let generation = llm.generate(&request).await?;
@@ -207,12 +254,25 @@ pub async fn extract(llm: &dyn LanguageModel, input: &ExtractionInput<'_>) -> Re
             message: format!("extraction answer does not fit `{EXTRACTION_SCHEMA_NAME}`: {e}"),
         })?;
     let entities = clean_entities(raw.entities, input);
-    let facts = clean_facts(raw.facts, &entities);
-    Ok(Extraction {
-        entities,
-        facts,
-        usage: generation.usage,
-    })
+    let offered = |k: i64| usize::try_from(k).ok().filter(|k| *k < known.len());
+    let (facts, verdicts) = clean_facts(raw.facts, &entities)
+        .into_iter()
+        .map(|(fact, raw)| {
+            let verdict = KnownVerdict {
+                restates: offered(raw.restates),
+                contradicts: raw.contradicts.into_iter().filter_map(offered).collect(),
+            };
+            (fact, verdict)
+        })
+        .unzip();
+    Ok((
+        Extraction {
+            entities,
+            facts,
+            usage: generation.usage,
+        },
+        verdicts,
+    ))
 }
 
 /// Lower case with runs of whitespace as one space: the key entities are compared by.
@@ -266,7 +326,8 @@ fn clean_entities(raw: Vec<RawEntity>, input: &ExtractionInput<'_>) -> Vec<Extra
     out
 }
 
-fn clean_facts(raw: Vec<RawFact>, entities: &[ExtractedEntity]) -> Vec<ExtractedFact> {
+/// The kept facts, each with its raw answer (for the verdicts).
+fn clean_facts(raw: Vec<RawFact>, entities: &[ExtractedEntity]) -> Vec<(ExtractedFact, RawFact)> {
     let names: HashMap<String, &str> = entities
         .iter()
         .map(|e| (normalise_name(&e.name), e.name.as_str()))
@@ -279,14 +340,15 @@ fn clean_facts(raw: Vec<RawFact>, entities: &[ExtractedEntity]) -> Vec<Extracted
             if fact.is_empty() {
                 return None;
             }
-            Some(ExtractedFact {
+            let cleaned = ExtractedFact {
                 source: source.to_string(),
                 target: target.to_string(),
                 relation_type: relation_type(&f.relation_type),
                 fact: fact.to_string(),
                 valid_at: parse_time(f.valid_at.as_deref()),
                 invalid_at: parse_time(f.invalid_at.as_deref()),
-            })
+            };
+            Some((cleaned, f))
         })
         .collect()
 }

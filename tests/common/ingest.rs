@@ -124,6 +124,52 @@ fn user(req: &GenerateRequest) -> String {
         .join("\n")
 }
 
+/// A known fact of a combined extraction prompt: number, text, source, target.
+fn known_line(line: &str) -> Option<(usize, String, String, String)> {
+    let (k, fact) = after(line, "known ")?;
+    let ends = line.rsplit_once(" (")?.1.strip_suffix(')')?;
+    let (source, rest) = ends.split_once(" —")?;
+    let target = rest.split_once("→ ")?.1;
+    Some((k, fact.to_owned(), source.to_owned(), target.to_owned()))
+}
+
+/// Adds to every fact of a combined extraction answer what the rules say about the
+/// known facts the prompt shows: the one it restates (same entities, by name or by the
+/// same-entity rule, and a duplicate) and those it contradicts — as the resolution
+/// call would answer for the same pairs.
+fn judge_known(rules: &Rules, text: &str, answer: &mut Value) {
+    let known: Vec<_> = text.lines().filter_map(known_line).collect();
+    let same = |a: &str, b: &str| {
+        a.eq_ignore_ascii_case(b) || rules.same_entity.as_ref().is_some_and(|r| r(a, b))
+    };
+    for fact in answer["facts"].as_array_mut().into_iter().flatten() {
+        let new = fact["fact"].as_str().unwrap_or_default().to_owned();
+        let (s, t) = (
+            fact["source"].as_str().unwrap_or_default().to_owned(),
+            fact["target"].as_str().unwrap_or_default().to_owned(),
+        );
+        let mut restates = -1i64;
+        let mut contradicts = Vec::new();
+        for (k, existing, ks, kt) in &known {
+            let same_entities = (same(&s, ks) && same(&t, kt)) || (same(&s, kt) && same(&t, ks));
+            if same_entities
+                && restates == -1
+                && rules.duplicate.as_ref().is_some_and(|r| r(&new, existing))
+            {
+                restates = *k as i64;
+            } else if rules
+                .contradicts
+                .as_ref()
+                .is_some_and(|r| r(&new, existing))
+            {
+                contradicts.push(*k);
+            }
+        }
+        fact["restates"] = json!(restates);
+        fact["contradicts"] = json!(contradicts);
+    }
+}
+
 /// The answer of the rules to one request.
 pub fn answer(rules: &Rules, req: &GenerateRequest) -> Result<Value> {
     let text = user(req);
@@ -142,10 +188,14 @@ pub fn answer(rules: &Rules, req: &GenerateRequest) -> Result<Value> {
                 .iter()
                 .find(|(needle, _)| episode.contains(needle.as_str()))
                 .map(|(_, v)| v.clone());
-            Ok(found.unwrap_or_else(|| match &rules.fallback {
+            let mut answer = found.unwrap_or_else(|| match &rules.fallback {
                 Some(f) => f(episode.trim()),
                 None => json!({"entities": [], "facts": []}),
-            }))
+            });
+            if text.contains("<KNOWN_FACTS>") {
+                judge_known(rules, &text, &mut answer);
+            }
+            Ok(answer)
         }
         "entity_resolution" => {
             let mut out = Vec::new();

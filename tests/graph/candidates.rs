@@ -315,7 +315,7 @@ mod resolution {
     }
 
     #[tokio::test]
-    async fn an_episode_costs_four_database_round_trips() {
+    async fn an_episode_costs_five_database_round_trips_every_one_counted() {
         let g = TestGraph::new("gs-cand-trips").await;
         let w = World::new(&g.db, Rules::default());
         w.rules.extraction(
@@ -338,9 +338,10 @@ mod resolution {
                 )
                 .await
                 .unwrap();
-            // The write with the claim and the context, the entity candidates, the
-            // fact candidates, the commit.
-            assert_eq!(out.usage.db_round_trips, 4, "{day}: {:?}", out.usage);
+            // The write with the claim and the context (previous episodes and known
+            // facts), the entity candidates, the fact candidates, and the commit's two
+            // statements: the in-flight mark, then the commit.
+            assert_eq!(out.usage.db_round_trips, 5, "{day}: {:?}", out.usage);
             assert_eq!(out.facts.len(), 1);
         }
     }

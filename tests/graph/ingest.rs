@@ -336,7 +336,10 @@ async fn a_later_contradicting_fact_invalidates_the_old_one() {
         acme,
         t("2025-06-01T00:00:00Z")
     ));
-    assert_eq!(second.usage.llm_calls, 2, "extraction + fact resolution");
+    // The episode names Alice and Acme: the extraction call saw Alice's job among the
+    // known facts and marked the contradiction itself.
+    assert_eq!(second.usage.llm_calls, 1, "extraction alone");
+    assert_eq!(second.usage.steps.resolve_facts, 0);
 }
 
 #[tokio::test]

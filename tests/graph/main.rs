@@ -15,6 +15,7 @@ mod common;
 mod graph_search_support;
 
 mod candidates;
+mod combined;
 mod communities;
 mod dedup;
 mod episode_vectors;

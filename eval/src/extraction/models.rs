@@ -154,13 +154,42 @@ fn extraction(story: &Story, script: Script, text: &str) -> Value {
                 Script::Perfect => f.fact.clone(),
                 Script::Wrong => strip_markers(f),
             };
-            json!({
+            let mut out = json!({
                 "source": f.source, "target": f.target, "relation_type": f.relation,
                 "fact": fact, "valid_at": time(f.valid_at), "invalid_at": time(f.invalid_at),
-            })
+            });
+            if text.contains("<KNOWN_FACTS>") {
+                // The combined call: which known fact this one restates and which it
+                // contradicts, by the gold links (nothing for the wrong script).
+                let (restates, contradicts) = known_verdict(story, script, f, text);
+                out["restates"] = json!(restates);
+                out["contradicts"] = json!(contradicts);
+            }
+            out
         })
         .collect();
     json!({"entities": entities, "facts": facts})
+}
+
+/// The verdict of the combined extraction call on the known facts for `new`.
+fn known_verdict(story: &Story, script: Script, new: &GoldFact, text: &str) -> (i64, Vec<i64>) {
+    let mut restates = -1;
+    let mut contradicts = Vec::new();
+    if script == Script::Wrong {
+        return (restates, contradicts);
+    }
+    for (k, rest) in text.lines().filter_map(|l| numbered(l, "known ")) {
+        let key = normalise(fact_text(rest));
+        let Some(existing) = story.gold.facts.iter().find(|f| normalise(&f.fact) == key) else {
+            continue;
+        };
+        if new.duplicate_of.as_deref() == Some(existing.id.as_str()) && restates == -1 {
+            restates = k;
+        } else if new.contradicts.contains(&existing.id) {
+            contradicts.push(k);
+        }
+    }
+    (restates, contradicts)
 }
 
 /// `(number, text)` of a prompt line `<prefix><number><sep><text>`.

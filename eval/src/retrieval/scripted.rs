@@ -50,10 +50,16 @@ fn answer(req: &GenerateRequest) -> Value {
                 if !entities.iter().any(|e| e["name"] == speaker) {
                     entities.push(json!({"name": speaker, "type_id": 0}));
                 }
-                facts.push(json!({
+                let mut fact = json!({
                     "source": speaker, "target": LOG_ENTITY, "relation_type": "SAID",
                     "fact": format!("{speaker} said: {said}"), "valid_at": reference, "invalid_at": null,
-                }));
+                });
+                if text.contains("<KNOWN_FACTS>") {
+                    // Every line is new: it restates and contradicts nothing.
+                    fact["restates"] = json!(-1);
+                    fact["contradicts"] = json!([]);
+                }
+                facts.push(fact);
             }
             json!({"entities": entities, "facts": facts})
         }

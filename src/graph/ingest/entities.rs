@@ -109,10 +109,10 @@ pub(super) async fn resolve(
         .entity_candidates
         .clamp(1, store::MAX_CANDIDATE_LIMIT);
     let found = super::retry_db_step("entity_candidates", || {
+        usage.db_round_trips += 1;
         store::entity_candidates(work.db, work.graph, &queries, limit)
     })
     .await?;
-    usage.db_round_trips += 1;
     // The union of every name's candidates (first occurrence kept), and per name the
     // server's similarity to each of its own candidates.
     let mut existing: Vec<EntityNode> = Vec::new();

@@ -14,10 +14,10 @@ use super::entities::Resolved;
 use super::work::Work;
 use crate::Result;
 use crate::graph::dedup::normalize_fact;
-use crate::graph::extract::{ExtractedFact, GENERIC_RELATION_TYPE};
+use crate::graph::extract::{ExtractedFact, GENERIC_RELATION_TYPE, KnownVerdict};
 use crate::graph::model::{EntityEdge, Episode, Timestamp};
 use crate::graph::prompts::resolve as p;
-use crate::graph::store::ingest::{self as st, FactQuery, FactUpdate};
+use crate::graph::store::ingest::{self as st, FactQuery, FactUpdate, KnownFact};
 use crate::graph::temporal;
 use crate::llm::OutputSchema;
 
@@ -92,12 +92,15 @@ pub(super) async fn resolve(
     extracted: &[ExtractedFact],
     vectors: Vec<Vec<f32>>,
     entities: &Resolved,
+    (known, verdicts): (&[KnownFact], &[KnownVerdict]),
     usage: &mut IngestUsage,
 ) -> Result<ResolvedFacts> {
     let now = Timestamp::now();
     let mut new_facts = Vec::new();
+    // Per new fact: the extraction call's verdict on the known facts.
+    let mut said: Vec<Option<&KnownVerdict>> = Vec::new();
     let mut keys = HashSet::new();
-    for (f, v) in extracted.iter().zip(vectors) {
+    for (n, (f, v)) in extracted.iter().zip(vectors).enumerate() {
         let (Some(s), Some(t)) = (entities.node_of(&f.source), entities.node_of(&f.target)) else {
             continue;
         };
@@ -119,6 +122,7 @@ pub(super) async fn resolve(
         edge.invalid_at = f.invalid_at;
         edge.created_at = now;
         new_facts.push(edge);
+        said.push(verdicts.get(n));
     }
     if new_facts.is_empty() {
         return Ok(ResolvedFacts::default());
@@ -132,10 +136,10 @@ pub(super) async fn resolve(
         })
         .collect();
     let found = super::retry_db_step("fact_candidates", || {
+        usage.db_round_trips += 1;
         st::fact_candidates(work.db, work.graph, &queries, work.opts.fact_candidates)
     })
     .await?;
-    usage.db_round_trips += 1;
 
     // Number every distinct candidate once.
     let mut candidates: Vec<EntityEdge> = Vec::new();
@@ -171,22 +175,46 @@ pub(super) async fn resolve(
             ..ResolvedFacts::default()
         });
     }
-    // Exact restatements are confirmed here; the model sees only the facts whose
-    // candidates could be a paraphrase or a contradiction that changes a date.
+    // Exact restatements are confirmed here. A fact whose every candidate that
+    // matters was among the known facts the extraction call judged takes that
+    // verdict; the model sees only the other facts whose candidates could be a
+    // paraphrase or a contradiction that changes a date.
+    let shown: HashMap<Uuid, usize> = known
+        .iter()
+        .enumerate()
+        .map(|(k, f)| (f.edge.uuid, k))
+        .collect();
     let restated: Vec<Option<usize>> = new_facts
         .iter()
         .zip(&offered)
         .map(|(f, o)| exact_restatement(f, &candidates, &o.between))
         .collect();
+    let mut judged: HashMap<usize, (Option<usize>, Vec<usize>)> = HashMap::new();
     let asked: Vec<bool> = new_facts
         .iter()
-        .zip(&offered)
-        .zip(&restated)
-        .map(|((f, o), r)| r.is_none() && needs_model(f, &candidates, o))
+        .enumerate()
+        .map(|(i, f)| {
+            if restated[i].is_some() {
+                return false;
+            }
+            let needed = matters(f, &candidates, &offered[i]);
+            if needed.is_empty() {
+                return false;
+            }
+            let covered = needed.iter().all(|&k| shown.contains_key(&candidates[k].uuid));
+            match said[i] {
+                Some(verdict) if covered => {
+                    judged.insert(i, from_known(verdict, known, &number));
+                    false
+                }
+                _ => true,
+            }
+        })
         .collect();
     tracing::debug!(
         facts = new_facts.len(),
         restated = restated.iter().filter(|r| r.is_some()).count(),
+        judged = judged.len(),
         asked = asked.iter().filter(|a| **a).count(),
         "fact resolution"
     );
@@ -195,6 +223,7 @@ pub(super) async fn resolve(
     } else {
         HashMap::new()
     };
+    answers.extend(judged);
     for (i, r) in restated.iter().enumerate() {
         if let Some(k) = r {
             answers.insert(i, (Some(*k), Vec::new()));
@@ -276,21 +305,39 @@ fn exact_restatement(
     })
 }
 
-/// Whether the model's answer for `fact` (not an exact restatement) could change the
-/// graph: some candidate between the same entities (it could be a paraphrase), or some
-/// candidate whose contradiction would change a date ([`temporal::could_take_effect`]).
-fn needs_model(fact: &EntityEdge, candidates: &[EntityEdge], offered: &Offered) -> bool {
-    if !offered.between.is_empty() {
-        return true;
-    }
+/// The candidates of `fact` (not an exact restatement) a model's answer about could
+/// change the graph: every candidate between the same entities (it could be a
+/// paraphrase), and every other candidate whose contradiction would change a date
+/// ([`temporal::could_take_effect`]). None: no call needed.
+fn matters(fact: &EntityEdge, candidates: &[EntityEdge], offered: &Offered) -> Vec<usize> {
     let times = temporal::FactTimes::from(fact);
     offered
         .all
         .iter()
-        .any(|&k| temporal::could_take_effect(&times, &temporal::FactTimes::from(&candidates[k])))
+        .copied()
+        .filter(|&k| {
+            offered.between.contains(&k)
+                || temporal::could_take_effect(&times, &temporal::FactTimes::from(&candidates[k]))
+        })
+        .collect()
 }
 
-fn span(valid_at: Option<Timestamp>, invalid_at: Option<Timestamp>) -> String {
+/// The extraction call's verdict on the known facts as candidate numbers (a known
+/// fact that is no candidate of this episode drops out; the caller then checks each
+/// number against the fact's own candidates, as for the resolution call's answer).
+fn from_known(
+    verdict: &KnownVerdict,
+    known: &[KnownFact],
+    number: &HashMap<Uuid, usize>,
+) -> (Option<usize>, Vec<usize>) {
+    let candidate = |k: &usize| known.get(*k).and_then(|f| number.get(&f.edge.uuid)).copied();
+    (
+        verdict.restates.as_ref().and_then(candidate),
+        verdict.contradicts.iter().filter_map(candidate).collect(),
+    )
+}
+
+pub(super) fn span(valid_at: Option<Timestamp>, invalid_at: Option<Timestamp>) -> String {
     let t = |x: Option<Timestamp>| x.map_or_else(|| "null".to_owned(), |t| t.to_rfc3339());
     format!("valid_at {} → invalid_at {}", t(valid_at), t(invalid_at))
 }

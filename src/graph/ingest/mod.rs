@@ -26,7 +26,15 @@
 //!    so two processes cannot both process it and a writer that lost its claim cannot
 //!    commit.
 //! 3. **Extraction** — language-model call 1 ([`extract`](super::extract())): entities
-//!    and facts together, with the graph's latest previous episodes as context.
+//!    and facts together, with the graph's latest previous episodes as context. The
+//!    same round trip that writes and claims the episode also reads the **known
+//!    facts**: the current facts touching every stored entity whose name the episode's
+//!    text contains word for word (each run of one to six words looked up by its
+//!    normalised name), the newest 40. When there are any, the call shows them,
+//!    numbered, and its schema asks per extracted fact which known fact it `restates`
+//!    (the same relation and meaning between the same entities, in any words, perhaps
+//!    with a date added) and which it `contradicts` — so the model judges resolution
+//!    while it reads the episode, and step 6 usually needs no call of its own.
 //! 4. **Embeddings** — embedding request 1: every extracted name and fact text in one
 //!    batch.
 //! 5. **Entity resolution**: candidates for all names in one pipeline
@@ -47,8 +55,17 @@
 //!    ([`temporal::adds_no_date`](super::temporal::adds_no_date): no start where none
 //!    was known, no earlier start, no start at or after a known end, no new end). The
 //!    episode is added to that fact's `episodes` (the first such candidate, oldest
-//!    first), and no new fact is made. Call 3 — one batched call that marks duplicates
-//!    and contradictions — then covers only the other new facts that have
+//!    first), and no new fact is made. A new fact **every one of whose candidates that
+//!    matters** (the kinds listed below) was among the known facts of step 3 takes the
+//!    extraction call's verdict instead: the model saw each of them beside the episode
+//!    and said which one it restates and which it contradicts, exactly what call 3
+//!    would ask. Its answer is checked as call 3's is (a restatement must be a
+//!    candidate between the same entities; a contradiction one of the fact's own
+//!    candidates). Call 3 — one batched call that marks duplicates
+//!    and contradictions — then covers only the other new facts (a candidate the
+//!    extraction did not see: a name the text does not spell out, such as a pronoun or
+//!    a nickname, a fact written by another process meanwhile, or a neighbourhood past
+//!    the 40 known facts) that have
 //!    * a candidate between the same entities (it could be a paraphrase: "Alice is
 //!      employed by Acme" of "Alice works at Acme"), or
 //!    * a candidate whose contradiction would change a date under
@@ -85,9 +102,12 @@
 //!
 //! So an episode costs **at most 4 language-model calls and 1 embedding request**
 //! whatever the number of entities and facts it yields; [`IngestUsage`] reports the
-//! exact counts. (Graphiti makes about 3 + M calls for M facts.) An episode that only
-//! restates what the graph holds, in names it already knows, costs 1 call (extraction)
-//! and 1 embedding request.
+//! exact counts, and `db_round_trips` every statement or pipeline sent (each retry
+//! too): typically 5 — the write with its claim and context, the entity candidates,
+//! the fact candidates, and the commit's two (the in-flight mark, then the commit).
+//! (Graphiti makes about 3 + M calls for M facts.) An episode that restates,
+//! paraphrases or contradicts what the graph holds, in names it spells out, costs 1
+//! call (extraction) and 1 embedding request.
 //!
 //! ## The claim
 //!

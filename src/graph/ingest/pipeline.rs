@@ -2,6 +2,8 @@
 //! pending write, the claim, the model steps ([`Work`]) and the fenced commit, and the
 //! resumption of pending episodes.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -85,6 +87,7 @@ impl Engine {
                 .extracts()
                 .then_some((self.inner.writer.as_str(), lease_ms));
             let opened = retry_db_step("write_pending", || {
+                usage.db_round_trips += 1;
                 st::open_episode(
                     db,
                     graph,
@@ -92,10 +95,10 @@ impl Engine {
                     embedding.as_deref(),
                     claim_as,
                     opts.previous_episodes,
+                    super::work::KNOWN_FACTS,
                 )
             })
             .await?;
-            usage.db_round_trips += 1;
             let (stored, created) = (opened.stored, opened.created);
             if !created {
                 same_episode(&stored, &episode)?;
@@ -120,7 +123,9 @@ impl Engine {
                     usage,
                 });
             }
-            let opened = opened.claim.map(|claim| (claim, opened.previous));
+            let opened = opened
+                .claim
+                .map(|claim| (claim, (opened.previous, opened.known)));
             self.process(graph, stored, &request, usage, opened).await
         }
         .instrument(span)
@@ -245,7 +250,7 @@ impl Engine {
         episode: Episode,
         request: &AddEpisode,
         mut usage: IngestUsage,
-        opened: Option<(st::Claim, Vec<String>)>,
+        opened: Option<(st::Claim, super::work::Context)>,
     ) -> Result<EpisodeOutcome> {
         let (llm, embedder) = self.models()?;
         let db = self.db();
@@ -255,10 +260,10 @@ impl Engine {
             Some((claim, previous)) => (claim, Some(previous)),
             None => {
                 let claim = retry_db_step("claim", || {
+                    usage.db_round_trips += 1;
                     st::claim(db, graph, episode.uuid, &self.inner.writer, lease_ms)
                 })
                 .await?;
-                usage.db_round_trips += 1;
                 (claim, None)
             }
         };
@@ -306,8 +311,13 @@ impl Engine {
                     // Progress over purity: a writer that keeps losing the race commits.
                     done.set.fresh_keys.clear();
                 }
+                // Every statement sent counts: the in-flight mark, the commit, and
+                // the answer mark, on every attempt.
+                let trips = AtomicU32::new(0);
+                let sent_one = || trips.fetch_add(1, Ordering::Relaxed);
                 let committed = retry_db_step("commit", || async {
                     let uuid = episode.uuid;
+                    sent_one();
                     match st::begin_commit(db, graph, uuid, generation).await? {
                         st::BeginCommit::Go => {}
                         st::BeginCommit::Quarantined(unanswered) => {
@@ -321,6 +331,7 @@ impl Engine {
                         }
                         st::BeginCommit::NotHeld(outcome) => return Ok(outcome),
                     }
+                    sent_one();
                     let sent = st::commit_episode(db, graph, uuid, generation, &done.set)
                         .instrument(tracing::info_span!("commit_statement"))
                         .await;
@@ -329,16 +340,21 @@ impl Engine {
                         // Unanswered: it stays counted (the next `begin_commit` sees it).
                         Err(e @ Error::Connection { .. }) => Err(e),
                         Err(e) => {
+                            sent_one();
                             let _ = st::commit_answered(db, graph, uuid, generation).await;
                             Err(e)
                         }
                         // Nothing written: a fresh name taken, or a lost reply.
-                        Ok(None) => st::commit_answered(db, graph, uuid, generation).await,
+                        Ok(None) => {
+                            sent_one();
+                            st::commit_answered(db, graph, uuid, generation).await
+                        }
                     }
                 })
                 .instrument(tracing::info_span!("commit", attempt))
-                .await?;
-                usage.db_round_trips += 1;
+                .await;
+                usage.db_round_trips += trips.load(Ordering::Relaxed);
+                let committed = committed?;
                 match committed {
                     st::Committed::Done(stale) => {
                         self.purge_stale_vectors(graph, stale).await;
@@ -406,6 +422,8 @@ async fn resolve(
 ) -> Result<Done> {
     let Extracted {
         extraction,
+        known,
+        verdicts,
         name_vectors,
         fact_vectors,
         episode_vector,
@@ -420,6 +438,7 @@ async fn resolve(
         &extraction.facts,
         fact_vectors.clone(),
         &resolved,
+        (known, verdicts),
         usage,
     )
     .instrument(tracing::info_span!("resolve_facts"))

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{AddEpisode, EngineOptions, IngestUsage, lease};
 use crate::falkordb::FalkorDb;
-use crate::graph::extract::{Extraction, ExtractionInput, extract};
+use crate::graph::extract::{Extraction, ExtractionInput, KnownVerdict, extract_resolving};
 use crate::graph::model::Episode;
 use crate::graph::store::{self, ingest as st};
 use crate::llm::{Embedder, LanguageModel};
@@ -27,10 +27,20 @@ pub(super) struct Work<'a> {
     pub(super) lease: &'a lease::Lease,
 }
 
+/// Known facts shown to the extraction call at most: the current facts of the stored
+/// entities the episode names, newest first (see the ingestion module's docs, step 3).
+pub(super) const KNOWN_FACTS: usize = 40;
+
+/// The context of an extraction: the previous episodes' contents and the known facts.
+pub(super) type Context = (Vec<String>, Vec<st::KnownFact>);
+
 /// What extraction produced: the entities and facts, and their embeddings, and the
-/// episode's content embedding.
+/// episode's content embedding; the known facts it was shown and its verdicts on them.
 pub(super) struct Extracted {
     pub(super) extraction: Extraction,
+    pub(super) known: Vec<st::KnownFact>,
+    /// Per extracted fact (aligned with `extraction.facts`).
+    pub(super) verdicts: Vec<KnownVerdict>,
     pub(super) name_vectors: Vec<Vec<f32>>,
     pub(super) fact_vectors: Vec<Vec<f32>>,
     pub(super) episode_vector: Vec<f32>,
@@ -71,28 +81,30 @@ impl Work<'_> {
         }
     }
 
-    /// Extraction (call 1) with the previous episodes as context (`previous` when the
-    /// claim read them already), and one embedding request for every name and fact
-    /// text and the episode's content.
+    /// Extraction (call 1) with the previous episodes as context and the known facts
+    /// to judge (`context` when the claim read them already), and one embedding request
+    /// for every name and fact text and the episode's content.
     pub(super) async fn extract(
         &self,
         episode: &Episode,
         request: &AddEpisode,
-        previous: Option<Vec<String>>,
+        context: Option<Context>,
         usage: &mut IngestUsage,
     ) -> Result<Extracted> {
-        let previous = match previous {
-            Some(previous) => previous,
+        let (previous, known) = match context {
+            Some(context) => context,
             None => {
-                usage.db_round_trips += 1;
-                st::previous_contents(
-                    self.db,
-                    self.graph,
-                    episode.uuid,
-                    episode.valid_at,
-                    self.opts.previous_episodes,
-                )
-                .await?
+                let read = super::retry_db_step("extraction_context", || {
+                    usage.db_round_trips += 1;
+                    st::extraction_context(
+                        self.db,
+                        self.graph,
+                        episode,
+                        self.opts.previous_episodes,
+                        KNOWN_FACTS,
+                    )
+                });
+                read.await?
             }
         };
         let mut input = ExtractionInput::new(
@@ -105,8 +117,22 @@ impl Work<'_> {
         input.previous_episodes = &previous;
         input.excluded_types = &request.excluded_types;
         input.instructions = request.instructions.as_deref();
-        let extraction = extract(self.llm, &input)
-            .instrument(tracing::info_span!("extract"))
+        let lines: Vec<String> = known
+            .iter()
+            .enumerate()
+            .map(|(k, f)| {
+                format!(
+                    "known {k}: {} [{}] ({} —{}→ {})",
+                    f.edge.fact,
+                    super::facts::span(f.edge.valid_at, f.edge.invalid_at),
+                    f.source_name,
+                    f.edge.name,
+                    f.target_name
+                )
+            })
+            .collect();
+        let (extraction, verdicts) = extract_resolving(self.llm, &input, &lines)
+            .instrument(tracing::info_span!("extract", known = known.len()))
             .await?;
         usage.llm_calls += 1;
         usage.steps.count("extract");
@@ -128,6 +154,8 @@ impl Work<'_> {
         let fact_vectors = vectors.split_off(extraction.entities.len());
         Ok(Extracted {
             extraction,
+            known,
+            verdicts,
             name_vectors: vectors,
             fact_vectors,
             episode_vector,

@@ -197,3 +197,36 @@ pub(crate) fn user(input: &ExtractionInput<'_>) -> String {
     out.push_str("\nExtract the entities and facts of the current episode.\n");
     out
 }
+
+/// The rules of the combined call, when known facts are shown.
+const KNOWN_RULES: &str = "\
+# Known facts
+The graph already holds the numbered known facts listed in `KNOWN_FACTS`, each with \
+the time span during which it was true (`valid_at` to `invalid_at`; null means unknown \
+or still true) and its two entities. For every fact you extract, also answer:
+- `restates`: the number of the known fact that states the same thing between the same \
+two entities (the same relation and meaning; the wording may differ, and the new fact \
+may add or sharpen a date), or -1 when none does.
+- `contradicts`: the numbers of known facts that cannot be true at the same time as the \
+new fact (Alice works at Globex vs Alice works at Acme when she can hold only one job; a \
+new status, location or value replacing an old one). Facts that can hold together, add \
+detail, or concern other entities are not contradictions; a plan or intention does not \
+contradict the current state; a fact you say it restates is not also a contradiction. \
+Empty list when none.
+- Known facts are context for these two answers only: never extract a fact because a \
+known fact states it.
+";
+
+/// Adds the known facts (`lines`, rendered and numbered by the caller) to the
+/// extraction prompt: their rules to `system`, the list to `user` before the current
+/// episode's instruction line.
+pub(crate) fn add_known(system: &mut String, user: &mut String, lines: &[String]) {
+    system.push('\n');
+    system.push_str(KNOWN_RULES);
+    let mut block = String::new();
+    tagged(&mut block, "KNOWN_FACTS", &lines.join("\n"));
+    let at = user
+        .find("\nExtract the entities and facts of the current episode.")
+        .unwrap_or(user.len());
+    user.insert_str(at, &block);
+}

@@ -80,13 +80,16 @@ pub(crate) struct Opened {
     pub created: bool,
     /// The claim's outcome, when one was asked for.
     pub claim: Option<Claim>,
-    /// The extraction context ([`previous_contents`]), when a claim was asked for.
+    /// The extraction context ([`previous_statement`]), when a claim was asked for.
     pub previous: Vec<String>,
+    /// The current facts of the entities the episode names ([`read_known`]), when a
+    /// claim was asked for.
+    pub known: Vec<KnownFact>,
 }
 
-/// [`write_pending`], then — when `claim` gives an owner and a lease — [`claim`] and
-/// [`previous_contents`] (`previous` of them), in **one** pipeline round trip instead
-/// of three. The claim only takes an episode equal to `episode` in its immutable
+/// [`write_pending`], then — when `claim` gives an owner and a lease — [`claim`],
+/// [`previous_statement`] (`previous` of them) and [`read_known`] (at most `known`), in
+/// **one** pipeline round trip instead of four. The claim only takes an episode equal to `episode` in its immutable
 /// fields (content, source kind, description, reference time), so a conflicting
 /// replay claims nothing; a refused claim is told apart by the stored state the
 /// write returned, without another read.
@@ -97,6 +100,7 @@ pub(crate) async fn open_episode(
     embedding: Option<&[f32]>,
     claim: Option<(&str, i64)>,
     previous: usize,
+    known: usize,
 ) -> Result<Opened> {
     let Some((owner, lease_ms)) = claim else {
         let (stored, created) = write_pending(db, graph, episode, embedding).await?;
@@ -105,6 +109,7 @@ pub(crate) async fn open_episode(
             created,
             claim: None,
             previous: Vec::new(),
+            known: Vec::new(),
         });
     };
     let mut statements = vec![write_pending_statement(episode, embedding)];
@@ -123,9 +128,11 @@ pub(crate) async fn open_episode(
             params
         },
     ));
-    if previous > 0 {
+    let with_previous = previous > 0;
+    if with_previous {
         statements.push(previous_statement(episode.uuid, episode.valid_at, previous));
     }
+    statements.extend(known_statement(&episode.content, known));
     let mut results = db.pipeline(graph, &statements).await?.into_iter();
     let (Some(written), Some(claimed)) = (results.next(), results.next()) else {
         return Err(Error::Protocol(
@@ -143,12 +150,18 @@ pub(crate) async fn open_episode(
             EpisodeState::Pending => Claim::Busy,
         },
     };
-    let previous = results.next().map(read_previous).unwrap_or_default();
+    let previous = if with_previous {
+        results.next().map(read_previous).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let known = results.next().map(read_known).transpose()?.unwrap_or_default();
     Ok(Opened {
         stored,
         created,
         claim: Some(claim),
         previous,
+        known,
     })
 }
 
@@ -389,23 +402,9 @@ pub(crate) async fn release(db: &FalkorDb, graph: &str, uuid: Uuid, generation: 
     Ok(())
 }
 
-/// The contents of up to `limit` episodes of `graph` other than `uuid` whose reference
-/// time is at or before `at`, oldest first: the context of an extraction.
-pub(crate) async fn previous_contents(
-    db: &FalkorDb,
-    graph: &str,
-    uuid: Uuid,
-    at: Timestamp,
-    limit: usize,
-) -> Result<Vec<String>> {
-    if limit == 0 {
-        return Ok(Vec::new());
-    }
-    let (query, params) = previous_statement(uuid, at, limit);
-    Ok(read_previous(db.ro_query(graph, &query, &params).await?))
-}
-
-/// The statement of [`previous_contents`].
+/// The statement reading the contents of up to `limit` episodes other than `uuid`
+/// whose reference time is at or before `at`, newest first (see [`read_previous`]):
+/// the context of an extraction.
 fn previous_statement(uuid: Uuid, at: Timestamp, limit: usize) -> (String, Params) {
     (
         "MATCH (e:Episodic) WHERE e.valid_at <= $at AND e.uuid <> $uuid \
@@ -427,6 +426,105 @@ fn read_previous(res: QueryResult) -> Vec<String> {
         .collect();
     out.reverse();
     out
+}
+
+/// The context of an extraction in one pipeline round trip: [`previous_statement`]
+/// (`previous` of them) and [`read_known`] (at most `known`).
+pub(crate) async fn extraction_context(
+    db: &FalkorDb,
+    graph: &str,
+    episode: &Episode,
+    previous: usize,
+    known: usize,
+) -> Result<(Vec<String>, Vec<KnownFact>)> {
+    let mut statements = Vec::new();
+    if previous > 0 {
+        statements.push(previous_statement(episode.uuid, episode.valid_at, previous));
+    }
+    statements.extend(known_statement(&episode.content, known));
+    if statements.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let mut results = db.pipeline(graph, &statements).await?.into_iter();
+    let contents = if previous > 0 {
+        results.next().map(read_previous).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let facts = results.next().map(read_known).transpose()?.unwrap_or_default();
+    Ok((contents, facts))
+}
+
+/// A current fact shown to the extraction call, with its endpoints' names.
+#[derive(Debug, Clone)]
+pub(crate) struct KnownFact {
+    pub edge: EntityEdge,
+    pub source_name: String,
+    pub target_name: String,
+}
+
+/// Entities a lookup of the episode's names visits at most (each name key is one
+/// index lookup; an episode names few entities).
+const KNOWN_ENTITIES: i64 = 64;
+
+/// The statement of [`read_known`], or none when `limit` is 0 or the text holds no
+/// word.
+fn known_statement(content: &str, limit: usize) -> Option<(String, Params)> {
+    if limit == 0 {
+        return None;
+    }
+    let keys = crate::graph::dedup::mention_keys(content);
+    if keys.is_empty() {
+        return None;
+    }
+    let columns = FACT_COLUMNS.replace("f.fact_embedding AS", "null AS");
+    Some((
+        // One equality lookup per key (`name_key IN $keys` crashes FalkorDB 4.16 for
+        // stopword keys, see `falkordb::statement`).
+        format!(
+            "UNWIND $keys AS key \
+             MATCH (n:Entity {{name_key: key}}) \
+             WITH DISTINCT n LIMIT $entities \
+             MATCH (n)-[f:RELATES_TO]-(:Entity) WHERE f.expired_at IS NULL \
+             WITH DISTINCT f \
+             RETURN {columns}, startNode(f).name AS source_name, \
+                 endNode(f).name AS target_name \
+             ORDER BY f.created_at DESC, f.uuid LIMIT $k"
+        ),
+        Params::new()
+            .set(
+                "keys",
+                Value::List(keys.into_iter().map(Value::String).collect()),
+            )
+            .set("entities", KNOWN_ENTITIES)
+            .set("k", i64::try_from(limit).unwrap_or(i64::MAX)),
+    ))
+}
+
+/// The current facts touching the stored entities whose names the episode's text
+/// contains word for word ([`dedup::mention_keys`](crate::graph::dedup::mention_keys)),
+/// oldest first, at most `limit` (the newest); embeddings are not read back. What the
+/// extraction call sees to say which known fact a new one restates or contradicts.
+fn read_known(res: QueryResult) -> Result<Vec<KnownFact>> {
+    let mut out: Vec<KnownFact> = rows(res)
+        .iter()
+        .map(|row| {
+            let name = |k: &str| {
+                row.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            Ok(KnownFact {
+                edge: fact_from_row(row)?,
+                source_name: name("source_name"),
+                target_name: name("target_name"),
+            })
+        })
+        .collect::<Result<_>>()?;
+    // Oldest first, as the prompt lists them.
+    out.reverse();
+    Ok(out)
 }
 
 /// One new fact to find existing candidates for.
