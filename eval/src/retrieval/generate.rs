@@ -241,12 +241,11 @@ const REPLIES: [&str; 12] = [
     "Take it easy, you deserve a break after all that.",
 ];
 
-/// A kind of planted fact: the topic it belongs to, its subject, how it is said
+/// A kind of planted fact: its subject, how it is said
 /// (`{p}` the person, `{r}` their relation, `{v}` the answer), how it is asked (two
 /// wordings: close to the line, and paraphrased), a distractor line (the same
 /// person and subject, no answer), and the answers it draws from.
 struct FactKind {
-    topic: &'static str,
     said: &'static str,
     asked: [&'static str; 2],
     distractor: &'static str,
@@ -255,7 +254,6 @@ struct FactKind {
 
 const FACTS: [FactKind; 12] = [
     FactKind {
-        topic: "pets",
         said: "Oh and guess what, {r} {p} finally named the new puppy, it is called {v} and it already owns the sofa.",
         asked: [
             "What is the name of {p}'s new puppy?",
@@ -267,7 +265,6 @@ const FACTS: [FactKind; 12] = [
         ],
     },
     FactKind {
-        topic: "travel",
         said: "{r} {p} booked the summer trip yesterday, they are flying to {v} for two weeks in July.",
         asked: [
             "Where is {p} flying for the summer trip?",
@@ -286,7 +283,6 @@ const FACTS: [FactKind; 12] = [
         ],
     },
     FactKind {
-        topic: "work",
         said: "Big news at work, {p} got promoted and is now the new {v}, we celebrated with cake.",
         asked: [
             "What was {p} promoted to at work?",
@@ -303,7 +299,6 @@ const FACTS: [FactKind; 12] = [
         ],
     },
     FactKind {
-        topic: "cooking",
         said: "{r} {p} won the neighbourhood cooking contest with a {v}, the judges went back for more.",
         asked: [
             "What dish did {p} win the cooking contest with?",
@@ -320,7 +315,6 @@ const FACTS: [FactKind; 12] = [
         ],
     },
     FactKind {
-        topic: "music",
         said: "{p} started taking lessons, {r} {p} is learning to play the {v} and practises every night.",
         asked: [
             "What instrument is {p} learning to play?",
@@ -338,7 +332,6 @@ const FACTS: [FactKind; 12] = [
         ],
     },
     FactKind {
-        topic: "books",
         said: "The book club finally picked the next novel, {p} chose {v} and everyone has to finish it by next month.",
         asked: [
             "Which novel did {p} choose for the book club?",
@@ -355,7 +348,6 @@ const FACTS: [FactKind; 12] = [
         ],
     },
     FactKind {
-        topic: "fitness",
         said: "{r} {p} ran the city half marathon on Sunday and finished in {v}, a personal best.",
         asked: [
             "What was {p}'s time in the half marathon?",
@@ -371,7 +363,6 @@ const FACTS: [FactKind; 12] = [
         ],
     },
     FactKind {
-        topic: "garden",
         said: "{p} planted a {v} tree in the back garden, {r} {p} says it will take years to fruit.",
         asked: [
             "What kind of tree did {p} plant in the back garden?",
@@ -381,7 +372,6 @@ const FACTS: [FactKind; 12] = [
         values: &["fig", "cherry", "quince", "apricot", "walnut", "persimmon"],
     },
     FactKind {
-        topic: "family",
         said: "{r} {p} is moving, they signed a lease on a flat in {v} and move in next month.",
         asked: [
             "Which neighbourhood is {p} moving to?",
@@ -398,7 +388,6 @@ const FACTS: [FactKind; 12] = [
         ],
     },
     FactKind {
-        topic: "home",
         said: "{p} bought a car at last, {r} {p} went for a {v} because it was the only one with a big boot.",
         asked: [
             "What car did {p} buy?",
@@ -414,7 +403,6 @@ const FACTS: [FactKind; 12] = [
         ],
     },
     FactKind {
-        topic: "music",
         said: "{p} got us tickets for the {v} concert, {r} {p} queued online for two hours.",
         asked: [
             "Which band's concert did {p} get tickets for?",
@@ -430,7 +418,6 @@ const FACTS: [FactKind; 12] = [
         ],
     },
     FactKind {
-        topic: "work",
         said: "{p} changed jobs, {r} {p} now works at {v} and loves the short commute.",
         asked: [
             "Which company does {p} work at now?",
@@ -492,7 +479,6 @@ fn date(n: usize) -> String {
 /// A planted fact: its kind, person, answer and the session it is in.
 struct Planted {
     kind: usize,
-    person: usize,
     value: &'static str,
     session: usize,
 }
@@ -581,7 +567,6 @@ fn conversation(rng: &mut Rng, index: usize, options: &GenerateOptions) -> Value
         }
         Some(Planted {
             kind,
-            person,
             value,
             session,
         })
@@ -619,16 +604,14 @@ fn conversation(rng: &mut Rng, index: usize, options: &GenerateOptions) -> Value
             };
             used_pairs.push((kind, other));
             let q1 = fill(k.asked[usize::from(paraphrased)], who, "", "");
-            let q2 = fill(
-                k.asked[usize::from(paraphrased)],
-                PEOPLE[other],
-                "",
-                "",
-            );
+            let q2 = fill(k.asked[usize::from(paraphrased)], PEOPLE[other], "", "");
             let q = format!(
                 "{} And {}",
                 q1,
-                q2.chars().next().map_or(String::new(), |c| c.to_lowercase().collect::<String>() + &q2[c.len_utf8()..])
+                q2.chars()
+                    .next()
+                    .map_or(String::new(), |c| c.to_lowercase().collect::<String>()
+                        + &q2[c.len_utf8()..])
             );
             questions.push(json!({
                 "question": q,
@@ -731,13 +714,21 @@ mod tests {
         let d = load(&file, None).unwrap();
         assert_eq!(d.conversations.len(), 2);
         for c in &d.conversations {
-            assert!((20..=40).contains(&c.sessions.len()), "{}", c.sessions.len());
+            assert!(
+                (20..=40).contains(&c.sessions.len()),
+                "{}",
+                c.sessions.len()
+            );
             assert!(
                 c.sessions
                     .iter()
                     .all(|s| s.turns.len() == TURNS_PER_SESSION / 2)
             );
-            let evidence: Vec<_> = c.questions.iter().filter(|q| !q.evidence.is_empty()).collect();
+            let evidence: Vec<_> = c
+                .questions
+                .iter()
+                .filter(|q| !q.evidence.is_empty())
+                .collect();
             assert_eq!(evidence.len(), options.questions);
             assert!(evidence.iter().all(|q| (1..=2).contains(&q.evidence.len())));
             assert!(evidence.iter().any(|q| q.evidence.len() == 2));

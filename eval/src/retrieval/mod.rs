@@ -29,8 +29,8 @@ use serde::Serialize;
 
 pub use dataset::{Conversation, Dataset, Format, Question, Scoring, Session, load};
 pub use run::{
-    ABSTENTION_PHRASES, ANSWER_SYSTEM, Baseline, DEFAULT_KS, JUDGE_SYSTEM, QuestionResult, RunOptions,
-    RunResult, answer_correct, context_supports, run_dataset, session_transcript,
+    ABSTENTION_PHRASES, ANSWER_SYSTEM, Baseline, DEFAULT_KS, JUDGE_SYSTEM, QuestionResult,
+    RunOptions, RunResult, answer_correct, context_supports, run_dataset, session_transcript,
 };
 
 use crate::report::{pct, table};
