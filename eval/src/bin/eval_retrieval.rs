@@ -19,7 +19,9 @@
 //! (operator ids `T-<n>`; default `eval`), `--episodes-only` (do not extract even
 //! with a model), `--no-answer` (no answering or judging), `--script lines` (extract
 //! offline with the line-per-fact scripted model: the extraction path without a
-//! provider).
+//! provider), `--generate SEED` (instead of `--data`: the generated long-session set
+//! of that seed, written to `generated-SEED.json`; `--conversations N`, default 4).
+//! Every table has the plain BM25 baseline's row (`· BM25`) under each of gralkor's.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,6 +30,7 @@ use gralkor::graph::Engine;
 use gralkor::llm::ModelSize;
 use gralkor_eval::offline::{client_over, offline_client, offline_embedder};
 use gralkor_eval::report::write_json;
+use gralkor_eval::retrieval::generate::{GenerateOptions, generate};
 use gralkor_eval::retrieval::scripted::line_extractor;
 use gralkor_eval::retrieval::{self, Format, RunOptions, Summary, shipped_synthetic_set};
 use gralkor_eval::setup::{Args, Setup, exit_on_error};
@@ -74,6 +77,8 @@ async fn try_main() -> Result<()> {
         "episodes-only",
         "no-answer",
         "script",
+        "generate",
+        "conversations",
     ])?;
     let scripted = match args.value("script") {
         None => false,
@@ -86,9 +91,24 @@ async fn try_main() -> Result<()> {
             ));
         }
     };
-    let data = args
-        .value("data")
-        .map_or_else(shipped_synthetic_set, PathBuf::from);
+    let data = match number(&args, "generate")? {
+        // The generated set (`retrieval::generate`), written beside the report.
+        Some(seed) => {
+            let mut g = GenerateOptions {
+                seed: seed as u64,
+                ..GenerateOptions::default()
+            };
+            if let Some(n) = number(&args, "conversations")? {
+                g.conversations = n;
+            }
+            let path = PathBuf::from(format!("generated-{seed}.json"));
+            write_json(&path, &generate(&g))?;
+            path
+        }
+        None => args
+            .value("data")
+            .map_or_else(shipped_synthetic_set, PathBuf::from),
+    };
     let out = PathBuf::from(args.value("out").unwrap_or("eval-retrieval.json"));
     let format = match args.value("format") {
         None => None,

@@ -16,7 +16,9 @@
 //! # Ok(()) }
 //! ```
 
+pub mod bm25;
 pub mod dataset;
+pub mod generate;
 pub mod run;
 pub mod scripted;
 
@@ -27,8 +29,8 @@ use serde::Serialize;
 
 pub use dataset::{Conversation, Dataset, Format, Question, Scoring, Session, load};
 pub use run::{
-    ABSTENTION_PHRASES, ANSWER_SYSTEM, DEFAULT_KS, JUDGE_SYSTEM, QuestionResult, RunOptions,
-    RunResult, answer_correct, context_supports, run_dataset, session_transcript,
+    ABSTENTION_PHRASES, ANSWER_SYSTEM, Baseline, DEFAULT_KS, JUDGE_SYSTEM, QuestionResult,
+    RunOptions, RunResult, answer_correct, context_supports, run_dataset, session_transcript,
 };
 
 use crate::report::{pct, table};
@@ -118,6 +120,10 @@ pub struct Summary {
     pub kinds: BTreeMap<String, Row>,
     /// Every question.
     pub overall: Row,
+    /// The BM25 baseline per kind (empty when it was not run).
+    pub baseline_kinds: BTreeMap<String, Row>,
+    /// The BM25 baseline on every question, when it was run.
+    pub baseline: Option<Row>,
 }
 
 impl Summary {
@@ -128,7 +134,25 @@ impl Summary {
             by_kind.entry(q.question.kind.clone()).or_default().push(q);
         }
         let all: Vec<&QuestionResult> = run.questions.iter().collect();
+        let base: Vec<QuestionResult> = run
+            .questions
+            .iter()
+            .filter_map(QuestionResult::as_baseline)
+            .collect();
+        let mut base_by_kind: BTreeMap<String, Vec<&QuestionResult>> = BTreeMap::new();
+        for q in &base {
+            base_by_kind
+                .entry(q.question.kind.clone())
+                .or_default()
+                .push(q);
+        }
+        let base_all: Vec<&QuestionResult> = base.iter().collect();
         Summary {
+            baseline_kinds: base_by_kind
+                .iter()
+                .map(|(k, v)| (k.clone(), Row::of(v, ks)))
+                .collect(),
+            baseline: (!base_all.is_empty()).then(|| Row::of(&base_all, ks)),
             ks: ks.to_vec(),
             kinds: by_kind
                 .iter()
@@ -138,7 +162,8 @@ impl Summary {
         }
     }
 
-    /// The summary as a table (percentages; latency in ms; context in tokens).
+    /// The summary as a table (percentages; latency in ms; context in tokens), each
+    /// row followed by the BM25 baseline's (`· BM25`) when it was run.
     pub fn table(&self, title: &str) -> String {
         let mut header: Vec<String> = vec!["kind".into(), "n".into()];
         header.extend(self.ks.iter().map(|k| format!("R@{k}")));
@@ -174,8 +199,17 @@ impl Summary {
             ]);
             cells
         };
-        let mut rows: Vec<Vec<String>> = self.kinds.iter().map(|(k, r)| row(k, r)).collect();
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for (k, r) in &self.kinds {
+            rows.push(row(k, r));
+            if let Some(b) = self.baseline_kinds.get(k) {
+                rows.push(row(&format!("{k} · BM25"), b));
+            }
+        }
         rows.push(row("ALL", &self.overall));
+        if let Some(b) = &self.baseline {
+            rows.push(row("ALL · BM25", b));
+        }
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
         format!("retrieval — {title}\n{}", table(&header, &rows))
     }

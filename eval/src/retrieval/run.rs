@@ -39,6 +39,7 @@ use serde::Serialize;
 use serde_json::json;
 use uuid::Uuid;
 
+use super::bm25::Bm25;
 use super::dataset::{Conversation, Dataset, Question, Scoring};
 use crate::Result;
 use crate::text::{contains_phrase, estimate_tokens, normalise};
@@ -99,6 +100,10 @@ pub struct RunOptions {
     /// search the same order among equal scores: the figures repeat run to run. Use
     /// another tag to run again into a kept database (the same tag replays).
     pub run_tag: String,
+    /// Ranks the same sessions for the same questions with plain BM25 too
+    /// ([`bm25`](super::bm25); default on): each question's
+    /// [`QuestionResult::baseline`].
+    pub baseline: bool,
 }
 
 impl Default for RunOptions {
@@ -110,6 +115,7 @@ impl Default for RunOptions {
             context_k: 3,
             deadline: Duration::from_secs(60),
             run_tag: "eval".to_owned(),
+            baseline: true,
         }
     }
 }
@@ -141,6 +147,83 @@ pub struct QuestionResult {
     pub context_tokens: u64,
     /// The recall's error, if it failed.
     pub error: Option<String>,
+    /// The plain BM25 baseline on the same question, when run.
+    pub baseline: Option<Baseline>,
+}
+
+/// The BM25 baseline's outcome on one question: the sessions it ranks, recall@k, and
+/// the context check, tokens and latency of its first `context_k` session transcripts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Baseline {
+    /// The sessions, best first.
+    pub surfaced: Vec<String>,
+    /// Recall@k per k (`None` without evidence).
+    pub recall_at: BTreeMap<usize, Option<f64>>,
+    /// Whether the first `context_k` transcripts support the answer.
+    pub context_correct: Option<bool>,
+    /// Estimated tokens of those transcripts.
+    pub context_tokens: u64,
+    /// Ranking time, in milliseconds.
+    pub latency_ms: f64,
+}
+
+impl QuestionResult {
+    /// This question as the BM25 baseline answered it (its sessions, recall@k,
+    /// context check, tokens and latency in place of gralkor's), when it was run.
+    pub fn as_baseline(&self) -> Option<QuestionResult> {
+        let b = self.baseline.as_ref()?;
+        Some(QuestionResult {
+            surfaced: b.surfaced.clone(),
+            recall_at: b.recall_at.clone(),
+            context_correct: b.context_correct,
+            context_tokens: b.context_tokens,
+            latency_ms: b.latency_ms,
+            answer: None,
+            answer_correct: None,
+            judge_correct: None,
+            context: String::new(),
+            error: None,
+            baseline: None,
+            ..self.clone()
+        })
+    }
+}
+
+fn recall_at(q: &Question, surfaced: &[String], ks: &[usize]) -> BTreeMap<usize, Option<f64>> {
+    ks.iter()
+        .map(|&k| {
+            let value = (!q.evidence.is_empty()).then(|| {
+                let top: Vec<&String> = surfaced.iter().take(k).collect();
+                q.evidence.iter().filter(|e| top.contains(e)).count() as f64
+                    / q.evidence.len() as f64
+            });
+            (k, value)
+        })
+        .collect()
+}
+
+fn baseline(
+    index: &Bm25,
+    texts: &BTreeMap<String, String>,
+    q: &Question,
+    options: &RunOptions,
+) -> Baseline {
+    let started = Instant::now();
+    let surfaced = index.rank(&q.question);
+    let latency_ms = started.elapsed().as_secs_f64() * 1e3;
+    let context: Vec<&str> = surfaced
+        .iter()
+        .take(options.context_k.max(1))
+        .filter_map(|s| texts.get(s).map(String::as_str))
+        .collect();
+    let context = context.join("\n\n");
+    Baseline {
+        recall_at: recall_at(q, &surfaced, &options.ks),
+        context_correct: context_supports(q, &context),
+        context_tokens: estimate_tokens(&context),
+        latency_ms,
+        surfaced,
+    }
 }
 
 /// What ingesting one conversation cost.
@@ -243,11 +326,15 @@ pub async fn run_dataset(
         let op = operator(ci, &options.run_tag)?;
         let started = Instant::now();
         let mut session_of: BTreeMap<Uuid, String> = BTreeMap::new();
+        let mut texts: BTreeMap<String, String> = BTreeMap::new();
+        let mut docs: Vec<(String, String)> = Vec::new();
         for (si, s) in c.sessions.iter().enumerate() {
             let text = session_transcript(c, si)?;
             if text.trim().is_empty() {
                 continue;
             }
+            docs.push((s.id.clone(), text.clone()));
+            texts.insert(s.id.clone(), text.clone());
             let ingest = Ingest::new(
                 format!("{}-{}", c.id, s.id),
                 &op,
@@ -266,9 +353,12 @@ pub async fn run_dataset(
             sessions: c.sessions.len(),
             wall_ms: started.elapsed().as_secs_f64() * 1e3,
         });
+        let index = options.baseline.then(|| Bm25::new(docs));
         for q in c.questions.iter().take(budget) {
             budget -= 1;
-            questions.push(ask(client, &op, c, q, &session_of, options, &recall_options).await?);
+            let mut result = ask(client, &op, c, q, &session_of, options, &recall_options).await?;
+            result.baseline = index.as_ref().map(|i| baseline(i, &texts, q, options));
+            questions.push(result);
         }
     }
     Ok(RunResult {
@@ -311,6 +401,7 @@ async fn ask(
         context: String::new(),
         context_tokens: 0,
         error: None,
+        baseline: None,
     };
     let recalled = match recalled {
         Ok(r) => r,
@@ -331,13 +422,7 @@ async fn ask(
             }
         }
     }
-    for &k in &options.ks {
-        let value = (!q.evidence.is_empty()).then(|| {
-            let top: Vec<&String> = result.surfaced.iter().take(k).collect();
-            q.evidence.iter().filter(|e| top.contains(e)).count() as f64 / q.evidence.len() as f64
-        });
-        result.recall_at.insert(k, value);
-    }
+    result.recall_at = recall_at(q, &result.surfaced, &options.ks);
     let n = options.context_k.max(1).min(recalled.facts.len());
     let block = render_block(&recalled.facts[..n]);
     result.context_tokens = estimate_tokens(&block);

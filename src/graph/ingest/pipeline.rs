@@ -70,15 +70,16 @@ impl Engine {
             // Without a language model the episode is embedded before it is written
             // (with one, extraction embeds it with its names and facts, in the same
             // request): one embedding request either way.
-            let embedding = match self.embedder() {
+            // Without one the content is embedded in passages (`store::episode_passages`):
+            // the first is written with the episode, the rest after it.
+            let mut passages = match self.embedder() {
                 Some(embedder) if !self.extracts() => {
-                    let text = [store::episode_embedding_text(&episode.content)];
-                    embed_texts(embedder.as_ref(), &text, &mut usage)
-                        .await?
-                        .pop()
+                    let texts = store::episode_passages(&episode.content);
+                    embed_texts(embedder.as_ref(), &texts, &mut usage).await?
                 }
-                _ => None,
+                _ => Vec::new(),
             };
+            let embedding = (!passages.is_empty()).then(|| passages.remove(0));
             // The write, and for an extracting engine the claim and the extraction's
             // context too, in one round trip.
             let opts = &self.inner.options;
@@ -114,6 +115,15 @@ impl Engine {
                 }
             }
             if !self.extracts() {
+                if !passages.is_empty() {
+                    // Passages 1… (idempotent: a replay writes nothing new).
+                    let uuid = stored.uuid;
+                    retry_db_step("write_passages", || {
+                        store::write_passages(db, graph, uuid, &passages)
+                    })
+                    .await?;
+                    usage.db_round_trips += 1;
+                }
                 return Ok(EpisodeOutcome {
                     episode: stored,
                     status: OutcomeStatus::Pending,

@@ -113,6 +113,12 @@ enum Index {
     None,
 }
 
+/// An episode has one embedding per passage ([`episode_passages`](crate::graph::store::episode_passages)):
+/// the episode vector index is asked for this many times the neighbours, so that the
+/// best passages of enough distinct episodes come back; an episode scores its best
+/// passage's similarity.
+const PASSAGE_FANOUT: usize = 4;
+
 fn index_k(n: usize) -> i64 {
     i64::try_from((n * OVERFETCH).max(MIN_INDEX_K)).unwrap_or(i64::MAX)
 }
@@ -682,9 +688,9 @@ pub(crate) async fn episode_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<
     rows.iter().map(episode_hit).collect()
 }
 
-/// Episodes whose content embedding (an `EpisodeEmbedding` node, see
-/// [`store`](crate::graph::store)) is nearest to `v`, with cosine similarity ≥
-/// `min_sim`. Under a source selection the selected episodes — looked up by uuid, or
+/// Episodes whose content embeddings (`EpisodeEmbedding` nodes, one per passage, see
+/// [`store`](crate::graph::store)) are nearest to `v` — an episode scored by its best
+/// passage — with cosine similarity ≥ `min_sim`. Under a source selection the selected episodes — looked up by uuid, or
 /// the selected writers' found through the range index on `Episodic.writer` — are
 /// ranked exactly instead: a Lens (or what a subject may view of a group it cannot
 /// read) is often a few episodes among many, which the index's nearest neighbours
@@ -701,7 +707,7 @@ pub(crate) async fn episode_vector(
         let query = format!(
             "{selected} \
              MATCH (x:{label} {{uuid: e.uuid}}) \
-             WITH e, 1.0 - vec.cosineDistance(x.embedding, vecf32($v)) AS score \
+             WITH e, max(1.0 - vec.cosineDistance(x.embedding, vecf32($v))) AS score \
              WHERE score >= $min_sim{} \
              RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
             w.and_clause()
@@ -709,9 +715,9 @@ pub(crate) async fn episode_vector(
         (Index::None, query)
     } else {
         let query = format!(
-            "{}CALL db.idx.vector.queryNodes('{label}', 'embedding', $k + stale, \
-             vecf32($v)) YIELD node, score \
-             WITH node.uuid AS eu, 1.0 - score AS score WHERE score >= $min_sim \
+            "{}CALL db.idx.vector.queryNodes('{label}', 'embedding', \
+             $k * {PASSAGE_FANOUT} + stale, vecf32($v)) YIELD node, score \
+             WITH node.uuid AS eu, max(1.0 - score) AS score WHERE score >= $min_sim \
              MATCH (e:Episodic {{uuid: eu}}) {} \
              RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
             stale_clause(VectorIndex::Episode),
@@ -763,9 +769,9 @@ pub(crate) async fn episode_hybrid_rrf(
     };
     let vec = match v {
         Some(_) => format!(
-            "CALL {{ {}CALL db.idx.vector.queryNodes('{label}', 'embedding', $k + stale, \
-             vecf32($v)) YIELD node, score \
-             WITH node.uuid AS eu, 1.0 - score AS score WHERE score >= $min_sim \
+            "CALL {{ {}CALL db.idx.vector.queryNodes('{label}', 'embedding', \
+             $k * {PASSAGE_FANOUT} + stale, vecf32($v)) YIELD node, score \
+             WITH node.uuid AS eu, max(1.0 - score) AS score WHERE score >= $min_sim \
              MATCH (e:Episodic {{uuid: eu}}) {} \
              WITH e, score ORDER BY score DESC, e.uuid LIMIT $n \
              RETURN collect([e, score]) AS vec }}",

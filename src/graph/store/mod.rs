@@ -11,6 +11,7 @@
 //! |---|---|
 //! | `indices.rs` | [`index_specs`], [`build_indices`], [`clear`] |
 //! | `episodes.rs` | `Episodic` nodes: [`save_episode`], [`get_episode`]; their `EpisodeEmbedding` nodes |
+//! | `passages.rs` | [`episode_passages`]: a long episode's content embedded in parts |
 //! | `entities.rs` | `Entity` nodes: [`save_entities`], [`get_entities`] |
 //! | `facts.rs` | `RELATES_TO` relationships: [`save_facts`], [`get_facts`] |
 //! | [`communities`] | `Community` nodes |
@@ -47,6 +48,7 @@ mod facts;
 mod indices;
 mod listing;
 pub(crate) mod ingest;
+mod passages;
 internal_mod!(links);
 internal_mod!(owned);
 pub(crate) mod relationships;
@@ -60,6 +62,8 @@ internal_use!(entities::get_entities);
 testing_use!(entities::save_entities);
 internal_use!(episodes::{EPISODE_EMBEDDING_CHARS, episode_embedding_text, get_episode, session_episodes});
 testing_use!(episodes::save_episode);
+internal_use!(passages::{MAX_PASSAGES, PASSAGE_CHARS, episode_passages});
+pub(crate) use passages::write_passages;
 internal_use!(facts::get_facts);
 testing_use!(facts::save_facts);
 internal_use!(indices::{clear, index_specs});

@@ -107,7 +107,7 @@ pub async fn remove_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Re
         // `falkordb::statement`); `[null]` keeps each UNWIND from emptying the row set.
         // Each updated or deleted record that carries an indexed vector leaves a stale
         // entry in its index (see `debt`): the facts, the entities and the episode's
-        // content embedding.
+        // content embeddings (one per passage, `passages`).
         &format!(
             "MATCH (ep:Episodic {{uuid: $uuid}}) \
              UNWIND CASE WHEN $delete_facts = [] THEN [null] ELSE $delete_facts END AS du \
@@ -125,8 +125,9 @@ pub async fn remove_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Re
              {entity_debt}\
              WITH DISTINCT ep \
              OPTIONAL MATCH (x:{label} {{uuid: $uuid}}) \
+             WITH ep, collect(x) AS xs \
              {episode_debt}\
-             FOREACH (_ IN CASE WHEN x IS NULL THEN [] ELSE [1] END | DELETE x) \
+             FOREACH (x IN xs | DELETE x) \
              DETACH DELETE ep",
             fact_debt = super::debt::add_clause(
                 super::VectorIndex::Fact,
@@ -140,8 +141,8 @@ pub async fn remove_episode(db: &FalkorDb, graph: &str, uuid: Uuid) -> Result<Re
             ),
             episode_debt = super::debt::add_clause(
                 super::VectorIndex::Episode,
-                "CASE WHEN x IS NULL THEN 0 ELSE 1 END",
-                "ep, x"
+                "size(xs)",
+                "ep, xs"
             ),
             label = super::EPISODE_EMBEDDING_LABEL,
         ),
