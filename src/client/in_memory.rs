@@ -5,12 +5,13 @@ use std::sync::{Arc, Mutex};
 
 use super::SearchResult;
 use super::forget::{
-    ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport, StatusRequest,
+    ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport,
 };
 use super::memory::MemoryClient;
 use super::request::{
     BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace, Search,
 };
+use super::status::StatusRequest;
 use crate::Result;
 use crate::lens::{Ingest, IngestedRepresentation};
 use crate::reflection::runner::Invocation;

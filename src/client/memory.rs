@@ -15,13 +15,13 @@ use super::SearchResult;
 use super::authorize::{self, Access};
 use super::door::Entry;
 use super::forget::{
-    ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport, Status,
-    StatusRequest,
+    ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport,
 };
 use super::in_memory::{Call, Recorder};
 use super::request::{
     BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace, Search,
 };
+use super::status::{Status, StatusRequest};
 use super::validate::{
     MemoryAddPlan, validate_build_communities, validate_episode_ref, validate_extract_pending,
     validate_ingest, validate_memory_add, validate_replace, validate_search,

@@ -69,16 +69,14 @@ mod memory;
 mod native;
 mod reflect;
 mod request;
+mod status;
 pub(crate) mod validate;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use drain::{Drain, Held};
-pub use forget::{
-    ClearDestination, DestinationStatus, PurgeOperator, PurgeReport, PurgeSession,
-    SessionPurgeReport, Status, StatusRequest,
-};
+pub use forget::{ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport};
 pub use in_memory::{Call, Canned, InMemoryClient};
 pub use memory::{BackgroundFailures, MemoryClient};
 pub use native::NativeClient;
@@ -87,6 +85,7 @@ pub use request::{
     BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace, Route,
     Search,
 };
+pub use status::{DestinationStatus, Status, StatusRequest};
 
 /// The values the requests and results are made of, re-exported from the layers that
 /// own them so a user of the memory API needs only this module.

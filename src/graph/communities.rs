@@ -77,10 +77,8 @@ mod propagation;
 internal_use!(propagation::{Clustering, label_propagation});
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
-use std::pin::Pin;
-use std::task::Poll;
 
+use futures_util::future::join_all;
 use serde::Deserialize;
 use serde_json::{Number, json};
 use tracing::Instrument;
@@ -608,34 +606,6 @@ fn community_uuid(graph: &str, members: &[Uuid]) -> Uuid {
     super::model::derived_uuid("Community", &parts)
 }
 
-/// Runs every future at once on the current task and returns their outputs in order
-/// (a small stand-in for `futures::future::join_all`: the futures borrow the caller's
-/// model, so they cannot be spawned).
-pub(crate) async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
-    let mut pending: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut done: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut waiting = false;
-        for (future, slot) in pending.iter_mut().zip(done.iter_mut()) {
-            if slot.is_none() {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(out) => *slot = Some(out),
-                    Poll::Pending => waiting = true,
-                }
-            }
-        }
-        if waiting {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    done.into_iter()
-        .map(|o| o.expect("every future completed"))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -715,15 +685,5 @@ mod tests {
                 .check()
                 .is_ok()
         );
-    }
-
-    #[tokio::test]
-    async fn join_all_keeps_the_order_of_its_futures() {
-        let out = join_all((0..5).map(|i| async move {
-            tokio::task::yield_now().await;
-            i * 10
-        }))
-        .await;
-        assert_eq!(out, vec![0, 10, 20, 30, 40]);
     }
 }

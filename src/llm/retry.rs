@@ -1,6 +1,9 @@
-//! The one retry policy for provider calls.
+//! The retry policy of provider calls: its public configuration, mapped onto the
+//! crate's one retry policy ([`crate::retry`]), and the parsing of Retry-After hints.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::retry::{Backoff, Since};
 
 /// When and how provider calls are retried.
 ///
@@ -47,14 +50,18 @@ impl RetryPolicy {
         }
     }
 
-    /// The jittered exponential wait after `attempt` failed attempts (1-based).
-    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
-        let exp = attempt.saturating_sub(1).min(30);
-        let base = self
-            .initial_backoff
-            .saturating_mul(1u32 << exp)
-            .min(self.max_backoff);
-        base.mul_f64(0.5 + 0.5 * jitter_unit())
+    /// This policy as a configuration of the crate's one retry policy: doubling
+    /// from `initial_backoff` up to `max_backoff` with jitter, a Retry-After hint
+    /// honoured, `max_attempts` attempts within `max_elapsed` of the first attempt.
+    pub(crate) fn backoff(&self) -> Backoff {
+        Backoff::new(
+            self.max_attempts.max(1) as usize,
+            self.initial_backoff,
+            self.max_backoff,
+        )
+        .with_jitter()
+        .with_hints()
+        .within(self.max_elapsed, Since::FirstAttempt)
     }
 
     /// The wait before the next attempt, or `None` when the policy gives up.
@@ -65,24 +72,9 @@ impl RetryPolicy {
         elapsed: Duration,
         retry_after: Option<Duration>,
     ) -> Option<Duration> {
-        if failed_attempts >= self.max_attempts.max(1) {
-            return None;
-        }
-        let wait = match retry_after {
-            Some(ra) => ra.max(
-                self.backoff(failed_attempts)
-                    .min(ra + Duration::from_millis(250)),
-            ),
-            None => self.backoff(failed_attempts),
-        };
-        (elapsed + wait <= self.max_elapsed).then_some(wait)
+        self.backoff()
+            .next_wait(failed_attempts as usize, elapsed, retry_after)
     }
-}
-
-/// A random number in [0, 1) from the system's random source (through UUID v4).
-fn jitter_unit() -> f64 {
-    let bits = uuid::Uuid::new_v4().as_u128() as u64 >> 11;
-    bits as f64 / (1u64 << 53) as f64
 }
 
 /// Parses a `Retry-After` value: delta-seconds (fractions accepted) or an HTTP date.
@@ -144,31 +136,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_doubles_with_jitter_and_is_capped() {
+    fn the_waits_double_with_jitter_and_are_capped() {
         let p = RetryPolicy {
+            max_attempts: 20,
             initial_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(8),
+            max_elapsed: Duration::from_secs(3600),
             ..RetryPolicy::default()
         };
         for _ in 0..50 {
-            let b1 = p.backoff(1);
+            let b1 = p.next_wait(1, Duration::ZERO, None).unwrap();
             assert!(
                 b1 >= Duration::from_millis(500) && b1 <= Duration::from_secs(1),
                 "{b1:?}"
             );
-            let b3 = p.backoff(3);
+            let b3 = p.next_wait(3, Duration::ZERO, None).unwrap();
             assert!(
                 b3 >= Duration::from_secs(2) && b3 <= Duration::from_secs(4),
                 "{b3:?}"
             );
-            let b9 = p.backoff(9);
+            let b9 = p.next_wait(9, Duration::ZERO, None).unwrap();
             assert!(
                 b9 >= Duration::from_secs(4) && b9 <= Duration::from_secs(8),
                 "{b9:?}"
             );
         }
-        let distinct: std::collections::HashSet<_> = (0..20).map(|_| p.backoff(2)).collect();
-        assert!(distinct.len() > 1, "jitter varies the waits");
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //!   database fault (a dropped connection, a timeout, a busy or lost episode claim),
 //!   which gralkor treats like a 503 so no artefact is lost. The delay starts at 1 s,
 //!   doubles, is capped at 1 h, and another attempt is made only while
-//!   `elapsed + next delay < 24 h`, measured from the first failure. A 4xx status is
+//!   `elapsed + next delay ≤ 24 h`, measured from the first failure (a
+//!   configuration of the crate's one retry policy, [`crate::retry`]). A 4xx status is
 //!   abandoned at once; any other failure ends the stage (production: a
 //!   [`Outcome::ProductionFailed`]; delivery: abandoned).
 //! * [`Clock`]: time and sleep, injectable; [`ManualClock`] is the test double
@@ -234,7 +235,7 @@ pub(crate) fn classify(error: &Error) -> Class {
 }
 
 /// The backoff: from `first_delay`, doubling, capped at `max_delay`, attempted only
-/// while `elapsed + next delay < window` from the first failure.
+/// while `elapsed + next delay ≤ window` from the first failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetrySchedule {
     /// The first delay (1 s).
@@ -267,34 +268,34 @@ pub(crate) enum Stop {
 impl RetrySchedule {
     /// Runs `attempt` until it succeeds, a failure is not retryable, or the window
     /// closes.
-    pub(crate) async fn run<T, F, Fut>(&self, clock: &dyn Clock, mut attempt: F) -> Result<T, Stop>
+    pub(crate) async fn run<T, F, Fut>(&self, clock: &dyn Clock, attempt: F) -> Result<T, Stop>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let mut first_failure: Option<Duration> = None;
-        let mut delay = self.first_delay;
-        loop {
-            let error = match attempt().await {
-                Ok(v) => return Ok(v),
-                Err(e) => e,
-            };
-            match classify(&error) {
-                Class::Abandon => return Err(Stop::Abandoned(error)),
-                Class::Fail => return Err(Stop::Failed(error)),
-                Class::Retry => {}
-            }
-            let now = clock.now();
-            let since = *first_failure.get_or_insert(now);
-            let elapsed = now.saturating_sub(since);
-            if elapsed + delay >= self.window {
-                tracing::warn!(error = %error, ?elapsed, "giving up after the retry window");
-                return Err(Stop::Abandoned(error));
-            }
-            tracing::info!(error = %error, ?delay, "retrying after a retryable failure");
-            clock.sleep(delay).await;
-            delay = (delay * 2).min(self.max_delay);
-        }
+        let policy = self.backoff();
+        let outcome = crate::retry::retry_on_clock(
+            "reflection stage",
+            &policy,
+            |e| classify(e) == Class::Retry,
+            || clock.now(),
+            |d| clock.sleep(d),
+            attempt,
+        )
+        .await;
+        outcome.map_err(|error| match classify(&error) {
+            Class::Fail => Stop::Failed(error),
+            // A 4xx, or the window closed on retryable failures.
+            Class::Abandon | Class::Retry => Stop::Abandoned(error),
+        })
+    }
+
+    /// This schedule as a configuration of the crate's one retry policy: doubling
+    /// from `first_delay` to `max_delay`, no attempt bound, each wait ending within
+    /// `window` of the first failure; no jitter, no Retry-After hint.
+    fn backoff(&self) -> crate::retry::Backoff {
+        crate::retry::Backoff::polling(self.first_delay, self.max_delay)
+            .within(self.window, crate::retry::Since::FirstFailure)
     }
 }
 

@@ -203,34 +203,24 @@ async fn write_with_retries(
     id: &str,
     transcript: &str,
 ) -> std::result::Result<(), (Error, Verdict)> {
-    let mut delays = inner.config.retry_delays.iter();
-    loop {
-        let e = match write_once(inner, entry, route, id, transcript).await {
-            Ok(()) => return Ok(()),
-            Err(e) => e,
-        };
-        match verdict(&e) {
-            Verdict::Retry => match delays.next() {
-                Some(d) => {
-                    tracing::debug!(route = %route.target, error = %e, "capture write failed; retrying");
-                    tokio::time::sleep(*d).await;
-                }
-                None => {
-                    tracing::error!(route = %route.target, error = %e, "capture exhausted");
-                    return Err((e, Verdict::Retry));
-                }
-            },
-            Verdict::Drop(why) => {
-                tracing::warn!(route = %route.target, error = %e, "{why}");
-                return Err((e, Verdict::Drop(why)));
-            }
-            Verdict::Hold(why) => {
-                tracing::error!(route = %route.target, error = %e, "{why}");
-                return Err((e, Verdict::Hold(why)));
-            }
-            Verdict::Keep => return Err((e, Verdict::Keep)),
-        }
+    // The configured delays as a listed schedule of the crate's one retry policy.
+    let policy = crate::retry::Backoff::listed(inner.config.retry_delays.iter().copied());
+    let written = crate::retry::retry_when(
+        "capture write",
+        policy,
+        |e| matches!(verdict(e), Verdict::Retry),
+        || write_once(inner, entry, route, id, transcript),
+    )
+    .await;
+    let Err(e) = written else { return Ok(()) };
+    let v = verdict(&e);
+    match v {
+        Verdict::Retry => tracing::error!(route = %route.target, error = %e, "capture exhausted"),
+        Verdict::Drop(why) => tracing::warn!(route = %route.target, error = %e, "{why}"),
+        Verdict::Hold(why) => tracing::error!(route = %route.target, error = %e, "{why}"),
+        Verdict::Keep => {}
     }
+    Err((e, v))
 }
 
 /// One attempt, in its own task so a panicking ingestion process is a failure to

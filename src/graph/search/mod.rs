@@ -80,6 +80,7 @@ internal_mod!(rerank);
 internal_mod!(results);
 mod scope;
 
+use futures_util::future::try_join_all;
 use uuid::Uuid;
 
 pub use config::{
@@ -339,40 +340,6 @@ fn check_vector(v: &[f32]) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Runs every future at once on the current task and returns their outputs in order,
-/// or the first error (the others are then dropped). The futures borrow the caller's
-/// handle and models, so they cannot be spawned.
-async fn try_join_all<T, F>(futures: impl IntoIterator<Item = F>) -> Result<Vec<T>>
-where
-    F: std::future::Future<Output = Result<T>>,
-{
-    use std::task::Poll;
-    let mut pending: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut done: Vec<Option<T>> = pending.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut waiting = false;
-        for (future, slot) in pending.iter_mut().zip(done.iter_mut()) {
-            if slot.is_none() {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(Ok(out)) => *slot = Some(out),
-                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                    Poll::Pending => waiting = true,
-                }
-            }
-        }
-        if waiting {
-            Poll::Pending
-        } else {
-            Poll::Ready(Ok(()))
-        }
-    })
-    .await?;
-    Ok(done
-        .into_iter()
-        .map(|o| o.expect("every future completed"))
-        .collect())
 }
 
 /// One graph's search, the request checked and the query embedding at hand.
