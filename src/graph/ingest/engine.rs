@@ -213,7 +213,7 @@ impl Engine {
                 embedder,
                 reranker: None,
                 options: EngineOptions::default(),
-                writer: Uuid::new_v4().to_string(),
+                writer: store::owner::new_owner_id(),
                 queues: Arc::default(),
             }),
         }
@@ -230,7 +230,7 @@ impl Engine {
                 embedder: inner.embedder.clone(),
                 reranker: inner.reranker.clone(),
                 options,
-                writer: Uuid::new_v4().to_string(),
+                writer: store::owner::new_owner_id(),
                 queues: Arc::default(),
             }),
         }

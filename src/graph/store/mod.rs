@@ -47,6 +47,7 @@ mod facts;
 mod indices;
 mod listing;
 pub(crate) mod ingest;
+pub(crate) mod owner;
 internal_mod!(links);
 internal_mod!(owned);
 pub(crate) mod relationships;
