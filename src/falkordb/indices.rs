@@ -811,7 +811,10 @@ impl FalkorDb {
             if self.wait_listed(graph, &spec, true).await.is_ok() {
                 return Ok(());
             }
-            warn!(graph, attempt, "the rebuilt index is not listed; creating it again");
+            warn!(
+                graph,
+                attempt, "the rebuilt index is not listed; creating it again"
+            );
         }
         Err(Error::Query {
             graph: graph.to_owned(),
@@ -825,18 +828,26 @@ impl FalkorDb {
     /// Waits until `spec`'s (one) index is listed and operational (`present`), or no
     /// longer listed at all (`!present`), for at most [`REBUILD_DEADLINE`].
     async fn wait_listed(&self, graph: &str, spec: &IndexSpec, present: bool) -> Result<()> {
-        let same_kind = |k: &IndexKind| std::mem::discriminant(k) == std::mem::discriminant(&spec.kind);
-        let done = poll("rebuilding an index", STATUS_POLL, REBUILD_DEADLINE, || async {
-            let listed = self.list_indices(graph).await?;
-            let found = listed.iter().find(|i| {
-                i.entity == spec.entity && i.property == spec.properties[0] && same_kind(&i.kind)
-            });
-            Ok(match (present, found) {
-                (true, Some(i)) if i.operational => Some(()),
-                (false, None) => Some(()),
-                _ => None,
-            })
-        })
+        let same_kind =
+            |k: &IndexKind| std::mem::discriminant(k) == std::mem::discriminant(&spec.kind);
+        let done = poll(
+            "rebuilding an index",
+            STATUS_POLL,
+            REBUILD_DEADLINE,
+            || async {
+                let listed = self.list_indices(graph).await?;
+                let found = listed.iter().find(|i| {
+                    i.entity == spec.entity
+                        && i.property == spec.properties[0]
+                        && same_kind(&i.kind)
+                });
+                Ok(match (present, found) {
+                    (true, Some(i)) if i.operational => Some(()),
+                    (false, None) => Some(()),
+                    _ => None,
+                })
+            },
+        )
         .await?;
         done.ok_or_else(|| Error::Timeout {
             operation: format!(

@@ -62,7 +62,10 @@ mod search_outage {
         ] {
             let req = SearchRequest::new("bees Porto", config);
             let found = engine.search(&g.name, &req).await.unwrap();
-            let why = found.degraded.as_deref().expect("the search says it degraded");
+            let why = found
+                .degraded
+                .as_deref()
+                .expect("the search says it degraded");
             assert!(why.contains("500"), "{why}");
             assert!(
                 found.facts.iter().any(|h| h.fact.fact.contains("bees")),
@@ -76,10 +79,7 @@ mod search_outage {
                 assert_eq!(found.episodes.len(), 1, "{found:?}");
                 assert!(found.episodes[0].episode.content.contains("bees"));
             }
-            let many = engine
-                .search_many(&[g.name.as_str()], &req)
-                .await
-                .unwrap();
+            let many = engine.search_many(&[g.name.as_str()], &req).await.unwrap();
             assert_eq!(many[0].degraded, found.degraded);
             assert_eq!(many[0].facts, found.facts);
         }
