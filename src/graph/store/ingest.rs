@@ -221,7 +221,7 @@ pub(crate) async fn take_over(
     let (query, params) = claim_statement(uuid, owner, lease_ms);
     let query = query.replace(
         "OR e.lease_owner = $owner)",
-        "OR e.lease_owner = $owner OR e.lease_owner = $gone)",
+        "OR toString(e.lease_owner) IN [$owner, $gone])",
     );
     let res = db.query(graph, &query, &params.set("gone", holder)).await?;
     Ok(match res.get(0, "generation").and_then(Value::as_int) {
