@@ -370,6 +370,14 @@ fn deferred_rewrites() -> &'static std::sync::Mutex<BTreeMap<PathBuf, DeferredRe
 /// How long index creation may take to become operational.
 const INDEX_BUILD_DEADLINE: Duration = Duration::from_secs(600);
 
+/// How many times [`FalkorDb::rebuild_index`] creates an index that is not listed
+/// afterwards before it fails.
+pub(crate) const REBUILD_ATTEMPTS: u32 = 3;
+
+/// How long a rebuild waits for the server to stop listing a dropped index, or to list
+/// a created one.
+const REBUILD_DEADLINE: Duration = Duration::from_secs(10);
+
 impl FalkorDb {
     /// Creates an index unless it already exists, then waits until the server reports
     /// it `OPERATIONAL`. Returns whether anything was created. On the embedded backend
@@ -781,6 +789,14 @@ impl FalkorDb {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// The rebuild is checked, not assumed: after the drop it waits until the server no
+    /// longer lists the index (a create sent while the old index is still listed
+    /// creates nothing), and after the create it reads `CALL db.indexes()` until the
+    /// index is listed and `OPERATIONAL`. An index that is not there afterwards is
+    /// created again, up to [`REBUILD_ATTEMPTS`] times, then the call fails — it never
+    /// returns with the index missing.
+    #[tracing::instrument(skip(self, index), fields(entity = ?index.entity, property = index.property))]
     pub async fn rebuild_index(&self, graph: &str, index: IndexInfo) -> Result<()> {
         let spec = IndexSpec {
             entity: index.entity,
@@ -789,8 +805,59 @@ impl FalkorDb {
             hnsw: index.hnsw,
         };
         self.drop_index(graph, &spec).await?;
-        self.create_index(graph, &spec).await?;
-        Ok(())
+        self.wait_listed(graph, &spec, false).await?;
+        for attempt in 1..=REBUILD_ATTEMPTS {
+            self.create_index(graph, &spec).await?;
+            if self.wait_listed(graph, &spec, true).await.is_ok() {
+                return Ok(());
+            }
+            warn!(
+                graph,
+                attempt, "the rebuilt index is not listed; creating it again"
+            );
+        }
+        Err(Error::Query {
+            graph: graph.to_owned(),
+            message: format!(
+                "the {:?} index on {:?}.{} was missing after {REBUILD_ATTEMPTS} rebuilds",
+                spec.kind, spec.entity, spec.properties[0]
+            ),
+        })
+    }
+
+    /// Waits until `spec`'s (one) index is listed and operational (`present`), or no
+    /// longer listed at all (`!present`), for at most [`REBUILD_DEADLINE`].
+    async fn wait_listed(&self, graph: &str, spec: &IndexSpec, present: bool) -> Result<()> {
+        let same_kind =
+            |k: &IndexKind| std::mem::discriminant(k) == std::mem::discriminant(&spec.kind);
+        let done = poll(
+            "rebuilding an index",
+            STATUS_POLL,
+            REBUILD_DEADLINE,
+            || async {
+                let listed = self.list_indices(graph).await?;
+                let found = listed.iter().find(|i| {
+                    i.entity == spec.entity
+                        && i.property == spec.properties[0]
+                        && same_kind(&i.kind)
+                });
+                Ok(match (present, found) {
+                    (true, Some(i)) if i.operational => Some(()),
+                    (false, None) => Some(()),
+                    _ => None,
+                })
+            },
+        )
+        .await?;
+        done.ok_or_else(|| Error::Timeout {
+            operation: format!(
+                "waiting for the index on {:?}.{} in graph `{graph}` to be {}",
+                spec.entity,
+                spec.properties[0],
+                if present { "listed" } else { "dropped" }
+            ),
+            after: REBUILD_DEADLINE,
+        })
     }
 
     /// Drops and recreates every vector index on every gralkor graph, waiting until

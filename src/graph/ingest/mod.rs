@@ -4,8 +4,9 @@
 //!
 //! ## The files
 //!
-//! * `engine` — the handle: [`Engine`] (constructors, accessors, indices, search,
-//!   owned content, removal, communities) and [`EngineOptions`];
+//! * `engine` — the handle: [`Engine`] (constructors, accessors, owned content,
+//!   removal, communities) and [`EngineOptions`]; `engine_search` — its indices,
+//!   their status, and search;
 //! * `types` — what goes in and comes out: [`AddEpisode`], [`EpisodeOutcome`],
 //!   [`ResumeReport`], [`IngestUsage`], [`OutcomeStatus`];
 //! * `pipeline` — one episode from its durable pending write to its fenced commit,
@@ -156,6 +157,7 @@
 
 mod details;
 mod engine;
+mod engine_search;
 mod entities;
 mod facts;
 mod lease;

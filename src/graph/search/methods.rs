@@ -64,12 +64,20 @@
 //! fuses the same way. Every membership test is `toString(x) IN $list` (see
 //! [`filters`](super::filters#source-selections-writers-and-episodes)).
 //!
-//! ## Graphs without indices
+//! ## Graphs without indices, and indices being rebuilt
 //!
-//! FalkorDB answers an index procedure on a missing index with a generic error. When an
-//! index method fails, the index list is read once: if the index really is missing (a
-//! fresh or empty graph, before [`build_indices`](crate::graph::build_indices)), the
-//! method yields nothing; otherwise the server's error is returned.
+//! FalkorDB answers an index procedure on a missing index — or on a vector index still
+//! being built — with a generic error (`Invalid arguments for procedure
+//! 'db.idx.vector.queryNodes'`). A vector index is missing for a moment whenever the
+//! engine rebuilds it to purge stale entries (see
+//! [`rebuild_vector_index`](crate::graph::store::rebuild_vector_index)), so a search
+//! running beside a writer can meet that window. When a vector call fails, the same
+//! statement is run once more with the call replaced by an exact scan of the records
+//! carrying the property (their cosine distances, the best `k`): the search answers,
+//! exactly, while the index is away, and costs a scan only then. When a fulltext method
+//! fails, the index list is read once: if the index really is missing (a fresh or empty
+//! graph, before [`build_indices`](crate::graph::build_indices)), the method yields
+//! nothing; otherwise the server's error is returned.
 
 use std::collections::BTreeMap;
 
@@ -109,7 +117,7 @@ pub(crate) struct Ctx<'a> {
 #[derive(Clone, Copy)]
 enum Index {
     Fulltext(&'static str, bool),
-    Vector(&'static str, bool, &'static str),
+    Vector(VectorSource),
     None,
 }
 
@@ -118,6 +126,102 @@ enum Index {
 /// best passages of enough distinct episodes come back; an episode scores its best
 /// passage's similarity.
 const PASSAGE_FANOUT: usize = 4;
+
+/// A vector index the methods query: the label (or relationship type) and property.
+#[derive(Clone, Copy)]
+pub(crate) struct VectorSource {
+    label: &'static str,
+    node: bool,
+    property: &'static str,
+    /// Neighbours asked per result wanted: more than one where a record has several
+    /// vectors (an episode's passages, [`PASSAGE_FANOUT`]).
+    fanout: usize,
+}
+
+const ENTITY_INDEX: VectorSource = VectorSource {
+    label: "Entity",
+    node: true,
+    property: "name_embedding",
+    fanout: 1,
+};
+const FACT_INDEX: VectorSource = VectorSource {
+    label: "RELATES_TO",
+    node: false,
+    property: "fact_embedding",
+    fanout: 1,
+};
+const COMMUNITY_INDEX: VectorSource = VectorSource {
+    label: "Community",
+    node: true,
+    property: "name_embedding",
+    fanout: 1,
+};
+const EPISODE_INDEX: VectorSource = VectorSource {
+    label: crate::graph::store::EPISODE_EMBEDDING_LABEL,
+    node: true,
+    property: "embedding",
+    fanout: PASSAGE_FANOUT,
+};
+
+impl VectorSource {
+    /// The index call, after [`stale_clause`]: the `$k + stale` nearest neighbours of
+    /// `$v`, yielding `node` (or `relationship`) and `score`, the cosine distance.
+    fn call(self) -> String {
+        let VectorSource {
+            label, property, ..
+        } = self;
+        let k = self.k();
+        if self.node {
+            format!(
+                "CALL db.idx.vector.queryNodes('{label}', '{property}', {k} + stale, \
+                 vecf32($v)) YIELD node, score"
+            )
+        } else {
+            format!(
+                "CALL db.idx.vector.queryRelationships('{label}', '{property}', {k} + stale, \
+                 vecf32($v)) YIELD relationship, score"
+            )
+        }
+    }
+
+    /// The neighbours asked for: `$k`, times the fan-out where a record has several vectors.
+    fn k(self) -> String {
+        if self.fanout > 1 {
+            format!("$k * {}", self.fanout)
+        } else {
+            "$k".to_string()
+        }
+    }
+
+    /// What [`call`](Self::call) yields, without the index: the exact `$k` nearest, by
+    /// a scan of every record with the property. It answers while the index is not
+    /// there to — dropped and being rebuilt ([`rebuild_vector_index`]) or still being
+    /// built, when FalkorDB refuses the call (`Invalid arguments for procedure
+    /// 'db.idx.vector.queryNodes'`) — and holds no stale entries, so `$k` are enough.
+    ///
+    /// [`rebuild_vector_index`]: crate::graph::store::rebuild_vector_index
+    fn scan(self) -> String {
+        let VectorSource {
+            label, property, ..
+        } = self;
+        let (pattern, var) = if self.node {
+            (format!("(node:{label})"), "node")
+        } else {
+            (format!("()-[relationship:{label}]->()"), "relationship")
+        };
+        format!(
+            "MATCH {pattern} WHERE {var}.{property} IS NOT NULL \
+             WITH {var}, vec.cosineDistance({var}.{property}, vecf32($v)) AS score \
+             ORDER BY score LIMIT {}",
+            self.k()
+        )
+    }
+}
+
+/// `query` with every index call of `index` replaced by its exact scan.
+fn scanning(query: &str, index: VectorSource) -> String {
+    query.replace(&index.call(), &index.scan())
+}
 
 fn index_k(n: usize) -> i64 {
     i64::try_from((n * OVERFETCH).max(MIN_INDEX_K)).unwrap_or(i64::MAX)
@@ -146,7 +250,8 @@ fn fact_sources(w: &Where, carry: &str) -> String {
     )
 }
 
-/// Runs one read; an index failure on a missing index yields no rows.
+/// Runs one read. A failed vector index call is answered by the exact scan instead
+/// (see [`VectorSource::scan`]); a fulltext failure on a missing index yields no rows.
 async fn read(
     ctx: Ctx<'_>,
     index: Index,
@@ -155,6 +260,12 @@ async fn read(
 ) -> Result<Vec<BTreeMap<String, Value>>> {
     match ctx.db.ro_query(ctx.graph, query, params).await {
         Ok(res) => Ok(res.into_maps()),
+        Err(err @ Error::Query { .. }) if matches!(index, Index::Vector(_)) => {
+            let Index::Vector(source) = index else {
+                unreachable!("matched")
+            };
+            scanned(ctx, &scanning(query, source), params, err).await
+        }
         Err(err @ Error::Query { .. }) if !matches!(index, Index::None) => {
             if index_exists(ctx, index).await? {
                 Err(err)
@@ -162,6 +273,22 @@ async fn read(
                 Ok(Vec::new())
             }
         }
+        Err(e) => Err(e),
+    }
+}
+
+/// The exact-scan rerun of a statement whose vector index call failed: its rows, or
+/// the index call's own error `first` when the scan fails too.
+async fn scanned(
+    ctx: Ctx<'_>,
+    query: &str,
+    params: &Params,
+    first: Error,
+) -> Result<Vec<BTreeMap<String, Value>>> {
+    tracing::debug!(graph = ctx.graph, error = %first, "a vector index call failed; scanning");
+    match ctx.db.ro_query(ctx.graph, query, params).await {
+        Ok(res) => Ok(res.into_maps()),
+        Err(Error::Query { .. }) => Err(first),
         Err(e) => Err(e),
     }
 }
@@ -179,9 +306,9 @@ async fn index_exists(ctx: Ctx<'_>, index: Index) -> Result<bool> {
         Index::Fulltext(name, node) => listed.iter().any(|i| {
             i.entity == entity(name, node) && matches!(i.kind, IndexKind::Fulltext { .. })
         }),
-        Index::Vector(name, node, prop) => listed.iter().any(|i| {
-            i.entity == entity(name, node)
-                && i.property == prop
+        Index::Vector(v) => listed.iter().any(|i| {
+            i.entity == entity(v.label, v.node)
+                && i.property == v.property
                 && matches!(i.kind, IndexKind::Vector { .. })
         }),
         Index::None => true,
@@ -227,10 +354,9 @@ fn named_entities(filters: &SearchFilters) -> Option<&'static str> {
 fn fact_vector_clauses(ctx: Ctx<'_>, w: &Where) -> String {
     let source = match named_facts(ctx.filters) {
         None => format!(
-            "{}CALL db.idx.vector.queryRelationships('RELATES_TO', 'fact_embedding', \
-             $k + stale, vecf32($v)) YIELD relationship, score \
-             WITH relationship AS f, 1.0 - score AS score",
-            stale_clause(VectorIndex::Fact)
+            "{}{} WITH relationship AS f, 1.0 - score AS score",
+            stale_clause(VectorIndex::Fact),
+            FACT_INDEX.call()
         ),
         Some(named) => format!(
             "{named} WITH f, 1.0 - vec.cosineDistance(f.fact_embedding, vecf32($v)) AS score"
@@ -280,7 +406,7 @@ fn fulltext_matches(call: &str, item: &str, var: &str, w: &Where, named: bool) -
 /// The index the vector method reads, if it reads one.
 fn fact_vector_index(ctx: Ctx<'_>) -> Index {
     match named_facts(ctx.filters) {
-        None => Index::Vector("RELATES_TO", false, "fact_embedding"),
+        None => Index::Vector(FACT_INDEX),
         Some(_) => Index::None,
     }
 }
@@ -490,11 +616,24 @@ async fn one_statement(
         Ok(res) => Ok(Some(res.into_maps())),
         Err(err @ Error::Query { .. }) => {
             for (used, index) in indices {
-                if used && !index_exists(ctx, index).await? {
+                if used
+                    && matches!(index, Index::Fulltext(..))
+                    && !index_exists(ctx, index).await?
+                {
                     return Ok(None);
                 }
             }
-            Err(err)
+            // The fulltext index serves: the vector call failed, so scan instead.
+            let mut exact = query.to_owned();
+            for (used, index) in indices {
+                if let (true, Index::Vector(source)) = (used, index) {
+                    exact = scanning(&exact, source);
+                }
+            }
+            if exact == query {
+                return Err(err);
+            }
+            scanned(ctx, &exact, params, err).await.map(Some)
         }
         Err(e) => Err(e),
     }
@@ -587,11 +726,11 @@ pub(crate) async fn entity_vector(
     let (source, index) = match named_entities(ctx.filters) {
         None => (
             format!(
-                "{}CALL db.idx.vector.queryNodes('Entity', 'name_embedding', $k + stale, \
-                 vecf32($v)) YIELD node, score WITH node AS n, 1.0 - score AS score",
-                stale_clause(VectorIndex::Entity)
+                "{}{} WITH node AS n, 1.0 - score AS score",
+                stale_clause(VectorIndex::Entity),
+                ENTITY_INDEX.call()
             ),
-            Index::Vector("Entity", true, "name_embedding"),
+            Index::Vector(ENTITY_INDEX),
         ),
         Some(named) => (
             format!(
@@ -715,15 +854,15 @@ pub(crate) async fn episode_vector(
         (Index::None, query)
     } else {
         let query = format!(
-            "{}CALL db.idx.vector.queryNodes('{label}', 'embedding', \
-             $k * {PASSAGE_FANOUT} + stale, vecf32($v)) YIELD node, score \
+            "{}{} \
              WITH node.uuid AS eu, max(1.0 - score) AS score WHERE score >= $min_sim \
              MATCH (e:Episodic {{uuid: eu}}) {} \
              RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
             stale_clause(VectorIndex::Episode),
+            EPISODE_INDEX.call(),
             w.where_clause()
         );
-        (Index::Vector(label, true, "embedding"), query)
+        (Index::Vector(EPISODE_INDEX), query)
     };
     let params = with(&w)
         .set("k", index_k(n))
@@ -753,7 +892,6 @@ pub(crate) async fn episode_hybrid_rrf(
     if ctx.filters.selects_sources() {
         return Ok(None);
     }
-    let label = crate::graph::store::EPISODE_EMBEDDING_LABEL;
     // The time condition (as of an instant), in both subqueries before their limits.
     let w = ctx.filters.episode_where();
     let ft = match q {
@@ -769,13 +907,13 @@ pub(crate) async fn episode_hybrid_rrf(
     };
     let vec = match v {
         Some(_) => format!(
-            "CALL {{ {}CALL db.idx.vector.queryNodes('{label}', 'embedding', \
-             $k * {PASSAGE_FANOUT} + stale, vecf32($v)) YIELD node, score \
+            "CALL {{ {}{} \
              WITH node.uuid AS eu, max(1.0 - score) AS score WHERE score >= $min_sim \
              MATCH (e:Episodic {{uuid: eu}}) {} \
              WITH e, score ORDER BY score DESC, e.uuid LIMIT $n \
              RETURN collect([e, score]) AS vec }}",
             stale_clause(VectorIndex::Episode),
+            EPISODE_INDEX.call(),
             w.where_clause()
         ),
         None => "WITH ft, [] AS vec".to_owned(),
@@ -787,7 +925,7 @@ pub(crate) async fn episode_hybrid_rrf(
     let params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit);
     let indices = [
         (q.is_some(), Index::Fulltext("Episodic", true)),
-        (v.is_some(), Index::Vector(label, true, "embedding")),
+        (v.is_some(), Index::Vector(EPISODE_INDEX)),
     ];
     let Some(rows) = one_statement(ctx, &query, &params, indices).await? else {
         return Ok(None);
@@ -808,24 +946,18 @@ pub(crate) async fn community_vector(
     min_sim: f64,
 ) -> Result<Vec<CommunityHit>> {
     let query = format!(
-        "{}CALL db.idx.vector.queryNodes('Community', 'name_embedding', $k + stale, \
-         vecf32($v)) YIELD node, score \
+        "{}{} \
          WITH node AS c, 1.0 - score AS score WHERE score >= $min_sim \
          RETURN {COMMUNITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
-        stale_clause(VectorIndex::Community)
+        stale_clause(VectorIndex::Community),
+        COMMUNITY_INDEX.call()
     );
     let params = Params::new()
         .set("k", index_k(n))
         .set("v", v.to_vec())
         .set("min_sim", min_sim)
         .set("n", int(n));
-    let rows = read(
-        ctx,
-        Index::Vector("Community", true, "name_embedding"),
-        &query,
-        &params,
-    )
-    .await?;
+    let rows = read(ctx, Index::Vector(COMMUNITY_INDEX), &query, &params).await?;
     rows.iter().map(community_hit).collect()
 }
 

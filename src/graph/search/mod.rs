@@ -238,8 +238,10 @@ pub async fn search(
 ) -> Result<SearchResults> {
     request.check(embedder.is_some(), reranker.is_some())?;
     crate::falkordb::physical_graph_name(graph)?;
-    let vector = embed_query(request, embedder).await?;
-    run_graph(db, graph, request, vector.as_deref(), reranker).await
+    let (vector, degraded) = embed_or_degrade(request, embedder).await;
+    let mut results = run_graph(db, graph, request, vector.as_deref(), reranker).await?;
+    results.degraded = degraded;
+    Ok(results)
 }
 
 /// Runs `request` on each of `graphs`, concurrently, and returns their results in the
@@ -276,13 +278,34 @@ pub async fn search_many(
     if graphs.is_empty() {
         return Ok(Vec::new());
     }
-    let vector = embed_query(request, embedder).await?;
-    try_join_all(
+    let (vector, degraded) = embed_or_degrade(request, embedder).await;
+    let mut found = try_join_all(
         graphs
             .iter()
             .map(|g| run_graph(db, g, request, vector.as_deref(), reranker)),
     )
-    .await
+    .await?;
+    for results in &mut found {
+        results.degraded.clone_from(&degraded);
+    }
+    Ok(found)
+}
+
+/// [`embed_query`], degrading instead of failing: when the embedder fails (after its
+/// own retries) the search goes on without the query vector — fulltext and the
+/// breadth-first walk answer, vector methods and MMR are skipped — and the error is
+/// returned beside, for [`SearchResults::degraded`], and logged.
+async fn embed_or_degrade(
+    request: &SearchRequest,
+    embedder: Option<&dyn Embedder>,
+) -> (Option<Vec<f32>>, Option<String>) {
+    match embed_query(request, embedder).await {
+        Ok(vector) => (vector, None),
+        Err(e) => {
+            tracing::warn!(error = %e, "the query could not be embedded; searching by fulltext only");
+            (None, Some(format!("the query could not be embedded ({e}); answered from fulltext only")))
+        }
+    }
 }
 
 #[cfg(any(test, feature = "testing"))]
@@ -378,6 +401,7 @@ async fn run_graph(
         entities,
         episodes,
         communities,
+        degraded: None,
     })
 }
 

@@ -77,6 +77,11 @@ pub struct SearchResults {
     pub episodes: Vec<EpisodeHit>,
     /// Communities.
     pub communities: Vec<CommunityHit>,
+    /// Why the search answered without its vector methods (and MMR) although the
+    /// request asked for them: the embedder's error, when the query could not be
+    /// embedded (a provider answering 500, a timeout…). The results then come from
+    /// fulltext (and the breadth-first walk). `None` when every method ran.
+    pub degraded: Option<String>,
 }
 
 /// A hit of any scope, as the rerankers see it.

@@ -198,7 +198,7 @@ pub(crate) async fn claim(
     let state = db
         .ro_query(
             graph,
-            "MATCH (e:Episodic {uuid: $uuid}) RETURN e.state AS state",
+            "MATCH (e:Episodic {uuid: $uuid}) RETURN e.state AS state, e.lease_owner AS holder",
             &Params::new().set("uuid", uuid.to_string()),
         )
         .await?;
@@ -206,7 +206,48 @@ pub(crate) async fn claim(
         None => Claim::Missing,
         Some("complete") => Claim::Complete,
         Some("quarantined") => Claim::Quarantined,
-        Some(_) => Claim::Busy,
+        Some(_) => {
+            let holder = state.get(0, "holder").and_then(Value::as_str);
+            match holder {
+                Some(holder) => take_over(db, graph, uuid, owner, holder, lease_ms).await?,
+                None => Claim::Busy,
+            }
+        }
+    })
+}
+
+/// Takes over the claim on pending episode `uuid` that `holder` holds when `holder`'s
+/// process is provably gone ([`owner::owner_gone`](super::owner::owner_gone)), at
+/// once, whatever its lease says; [`Claim::Busy`] otherwise, or when the claim
+/// changed hands meanwhile. One round trip when the holder is gone, none otherwise.
+pub(crate) async fn take_over(
+    db: &FalkorDb,
+    graph: &str,
+    uuid: Uuid,
+    owner: &str,
+    holder: &str,
+    lease_ms: i64,
+) -> Result<Claim> {
+    if holder == owner || !super::owner::owner_gone(holder) {
+        return Ok(Claim::Busy);
+    }
+    let (query, params) = claim_statement(uuid, owner, lease_ms);
+    let query = query.replace(
+        "OR e.lease_owner = $owner)",
+        "OR toString(e.lease_owner) IN [$owner, $gone])",
+    );
+    let res = db.query(graph, &query, &params.set("gone", holder)).await?;
+    Ok(match res.get(0, "generation").and_then(Value::as_int) {
+        Some(generation) => {
+            tracing::warn!(
+                graph,
+                %uuid,
+                holder,
+                "took over the claim of a process that is gone"
+            );
+            Claim::Held(generation)
+        }
+        None => Claim::Busy,
     })
 }
 

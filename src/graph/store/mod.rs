@@ -49,6 +49,7 @@ mod indices;
 mod listing;
 pub(crate) mod ingest;
 mod passages;
+pub(crate) mod owner;
 internal_mod!(links);
 internal_mod!(owned);
 pub(crate) mod relationships;
