@@ -794,7 +794,7 @@ impl FalkorDb {
     /// longer lists the index (a create sent while the old index is still listed
     /// creates nothing), and after the create it reads `CALL db.indexes()` until the
     /// index is listed and `OPERATIONAL`. An index that is not there afterwards is
-    /// created again, up to [`REBUILD_ATTEMPTS`] times, then the call fails — it never
+    /// created again, up to 3 times, then the call fails — it never
     /// returns with the index missing.
     #[tracing::instrument(skip(self, index), fields(entity = ?index.entity, property = index.property))]
     pub async fn rebuild_index(&self, graph: &str, index: IndexInfo) -> Result<()> {

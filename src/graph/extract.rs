@@ -123,6 +123,7 @@ pub struct Extraction {
 /// [{source, target, relation_type, fact, valid_at, invalid_at}]}`, every field
 /// required, the two times nullable. It uses only the subset
 /// [`crate::llm::schema::check_schema`] accepts and is strict-compatible.
+#[cfg_attr(not(feature = "testing"), allow(dead_code))] // the engine calls `schema_of`; tests call this
 pub fn extraction_schema() -> OutputSchema {
     schema_of(false)
 }
@@ -223,6 +224,7 @@ pub(crate) struct KnownVerdict {
 /// Errors: whatever [`LanguageModel::generate`] returns (a bad request, a provider
 /// failure, or [`Error::ModelOutput`] when the answer stayed invalid after the repair
 /// attempt).
+#[cfg_attr(not(feature = "testing"), allow(dead_code))] // the engine calls `extract_resolving`; tests call this
 pub async fn extract(llm: &dyn LanguageModel, input: &ExtractionInput<'_>) -> Result<Extraction> {
     Ok(extract_resolving(llm, input, &[]).await?.0)
 }

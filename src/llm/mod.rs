@@ -36,7 +36,6 @@ mod embedding;
 pub mod gemini;
 mod limiter;
 mod listwise;
-/// A real llama.cpp server with a real small model, for the crate's own tests.
 #[cfg(feature = "testing")]
 pub mod llama_server;
 #[cfg(feature = "local-embedder")]

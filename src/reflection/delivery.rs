@@ -7,7 +7,7 @@
 //!   which gralkor treats like a 503 so no artefact is lost. The delay starts at 1 s,
 //!   doubles, is capped at 1 h, and another attempt is made only while
 //!   `elapsed + next delay ≤ 24 h`, measured from the first failure (a
-//!   configuration of the crate's one retry policy, [`crate::retry`]). A 4xx status is
+//!   configuration of the crate's one retry policy in `src/retry.rs`). A 4xx status is
 //!   abandoned at once; any other failure ends the stage (production: a
 //!   [`Outcome::ProductionFailed`]; delivery: abandoned).
 //! * [`Clock`]: time and sleep, injectable; [`ManualClock`] is the test double

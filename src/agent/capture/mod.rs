@@ -14,7 +14,7 @@
 //!   finished session.
 //! * **Acceptance.** [`CaptureBuffer::append`] validates (non-blank session and names,
 //!   a route that resolves in the runtime's current snapshot: registered, appending
-//!   Lenses), drops recalled memory from the turn ([`MemoryFilter`]), refuses a turn
+//!   Lenses), drops recalled memory from the turn ([`MemoryFilter`](crate::agent::transcript::MemoryFilter)), refuses a turn
 //!   that could never be written (a NUL character in a message, `turn.messages[i].content`;
 //!   or lines that alone exceed one episode's content limit,
 //!   1 MiB as rendered, `turn`),

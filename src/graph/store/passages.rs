@@ -26,7 +26,7 @@ pub const PASSAGE_CHARS: usize = 700;
 /// stays searchable by fulltext).
 pub const MAX_PASSAGES: usize = 24;
 
-/// `content` split into passages (see the [module](self) documentation): whole lines
+/// `content` split into passages (see the module documentation): whole lines
 /// packed in order up to [`PASSAGE_CHARS`] characters, a longer line split between
 /// words (or, without spaces, at a character boundary); at most [`MAX_PASSAGES`].
 /// Empty content has one empty passage, so every episode has passage 0.

@@ -29,7 +29,7 @@ impl fmt::Debug for ProviderAccess {
 /// provider access present when the environment was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Choice {
-    /// Given to the builder ([`ModelConfig::new`], [`ModelConfig::embedder_only`]).
+    /// Given to the builder ([`ModelConfig::new`](super::ModelConfig::new), [`ModelConfig::embedder_only`](super::ModelConfig::embedder_only)).
     Given,
     /// Named by the role's variable (`GRALKOR_LLM_MODEL`, `GRALKOR_EMBEDDER_MODEL`).
     Variable,
