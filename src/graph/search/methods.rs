@@ -212,8 +212,10 @@ impl VectorSource {
         format!(
             "MATCH {pattern} WHERE {var}.{property} IS NOT NULL \
              WITH {var}, vec.cosineDistance({var}.{property}, vecf32($v)) AS score \
-             ORDER BY score LIMIT {}",
-            self.k()
+             ORDER BY score{}",
+            // LIMIT takes no expression: where a record has several vectors, every
+            // one is kept and the caller's per-record aggregate and limit apply.
+            if self.fanout > 1 { "" } else { " LIMIT $k" }
         )
     }
 }
