@@ -2,6 +2,7 @@
 //! scored.
 //!
 //! ```no_run
+//! # #![recursion_limit = "256"]
 //! # async fn run(engine: gralkor::graph::Engine) -> gralkor_eval::Result<()> {
 //! use gralkor_eval::extraction::{self, load_stories, shipped_stories_dir};
 //!

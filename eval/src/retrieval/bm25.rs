@@ -9,7 +9,8 @@
 //!
 //! let index = Bm25::new([("s1", "Lena named the puppy Biscuit"), ("s2", "Lena went running")]);
 //! assert_eq!(index.rank("What is the puppy called?"), ["s1"]);
-//! assert_eq!(index.rank("Lena"), ["s1", "s2"]);
+//! // Both name Lena once: the shorter session ranks first (length normalisation).
+//! assert_eq!(index.rank("Lena"), ["s2", "s1"]);
 //! ```
 
 use std::collections::HashMap;
