@@ -74,6 +74,29 @@ pub(crate) fn install_once(
         .map_err(|e| Error::io(format!("moving {} into {}", subdir, target.display()), e))
 }
 
+/// The SHA-256 of the file at `path`, as lower-case hex, read in 1 MiB blocks: the check
+/// of every checksummed download in the cache (the embedding model's weights, the test
+/// model).
+#[cfg(any(feature = "local-embedder", feature = "testing"))]
+pub(crate) fn file_sha256(path: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut file =
+        File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,12 +21,11 @@
 //! holds) closes.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
 use tracing::info;
 
 use crate::{Error, Result};
@@ -248,20 +247,7 @@ fn last_lines(text: &str, n: usize) -> String {
 
 /// Fails unless `path`'s SHA-256 is `expected`.
 fn check_sha256(path: &Path, expected: &str) -> Result<()> {
-    let mut file =
-        File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    let got = hex::encode(hasher.finalize());
+    let got = crate::cache::file_sha256(path)?;
     if got != expected {
         return Err(Error::Embedded {
             message: format!(
@@ -427,7 +413,7 @@ mod tests {
         std::fs::write(&path, b"not the model").unwrap();
         let err = check_sha256(&path, GGUF_SHA256).unwrap_err().to_string();
         assert!(err.contains("expected b179c952"), "{err}");
-        let ok = hex::encode(Sha256::digest(b"not the model"));
+        let ok = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"not the model"));
         check_sha256(&path, &ok).unwrap();
     }
 }

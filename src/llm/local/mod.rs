@@ -30,8 +30,7 @@
 //! ```
 
 use std::fmt;
-use std::fs::File;
-use std::io::Read;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -41,7 +40,6 @@ use candle_nn::VarBuilder;
 
 mod bert;
 use bert::{Bert, BertConfig};
-use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 use tracing::info;
 
@@ -272,20 +270,7 @@ fn run_python(python: &Path, args: &[&str], what: &str, hint: &str) -> Result<()
 internal_item! {
 /// Errors unless the SHA-256 of the file is [`WEIGHTS_SHA256`].
 pub fn verify_weights(path: &Path) -> Result<()> {
-    let mut file =
-        File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    let digest = hex::encode(hasher.finalize());
+    let digest = crate::cache::file_sha256(path)?;
     if digest != WEIGHTS_SHA256 {
         return Err(Error::config(
             path.display().to_string(),
