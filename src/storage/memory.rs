@@ -1,5 +1,6 @@
 //! [`InMemoryStorage`]: the deterministic storage of the test twin.
 
+use crate::vocab::content::EpisodeFields;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
@@ -153,17 +154,21 @@ impl Storage for InMemoryStorage {
         // stores nothing twice; different immutable content under the same uuid is a
         // conflict naming the first difference, and writes nothing.
         if let Some(held) = state.episodes.iter().find(|e| e.uuid == episode.uuid) {
-            let field = if held.content.encoded() != episode.content.encoded() {
-                Some("content")
-            } else if held.content.kind() != episode.content.kind() {
-                Some("source")
-            } else if held.stored_description != episode.stored_description {
-                Some("source_description")
-            } else if episode.reference_time_given && held.valid_at != episode.reference_time {
-                Some("reference_time")
-            } else {
-                None
-            };
+            let (held_content, asked_content) = (held.content.encoded(), episode.content.encoded());
+            let field = EpisodeFields {
+                content: &held_content,
+                source: held.content.kind(),
+                description: &held.stored_description,
+                valid_at: Some(held.valid_at),
+            }
+            .first_difference(&EpisodeFields {
+                content: &asked_content,
+                source: episode.content.kind(),
+                description: &episode.stored_description,
+                valid_at: episode
+                    .reference_time_given
+                    .then_some(episode.reference_time),
+            });
             if let Some(field) = field {
                 return Err(crate::Error::EpisodeConflict {
                     uuid: episode.uuid,

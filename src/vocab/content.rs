@@ -88,3 +88,32 @@ pub fn check_content(field: &str, source: SourceKind, content: &str) -> Result<(
         },
     }
 }
+
+/// An episode's immutable fields, as the one replay rule compares them (the engine's
+/// stored episodes and the twin's alike).
+pub(crate) struct EpisodeFields<'a> {
+    pub(crate) content: &'a str,
+    pub(crate) source: SourceKind,
+    pub(crate) description: &'a str,
+    /// `None` when the request gave no reference time: a replay without one does not
+    /// compare it.
+    pub(crate) valid_at: Option<super::Timestamp>,
+}
+
+impl EpisodeFields<'_> {
+    /// The replay rule: the first immutable field in which `asked` differs from these
+    /// (stored) fields, as the request names it; `None` for a true replay.
+    pub(crate) fn first_difference(&self, asked: &EpisodeFields<'_>) -> Option<&'static str> {
+        if self.content != asked.content {
+            Some("content")
+        } else if self.source != asked.source {
+            Some("source")
+        } else if self.description != asked.description {
+            Some("source_description")
+        } else if asked.valid_at.is_some() && self.valid_at != asked.valid_at {
+            Some("reference_time")
+        } else {
+            None
+        }
+    }
+}

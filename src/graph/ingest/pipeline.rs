@@ -2,6 +2,7 @@
 //! pending write, the claim, the model steps ([`Work`]) and the fenced commit, and the
 //! resumption of pending episodes.
 
+use crate::vocab::content::EpisodeFields;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use tracing::Instrument;
@@ -481,15 +482,15 @@ async fn resolve(
 
 /// Checks a replay against the stored episode's immutable fields.
 fn same_episode(stored: &Episode, asked: &Episode) -> Result<()> {
-    let field = if stored.content != asked.content {
-        "content"
-    } else if stored.source != asked.source {
-        "source"
-    } else if stored.source_description != asked.source_description {
-        "source_description"
-    } else if stored.valid_at != asked.valid_at {
-        "reference_time"
-    } else {
+    fn fields(e: &Episode) -> EpisodeFields<'_> {
+        EpisodeFields {
+            content: &e.content,
+            source: e.source,
+            description: &e.source_description,
+            valid_at: Some(e.valid_at),
+        }
+    }
+    let Some(field) = fields(stored).first_difference(&fields(asked)) else {
         return Ok(());
     };
     Err(Error::EpisodeConflict {

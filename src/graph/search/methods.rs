@@ -262,19 +262,12 @@ async fn read(
 ) -> Result<Vec<BTreeMap<String, Value>>> {
     match ctx.db.ro_query(ctx.graph, query, params).await {
         Ok(res) => Ok(res.into_maps()),
-        Err(err @ Error::Query { .. }) if matches!(index, Index::Vector(_)) => {
-            let Index::Vector(source) = index else {
-                unreachable!("matched")
-            };
-            scanned(ctx, &scanning(query, source), params, err).await
-        }
-        Err(err @ Error::Query { .. }) if !matches!(index, Index::None) => {
-            if index_exists(ctx, index).await? {
-                Err(err)
-            } else {
-                Ok(Vec::new())
-            }
-        }
+        Err(err @ Error::Query { .. }) => match index {
+            Index::Vector(source) => scanned(ctx, &scanning(query, source), params, err).await,
+            Index::None => Err(err),
+            _ if index_exists(ctx, index).await? => Err(err),
+            _ => Ok(Vec::new()),
+        },
         Err(e) => Err(e),
     }
 }
