@@ -149,6 +149,8 @@ struct Inner {
     vector_index_rebuilds: AtomicU64,
     /// Serialises AOF rewrites requested through this server.
     rewrite_turn: tokio::sync::Mutex<()>,
+    /// Serialises the vector-index rebuilds after restarts.
+    rebuild_turn: tokio::sync::Mutex<()>,
     /// One writer at a time on the embedded server (reads stay concurrent).
     write_gate: Arc<Semaphore>,
     /// The data directory's lock; taken (released) by `shutdown` once the child exited.
@@ -232,6 +234,7 @@ impl EmbeddedServer {
             restarts: AtomicU64::new(0),
             vector_index_rebuilds: AtomicU64::new(0),
             rewrite_turn: tokio::sync::Mutex::new(()),
+            rebuild_turn: tokio::sync::Mutex::new(()),
             write_gate: Arc::new(Semaphore::new(1)),
             lock: StdMutex::new(Some(lock)),
             exits: Arc::default(),
@@ -747,15 +750,38 @@ async fn supervise(weak: std::sync::Weak<Inner>, mut exit: ExitReceiver) {
         }
         drop(turn);
         let server = EmbeddedServer { inner };
-        if server.take_vector_rebuild_needed() {
-            let rebuilt = match super::FalkorDb::attach(&server, Duration::from_secs(600)).await {
-                Ok(db) => db.rebuild_vector_indices().await,
-                Err(e) => Err(e),
-            };
-            if let Err(e) = rebuilt {
-                warn!(error = %e, "rebuilding vector indices after a restart failed");
-            }
+        if server.inner.vector_rebuild_needed.load(Ordering::SeqCst) {
+            // On a task of its own: the supervisor goes straight back to watching the
+            // child. A rebuild run here would leave a crash during the rebuild
+            // unnoticed, and the rebuild's own retries would wait for a restart only
+            // the supervisor can make (about a minute, in CI, before both gave up).
+            tokio::spawn(rebuild_vector_indices(server.downgrade()));
         }
+    }
+}
+
+/// Rebuilds the vector indices a crash left incomplete, on the server behind `weak`;
+/// marks them to be rebuilt again if it fails (the next restart's rebuild does it).
+async fn rebuild_vector_indices(weak: WeakServer) {
+    let Some(server) = weak.upgrade() else {
+        return;
+    };
+    // One at a time; a rebuild that starts after another one did the work finds
+    // nothing left to do.
+    let _turn = server.inner.rebuild_turn.lock().await;
+    if !server.take_vector_rebuild_needed() {
+        return;
+    }
+    let rebuilt = match super::FalkorDb::attach(&server, Duration::from_secs(600)).await {
+        Ok(db) => db.rebuild_vector_indices().await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = rebuilt {
+        server
+            .inner
+            .vector_rebuild_needed
+            .store(true, Ordering::SeqCst);
+        warn!(error = %e, "rebuilding vector indices after a restart failed");
     }
 }
 
