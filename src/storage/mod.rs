@@ -114,13 +114,6 @@ pub trait Storage: Send + Sync + 'static {
         Ok(ExtractionReport::default())
     }
 
-    /// The language model this storage extracts with, if any: what a Reflection's
-    /// chain of thought is answered with when the submission names none. Default:
-    /// none.
-    fn language_model(&self) -> Option<std::sync::Arc<dyn crate::llm::LanguageModel>> {
-        None
-    }
-
     /// The uuids of the episodes of conversation session `session` in `graph`
     /// ([`NewEpisode::session`]), oldest first; none when the graph does not exist.
     /// Default: refused (a storage that does not record sessions).
