@@ -8,7 +8,7 @@
 //! storage. One file a job, after tantivy's `directory/`:
 //!
 //! * [`ids`](OperatorId) — [`OperatorId`] and [`GraphId`], each checked once when
-//!   made, and the name rules every name shares ([`check_name_text`]).
+//!   made, and the name rules every name shares (`check_name_text`).
 //! * [`content`](Content) — [`Content`] and its one rule ([`validate_content`], the
 //!   shared vocabulary's content check, which the engine runs too), source
 //!   descriptions with their writer marker, query texts and result counts.

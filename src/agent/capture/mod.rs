@@ -18,7 +18,7 @@
 //!   that could never be written (a NUL character in a message, `turn.messages[i].content`;
 //!   or lines that alone exceed one episode's content limit,
 //!   1 MiB as rendered, `turn`),
-//!   skips an empty turn, and saves the turn in the [`CaptureStore`] before it
+//!   skips an empty turn, and saves the turn in the `CaptureStore` before it
 //!   returns. What it accepted is never dropped for its size or content. Each route's
 //!   Destination or Lens definition is taken from the snapshot when the session's
 //!   entry is opened and frozen with it: a later runtime replacement does not change
@@ -58,7 +58,7 @@
 //!   error log `capture exhausted`. A closed client leaves the turns in the store for
 //!   the next buffer.
 //! * **Durable.** A buffer made with [`CaptureBuffer::native`] keeps its entries in
-//!   the memory's own FalkorDB server ([`FalkorCaptureStore`]) and, when created,
+//!   the memory's own FalkorDB server (`FalkorCaptureStore`) and, when created,
 //!   loads every entry a previous process left (killed or not): they are flushed
 //!   like any other (their routes resolved by name in the runtime at that moment;
 //!   their ingestion ids kept), so each accepted turn is written exactly once.
@@ -331,7 +331,7 @@ impl CaptureBuffer {
         CaptureBuffer::for_client(client, config).await
     }
 
-    /// A buffer over the in-memory twin, with an [`InMemoryCaptureStore`]
+    /// A buffer over the in-memory twin, with an `InMemoryCaptureStore`
     /// ([`for_client`](Self::for_client) with the twin).
     pub async fn in_memory(
         client: &InMemoryClient,
