@@ -227,6 +227,18 @@ impl InMemoryClient {
         })
     }
 
+    /// The twin answering Reflections with `model` when a submission names none (see
+    /// [`MemoryClient::with_language_model`]).
+    pub fn with_language_model(
+        self,
+        model: Arc<dyn crate::llm::LanguageModel>,
+    ) -> Result<InMemoryClient> {
+        Ok(InMemoryClient {
+            client: self.client.with_language_model(model)?,
+            twin: self.twin,
+        })
+    }
+
     /// Every call that passed validation so far, in order.
     pub fn calls(&self) -> Vec<Call> {
         self.twin

@@ -411,8 +411,9 @@ pub trait Client: Send + Sync {
     /// Checked before the id is returned, nothing run otherwise: as
     /// [`Error::InvalidInput`](crate::Error::InvalidInput), a non-blank invocation id
     /// without NUL, a declared or packaged Reflection, the options and a model to
-    /// answer with (the options' inference or model, else the storage's); with an
-    /// authorizer, the invocation's subject
+    /// answer with (the options' inference or model, else the client's:
+    /// [`MemoryClient::language_model`](crate::client::MemoryClient::language_model));
+    /// with an authorizer, the invocation's subject
     /// ([`Invocation::subject`](crate::reflection::runner::Invocation::subject)) is
     /// required and needs `contribute` on the Destination the artefact goes to
     /// ([`Error::PermissionDenied`](crate::Error::PermissionDenied)). It is checked

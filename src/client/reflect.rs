@@ -86,8 +86,9 @@ impl Default for ReflectOptions {
 }
 
 impl ReflectOptions {
-    /// No callback; no tools; the storage's language model; the real clock; the
-    /// default schedule.
+    /// No callback; no tools; the client's language model
+    /// ([`MemoryClient::language_model`](super::MemoryClient::language_model)); the
+    /// real clock; the default schedule.
     pub fn new() -> ReflectOptions {
         ReflectOptions::default()
     }
@@ -120,7 +121,7 @@ impl ReflectOptions {
         self
     }
 
-    /// Answers steps with this model ([`ModelInference`]) instead of the storage's.
+    /// Answers steps with this model ([`ModelInference`]) instead of the client's.
     pub fn model(mut self, model: Arc<dyn LanguageModel>) -> Self {
         self.model = Some(model);
         self

@@ -794,7 +794,8 @@ async fn the_native_client_answers_with_its_engines_model_by_default() {
 #[tokio::test]
 async fn a_client_given_a_language_model_answers_with_it_and_refuses_a_second() {
     let model = review_model();
-    let client = twin(config())
+    let client = InMemoryClient::with_config(config())
+        .unwrap()
         .with_language_model(Arc::new(model.clone()))
         .unwrap();
     let artefact = delivered(
