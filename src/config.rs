@@ -9,7 +9,7 @@
 //! | `FALKORDB_HOST`, `FALKORDB_PORT`, `FALKORDB_USERNAME`, `FALKORDB_PASSWORD`, `FALKORDB_SSL` | a remote FalkorDB; wins over the embedded one |
 //! | `FALKORDB_CLUSTER_NODES` | a FalkorDB run as a Redis Cluster: seed nodes `host:port,…` (with the credentials and `FALKORDB_SSL` above) |
 //! | `GRALKOR_DATA_DIR` | the embedded FalkorDB's data directory |
-//! | `GRALKOR_FALKORDB_TIMEOUT_MS`, `GRALKOR_FALKORDB_BIN_DIR`, `GRALKOR_CACHE_DIR` | see [`falkordb::env`](crate::falkordb::env) |
+//! | `GRALKOR_FALKORDB_TIMEOUT_MS`, `GRALKOR_FALKORDB_BIN_DIR`, `GRALKOR_CACHE_DIR` | see `falkordb::env` |
 //! | `GRALKOR_LLM_MODEL`, `GRALKOR_EMBEDDER_MODEL` | `provider:model` specs; unset, they follow the keys (below) |
 //! | `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `GOOGLE_API_KEY` | credentials of the providers the two specs select |
 //! | `GRALKOR_LLM_SMALL_MODEL`, `GRALKOR_EMBEDDER_DIMENSION` | see [`ModelConfig::from_lookup`] |

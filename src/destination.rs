@@ -16,7 +16,7 @@
 //! falls through to shared-name resolution.
 //!
 //! A logical id reaches FalkorDB through
-//! [`physical_graph_name`](crate::falkordb::physical_graph_name) (`g_` + lowercase hex
+//! `physical_graph_name` (`g_` + lowercase hex
 //! of its bytes), computed once, when the Destination makes the [`GraphId`].
 //!
 //! Destinations own no ontology and no ingestion: writers (Lenses, Reflection outputs)
@@ -86,7 +86,7 @@ impl Destination {
     }
 
     /// An application Destination. The name must be non-blank, must not begin or end
-    /// with whitespace, must not begin with a reserved prefix ([`RESERVED_PREFIXES`]) and
+    /// with whitespace, must not begin with a reserved prefix (`RESERVED_PREFIXES`) and
     /// must not be the retired `operator`. `global` and `personal` give the packaged
     /// Destinations.
     pub fn new(name: impl Into<String>) -> Result<Destination> {

@@ -60,7 +60,7 @@ pub enum Error {
     /// The handle was shut down ([`FalkorDb::shutdown`](crate::falkordb::FalkorDb::shutdown) or
     /// [`Client::shutdown`](crate::Client::shutdown) on it or on any clone), or the
     /// embedded server behind it was
-    /// ([`EmbeddedServer::shutdown`](crate::falkordb::EmbeddedServer::shutdown)).
+    /// (`EmbeddedServer::shutdown`).
     /// Every later call fails at once with this error, without touching the network;
     /// retrying cannot help: connect a new handle.
     #[error("{what} was shut down")]
@@ -110,7 +110,7 @@ pub enum Error {
     /// The embedded FalkorDB server is down for good: it kept crashing (or a restart
     /// after a crash failed), so its supervisor stopped restarting it. Every call on a
     /// handle to it fails at once with this error, and retrying cannot help: read the
-    /// log, then call [`EmbeddedServer::shutdown`](crate::falkordb::EmbeddedServer::shutdown)
+    /// log, then call `EmbeddedServer::shutdown`
     /// (which releases the data directory) and start a new server.
     #[error(
         "embedded FalkorDB is down and will not be restarted: {reason}; see its log at {}; last lines:\n{last_lines}",

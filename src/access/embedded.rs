@@ -31,8 +31,8 @@ pub const ACCESS_GRAPH: &str = "gralkor/access";
 /// Idempotent writes are retried on a lost connection, as reads are.
 const WRITE_RETRY: Backoff = Backoff::new(4, Duration::from_millis(50), Duration::from_secs(1));
 
-/// Relationships in the embedded FalkorDB graph [`ACCESS_GRAPH`] (or another one you
-/// name), evaluated with [`permits`]. Cheap to clone.
+/// Relationships in the embedded FalkorDB graph `ACCESS_GRAPH` (or another one you
+/// name), evaluated with `permits`. Cheap to clone.
 ///
 /// ```no_run
 /// # async fn run(db: gralkor::falkordb::FalkorDb) -> gralkor::Result<()> {
@@ -60,7 +60,7 @@ impl std::fmt::Debug for EmbeddedAuthorizer {
 }
 
 impl EmbeddedAuthorizer {
-    /// An authorizer keeping its relationships in [`ACCESS_GRAPH`] on `db`'s server.
+    /// An authorizer keeping its relationships in `ACCESS_GRAPH` on `db`'s server.
     pub fn new(db: FalkorDb) -> EmbeddedAuthorizer {
         EmbeddedAuthorizer::in_graph(db, ACCESS_GRAPH)
     }

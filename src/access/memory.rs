@@ -11,7 +11,7 @@ use super::model::{
 };
 use crate::Result;
 
-/// Relationships in a set, evaluated with [`permits`]: for the in-memory client and
+/// Relationships in a set, evaluated with `permits`: for the in-memory client and
 /// your tests. Cheap to share behind an `Arc`; every call sees every earlier write.
 ///
 /// ```

@@ -12,11 +12,11 @@
 //!   `delete = shared_by`.
 //!
 //! An [`Authorizer`] stores relationships and answers checks and lookups with exactly
-//! those semantics ([`permits`] is the one evaluator the gralkor-side authorizers
+//! those semantics (`permits` is the one evaluator the gralkor-side authorizers
 //! share). Two come with the crate:
 //!
 //! * [`EmbeddedAuthorizer`]: the relationships live in the same FalkorDB server as the
-//!   memory, in a graph of their own ([`ACCESS_GRAPH`]); gralkor evaluates them.
+//!   memory, in a graph of their own (`ACCESS_GRAPH`); gralkor evaluates them.
 //! * [`InMemoryAuthorizer`]: the same in a map, for the test twin and your tests.
 //!
 //! With the `spicedb` feature, `SpiceDbAuthorizer` puts them in a real SpiceDB: embedded

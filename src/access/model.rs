@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::{Error, Result};
 
 /// The schema, in SpiceDB's schema language: what the SpiceDB authorizer writes, and
-/// what the embedded and in-memory authorizers evaluate ([`permits`]).
+/// what the embedded and in-memory authorizers evaluate (`permits`).
 ///
 /// * `person`: a human.
 /// * `agent`: an AI agent, optionally owned by a person (`act_as = owner`).
@@ -234,7 +234,7 @@ impl fmt::Display for Permission {
 }
 
 /// One object: a type and an id (non-blank, no NUL, at most
-/// [`MAX_OBJECT_ID_BYTES`] bytes; otherwise any text, byte for byte).
+/// `MAX_OBJECT_ID_BYTES` bytes; otherwise any text, byte for byte).
 ///
 /// ```
 /// use gralkor::access::{ObjectRef, ObjectType};

@@ -1,7 +1,7 @@
 //! Readable presentations of search results: `memory_search`'s budgeted text and
-//! [`format_fact`] lines.
+//! `format_fact` lines.
 //!
-//! [`present_facts`] turns fact results into one readable text for a model:
+//! `present_facts` turns fact results into one readable text for a model:
 //!
 //! ```text
 //! Lens: jira

@@ -1,8 +1,8 @@
 //! Agent glue: what an agent's tools call.
 //!
 //! * [`memory_search`] — the `memory_search` tool: one fact search with the caller's
-//!   selectors, presented as budgeted readable text ([`format::present_facts`]).
-//! * [`format`](mod@format) — that presentation, and [`format_fact`](format::format_fact) lines
+//!   selectors, presented as budgeted readable text (`format::present_facts`).
+//! * [`format`](mod@format) — that presentation, and `format_fact` lines
 //!   with timestamps and sources.
 //! * [`turn`] — the canonical turn (user / behaviour / assistant) and converters from
 //!   OpenAI-style chat messages.
@@ -135,7 +135,7 @@ impl MemorySearch {
     }
 }
 
-/// Runs the `memory_search` tool: answers a blank query with [`BLANK_QUERY_NON_RESULT`]
+/// Runs the `memory_search` tool: answers a blank query with `BLANK_QUERY_NON_RESULT`
 /// without searching (and logs a warning), otherwise runs exactly one fact search with
 /// the selectors and returns the readable presentation. Search errors are returned as
 /// they are.
@@ -145,7 +145,7 @@ impl MemorySearch {
 /// `call.max_bytes` bytes. A budget too small for the answer is
 /// [`Error::BudgetTooSmall`](crate::Error::BudgetTooSmall) carrying the least budget that could do: for a blank query
 /// the non-result's size; before a search (no search runs when the budget cannot hold
-/// even [`NO_MATCHING_FACTS`](format::NO_MATCHING_FACTS)) the size of that shortest
+/// even `NO_MATCHING_FACTS`) the size of that shortest
 /// answer; after it, the size of the shortest complete presentation of what was found.
 /// A budget of zero is just the smallest budget too small.
 ///

@@ -5,7 +5,7 @@
 //! * `memory_recall {query, limit, scope}`: one node search and one fact search over
 //!   every accessible Destination, run concurrently; facts deduplicated and ranked by
 //!   recency (newest `created_at` first), then entities in retrieval order; at most
-//!   `limit` (default 10, 1 to 200) in all. Facts are [`format_fact`] lines, entities
+//!   `limit` (default 10, 1 to 200) in all. Facts are `format_fact` lines, entities
 //!   `- <name>: <summary>`.
 //! * `memory_store {content, source_description, involves, group_id, longTerm}`: a
 //!   background write ([`Client::memory_add`]) of a document described

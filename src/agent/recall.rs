@@ -1,7 +1,7 @@
 //! Recall: one fact search across the operator's accessible Destinations, rendered as
 //! an untrusted memory block for the agent's context, within a deadline.
 //!
-//! The block is byte-exact (each fact a [`format_fact`] line, timestamps normalised):
+//! The block is byte-exact (each fact a `format_fact` line, timestamps normalised):
 //!
 //! ```text
 //! <gralkor-memory trust="untrusted">
@@ -180,7 +180,7 @@ pub fn memory_block(body: &str) -> String {
     format!("{BLOCK_OPEN}\n{body}\n\n{FURTHER_SEARCH}\n{BLOCK_CLOSE}")
 }
 
-/// The block presenting these results' facts ([`format_fact`] lines, in order;
+/// The block presenting these results' facts (`format_fact` lines, in order;
 /// results that are not facts are ignored).
 pub fn render_block(results: &[SearchResult]) -> String {
     let lines: Vec<String> = results

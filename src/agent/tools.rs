@@ -6,13 +6,13 @@
 //!   build-indices and build-communities tools, whose descriptions say **DO NOT CALL
 //!   unless the user asked**.
 //! * [`call_tool`] runs one tool call: the model's JSON arguments (read into
-//!   [`MemorySearchArgs`], [`MemoryAddArgs`], [`BuildCommunitiesArgs`]; unknown fields
+//!   `MemorySearchArgs`, `MemoryAddArgs`, [`BuildCommunitiesArgs`]; unknown fields
 //!   are refused) plus a [`ToolContext`] the harness supplies (operator, session,
 //!   ingestion Lens, byte budget — never the model).
 //!   * `memory_search`: the existing presentation ([`memory_search`]):
-//!     a blank query answers [`BLANK_QUERY_NON_RESULT`](super::BLANK_QUERY_NON_RESULT)
+//!     a blank query answers `BLANK_QUERY_NON_RESULT`
 //!     without searching; the budget is checked before the search.
-//!   * `memory_add`: validated now, acknowledged at once with [`INGESTING`], written in
+//!   * `memory_add`: validated now, acknowledged at once with `INGESTING`, written in
 //!     the background by [`Client::memory_add`] (through the context's Lens, or
 //!     directly to `personal`); a background failure is logged, and
 //!     [`Client::await_background_writes`] waits for it.

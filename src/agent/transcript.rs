@@ -11,8 +11,8 @@
 //! [`MemoryFilter::scrub`] drops:
 //!
 //! * every injected memory block — the recall block
-//!   `<gralkor-memory …>…</gralkor-memory>` ([`MEMORY_BLOCK_OPEN`] …
-//!   [`MEMORY_BLOCK_CLOSE`]) and any further block configured with
+//!   `<gralkor-memory …>…</gralkor-memory>` (`MEMORY_BLOCK_OPEN` …
+//!   `MEMORY_BLOCK_CLOSE`) and any further block configured with
 //!   [`MemoryFilter::block`] (an auto-recall block such as
 //!   `<relevant-memories>…</relevant-memories>`) — wherever it appears in a user or
 //!   assistant message; an opening marker with no closing one drops the rest of the

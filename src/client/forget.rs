@@ -14,11 +14,11 @@ use tracing::Instrument;
 
 use uuid::Uuid;
 
-use super::in_memory::Call;
 use super::memory::MemoryClient;
 use crate::access::{ObjectRef, ObjectType, Permission, Relation, RelationshipFilter, Subject};
 use crate::destination::PERSONAL;
-use crate::storage::{OperatorId, Storage};
+use crate::runtime::Snapshot;
+use crate::storage::{GraphId, OperatorId, Storage};
 use crate::{Error, Result};
 
 /// Purge everything of one operator: their `personal` graph (episodes, facts,
@@ -180,16 +180,46 @@ impl ClearDestination {
     }
 }
 
+impl PurgeOperator {
+    /// The operator's `personal` graph: what the purge deletes.
+    pub(super) fn graph(&self, snapshot: &Snapshot) -> Result<GraphId> {
+        snapshot
+            .destination("destination", PERSONAL)?
+            .graph_id(&self.operator_id)
+    }
+}
+
+impl PurgeSession {
+    /// Checks the session id; every distinct graph the operator's Destinations
+    /// resolve to (where the session's episodes may be).
+    pub(super) fn graphs(&self, snapshot: &Snapshot) -> Result<Vec<GraphId>> {
+        crate::storage::check_session_id("session_id", &self.session_id)?;
+        let mut graphs: Vec<GraphId> = Vec::new();
+        for d in snapshot.destinations() {
+            let g = d.graph_id(&self.operator_id)?;
+            if !graphs.contains(&g) {
+                graphs.push(g);
+            }
+        }
+        Ok(graphs)
+    }
+}
+
+impl ClearDestination {
+    /// The Destination's graph for the operator: what is cleared.
+    pub(super) fn graph(&self, snapshot: &Snapshot) -> Result<GraphId> {
+        snapshot
+            .destination("destination", &self.destination)?
+            .graph_id(&self.operator_id)
+    }
+}
+
 impl<S: Storage> MemoryClient<S> {
     /// [`Client::purge_operator`](super::Client::purge_operator) (see [`PurgeOperator`]).
     pub(crate) async fn purge_operator(&self, request: &PurgeOperator) -> Result<PurgeReport> {
         self.open_for_purge()?;
         let snapshot = crate::client::Client::runtime(self).snapshot();
-        let graph = snapshot
-            .destination("destination", PERSONAL)?
-            .graph_id(&request.operator_id)?;
-        hooked!(self, Call::PurgeOperator(request.clone()), PurgeOperator, {
-        });
+        let graph = request.graph(&snapshot)?;
         let span = tracing::info_span!("gralkor.purge_operator");
         async {
             // Background writes accepted before the purge land first, so none
@@ -251,16 +281,8 @@ impl<S: Storage> MemoryClient<S> {
     /// [`Client::purge_session`](super::Client::purge_session) (see [`PurgeSession`]).
     pub(crate) async fn purge_session(&self, request: &PurgeSession) -> Result<SessionPurgeReport> {
         self.open_for_purge()?;
-        crate::storage::check_session_id("session_id", &request.session_id)?;
         let snapshot = crate::client::Client::runtime(self).snapshot();
-        let mut graphs: Vec<crate::storage::GraphId> = Vec::new();
-        for d in snapshot.destinations() {
-            let g = d.graph_id(&request.operator_id)?;
-            if !graphs.contains(&g) {
-                graphs.push(g);
-            }
-        }
-        hooked!(self, Call::PurgeSession(request.clone()), PurgeSession, {});
+        let graphs = request.graphs(&snapshot)?;
         let span = tracing::info_span!("gralkor.purge_session", session = %request.session_id);
         async {
             crate::client::Client::await_background_writes(self).await;
@@ -321,15 +343,7 @@ impl<S: Storage> MemoryClient<S> {
     ) -> Result<PurgeReport> {
         self.open_for_purge()?;
         let snapshot = crate::client::Client::runtime(self).snapshot();
-        let graph = snapshot
-            .destination("destination", &request.destination)?
-            .graph_id(&request.operator_id)?;
-        hooked!(
-            self,
-            Call::ClearDestination(request.clone()),
-            ClearDestination,
-            {}
-        );
+        let graph = request.graph(&snapshot)?;
         let span = tracing::info_span!("gralkor.clear_destination", graph = graph.as_str());
         async {
             crate::client::Client::await_background_writes(self).await;

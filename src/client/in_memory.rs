@@ -1,9 +1,12 @@
-//! [`InMemoryClient`]: the client logic over [`InMemoryStorage`], with the twin's
-//! recording and canned responses.
+//! [`InMemoryClient`]: the test twin. A wrapper around the client logic over
+//! [`InMemoryStorage`] that records every call that passed validation and serves
+//! canned responses, then delegates; the client logic itself knows nothing of it.
 
+use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
-use super::SearchResult;
+use async_trait::async_trait;
+
 use super::forget::{
     ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport,
 };
@@ -11,11 +14,17 @@ use super::memory::MemoryClient;
 use super::request::{
     BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace, Search,
 };
+use super::status::Status;
 use super::status::StatusRequest;
+use super::validate::{
+    validate_build_communities, validate_episode_ref, validate_extract_pending, validate_ingest,
+    validate_memory_add, validate_replace, validate_search,
+};
+use super::{Client, ReflectOptions, SearchResult};
 use crate::Result;
 use crate::lens::{Ingest, IngestedRepresentation};
 use crate::reflection::runner::Invocation;
-use crate::runtime::{Runtime, RuntimeConfig};
+use crate::runtime::{Runtime, RuntimeConfig, Snapshot};
 use crate::storage::{CommunityCounts, EpisodeRecord, InMemoryStorage};
 
 /// One recorded call of an [`InMemoryClient`], with its exact arguments.
@@ -95,33 +104,50 @@ pub enum Canned {
     Reflect(Result<String>),
 }
 
-/// The twin's hook: the calls that passed validation and the queued answers.
+/// The twin's recording: the calls that passed validation and the queued answers.
 #[derive(Debug, Default)]
-pub(super) struct Recorder {
+struct Recorder {
     calls: Mutex<Vec<Call>>,
     canned: Mutex<Vec<Canned>>,
 }
 
 impl Recorder {
-    pub(super) fn record(&self, call: Call) {
+    fn record(&self, call: Call) {
         self.calls
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(call);
     }
 
-    pub(super) fn take(&self, wanted: impl Fn(&Canned) -> bool) -> Option<Canned> {
+    fn take(&self, wanted: impl Fn(&Canned) -> bool) -> Option<Canned> {
         let mut canned = self.canned.lock().unwrap_or_else(|p| p.into_inner());
         let at = canned.iter().position(wanted)?;
         Some(canned.remove(at))
     }
 }
 
+/// Records a validated call, and returns the first queued canned response of its
+/// operation when there is one.
+macro_rules! recorded {
+    ($self:ident, $call:expr, $variant:ident) => {
+        $self.twin.record($call);
+        if let Some(Canned::$variant(canned)) =
+            $self.twin.take(|c| matches!(c, Canned::$variant(_)))
+        {
+            return canned;
+        }
+    };
+}
+
 /// The in-memory twin of the native client, for consumers' tests: the same client
 /// logic ([`MemoryClient`]) over [`InMemoryStorage`] (no extraction, no network), so
-/// it validates exactly as the native client does; it also records every call that
-/// passed validation and can be given canned responses. Invalid calls are rejected
-/// before they are recorded.
+/// it validates exactly as the native client does, wrapped in a recorder: every call
+/// that passed validation is recorded ([`calls`](Self::calls)) and may be answered
+/// by a canned response ([`respond`](Self::respond)) instead of the storage. Invalid
+/// calls are rejected before they are recorded. It dereferences to the wrapped
+/// [`MemoryClient`] for the methods only a concrete client has
+/// ([`storage`](MemoryClient::storage), [`drain_on_shutdown`](MemoryClient::drain_on_shutdown), …);
+/// calls made there are not recorded. Clones share the recording and the memory.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
@@ -151,15 +177,27 @@ impl Recorder {
 /// ]);
 /// # Ok(()) }
 /// ```
-pub type InMemoryClient = MemoryClient<InMemoryStorage>;
+#[derive(Debug, Clone)]
+pub struct InMemoryClient {
+    client: MemoryClient<InMemoryStorage>,
+    twin: Arc<Recorder>,
+}
 
-impl Default for MemoryClient<InMemoryStorage> {
+impl Default for InMemoryClient {
     fn default() -> Self {
         InMemoryClient::new()
     }
 }
 
-impl MemoryClient<InMemoryStorage> {
+impl Deref for InMemoryClient {
+    type Target = MemoryClient<InMemoryStorage>;
+
+    fn deref(&self) -> &MemoryClient<InMemoryStorage> {
+        &self.client
+    }
+}
+
+impl InMemoryClient {
     /// A twin with only the packaged Destinations and Lens.
     pub fn new() -> InMemoryClient {
         InMemoryClient::with_runtime(Runtime::packaged())
@@ -172,21 +210,38 @@ impl MemoryClient<InMemoryStorage> {
 
     /// A twin holding `runtime`.
     pub fn with_runtime(runtime: Runtime) -> InMemoryClient {
-        MemoryClient::build(
-            runtime,
-            Arc::new(InMemoryStorage::new()),
-            Some(Recorder::default()),
-        )
+        InMemoryClient {
+            client: MemoryClient::with_storage(runtime, InMemoryStorage::new()),
+            twin: Arc::default(),
+        }
     }
 
-    fn twin(&self) -> &Recorder {
-        self.recorder()
-            .expect("an in-memory client is always built with its recorder")
+    /// The twin with `authorizer` enforced (see [`MemoryClient::with_authorizer`]).
+    pub fn with_authorizer(
+        self,
+        authorizer: Arc<dyn crate::access::Authorizer>,
+    ) -> Result<InMemoryClient> {
+        Ok(InMemoryClient {
+            client: self.client.with_authorizer(authorizer)?,
+            twin: self.twin,
+        })
+    }
+
+    /// The twin answering Reflections with `model` when a submission names none (see
+    /// [`MemoryClient::with_language_model`]).
+    pub fn with_language_model(
+        self,
+        model: Arc<dyn crate::llm::LanguageModel>,
+    ) -> Result<InMemoryClient> {
+        Ok(InMemoryClient {
+            client: self.client.with_language_model(model)?,
+            twin: self.twin,
+        })
     }
 
     /// Every call that passed validation so far, in order.
     pub fn calls(&self) -> Vec<Call> {
-        self.twin()
+        self.twin
             .calls
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -195,7 +250,7 @@ impl MemoryClient<InMemoryStorage> {
 
     /// Queues a canned response for the next valid call of its operation.
     pub fn respond(&self, canned: Canned) {
-        self.twin()
+        self.twin
             .canned
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -205,12 +260,176 @@ impl MemoryClient<InMemoryStorage> {
     /// Clears recorded calls, canned responses and stored memory (the runtime
     /// configuration stays).
     pub fn reset(&self) {
-        let twin = self.twin();
-        twin.calls.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        twin.canned
+        self.twin
+            .calls
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
-        self.storage().clear();
+        self.twin
+            .canned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.client.storage().clear();
+    }
+
+    /// [`Client::ingest`] against a given snapshot (the capture buffer's frozen one),
+    /// recorded.
+    pub(crate) async fn ingest_in(
+        &self,
+        snapshot: &Snapshot,
+        request: &Ingest,
+    ) -> Result<Vec<IngestedRepresentation>> {
+        self.client.open()?;
+        validate_ingest(request, snapshot)?;
+        recorded!(self, Call::Ingest(request.clone()), Ingest);
+        self.client.ingest_with(snapshot, request).await
+    }
+}
+
+#[async_trait]
+impl Client for InMemoryClient {
+    fn runtime(&self) -> &Runtime {
+        Client::runtime(&self.client)
+    }
+
+    async fn ingest(&self, request: &Ingest) -> Result<Vec<IngestedRepresentation>> {
+        self.ingest_in(&self.runtime().snapshot(), request).await
+    }
+
+    async fn replace(&self, request: &Replace) -> Result<()> {
+        self.client.open()?;
+        let snapshot = self.runtime().snapshot();
+        validate_replace(request, &snapshot)?;
+        recorded!(self, Call::Replace(request.clone()), Replace);
+        self.client.replace_with(&snapshot, request).await
+    }
+
+    async fn search(&self, request: &Search) -> Result<Vec<SearchResult>> {
+        self.client.open()?;
+        let snapshot = self.runtime().snapshot();
+        validate_search(request, &snapshot)?;
+        recorded!(self, Call::Search(request.clone()), Search);
+        self.client.search_with(&snapshot, request).await
+    }
+
+    async fn memory_add(&self, request: &MemoryAdd) -> Result<()> {
+        self.client.open()?;
+        let snapshot = self.runtime().snapshot();
+        validate_memory_add(request, &snapshot)?;
+        recorded!(self, Call::MemoryAdd(request.clone()), MemoryAdd);
+        self.client.memory_add_with(&snapshot, request).await
+    }
+
+    async fn await_background_writes(&self) {
+        self.client.await_background_writes().await;
+    }
+
+    async fn get_episode(&self, request: &EpisodeRef) -> Result<Option<EpisodeRecord>> {
+        self.client.open()?;
+        let snapshot = self.runtime().snapshot();
+        validate_episode_ref(request, &snapshot)?;
+        recorded!(self, Call::GetEpisode(request.clone()), GetEpisode);
+        self.client.get_episode_with(&snapshot, request).await
+    }
+
+    async fn remove_episode(&self, request: &EpisodeRef) -> Result<bool> {
+        self.client.open()?;
+        let snapshot = self.runtime().snapshot();
+        validate_episode_ref(request, &snapshot)?;
+        recorded!(self, Call::RemoveEpisode(request.clone()), RemoveEpisode);
+        self.client.remove_episode_with(&snapshot, request).await
+    }
+
+    async fn build_indices(&self) -> Result<()> {
+        self.client.open()?;
+        recorded!(self, Call::BuildIndices, BuildIndices);
+        self.client.build_indices().await
+    }
+
+    async fn build_communities(&self, request: &BuildCommunities) -> Result<CommunityCounts> {
+        self.client.open()?;
+        let snapshot = self.runtime().snapshot();
+        validate_build_communities(request, &snapshot)?;
+        recorded!(
+            self,
+            Call::BuildCommunities(request.clone()),
+            BuildCommunities
+        );
+        self.client.build_communities_with(&snapshot, request).await
+    }
+
+    async fn status_of(&self, request: &StatusRequest) -> Status {
+        self.twin.record(Call::Status(request.clone()));
+        Client::status_of(&self.client, request).await
+    }
+
+    async fn purge_operator(&self, request: &PurgeOperator) -> Result<PurgeReport> {
+        self.client.open()?;
+        request.graph(&self.runtime().snapshot())?;
+        recorded!(self, Call::PurgeOperator(request.clone()), PurgeOperator);
+        Client::purge_operator(&self.client, request).await
+    }
+
+    async fn purge_session(&self, request: &PurgeSession) -> Result<SessionPurgeReport> {
+        self.client.open()?;
+        request.graphs(&self.runtime().snapshot())?;
+        recorded!(self, Call::PurgeSession(request.clone()), PurgeSession);
+        Client::purge_session(&self.client, request).await
+    }
+
+    async fn clear_destination(&self, request: &ClearDestination) -> Result<PurgeReport> {
+        self.client.open()?;
+        request.graph(&self.runtime().snapshot())?;
+        recorded!(
+            self,
+            Call::ClearDestination(request.clone()),
+            ClearDestination
+        );
+        Client::clear_destination(&self.client, request).await
+    }
+
+    async fn extract_pending(
+        &self,
+        request: &ExtractPending,
+    ) -> Result<Vec<DestinationExtraction>> {
+        self.client.open()?;
+        validate_extract_pending(request, &self.runtime().snapshot())?;
+        recorded!(self, Call::ExtractPending(request.clone()), ExtractPending);
+        Client::extract_pending(&self.client, request).await
+    }
+
+    async fn reflect(
+        &self,
+        name: &str,
+        invocation: Invocation,
+        options: ReflectOptions,
+    ) -> Result<String> {
+        self.client.open()?;
+        let snapshot = self.runtime().snapshot();
+        self.client
+            .admit_reflection(&snapshot, name, &invocation, &options)?;
+        // A canned submission runs nothing, writes nothing and calls nothing back.
+        recorded!(
+            self,
+            Call::Reflect {
+                name: name.to_string(),
+                invocation: invocation.clone(),
+            },
+            Reflect
+        );
+        Client::reflect(&self.client, name, invocation, options).await
+    }
+
+    async fn await_reflections(&self) {
+        self.client.await_reflections().await;
+    }
+
+    fn capture_sink(&self) -> Option<Arc<dyn super::CaptureSink>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        self.client.shutdown().await
     }
 }

@@ -17,7 +17,6 @@ use super::door::Entry;
 use super::forget::{
     ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport,
 };
-use super::in_memory::{Call, Recorder};
 use super::request::{
     BuildCommunities, DestinationExtraction, EpisodeRef, ExtractPending, MemoryAdd, Replace, Search,
 };
@@ -28,6 +27,7 @@ use super::validate::{
 };
 use crate::access::Authorizer;
 use crate::lens::{Ingest, IngestedRepresentation, Lens};
+use crate::llm::LanguageModel;
 use crate::ontology::Ontology;
 use crate::provenance::Writer;
 use crate::runtime::{Runtime, Snapshot};
@@ -60,8 +60,12 @@ struct Inner<S> {
     /// Set by the first shutdown, before its drains run.
     stopping: AtomicBool,
     closed: AtomicBool,
-    /// The test twin's recording and canned responses (`None` for every other client).
-    recorder: Option<Recorder>,
+    /// The language model a Reflection's chain of thought is answered with when the
+    /// submission names none (the native client's extraction model).
+    language_model: OnceLock<Arc<dyn LanguageModel>>,
+    /// The FalkorDB server a capture buffer over this client keeps accepted turns in
+    /// (the native client's).
+    durable_capture: Option<crate::falkordb::FalkorDb>,
     /// Admitted Reflection invocations, stopped without callbacks at shutdown.
     reflections: super::reflect::Work,
     /// The authorizer, when one is configured (see `authorize.rs`).
@@ -111,13 +115,14 @@ impl<S: Storage> MemoryClient<S> {
     /// assert!(client.runtime().snapshot().lens("lens", "personal-chat").is_ok());
     /// ```
     pub fn with_storage(runtime: Runtime, storage: S) -> MemoryClient<S> {
-        MemoryClient::build(runtime, Arc::new(storage), None)
+        MemoryClient::build(runtime, Arc::new(storage), None, None)
     }
 
     pub(super) fn build(
         runtime: Runtime,
         storage: Arc<S>,
-        recorder: Option<Recorder>,
+        language_model: Option<Arc<dyn LanguageModel>>,
+        durable_capture: Option<crate::falkordb::FalkorDb>,
     ) -> MemoryClient<S> {
         MemoryClient {
             inner: Arc::new(Inner {
@@ -127,7 +132,8 @@ impl<S: Storage> MemoryClient<S> {
                 drains: Mutex::new(Vec::new()),
                 stopping: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
-                recorder,
+                language_model: language_model.map(OnceLock::from).unwrap_or_default(),
+                durable_capture,
                 reflections: Default::default(),
                 access: OnceLock::new(),
                 failures: Mutex::new(BackgroundFailures::default()),
@@ -167,6 +173,36 @@ impl<S: Storage> MemoryClient<S> {
         Ok(self)
     }
 
+    /// Answers Reflections with `model` when a submission names none
+    /// ([`ReflectOptions::model`](super::ReflectOptions::model)). The native client
+    /// sets its extraction model when it is built; a second model is an error.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use gralkor::client::{MemoryClient};
+    /// use gralkor::llm::doubles::ScriptedModel;
+    /// use gralkor::runtime::Runtime;
+    /// use gralkor::storage::InMemoryStorage;
+    ///
+    /// let client = MemoryClient::with_storage(Runtime::packaged(), InMemoryStorage::new())
+    ///     .with_language_model(Arc::new(ScriptedModel::new()))?;
+    /// assert!(client.language_model().is_some());
+    /// # Ok::<(), gralkor::Error>(())
+    /// ```
+    pub fn with_language_model(self, model: Arc<dyn LanguageModel>) -> Result<Self> {
+        self.inner
+            .language_model
+            .set(model)
+            .map_err(|_| Error::invalid("language_model", "is already set on this client"))?;
+        Ok(self)
+    }
+
+    /// The language model Reflections are answered with when a submission names
+    /// none.
+    pub fn language_model(&self) -> Option<Arc<dyn LanguageModel>> {
+        self.inner.language_model.get().cloned()
+    }
+
     /// The authorizer, when one is configured.
     pub fn authorizer(&self) -> Option<&Arc<dyn Authorizer>> {
         self.inner.access.get().map(Access::authorizer)
@@ -177,12 +213,13 @@ impl<S: Storage> MemoryClient<S> {
         &self.inner.storage
     }
 
-    pub(super) fn reflections(&self) -> &super::reflect::Work {
-        &self.inner.reflections
+    /// Where a capture buffer over this client keeps accepted turns durably.
+    pub(super) fn durable_capture(&self) -> Option<&crate::falkordb::FalkorDb> {
+        self.inner.durable_capture.as_ref()
     }
 
-    pub(super) fn recorder(&self) -> Option<&Recorder> {
-        self.inner.recorder.as_ref()
+    pub(super) fn reflections(&self) -> &super::reflect::Work {
+        &self.inner.reflections
     }
 
     /// Registers `drain` to run at the start of [`Client::shutdown`], while this
@@ -224,7 +261,7 @@ impl<S: Storage> MemoryClient<S> {
         self.inner.closed.load(Ordering::Acquire)
     }
 
-    fn open(&self) -> Result<()> {
+    pub(super) fn open(&self) -> Result<()> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed {
                 what: "this memory client".into(),
@@ -312,7 +349,7 @@ impl<S: Storage> MemoryClient<S> {
     ) -> Result<Vec<IngestedRepresentation>> {
         self.open()?;
         let lens = validate_ingest(request, snapshot)?.clone();
-        hooked!(self, Call::Ingest(request.clone()), Ingest, {
+        {
             let graph = lens_graph(snapshot, &lens, &request.operator_id)?;
             let entry = Entry::new(request.subject.as_ref(), &request.operator_id, graph)
                 .involves(&request.involves);
@@ -320,14 +357,14 @@ impl<S: Storage> MemoryClient<S> {
             door.run_process(lens, request)
                 .instrument(tracing::info_span!("gralkor.ingest", lens = %request.lens))
                 .await
-        })
+        }
     }
 
     /// [`Client::replace`] against a given snapshot: through the door.
     pub(crate) async fn replace_with(&self, snapshot: &Snapshot, request: &Replace) -> Result<()> {
         self.open()?;
         let lens = validate_replace(request, snapshot)?;
-        hooked!(self, Call::Replace(request.clone()), Replace, {
+        {
             let graph = lens_graph(snapshot, lens, &request.operator_id)?;
             let door = self
                 .door(Entry::new(
@@ -339,7 +376,7 @@ impl<S: Storage> MemoryClient<S> {
             door.replace_graph(lens.name(), &request.graph)
                 .instrument(tracing::info_span!("gralkor.replace", lens = %lens.name()))
                 .await
-        })
+        }
     }
 
     /// [`Client::search`] against a given snapshot: one storage call for every
@@ -351,7 +388,7 @@ impl<S: Storage> MemoryClient<S> {
     ) -> Result<Vec<SearchResult>> {
         self.open()?;
         let plan = validate_search(request, snapshot)?;
-        hooked!(self, Call::Search(request.clone()), Search, {
+        {
             let span = tracing::info_span!(
                 "gralkor.search",
                 result_type = plan.query.result_type.as_str(),
@@ -397,7 +434,7 @@ impl<S: Storage> MemoryClient<S> {
                 }
             }
             Ok(results)
-        })
+        }
     }
 
     /// [`Client::memory_add`] against a given snapshot: validates, resolves and
@@ -417,7 +454,7 @@ impl<S: Storage> MemoryClient<S> {
         let entry = Entry::new(request.subject.as_ref(), &request.operator_id, graph)
             .involves(&request.involves);
         let door = self.door(entry).await?;
-        hooked!(self, Call::MemoryAdd(request.clone()), MemoryAdd, {
+        {
             let request = request.clone();
             let client = self.clone();
             let task = async move {
@@ -467,7 +504,7 @@ impl<S: Storage> MemoryClient<S> {
             while set.try_join_next().is_some() {}
             set.spawn(task);
             Ok(())
-        })
+        }
     }
 
     /// [`Client::get_episode`] against a given snapshot.
@@ -478,7 +515,7 @@ impl<S: Storage> MemoryClient<S> {
     ) -> Result<Option<EpisodeRecord>> {
         self.open()?;
         let t = validate_episode_ref(request, snapshot)?;
-        hooked!(self, Call::GetEpisode(request.clone()), GetEpisode, {
+        {
             if let Some((access, subject)) = self.guard(request.subject.as_ref())? {
                 let op = &request.operator_id;
                 if !access.may_view(subject, op, &t.graph, request.uuid).await? {
@@ -486,7 +523,7 @@ impl<S: Storage> MemoryClient<S> {
                 }
             }
             self.inner.storage.get_episode(&t.graph, request.uuid).await
-        })
+        }
     }
 
     /// [`Client::remove_episode`] against a given snapshot.
@@ -497,7 +534,7 @@ impl<S: Storage> MemoryClient<S> {
     ) -> Result<bool> {
         self.open()?;
         let t = validate_episode_ref(request, snapshot)?;
-        hooked!(self, Call::RemoveEpisode(request.clone()), RemoveEpisode, {
+        {
             let guard = self.guard(request.subject.as_ref())?;
             if let Some((access, subject)) = guard {
                 access.may_delete(subject, request.uuid).await?;
@@ -512,7 +549,7 @@ impl<S: Storage> MemoryClient<S> {
                 access.forget_fragment(request.uuid).await?;
             }
             Ok(removed)
-        })
+        }
     }
 
     /// [`Client::build_communities`] against a given snapshot: through the door
@@ -524,23 +561,18 @@ impl<S: Storage> MemoryClient<S> {
     ) -> Result<CommunityCounts> {
         self.open()?;
         let t = validate_build_communities(request, snapshot)?;
-        hooked!(
-            self,
-            Call::BuildCommunities(request.clone()),
-            BuildCommunities,
-            {
-                let door = self
-                    .door(Entry::new(
-                        request.subject.as_ref(),
-                        &request.operator_id,
-                        t.graph,
-                    ))
-                    .await?;
-                door.build_communities()
-                    .instrument(tracing::info_span!("gralkor.build_communities"))
-                    .await
-            }
-        )
+        {
+            let door = self
+                .door(Entry::new(
+                    request.subject.as_ref(),
+                    &request.operator_id,
+                    t.graph,
+                ))
+                .await?;
+            door.build_communities()
+                .instrument(tracing::info_span!("gralkor.build_communities"))
+                .await
+        }
     }
 
     /// [`Client::extract_pending`]: through the door, one Destination after another.
@@ -551,47 +583,42 @@ impl<S: Storage> MemoryClient<S> {
         self.open()?;
         let snapshot = self.runtime().snapshot();
         let targets = validate_extract_pending(request, &snapshot)?;
-        hooked!(
-            self,
-            Call::ExtractPending(request.clone()),
-            ExtractPending,
-            {
-                // Every Destination is authorized before any is extracted: a named one
-                // the subject may not contribute to refuses the request; without names,
-                // only those the subject may contribute to are extracted.
-                let mut doors = Vec::with_capacity(targets.len());
-                for t in targets {
-                    let entry = Entry::new(request.subject.as_ref(), &request.operator_id, t.graph);
-                    match self.door(entry).await {
-                        Ok(door) => doors.push((t.destination, door)),
-                        Err(Error::PermissionDenied { .. }) if request.destinations.is_empty() => {}
-                        Err(e) => return Err(e),
-                    }
+        {
+            // Every Destination is authorized before any is extracted: a named one
+            // the subject may not contribute to refuses the request; without names,
+            // only those the subject may contribute to are extracted.
+            let mut doors = Vec::with_capacity(targets.len());
+            for t in targets {
+                let entry = Entry::new(request.subject.as_ref(), &request.operator_id, t.graph);
+                match self.door(entry).await {
+                    Ok(door) => doors.push((t.destination, door)),
+                    Err(Error::PermissionDenied { .. }) if request.destinations.is_empty() => {}
+                    Err(e) => return Err(e),
                 }
-                // Each Lens's episodes are extracted with that Lens's ontology.
-                let ontologies: BTreeMap<String, Ontology> = snapshot
-                    .lenses()
-                    .iter()
-                    .filter_map(|l| {
-                        Some((
-                            Writer::Lens(l.name().to_string()).key(),
-                            l.ontology()?.clone(),
-                        ))
-                    })
-                    .collect();
-                let mut out = Vec::with_capacity(doors.len());
-                for (destination, door) in doors {
-                    let report = door
+            }
+            // Each Lens's episodes are extracted with that Lens's ontology.
+            let ontologies: BTreeMap<String, Ontology> = snapshot
+                .lenses()
+                .iter()
+                .filter_map(|l| {
+                    Some((
+                        Writer::Lens(l.name().to_string()).key(),
+                        l.ontology()?.clone(),
+                    ))
+                })
+                .collect();
+            let mut out = Vec::with_capacity(doors.len());
+            for (destination, door) in doors {
+                let report = door
                     .extract_pending(&ontologies)
                     .instrument(
                         tracing::info_span!("gralkor.extract_pending", destination = %destination),
                     )
                     .await?;
-                    out.push(DestinationExtraction::new(destination, report));
-                }
-                Ok(out)
+                out.push(DestinationExtraction::new(destination, report));
             }
-        )
+            Ok(out)
+        }
     }
 
     async fn drain_background(&self) {
@@ -665,13 +692,13 @@ impl<S: Storage> Client for MemoryClient<S> {
 
     async fn build_indices(&self) -> Result<()> {
         self.open()?;
-        hooked!(self, Call::BuildIndices, BuildIndices, {
+        {
             self.inner
                 .storage
                 .build_indices()
                 .instrument(tracing::info_span!("gralkor.build_indices"))
                 .await
-        })
+        }
     }
 
     async fn build_communities(&self, request: &BuildCommunities) -> Result<CommunityCounts> {
@@ -717,6 +744,10 @@ impl<S: Storage> Client for MemoryClient<S> {
 
     async fn await_reflections(&self) {
         self.drain_reflections().await;
+    }
+
+    fn capture_sink(&self) -> Option<Arc<dyn super::CaptureSink>> {
+        Some(Arc::new(self.clone()))
     }
 
     async fn shutdown(&self) -> Result<()> {

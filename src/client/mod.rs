@@ -16,9 +16,9 @@
 //!   rule are checked when they are made ([`OperatorId`], [`GraphId`]).
 //! * One implementation: [`MemoryClient`] is the client logic over a storage;
 //!   [`NativeClient`] is it over the [native storage](crate::NativeStorage)
-//!   (FalkorDB and the engine), [`InMemoryClient`] over the
-//!   [in-memory storage](crate::storage::InMemoryStorage), plus the twin's recording
-//!   and canned responses, which hook in after validation.
+//!   (FalkorDB and the engine); [`InMemoryClient`] wraps it over the
+//!   [in-memory storage](crate::storage::InMemoryStorage) with the twin's recording
+//!   and canned responses (after validation, before it delegates).
 //!
 //! Both clients are checked by one contract suite (`tests/client/contract/`).
 //!
@@ -42,23 +42,8 @@
 //! # Ok(()) }
 //! ```
 
-/// Runs the twin's hook for a validated request: records it and answers with a
-/// canned response when one is queued.
-macro_rules! hooked {
-    ($self:ident, $call:expr, $variant:ident, $real:expr) => {{
-        if let Some(recorder) = $self.recorder() {
-            recorder.record($call);
-            if let Some(crate::client::Canned::$variant(canned)) =
-                recorder.take(|c| matches!(c, crate::client::Canned::$variant(_)))
-            {
-                return canned;
-            }
-        }
-        $real
-    }};
-}
-
 mod authorize;
+mod capture_sink;
 pub(crate) use memory::lens_graph;
 mod door;
 pub(crate) use door::Entry;
@@ -75,6 +60,9 @@ pub(crate) mod validate;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+/// Public at `agent::capture::CaptureSink`, its one documented path.
+#[doc(hidden)]
+pub use capture_sink::CaptureSink;
 pub use drain::{Drain, Held};
 pub use forget::{ClearDestination, PurgeOperator, PurgeReport, PurgeSession, SessionPurgeReport};
 pub use in_memory::{Call, Canned, InMemoryClient};
@@ -423,8 +411,9 @@ pub trait Client: Send + Sync {
     /// Checked before the id is returned, nothing run otherwise: as
     /// [`Error::InvalidInput`](crate::Error::InvalidInput), a non-blank invocation id
     /// without NUL, a declared or packaged Reflection, the options and a model to
-    /// answer with (the options' inference or model, else the storage's); with an
-    /// authorizer, the invocation's subject
+    /// answer with (the options' inference or model, else the client's:
+    /// [`MemoryClient::language_model`](crate::client::MemoryClient::language_model));
+    /// with an authorizer, the invocation's subject
     /// ([`Invocation::subject`](crate::reflection::runner::Invocation::subject)) is
     /// required and needs `contribute` on the Destination the artefact goes to
     /// ([`Error::PermissionDenied`](crate::Error::PermissionDenied)). It is checked
@@ -481,6 +470,27 @@ pub trait Client: Send + Sync {
     /// Waits until every Reflection invocation submitted so far has ended (for tests
     /// and graceful shutdown). The default body has none to wait for.
     async fn await_reflections(&self) {}
+
+    /// What a capture buffer built on this client writes through, so one is built
+    /// from an `Arc<dyn Client>`
+    /// ([`CaptureBuffer::for_client`](crate::agent::capture::CaptureBuffer::for_client)):
+    /// the client itself for both clients (the native one keeps accepted turns in its
+    /// FalkorDB server). The default body has none: the client takes no captured
+    /// turns.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use gralkor::client::{Client, InMemoryClient};
+    ///
+    /// let client: Arc<dyn Client> = Arc::new(InMemoryClient::new());
+    /// let sink = client.capture_sink().expect("the twin takes captured turns");
+    /// assert!(sink.capture_server().is_none()); // kept in memory
+    /// # Ok(()) }
+    /// ```
+    fn capture_sink(&self) -> Option<std::sync::Arc<dyn CaptureSink>> {
+        None
+    }
 
     /// Drains what was registered to be written first (a capture buffer's accepted
     /// turns: see [`Drain`]), waits for background writes ([`Client::memory_add`]) to

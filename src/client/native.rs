@@ -115,6 +115,8 @@ impl MemoryClient<NativeStorage> {
     /// A client over an existing storage (for your own engine, with its options,
     /// models and database handle).
     pub fn from_parts(runtime: Runtime, storage: NativeStorage) -> NativeClient {
-        MemoryClient::build(runtime, Arc::new(storage), None)
+        let model = storage.engine().llm().cloned();
+        let server = storage.db().clone();
+        MemoryClient::build(runtime, Arc::new(storage), model, Some(server))
     }
 }

@@ -13,7 +13,6 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::Client;
-use super::in_memory::{Call, Canned};
 use super::memory::MemoryClient;
 use super::request::Search;
 use crate::access::{ObjectRef, RelationshipFilter, Subject};
@@ -87,8 +86,9 @@ impl Default for ReflectOptions {
 }
 
 impl ReflectOptions {
-    /// No callback; no tools; the storage's language model; the real clock; the
-    /// default schedule.
+    /// No callback; no tools; the client's language model
+    /// ([`MemoryClient::language_model`](super::MemoryClient::language_model)); the
+    /// real clock; the default schedule.
     pub fn new() -> ReflectOptions {
         ReflectOptions::default()
     }
@@ -121,7 +121,7 @@ impl ReflectOptions {
         self
     }
 
-    /// Answers steps with this model ([`ModelInference`]) instead of the storage's.
+    /// Answers steps with this model ([`ModelInference`]) instead of the client's.
     pub fn model(mut self, model: Arc<dyn LanguageModel>) -> Self {
         self.model = Some(model);
         self
@@ -288,6 +288,13 @@ impl Work {
 /// representations' content.
 const RELATED_QUERY_BYTES: usize = 8 * 1024;
 
+/// What a Reflection submission resolved to once admitted.
+pub(super) struct Admitted {
+    reflection: Reflection,
+    inference: Arc<dyn Inference>,
+    graph: GraphId,
+}
+
 impl<S: Storage> MemoryClient<S> {
     /// [`Client::reflect`]: checks, authorizes at submission, and spawns the work.
     pub(super) async fn submit_reflection(
@@ -298,56 +305,11 @@ impl<S: Storage> MemoryClient<S> {
     ) -> Result<String> {
         self.open_for_reflect()?;
         let snapshot = self.runtime().snapshot();
-        if invocation.id.trim().is_empty() {
-            return Err(Error::invalid("invocation.id", "must not be blank"));
-        }
-        if invocation.id.contains('\0') {
-            return Err(Error::invalid(
-                "invocation.id",
-                "must not contain NUL characters",
-            ));
-        }
-        if invocation.id.len() > MAX_NAME_BYTES {
-            return Err(Error::invalid(
-                "invocation.id",
-                format!("must be at most {MAX_NAME_BYTES} bytes"),
-            ));
-        }
-        let reflection: Reflection = match packaged::find(name) {
-            Some(r) => r,
-            None => snapshot.reflection("name", name)?.clone(),
-        };
-        options.check()?;
-        let inference: Arc<dyn Inference> = match (&options.inference, &options.model) {
-            (Some(i), _) => i.clone(),
-            (None, Some(m)) => Arc::new(ModelInference::new(m.clone())),
-            (None, None) => match self.storage().language_model() {
-                Some(m) => Arc::new(ModelInference::new(m)),
-                None => {
-                    return Err(Error::invalid(
-                        "options.inference",
-                        "is required: this client's storage has no language model; give \
-                         ReflectOptions::model or ReflectOptions::inference",
-                    ));
-                }
-            },
-        };
-        let destination =
-            snapshot.destination("reflection.destination", reflection.destination())?;
-        let graph = destination.graph_id(&invocation.operator)?;
-        // The twin records the call once it is valid, and may answer it canned
-        // (nothing runs then, and nothing calls back).
-        if let Some(recorder) = self.recorder() {
-            recorder.record(Call::Reflect {
-                name: name.to_string(),
-                invocation: invocation.clone(),
-            });
-            if let Some(Canned::Reflect(canned)) =
-                recorder.take(|c| matches!(c, Canned::Reflect(_)))
-            {
-                return canned;
-            }
-        }
+        let Admitted {
+            reflection,
+            inference,
+            graph,
+        } = self.admit_reflection(&snapshot, name, &invocation, &options)?;
         // Authorized like every write, before the id is answered: a refusal runs
         // nothing.
         self.authorize_write(invocation.subject.as_ref(), &invocation.operator, &graph)
@@ -400,6 +362,60 @@ impl<S: Storage> MemoryClient<S> {
         .instrument(span);
         self.reflections().spawn(task);
         Ok(id)
+    }
+
+    /// The checks a submission passes before anything runs (the twin runs them too,
+    /// before it records the call): the invocation id, the Reflection, the options and
+    /// the model to answer with, and the Destination's graph for the operator.
+    pub(super) fn admit_reflection(
+        &self,
+        snapshot: &Snapshot,
+        name: &str,
+        invocation: &Invocation,
+        options: &ReflectOptions,
+    ) -> Result<Admitted> {
+        if invocation.id.trim().is_empty() {
+            return Err(Error::invalid("invocation.id", "must not be blank"));
+        }
+        if invocation.id.contains('\0') {
+            return Err(Error::invalid(
+                "invocation.id",
+                "must not contain NUL characters",
+            ));
+        }
+        if invocation.id.len() > MAX_NAME_BYTES {
+            return Err(Error::invalid(
+                "invocation.id",
+                format!("must be at most {MAX_NAME_BYTES} bytes"),
+            ));
+        }
+        let reflection: Reflection = match packaged::find(name) {
+            Some(r) => r,
+            None => snapshot.reflection("name", name)?.clone(),
+        };
+        options.check()?;
+        let inference: Arc<dyn Inference> = match (&options.inference, &options.model) {
+            (Some(i), _) => i.clone(),
+            (None, Some(m)) => Arc::new(ModelInference::new(m.clone())),
+            (None, None) => match self.language_model() {
+                Some(m) => Arc::new(ModelInference::new(m)),
+                None => {
+                    return Err(Error::invalid(
+                        "options.inference",
+                        "is required: this client has no language model; give \
+                         ReflectOptions::model or ReflectOptions::inference",
+                    ));
+                }
+            },
+        };
+        let destination =
+            snapshot.destination("reflection.destination", reflection.destination())?;
+        let graph = destination.graph_id(&invocation.operator)?;
+        Ok(Admitted {
+            reflection,
+            inference,
+            graph,
+        })
     }
 
     /// [`Client::await_reflections`].

@@ -62,7 +62,7 @@ impl Replace {
 /// * `as_of` (default: what is current): what was true at an instant instead. Facts
 ///   true at `t` — `valid_at` unknown or `<= t`, `invalid_at` unknown or `> t`,
 ///   `expired_at` unknown or `> t` (the engine's
-///   [`times_current`](crate::graph::temporal::times_current)), so a fact invalidated
+///   `times_current`), so a fact invalidated
 ///   later is still found as of a time when it held; episodes (and episodes standing
 ///   in as facts) that had happened by `t` (their `valid_at`, the reference time,
 ///   `<= t`). It is an error with node or artefact results, which have no time.

@@ -5,7 +5,6 @@ use serde::Serialize;
 use tracing::Instrument;
 
 use super::drain::Held;
-use super::in_memory::Call;
 use super::memory::BackgroundFailures;
 use super::memory::MemoryClient;
 use crate::access::Subject;
@@ -143,9 +142,6 @@ impl<S: Storage> MemoryClient<S> {
 
     /// [`Client::status_of`](super::Client::status_of) (see [`Status`]).
     pub(crate) async fn status_of(&self, request: &StatusRequest) -> Status {
-        if let Some(recorder) = self.recorder() {
-            recorder.record(Call::Status(request.clone()));
-        }
         let span = tracing::info_span!("gralkor.status");
         async {
             let snapshot = crate::client::Client::runtime(self).snapshot();

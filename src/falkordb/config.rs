@@ -351,7 +351,7 @@ impl FalkorConfig {
         self
     }
 
-    /// Reads the configuration from the process environment; see [`env`](self::env) for the
+    /// Reads the configuration from the process environment; see `env` for the
     /// variables.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok())

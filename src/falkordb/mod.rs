@@ -4,23 +4,23 @@
 //! It knows nothing of episodes, lenses or operators. [`FalkorDb`] is a cheap
 //! `Clone + Send + Sync` handle that runs parameterised queries on a *named graph* —
 //! the graph is an argument of every call, never state of the handle — and parses the
-//! replies into typed [`Value`]s.
+//! replies into typed `Value`s.
 //!
 //! * [`config`](FalkorConfig): remote server (or a Redis Cluster of them,
 //!   [`RemoteConfig::cluster`]) or embedded child server; remote wins. On a cluster
 //!   every command on a graph goes to the shard holding its key and
 //!   [`FalkorDb::list_graphs`] asks every primary (see `connection`); nothing above
 //!   this module knows which it is.
-//! * [`EmbeddedServer`]: provisions, starts, supervises and stops the child server.
-//! * [`Params`]: parameters, encoded into FalkorDB's `CYPHER k=v …` prefix (FalkorDB
+//! * `EmbeddedServer`: provisions, starts, supervises and stops the child server.
+//! * `Params`: parameters, encoded into FalkorDB's `CYPHER k=v …` prefix (FalkorDB
 //!   has no server-side binding, so this encoder is the injection boundary).
-//! * [`QueryResult`]: compact replies parsed into [`Value`]s plus [`QueryStats`].
-//! * [`IndexSpec`]: range, fulltext and vector indices, created idempotently.
-//! * [`fulltext_query`]: turns any user text into a RediSearch query that cannot fail.
+//! * `QueryResult`: compact replies parsed into `Value`s plus `QueryStats`.
+//! * `IndexSpec`: range, fulltext and vector indices, created idempotently.
+//! * `fulltext_query`: turns any user text into a RediSearch query that cannot fail.
 //!
 //! Graph identity: a logical graph id is any non-blank UTF-8 string; the physical
 //! FalkorDB graph is `g_` followed by the lowercase hex of its bytes
-//! ([`physical_graph_name`]), applied here and only here.
+//! (`physical_graph_name`), applied here and only here.
 
 mod config;
 mod connection;
@@ -190,7 +190,7 @@ impl FalkorDb {
     }
 
     /// Connects a new handle to an embedded server that is already running (started
-    /// with [`EmbeddedServer::start`]). The handle does not stop the server on
+    /// with `EmbeddedServer::start`). The handle does not stop the server on
     /// [`shutdown`](Self::shutdown); the server's owner does.
     ///
     /// ```no_run

@@ -103,7 +103,7 @@ pub const DEFAULT_COMMUNITY_LABEL: &str = "communities";
 /// Member names longer than this many characters are cut in the prompt.
 pub const MAX_MEMBER_NAME_CHARS: usize = 120;
 
-/// How [`build_communities`] runs. Start from [`Default`] and change fields with the
+/// How `build_communities` runs. Start from [`Default`] and change fields with the
 /// `with_*` methods.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -123,7 +123,7 @@ pub struct CommunityOptions {
     /// names only). Longer summaries are cut and marked with `…`.
     pub member_summary_chars: usize,
     /// Usage-accounting label of the calls and the embedding request (not blank;
-    /// default [`DEFAULT_COMMUNITY_LABEL`]).
+    /// default `DEFAULT_COMMUNITY_LABEL`).
     pub label: String,
 }
 
@@ -196,7 +196,7 @@ impl CommunityOptions {
     }
 }
 
-/// What [`build_communities`] did, with exact counts.
+/// What `build_communities` did, with exact counts.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct CommunityReport {

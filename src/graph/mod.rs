@@ -6,36 +6,36 @@
 //! graph per call. [`Engine::add_episode`] turns an episode into entities and facts —
 //! durable first, replay-safe, claimed across processes, at most four model calls and
 //! one embedding request per episode, one atomic commit (the pipeline is described in
-//! [`ingest`]) — [`Engine::resume_pending`] finishes pending episodes, and
+//! `ingest`) — [`Engine::resume_pending`] finishes pending episodes, and
 //! [`Engine::remove_episode`], [`Engine::add_triplet`] and [`Engine::build_communities`]
 //! complete it. [`Engine::search`] (and [`Engine::search_many`] over several graphs)
-//! runs [`search`](mod@search) with the engine's embedder and reranker: facts,
+//! runs `search` with the engine's embedder and reranker: facts,
 //! entities, episodes and communities through FalkorDB's own indices (fulltext, HNSW
 //! vectors, breadth-first walks), reranked, with current / history / as-of time modes.
 //! [`Engine::owned_nodes`] and [`Engine::replace_owned`] read and replace
 //! Lens-owned content; [`Engine::build_indices`] and [`Engine::build_all_indices`]
 //! prepare graphs (readiness lives with the database handle and is forgotten whenever a
 //! graph is deleted: [`FalkorDb::delete_graph`](crate::falkordb::FalkorDb::delete_graph),
-//! [`clear`], [`Engine::clear`]).
+//! `clear`, [`Engine::clear`]).
 //!
-//! The steps are public for reuse and testing: [`extract`](mod@extract) makes the one
+//! The steps are public for reuse and testing: `extract` makes the one
 //! structured model call that yields an episode's entities and facts (our own prompts
-//! live in the private `prompts` module); [`dedup`] is the deterministic part of entity
+//! live in the private `prompts` module); `dedup` is the deterministic part of entity
 //! resolution — exact normalised names first, then MinHash/Jaccard, with a
 //! low-information guard — leaving only the ambiguous names for one batched model
-//! call; [`temporal`] applies Graphiti's invalidation rules to the facts a new fact
-//! contradicts; [`communities`] clusters entities by label propagation and names the
+//! call; `temporal` applies Graphiti's invalidation rules to the facts a new fact
+//! contradicts; `communities` clusters entities by label propagation and names the
 //! clusters in batched calls.
 //!
-//! [`model`] holds the plain data types — [`Episode`] (`Episodic` nodes), [`EntityNode`]
+//! `model` holds the plain data types — [`Episode`] (`Episodic` nodes), [`EntityNode`]
 //! (`Entity` nodes plus ontology labels), [`EntityEdge`] (facts, `RELATES_TO`
-//! relationships) and [`Community`] — and [`store`], the layer below the engine, writes
-//! and reads them on a FalkorDB handle and graph given per call: [`build_indices`],
-//! [`save_episode`], [`get_episode`], [`save_entities`], [`get_entities`],
-//! [`save_facts`], [`get_facts`], [`save_mentions`], [`get_mentioned_entities`],
-//! [`get_episodes_mentioning`], [`save_communities`], [`get_communities`],
-//! [`save_community_members`], [`get_community_members`], [`entity_candidates`] and
-//! [`clear`].
+//! relationships) and `Community` — and `store`, the layer below the engine, writes
+//! and reads them on a FalkorDB handle and graph given per call: `build_indices`,
+//! `save_episode`, `get_episode`, `save_entities`, `get_entities`,
+//! `save_facts`, `get_facts`, `save_mentions`, `get_mentioned_entities`,
+//! `get_episodes_mentioning`, `save_communities`, `get_communities`,
+//! `save_community_members`, `get_community_members`, `entity_candidates` and
+//! `clear`.
 //! Every value reaches Cypher as a parameter; every write `MERGE`s on `uuid`, so
 //! repeating it creates nothing new.
 //!
@@ -58,7 +58,7 @@
 //!   writer key (absent: unattributed) that
 //!   [`SearchFilters::writers`](search::SearchFilters::writers) selects on.
 //! * `(:Entity:<Label>… {uuid, name, name_key, summary, attributes, name_embedding,
-//!   created_at})` — `name_key` is [`dedup::normalize_name`] of the name, range-indexed
+//!   created_at})` — `name_key` is `dedup::normalize_name` of the name, range-indexed
 //!   for the exact path of entity resolution;
 //!   — labels are checked to be identifiers before anything is written.
 //! * `(:Entity)-[:RELATES_TO {uuid, name, fact, fact_embedding, episodes, valid_at,
@@ -68,14 +68,14 @@
 //! * `(:Community {uuid, name, summary, name_embedding, created_at})` and
 //!   `(:Community)-[:HAS_MEMBER {uuid, created_at}]->(:Entity)`.
 //! * A `MENTIONS` or `HAS_MEMBER` link's uuid is derived from its type and endpoints
-//!   ([`link_uuid`]: SHA-256, version 8), so saving a link twice creates it once;
+//!   (`link_uuid`: SHA-256, version 8), so saving a link twice creates it once;
 //!   `created_at` is set when it is created. Both endpoints must exist
 //!   ([`Error::NotFound`](crate::Error::NotFound) otherwise, before any write).
 //! * `attributes` are stored as one JSON text property, not flattened (as Graphiti
 //!   does): values round-trip exactly whatever their shape, and an attribute can never
 //!   clash with a core property.
 //! * Embeddings are `vecf32` properties, indexed by HNSW vector indices (cosine) sized
-//!   to the embedder by [`build_indices`]. Every write checks its embeddings against
+//!   to the embedder by `build_indices`. Every write checks its embeddings against
 //!   the dimension of the graph's vector index (read per call, never cached) and
 //!   rejects a wrong length naming the field, e.g. `entities[2].name_embedding`, before
 //!   writing anything.

@@ -139,10 +139,6 @@ impl Storage for NativeStorage {
         Ok(StoredEpisode::new(uuid, cost))
     }
 
-    fn language_model(&self) -> Option<std::sync::Arc<dyn crate::llm::LanguageModel>> {
-        self.engine.llm().cloned()
-    }
-
     async fn search(&self, graphs: &[GraphId], query: &GraphQuery) -> Result<Vec<Vec<ScoredHit>>> {
         let names: Vec<&str> = graphs.iter().map(GraphId::as_str).collect();
         let request = self.request(query);

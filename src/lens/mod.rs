@@ -20,7 +20,7 @@
 //!   touched; an empty graph clears the Lens's content. **The replacement is
 //!   atomic**: the Lens's graph is the old one or the new one, never a mix — a refused
 //!   request changes nothing, and on FalkorDB the swap is one statement
-//!   ([`graph::replace_owned`](crate::graph::replace_owned)).
+//!   (`graph::replace_owned`).
 //!
 //! The packaged [`personal-chat`](PERSONAL_CHAT) Lens ([`Lens::personal_chat`]) appends
 //! to the `personal` Destination with the generic ontology and the built-in process.

@@ -134,7 +134,7 @@ impl fmt::Debug for Gemini {
 }
 
 impl Gemini {
-    /// Starts building a connection with this API key to [`DEFAULT_BASE_URL`].
+    /// Starts building a connection with this API key to `DEFAULT_BASE_URL`.
     pub fn builder(api_key: impl Into<String>) -> GeminiBuilder {
         GeminiBuilder {
             settings: ClientSettings::new(api_key.into(), DEFAULT_BASE_URL),

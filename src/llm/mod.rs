@@ -15,7 +15,7 @@
 //! turns the `GRALKOR_LLM_MODEL` / `GRALKOR_EMBEDDER_MODEL` specs and the provider keys
 //! into a ready [`Models`] bundle.
 //!
-//! Every HTTP call goes through one [`Limiter`] per provider and key (in-flight cap,
+//! Every HTTP call goes through one `Limiter` per provider and key (in-flight cap,
 //! requests and tokens per minute) and one [`RetryPolicy`] (429, 5xx, timeouts and
 //! connection errors retried with backoff and jitter, honouring `Retry-After`), and is
 //! recorded in a [`UsageMeter`].
@@ -132,7 +132,7 @@ pub enum ModelSize {
 
 /// The JSON schema the answer must satisfy, with a name.
 ///
-/// The schema uses the subset described in [`schema`]: `type` (one name or an array
+/// The schema uses the subset described in `schema`: `type` (one name or an array
 /// such as `["string", "null"]`), `properties`, `required`, `items`, `enum`,
 /// `additionalProperties: false`, and the annotations `description` and `title`.
 #[derive(Debug, Clone, PartialEq)]
@@ -267,7 +267,7 @@ impl GenerateRequest {
     /// step can legitimately need — the schema's own text plus twice the user
     /// messages (an answer restates at most what it was given, entities and facts
     /// included, with JSON around it), plus 256 — between 512 and
-    /// [`DEFAULT_MAX_OUTPUT_TOKENS`]. The system message (instructions) does not
+    /// `DEFAULT_MAX_OUTPUT_TOKENS`. The system message (instructions) does not
     /// count. A client may lower it further ([`openai::OpenAiChat::with_max_output_tokens`]).
     ///
     /// ```

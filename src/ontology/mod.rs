@@ -46,7 +46,7 @@
 //! # Naming conventions
 //!
 //! Labels and relationship types reach Cypher as labels and types, so they are checked
-//! with [`is_identifier`] and a little more:
+//! with `is_identifier` and a little more:
 //!
 //! * an entity label starts with an upper-case ASCII letter (`Teammate`, `WorkingPreference`);
 //!   `Entity`, `Episodic` and `Community` are gralkor's own labels and are reserved;
@@ -55,8 +55,8 @@
 //!   fact, and what a fact demoted by [`RelationshipMode::Scoped`] becomes), `MENTIONS`
 //!   and `HAS_MEMBER` are reserved;
 //! * field names are identifiers. Entity fields may not reuse an entity node's own
-//!   properties ([`RESERVED_ENTITY_FIELDS`]), relationship fields may not reuse a fact's
-//!   ([`RESERVED_RELATIONSHIP_FIELDS`]);
+//!   properties (`RESERVED_ENTITY_FIELDS`), relationship fields may not reuse a fact's
+//!   (`RESERVED_RELATIONSHIP_FIELDS`);
 //! * labels, verbs and field names are compared ignoring ASCII case, both for reserved
 //!   names and for duplicates: `Person` and `person` would be one type to a model.
 //!

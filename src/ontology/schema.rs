@@ -146,7 +146,7 @@ impl Ontology {
 
 impl EntityType {
     /// The JSON schema of this type's attribute object, in the subset
-    /// [`crate::llm::schema`] accepts. Every field is listed in `required` (so
+    /// `crate::llm::schema` accepts. Every field is listed in `required` (so
     /// OpenAI's strict mode applies); an optional field is nullable instead.
     ///
     /// ```

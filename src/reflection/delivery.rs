@@ -10,9 +10,9 @@
 //!   configuration of the crate's one retry policy in `src/retry.rs`). A 4xx status is
 //!   abandoned at once; any other failure ends the stage (production: a
 //!   [`Outcome::ProductionFailed`]; delivery: abandoned).
-//! * [`Clock`]: time and sleep, injectable; [`ManualClock`] is the test double
+//! * `Clock`: time and sleep, injectable; `ManualClock` is the test double
 //!   whose sleeps advance it at once.
-//! * [`deliver`]: create-or-confirm of an artefact by id through the storage's
+//! * `deliver`: create-or-confirm of an artefact by id through the storage's
 //!   claimed, fenced, completion-marked episode write: the episode's uuid is the
 //!   artefact id, its body `{"id", "payload"}` (a structured record), its source
 //!   description exactly `reflection:<name>`, extracted with the output's ontology.

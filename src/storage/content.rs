@@ -155,7 +155,7 @@ pub fn validate_content(field: &str, content: &Content) -> Result<()> {
 }
 
 /// Checks a caller's source description that will be stored with `writer`'s marker:
-/// no NUL characters, and at most [`MAX_SOURCE_DESCRIPTION_BYTES`] bytes with the
+/// no NUL characters, and at most `MAX_SOURCE_DESCRIPTION_BYTES` bytes with the
 /// marker.
 pub fn validate_source_description(field: &str, description: &str, writer: &Writer) -> Result<()> {
     if description.contains('\0') {

@@ -180,7 +180,7 @@ impl Graph {
     /// values are checked with the rules the database adapter's encoder enforces (no
     /// NUL characters, no subnormal numbers, …; one rule, shared), under the
     /// request's field names; integers must fit in 64 bits; the whole graph must fit
-    /// in [`MAX_REPLACEMENT_BYTES`] as text.
+    /// in `MAX_REPLACEMENT_BYTES` as text.
     pub fn validate(&self) -> Result<()> {
         let mut ids = HashSet::new();
         let mut size: usize = 0;

@@ -196,7 +196,7 @@ pub struct GraphId {
 
 impl GraphId {
     /// Checks a logical graph id and computes its physical name
-    /// ([`physical_graph_name`]).
+    /// (`physical_graph_name`).
     pub fn new(logical: impl Into<String>) -> Result<GraphId> {
         let logical = logical.into();
         let physical = physical_graph_name(&logical)?;

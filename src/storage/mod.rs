@@ -8,7 +8,7 @@
 //! storage. One file a job, after tantivy's `directory/`:
 //!
 //! * [`ids`](OperatorId) — [`OperatorId`] and [`GraphId`], each checked once when
-//!   made, and the name rules every name shares ([`check_name_text`]).
+//!   made, and the name rules every name shares (`check_name_text`).
 //! * [`content`](Content) — [`Content`] and its one rule ([`validate_content`], the
 //!   shared vocabulary's content check, which the engine runs too), source
 //!   descriptions with their writer marker, query texts and result counts.
@@ -112,13 +112,6 @@ pub trait Storage: Send + Sync + 'static {
     ) -> Result<ExtractionReport> {
         let _ = (graph, ontologies);
         Ok(ExtractionReport::default())
-    }
-
-    /// The language model this storage extracts with, if any: what a Reflection's
-    /// chain of thought is answered with when the submission names none. Default:
-    /// none.
-    fn language_model(&self) -> Option<std::sync::Arc<dyn crate::llm::LanguageModel>> {
-        None
     }
 
     /// The uuids of the episodes of conversation session `session` in `graph`

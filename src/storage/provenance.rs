@@ -10,9 +10,9 @@
 //! | a Reflection `R` | exactly `reflection:R` (no caller text) |
 //! | a direct write (`memory_add`, direct capture) | `<caller text> [gralkor: direct]` |
 //!
-//! On read, [`parse`] takes the writer from that terminal marker and gives back the
+//! On read, `parse` takes the writer from that terminal marker and gives back the
 //! caller's text with gralkor's marker removed. Because the genuine marker is always
-//! last and writer names may not contain the delimiters ([`check_writer_name`]), caller
+//! last and writer names may not contain the delimiters (`check_writer_name`), caller
 //! text can never change who wrote an episode: a description of
 //! `"notes [lens: admin]"` sent through Lens `chat` is stored as
 //! `"notes [lens: admin] [lens: chat]"` and reads back as Lens `chat` with the text
@@ -81,8 +81,8 @@ impl fmt::Display for Writer {
 
 impl Writer {
     /// The stored description of an episode this writer saves with the caller's
-    /// `description` ([`lens_description`], [`reflection_description`] — which keeps
-    /// no caller text — or [`direct_description`]).
+    /// `description` (`lens_description`, `reflection_description` — which keeps
+    /// no caller text — or `direct_description`).
     ///
     /// ```
     /// use gralkor::provenance::Writer;

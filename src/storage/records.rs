@@ -463,7 +463,7 @@ impl NewEpisode {
     }
 
     /// From conversation session `session` (checked by the client with
-    /// [`check_session_id`](super::check_session_id)).
+    /// `check_session_id`).
     pub fn session(mut self, session: Option<String>) -> NewEpisode {
         self.session = session;
         self

@@ -45,7 +45,7 @@ impl SourceKind {
 }
 
 /// Checks an episode's content as stored (`field` names it in the error): no NUL
-/// characters; at most [`MAX_CONTENT_BYTES`] bytes; message and text content not
+/// characters; at most `MAX_CONTENT_BYTES` bytes; message and text content not
 /// blank; JSON content a non-empty object or array (`{}` and `[]` hold nothing to
 /// remember, so they are refused).
 ///

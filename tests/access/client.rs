@@ -337,6 +337,7 @@ every_client!(
     extracting_pending_episodes_needs_contribute_on_each_destination,
     the_build_communities_tool_acts_for_its_contexts_subject,
     what_a_lens_process_wrote_before_it_failed_is_recorded_and_its_writer_may_remove_it,
+    the_cli_imports_requests_need_contribute_and_the_importer_may_remove_what_they_wrote,
 );
 
 /// Whether `err` is the door's refusal: `PermissionDenied` for `contribute`.
@@ -1226,4 +1227,97 @@ async fn no_fact_of_an_episode_the_subject_may_not_view_leaks(kind: Kind) {
     }
     // The limit follows the filter.
     assert_eq!(r.facts(&cy_op, &cy, &[&r.team], 3).await.len(), 3);
+}
+
+/// The CLI's `import` (`cli/src/import.rs`, a package of its own that this crate's
+/// tests cannot call) checks every file, looks each item's episode up as the subject,
+/// then sends each as an `Ingest` through the chosen Lens (`personal-chat` by default):
+/// id `import:<source>` hashed with the content, description `import <source>`, a
+/// session for a transcript, a reference time when the file has one. These are those
+/// requests, through the library entry it calls, on every authorizer: a person
+/// importing into another's `personal` graph is refused `contribute` at the first
+/// item and nothing of the import is stored; the owner's import is written, a second
+/// run stores nothing twice (the CLI's `unchanged`), another may not remove what she
+/// imported and she may.
+async fn the_cli_imports_requests_need_contribute_and_the_importer_may_remove_what_they_wrote(
+    kind: Kind,
+) {
+    let r = rig(kind).await;
+    let (ada_op, ada) = fresh("ada");
+    let (_, bob) = fresh("bob");
+    let word = r.word.clone();
+    let at = gralkor::storage::Timestamp::parse_rfc3339("2026-01-02T03:04:05Z").unwrap();
+    let import = |who: &Subject| {
+        let memo = Ingest::new(
+            format!("import:MEMORY.md:{word}"),
+            &ada_op,
+            "personal-chat",
+            Content::document(format!("memo {word} we release on Fridays")),
+        )
+        .source_description("import MEMORY.md")
+        .subject(who.clone());
+        let session = Ingest::new(
+            format!("import:sessions/s-1.jsonl:{word}"),
+            &ada_op,
+            "personal-chat",
+            Content::conversation(format!("transcript {word} Ada: the canary was clean")),
+        )
+        .source_description("import sessions/s-1.jsonl")
+        .session("s-1")
+        .reference_time(at)
+        .subject(who.clone());
+        [memo, session]
+    };
+    let lookup =
+        |who: &Subject, uuid: Uuid| EpisodeRef::new(&ada_op, "personal", uuid).subject(who.clone());
+
+    // Bob imports into Ada's `personal`: refused at the first item, nothing stored.
+    let [first, _] = import(&bob);
+    let err = r.client.ingest(&first).await.unwrap_err();
+    assert!(refused_contribute(&err), "{err}");
+    assert!(r.search(&ada_op, &ada, &["personal"], 10).await.is_empty());
+
+    // Ada's import: each item written once; a second run writes nothing new.
+    let mut written = Vec::new();
+    for request in import(&ada) {
+        let episodes = r.client.ingest(&request).await.unwrap();
+        assert_eq!(episodes.len(), 1, "{}", request.id);
+        written.push(episodes[0].episode);
+    }
+    for (request, uuid) in import(&ada).iter().zip(&written) {
+        let again = r.client.ingest(request).await.unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].episode, *uuid, "the same episode: nothing twice");
+    }
+    let mut found = r.search(&ada_op, &ada, &["personal"], 10).await;
+    found.sort();
+    assert_eq!(found, ["memo", "transcript"]);
+    for uuid in &written {
+        assert!(
+            r.client
+                .get_episode(&lookup(&ada, *uuid))
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(
+            r.client.get_episode(&lookup(&bob, *uuid)).await.unwrap(),
+            None
+        );
+    }
+
+    // Bob may not remove what Ada imported; she may.
+    for uuid in written {
+        let err = r
+            .client
+            .remove_episode(&lookup(&bob, uuid))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::PermissionDenied { ref permission, .. } if permission == "delete"),
+            "{err}"
+        );
+        assert!(r.client.remove_episode(&lookup(&ada, uuid)).await.unwrap());
+    }
+    assert!(r.search(&ada_op, &ada, &["personal"], 10).await.is_empty());
 }

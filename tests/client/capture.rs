@@ -263,7 +263,49 @@ both!(
     a_turn_that_could_never_be_written_is_refused_and_nothing_becomes_durable,
     a_session_over_the_content_limit_is_written_completely_in_parts,
     a_contract_error_keeps_the_route_buffered_for_the_next_flush,
+    a_buffer_is_built_from_an_arc_dyn_client_and_keeps_turns_where_the_client_says,
 );
+
+/// `CaptureBuffer::for_client` needs only `Arc<dyn Client>`: the client hands out its
+/// capture sink, and the sink says where accepted turns live — the native client's
+/// FalkorDB server (a second buffer over it finds them), the twin's memory (a second
+/// buffer does not).
+async fn a_buffer_is_built_from_an_arc_dyn_client_and_keeps_turns_where_the_client_says(
+    kind: Kind,
+) {
+    let rig = Rig::new(kind, RuntimeConfig::new()).await;
+    let client: Arc<dyn Client> = rig.client.clone();
+    let session = format!("s-{}", uuid::Uuid::new_v4());
+    let word = format!("w{}", uuid::Uuid::new_v4().simple());
+    let buffer = CaptureBuffer::for_client(&*client, rig.config.clone())
+        .await
+        .unwrap();
+    buffer
+        .append(rig.capture(
+            &session,
+            turn(&format!("We ship {word} on Fridays."), "Noted."),
+        ))
+        .await
+        .unwrap();
+    let second = CaptureBuffer::for_client(&*client, rig.config.clone())
+        .await
+        .unwrap();
+    let kept = second.pending(&session).await.len();
+    match kind {
+        Kind::Twin => assert_eq!(kept, 0, "the twin keeps turns in the buffer's memory"),
+        Kind::Native => assert_eq!(kept, 1, "the native client keeps them in FalkorDB"),
+    }
+    assert!(
+        rig.episodes("personal", &word).await.is_empty(),
+        "not flushed yet"
+    );
+    buffer.flush_all().await.unwrap();
+    assert_eq!(rig.episodes("personal", &word).await.len(), 1);
+    // The second buffer's copy replays the same ingestion id: nothing twice.
+    second.flush_all().await.unwrap();
+    assert_eq!(rig.episodes("personal", &word).await.len(), 1);
+    assert!(second.pending(&session).await.is_empty());
+}
 
 async fn a_turn_that_could_never_be_written_is_refused_and_nothing_becomes_durable(kind: Kind) {
     let rig = Rig::new(kind, RuntimeConfig::new()).await;

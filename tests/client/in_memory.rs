@@ -93,6 +93,77 @@ async fn invalid_calls_are_rejected_before_recording() {
     assert!(client.storage().graphs().is_empty());
 }
 
+/// The recording is the twin's wrapper, not the client logic's: a capture buffer built
+/// from the twin as `Arc<dyn Client>` has its Lens writes recorded (and answered
+/// canned) like the twin's own `ingest`, clones share the recording, and the client
+/// logic it wraps, used directly, records nothing.
+#[tokio::test]
+async fn the_wrapper_records_a_capture_buffers_lens_writes_and_the_wrapped_client_records_nothing()
+{
+    use gralkor::agent::capture::{Capture, CaptureBuffer, CaptureConfig};
+    use gralkor::agent::turn::Turn;
+
+    let twin = InMemoryClient::new();
+    let shared: std::sync::Arc<dyn Client> = std::sync::Arc::new(twin.clone());
+    let buffer = CaptureBuffer::for_client(&*shared, CaptureConfig::new())
+        .await
+        .unwrap();
+    let turn = |text: &str| Turn::completed(text, Vec::<String>::new(), "Noted.");
+    let capture = |session: &str, text: &str| {
+        Capture::new(session, oid("op"), "Susu", "Ada", turn(text)).lenses(["personal-chat"])
+    };
+    // The first flush is answered canned: recorded, nothing stored.
+    twin.respond(Canned::Ingest(Ok(Vec::new())));
+    buffer
+        .append(capture("s-1", "We ship on Fridays."))
+        .await
+        .unwrap();
+    buffer.flush_all().await.unwrap();
+    assert!(twin.storage().graphs().is_empty(), "canned: nothing stored");
+    buffer
+        .append(capture("s-2", "The canary was clean."))
+        .await
+        .unwrap();
+    buffer.flush_all().await.unwrap();
+    let lens_writes: Vec<Ingest> = twin
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            Call::Ingest(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(lens_writes.len(), 2, "{lens_writes:?}");
+    assert_eq!(lens_writes[0].session_id.as_deref(), Some("s-1"));
+    assert_eq!(lens_writes[1].session_id.as_deref(), Some("s-2"));
+    assert_eq!(
+        twin.search(&Search::new(oid("op"), "canary"))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        twin.search(&Search::new(oid("op"), "Fridays"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The wrapped client logic is the same memory, with no recording of its own.
+    let recorded = twin.calls().len();
+    let inner: &MemoryClient<InMemoryStorage> = &twin;
+    assert_eq!(
+        inner
+            .search(&Search::new(oid("op"), "canary"))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(twin.calls().len(), recorded);
+}
+
 #[tokio::test]
 async fn canned_responses_are_used_once_in_order_per_operation() {
     let client = InMemoryClient::new();

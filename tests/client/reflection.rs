@@ -72,8 +72,10 @@ fn review_model() -> ScriptedModel {
         .answer("step_summarise", json!({"summary": "ship it"}))
 }
 
-fn twin(config: RuntimeConfig) -> InMemoryClient {
-    InMemoryClient::with_config(config).unwrap()
+/// The client logic over the in-memory storage, as the twin wraps it (these tests
+/// check the Reflection machinery, not the twin's recording).
+fn twin(config: RuntimeConfig) -> MemoryClient<InMemoryStorage> {
+    (*InMemoryClient::with_config(config).unwrap()).clone()
 }
 
 async fn native(config: RuntimeConfig) -> NativeClient {
@@ -88,8 +90,8 @@ async fn native(config: RuntimeConfig) -> NativeClient {
 }
 
 /// Submits and returns the completion (or `None` when the task ended without one).
-async fn reflect_and_wait<S: Storage>(
-    client: &MemoryClient<S>,
+async fn reflect_and_wait(
+    client: &dyn Client,
     name: &str,
     invocation: Invocation,
     options: ReflectOptions,
@@ -786,6 +788,37 @@ async fn the_native_client_answers_with_its_engines_model_by_default() {
     );
 }
 
+/// The model a Reflection is answered with by default is the client's, not the
+/// storage's: any client given one (`with_language_model`) answers with it, and a
+/// second is refused.
+#[tokio::test]
+async fn a_client_given_a_language_model_answers_with_it_and_refuses_a_second() {
+    let model = review_model();
+    let client = InMemoryClient::with_config(config())
+        .unwrap()
+        .with_language_model(Arc::new(model.clone()))
+        .unwrap();
+    let artefact = delivered(
+        reflect_and_wait(
+            &client,
+            "release-review",
+            Invocation::new(inv(), op()),
+            ReflectOptions::new(),
+        )
+        .await,
+    );
+    assert_eq!(artefact.payload, json!({"summary": "ship it"}));
+    assert_eq!(model.calls_for("step_review").len(), 1);
+    let err = client
+        .clone()
+        .with_language_model(Arc::new(review_model()))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("`language_model` is already set"),
+        "{err}"
+    );
+}
+
 /// A storage whose writes fail with a given error (reads go to the twin's storage).
 struct FailingWrites {
     inner: Arc<InMemoryStorage>,
@@ -1382,7 +1415,7 @@ async fn reflect_through_an_arc_dyn_client_on_both_clients<S: Storage>(client: M
 #[tokio::test]
 async fn the_twin_records_reflect_and_answers_a_canned_one() {
     use gralkor::client::{Call, Canned};
-    let client = twin(config());
+    let client = InMemoryClient::with_config(config()).unwrap();
     let (op, id) = (op(), inv());
     let ada = gralkor::access::Subject::person("ada").unwrap();
     let model = review_model();

@@ -18,7 +18,7 @@
 //!   that could never be written (a NUL character in a message, `turn.messages[i].content`;
 //!   or lines that alone exceed one episode's content limit,
 //!   1 MiB as rendered, `turn`),
-//!   skips an empty turn, and saves the turn in the [`CaptureStore`] before it
+//!   skips an empty turn, and saves the turn in the `CaptureStore` before it
 //!   returns. What it accepted is never dropped for its size or content. Each route's
 //!   Destination or Lens definition is taken from the snapshot when the session's
 //!   entry is opened and frozen with it: a later runtime replacement does not change
@@ -58,7 +58,7 @@
 //!   error log `capture exhausted`. A closed client leaves the turns in the store for
 //!   the next buffer.
 //! * **Durable.** A buffer made with [`CaptureBuffer::native`] keeps its entries in
-//!   the memory's own FalkorDB server ([`FalkorCaptureStore`]) and, when created,
+//!   the memory's own FalkorDB server (`FalkorCaptureStore`) and, when created,
 //!   loads every entry a previous process left (killed or not): they are flushed
 //!   like any other (their routes resolved by name in the runtime at that moment;
 //!   their ingestion ids kept), so each accepted turn is written exactly once.
@@ -88,7 +88,6 @@
 mod deliver;
 mod request;
 mod route;
-mod sink;
 mod store;
 
 use std::collections::HashMap;
@@ -100,9 +99,10 @@ use tokio::task::JoinSet;
 use tracing::Instrument;
 use uuid::Uuid;
 
+#[doc(inline)]
+pub use crate::client::CaptureSink;
 pub(crate) use request::CAPTURED;
 pub use request::{Capture, CaptureConfig, CaptureRoute};
-pub use sink::CaptureSink;
 internal_use!(store::{
     Binding, CaptureStore, FalkorCaptureStore, InMemoryCaptureStore, PendingEntry, PendingRoute,
     RouteTarget,
@@ -113,10 +113,24 @@ use route::{check_binding, check_session, resolve};
 
 use super::transcript::{check_name, check_turn};
 use super::turn::Turn;
-use crate::client::{InMemoryClient, NativeClient, PurgeSession, SessionPurgeReport};
+use crate::client::{Client, InMemoryClient, NativeClient, PurgeSession, SessionPurgeReport};
 use crate::graph::Timestamp;
 use crate::runtime::Snapshot;
 use crate::{Error, Result};
+
+/// The graph a route target writes to for `operator`, as `snapshot` defines it.
+fn target_graph(
+    snapshot: &Snapshot,
+    operator: &crate::storage::OperatorId,
+    target: &RouteTarget,
+) -> Result<crate::storage::GraphId> {
+    match target {
+        RouteTarget::Direct(d) => snapshot.destination("route.direct", d)?.graph_id(operator),
+        RouteTarget::Lens(l) => {
+            crate::client::lens_graph(snapshot, snapshot.lens("route.lenses", l)?, operator)
+        }
+    }
+}
 
 /// An entry in memory: the durable part and the snapshot its routes were resolved in.
 #[derive(Debug, Clone)]
@@ -264,8 +278,43 @@ impl CaptureBuffer {
         }
     );
 
+    /// A buffer over any client, held as `Arc<dyn Client>`: it writes through the
+    /// client's [capture sink](crate::client::Client::capture_sink) and keeps accepted
+    /// turns where the sink says — in the graph `gralkor/capture-buffer` of a native
+    /// client's FalkorDB server (those a previous process left are loaded), in memory
+    /// for the twin. A client without a capture sink is a configuration error.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use std::sync::Arc;
+    /// use gralkor::agent::capture::{Capture, CaptureBuffer, CaptureConfig};
+    /// use gralkor::agent::turn::Turn;
+    /// use gralkor::client::{Client, InMemoryClient, OperatorId, Search};
+    ///
+    /// let client: Arc<dyn Client> = Arc::new(InMemoryClient::new());
+    /// let buffer = CaptureBuffer::for_client(&*client, CaptureConfig::new()).await?;
+    /// let op = OperatorId::new("op")?;
+    /// let turn = Turn::completed("We ship on Fridays.", Vec::<String>::new(), "Noted.");
+    /// buffer.append(Capture::new("s-1", &op, "Susu", "Ada", turn)).await?;
+    /// buffer.flush_all().await?;
+    /// assert_eq!(client.search(&Search::new(&op, "Fridays")).await?.len(), 1);
+    /// # Ok(()) }
+    /// ```
+    pub async fn for_client(client: &dyn Client, config: CaptureConfig) -> Result<CaptureBuffer> {
+        let sink = client.capture_sink().ok_or_else(|| Error::Config {
+            field: "client".into(),
+            rule: "takes no captured turns (it has no capture sink)".into(),
+        })?;
+        let store: Arc<dyn CaptureStore> = match sink.capture_server() {
+            Some(db) => Arc::new(FalkorCaptureStore::new(db)),
+            None => Arc::new(InMemoryCaptureStore::new()),
+        };
+        CaptureBuffer::new(sink, store, config).await
+    }
+
     /// A durable buffer over a native client: entries live in the graph `gralkor/capture-buffer` of
-    /// the client's FalkorDB server, and those a previous process left are loaded.
+    /// the client's FalkorDB server, and those a previous process left are loaded
+    /// ([`for_client`](Self::for_client) with a native client).
     ///
     /// ```no_run
     /// # async fn run() -> gralkor::Result<()> {
@@ -279,21 +328,16 @@ impl CaptureBuffer {
     /// # Ok(()) }
     /// ```
     pub async fn native(client: &NativeClient, config: CaptureConfig) -> Result<CaptureBuffer> {
-        let store = FalkorCaptureStore::new(client.storage().db().clone());
-        CaptureBuffer::new(Arc::new(client.clone()), Arc::new(store), config).await
+        CaptureBuffer::for_client(client, config).await
     }
 
-    /// A buffer over the in-memory twin, with an [`InMemoryCaptureStore`].
+    /// A buffer over the in-memory twin, with an `InMemoryCaptureStore`
+    /// ([`for_client`](Self::for_client) with the twin).
     pub async fn in_memory(
         client: &InMemoryClient,
         config: CaptureConfig,
     ) -> Result<CaptureBuffer> {
-        CaptureBuffer::new(
-            Arc::new(client.clone()),
-            Arc::new(InMemoryCaptureStore::new()),
-            config,
-        )
-        .await
+        CaptureBuffer::for_client(client, config).await
     }
 
     fn next_seq(&self) -> i64 {
@@ -377,14 +421,13 @@ impl CaptureBuffer {
             None => false,
         };
         if !authorized {
+            let mut graphs = Vec::with_capacity(targets.len());
+            for target in &targets {
+                graphs.push(target_graph(&snapshot, &binding.operator_id, target)?);
+            }
             self.inner
                 .sink
-                .authorize_capture(
-                    &snapshot,
-                    &binding.operator_id,
-                    &targets,
-                    binding.subject.as_ref(),
-                )
+                .authorize_capture(&binding.operator_id, &graphs, binding.subject.as_ref())
                 .await?;
         }
         let mut sessions = self.inner.sessions.lock().await;

@@ -50,7 +50,7 @@ pub struct EngineOptions {
     /// duplicate ("Bob Smith" / "Robert Smith"). Default 0.8; above 1 disables it.
     pub entity_similarity: f32,
     /// Stale entries a vector index may gather before the engine rebuilds it (see
-    /// [`store::debt`](crate::graph::store::VectorIndex)): FalkorDB 4.16 leaves one each
+    /// `store::debt`): FalkorDB 4.16 leaves one each
     /// time a statement updates a stored entity or fact, and searches ask the index
     /// for that many extra neighbours until the rebuild. Default 256 (about the HNSW
     /// `efRuntime` of 300, so the extra neighbours cost little); 0 rebuilds after
@@ -299,7 +299,7 @@ impl Engine {
     }
 
     /// Every Lens-owned node of `graph` with its owner, ordered by owner then id (see
-    /// [`store::owned::all_owned_nodes`]).
+    /// `store::owned::all_owned_nodes`).
     ///
     /// ```no_run
     /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
@@ -313,7 +313,7 @@ impl Engine {
     }
 
     /// Replaces everything `owner` owns in `graph` with `nodes` and `relationships`,
-    /// atomically (see [`store::replace_owned`]).
+    /// atomically (see `store::replace_owned`).
     ///
     /// ```no_run
     /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {
@@ -370,7 +370,7 @@ impl Engine {
         st::release_quarantined(&self.inner.db, graph, uuid).await
     }
 
-    /// Removes an episode and what only it supported; see [`store::remove_episode`].
+    /// Removes an episode and what only it supported; see `store::remove_episode`.
     /// Waits for the graph's queue, so it never interleaves with an ingestion.
     ///
     /// ```no_run
@@ -387,7 +387,7 @@ impl Engine {
     }
 
     /// Rebuilds the communities of `graph` with this engine's models (see
-    /// [`build_communities`](crate::graph::build_communities)), queued with the graph's
+    /// `build_communities`), queued with the graph's
     /// episodes so it never reads a half-processed graph. Without a language model, a
     /// graph with no entities has nothing to cluster (an empty report); one with
     /// entities is [`Error::Config`]: naming communities needs the model.

@@ -10,7 +10,7 @@ use crate::graph::store;
 use crate::{Error, Result};
 
 impl Engine {
-    /// The indices this engine keeps on every graph it writes: [`store::index_specs`],
+    /// The indices this engine keeps on every graph it writes: `store::index_specs`,
     /// without the vector indices when it has no embedder.
     pub fn index_specs(&self) -> Vec<crate::falkordb::IndexSpec> {
         let dimension = self.inner.embedder.as_ref().map(|e| e.dimension());
@@ -87,7 +87,7 @@ impl Engine {
     /// Creates the graph's indices (and the unique constraint on episode uuids, and the
     /// vector-debt counters) unless the engine's database handle — or a clone of it —
     /// prepared the graph for an engine of the same embedder dimension since the graph
-    /// was last deleted ([`FalkorDb::is_prepared`]), and checks that an existing vector
+    /// was last deleted (`FalkorDb::is_prepared`), and checks that an existing vector
     /// index has the embedder's dimension. Called by every write; call it yourself to
     /// prepare a graph.
     ///
@@ -168,7 +168,7 @@ impl Engine {
     }
 
     /// Runs `request` on `graph` with this engine's embedder and reranker (see
-    /// [`graph::search`](mod@crate::graph::search)).
+    /// `graph::search`).
     ///
     /// ```no_run
     /// # async fn run(engine: gralkor::graph::Engine) -> gralkor::Result<()> {

@@ -26,7 +26,7 @@ const MAX_NAME_RACES: u32 = 3;
 
 impl Engine {
     /// Ingests one episode into `graph` (see the
-    /// [module documentation](crate::graph::ingest) for the pipeline, its cost bound and
+    /// module documentation for the pipeline, its cost bound and
     /// the replay rules).
     ///
     /// Errors: [`Error::InvalidInput`] for a bad request (nothing written),

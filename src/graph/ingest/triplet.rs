@@ -137,7 +137,7 @@ pub struct TripletOutcome {
 
 impl Engine {
     /// Adds one fact directly. Endpoint names resolve to existing entities by the
-    /// deterministic rules of [`dedup`] (exact normalised names, then MinHash); a name
+    /// deterministic rules of `dedup` (exact normalised names, then MinHash); a name
     /// that stays ambiguous becomes a new entity, since this call makes **no**
     /// language-model call. The same fact (same endpoints, relation and normalised
     /// text) already present is returned instead of duplicated. One embedding request

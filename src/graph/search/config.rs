@@ -13,7 +13,7 @@ pub const MAX_BFS_DEPTH: u32 = 5;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Methods {
     /// Fulltext (BM25) through the scope's fulltext index; the query text goes
-    /// through [`fulltext_query`](crate::falkordb::fulltext_query).
+    /// through `fulltext_query`.
     pub fulltext: bool,
     /// Nearest neighbours of the query's embedding through the scope's HNSW vector
     /// index, cut at [`ScopeConfig::min_similarity`]. Episodes are found by their
@@ -59,7 +59,7 @@ impl Methods {
 }
 
 /// How one scope's candidates are ordered. Every reranker's score is "higher is
-/// better"; see [`rerank`](super::rerank) for the exact formulas.
+/// better"; see `rerank` for the exact formulas.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RerankerKind {
     /// Reciprocal rank fusion of the methods' lists: Σ 1 / (rank + 1), rank from 0.
@@ -91,7 +91,7 @@ pub struct ScopeConfig {
     /// Vector hits below this cosine similarity (`1 − distance`, in `[-1, 1]`) are
     /// dropped. Graphiti's default 0.6 on its `(1 + cos) / 2` scale is cos 0.2.
     pub min_similarity: f64,
-    /// Hops of the breadth-first walk, `1..=`[`MAX_BFS_DEPTH`]; also the farthest
+    /// Hops of the breadth-first walk, `1..=``MAX_BFS_DEPTH`; also the farthest
     /// distance [`RerankerKind::NodeDistance`] measures.
     pub bfs_max_depth: u32,
 }
@@ -137,7 +137,7 @@ pub struct SearchConfig {
     pub episodes: Option<ScopeConfig>,
     /// Communities.
     pub communities: Option<ScopeConfig>,
-    /// Results per scope, `1..=`[`MAX_SEARCH_LIMIT`].
+    /// Results per scope, `1..=``MAX_SEARCH_LIMIT`.
     pub limit: usize,
     /// Results whose final score is below this are dropped. Every reranker's scores
     /// are non-negative except MMR's, which is negative for a candidate more redundant

