@@ -1190,7 +1190,10 @@ async fn bench_world(world: World, delay_ms: u64, embed_ms: u64) -> gralkor::Res
         let wall = start.elapsed();
         let cpu = cpu_time().saturating_sub(cpu0);
         let server_cpu = match (server_cpu0, server_pid.and_then(process_cpu_time)) {
-            (Some(a), Some(b)) => format!("{:.1}", b.saturating_sub(a).as_secs_f64() * 1e3 / results.len() as f64),
+            (Some(a), Some(b)) => format!(
+                "{:.1}",
+                b.saturating_sub(a).as_secs_f64() * 1e3 / results.len() as f64
+            ),
             _ => "-".to_owned(),
         };
         // Beyond the floor: what each episode spent outside the model and embedding
