@@ -30,6 +30,15 @@
 //! by meaning; summaries by a short sentence. Model answers come after the model
 //! delay, embeddings after the embedding delay. It counts requests per schema.
 //!
+//! Reading the 8-graph row: when `rest p50` (time beyond the delays) is far above
+//! `CPU ms/ep` + `srv CPU` (what this process and the server actually spend per
+//! episode), the episodes are waiting for a core, not for the database. Measured on
+//! 2 shared cores (debug build, `today`, 8 graphs): at load 17–21, 9–14 episodes/s,
+//! p50 460–700 ms, rest p50 240–480 ms against 13–16 + 7–9 CPU ms/ep; at load 2–4,
+//! 27–30 episodes/s, p50 255–275 ms, rest p50 35–55 ms. Four write connections (one
+//! per graph hash) instead of one changed neither figure beyond the noise (27.8–30.0
+//! vs 27.0–29.9 episodes/s, back to back), so the handle keeps one.
+//!
 //! The real OpenAI client (HTTP, limiter, retries) talks to it; the real engine writes
 //! to an embedded FalkorDB in a temporary directory. Per world, for one graph, then for
 //! 8 graphs at once (each its own copy of the world), it prints episodes per second,
