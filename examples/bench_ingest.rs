@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example bench_ingest                # every world, 200 episodes, 200 ms a call, 20 ms an embedding
 //! cargo run --release --example bench_ingest -- 80 100 20 paraphrase   # episodes, model ms, embedding ms, one world
+//! BENCH_GRAPHS=8 cargo run --release --example bench_ingest -- 200 200 20 today  # only the 8-graph run
 //! ```
 //!
 //! The worlds: 40 people, 15 companies and 10 cities; episode `e` happens on day `e`
@@ -29,13 +30,24 @@
 //! by meaning; summaries by a short sentence. Model answers come after the model
 //! delay, embeddings after the embedding delay. It counts requests per schema.
 //!
+//! Reading the 8-graph row: when `rest p50` (time beyond the delays) is far above
+//! `CPU ms/ep` + `srv CPU` (what this process and the server actually spend per
+//! episode), the episodes are waiting for a core, not for the database. Measured on
+//! 2 shared cores (debug build, `today`, 8 graphs): at load 17–21, 9–14 episodes/s,
+//! p50 460–700 ms, rest p50 240–480 ms against 13–16 + 7–9 CPU ms/ep; at load 2–4,
+//! 27–30 episodes/s, p50 255–275 ms, rest p50 35–55 ms. Four write connections (one
+//! per graph hash) instead of one changed neither figure beyond the noise (27.8–30.0
+//! vs 27.0–29.9 episodes/s, back to back), so the handle keeps one.
+//!
 //! The real OpenAI client (HTTP, limiter, retries) talks to it; the real engine writes
 //! to an embedded FalkorDB in a temporary directory. Per world, for one graph, then for
 //! 8 graphs at once (each its own copy of the world), it prints episodes per second,
 //! model calls and embedding requests per episode, the episodes that took 1, 2 and 3+
 //! calls, p50/p95 latency, process CPU milliseconds per episode (user + system of this
-//! process — engine, client and fake provider; the embedded FalkorDB is another
-//! process), database round trips per episode as `IngestUsage` counts them, calls per
+//! process — engine, client and fake provider), the embedded FalkorDB's own CPU
+//! milliseconds per episode (its process, all threads; `-` on a cluster), the p50 of
+//! what an episode spends outside the model and embedding delays (database round trips,
+//! queueing and client CPU: where the time goes beyond the floor), database round trips per episode as `IngestUsage` counts them, calls per
 //! episode by pipeline step and requests by schema, and the identical-graph check
 //! against the world's ground truth: facts (endpoints, relation, text, valid/invalid
 //! times, expiry and supporting episodes), entities, duplicates, and invalidations at
@@ -897,6 +909,20 @@ fn cpu_time() -> Duration {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
+/// CPU time (user + system, all threads) of process `pid` so far, from
+/// `/proc/<pid>/stat`; `None` where that is not readable.
+fn process_cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name (which may hold spaces) start at state (3);
+    // utime and stime are fields 14 and 15, in clock ticks.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (per_second > 0).then(|| Duration::from_secs_f64(ticks as f64 / per_second as f64))
+}
+
 /// The comparison of one stored graph with the ground truth.
 struct Check {
     facts_matched: usize,
@@ -1139,7 +1165,7 @@ async fn bench_world(world: World, delay_ms: u64, embed_ms: u64) -> gralkor::Res
             .count(),
     );
     println!(
-        "{:<7} {:>10} {:>8} {:>8} {:>7} {:>7} {:>12} {:>8} {:>8} {:>9}  calls/ep by step (extract, resolve_entities, resolve_facts, entity_details); requests/ep by schema",
+        "{:<7} {:>10} {:>8} {:>8} {:>7} {:>7} {:>12} {:>8} {:>8} {:>8} {:>8} {:>9}  calls/ep by step (extract, resolve_entities, resolve_facts, entity_details); requests/ep by schema",
         "graphs",
         "episodes/s",
         "calls/ep",
@@ -1148,20 +1174,49 @@ async fn bench_world(world: World, delay_ms: u64, embed_ms: u64) -> gralkor::Res
         "p95 ms",
         "1/2/3+ calls",
         "CPU ms/ep",
+        "srv CPU",
+        "rest p50",
         "db rt/ep",
         "identical"
     );
     let mut all_identical = true;
     let mut checks = Vec::new();
+    let server_pid = db.embedded_server().and_then(|s| s.pid());
+    let only_graphs: Option<usize> = std::env::var("BENCH_GRAPHS")
+        .ok()
+        .and_then(|g| g.parse().ok());
     for graphs in [1, 8] {
+        if only_graphs.is_some_and(|g| g != graphs) {
+            continue;
+        }
         let c0 = chat.load(Ordering::Relaxed);
         let before = counts.lock().expect("counts").clone();
         let tag = format!("x{graphs}");
         let cpu0 = cpu_time();
+        let server_cpu0 = server_pid.and_then(process_cpu_time);
         let start = Instant::now();
         let results = run(&engine, &world, graphs, &tag).await;
         let wall = start.elapsed();
         let cpu = cpu_time().saturating_sub(cpu0);
+        let server_cpu = match (server_cpu0, server_pid.and_then(process_cpu_time)) {
+            (Some(a), Some(b)) => format!(
+                "{:.1}",
+                b.saturating_sub(a).as_secs_f64() * 1e3 / results.len() as f64
+            ),
+            _ => "-".to_owned(),
+        };
+        // Beyond the floor: what each episode spent outside the model and embedding
+        // delays.
+        let mut rest: Vec<Duration> = results
+            .iter()
+            .map(|r| {
+                let floor = Duration::from_millis(
+                    delay_ms * u64::from(r.calls) + embed_ms * u64::from(r.embeds),
+                );
+                r.latency.saturating_sub(floor)
+            })
+            .collect();
+        rest.sort();
         let n = results.len();
         let mut latencies: Vec<Duration> = results.iter().map(|r| r.latency).collect();
         latencies.sort();
@@ -1197,7 +1252,7 @@ async fn bench_world(world: World, delay_ms: u64, embed_ms: u64) -> gralkor::Res
         }
         all_identical &= identical;
         println!(
-            "{:<7} {:>10.2} {:>8.3} {:>8.3} {:>7.0} {:>7.0} {:>12} {:>8.1} {:>8.2} {:>9}  {}; {}",
+            "{:<7} {:>10.2} {:>8.3} {:>8.3} {:>7.0} {:>7.0} {:>12} {:>8.1} {:>8} {:>8.0} {:>8.2} {:>9}  {}; {}",
             graphs,
             n as f64 / wall.as_secs_f64(),
             chat_calls as f64 / n as f64,
@@ -1206,6 +1261,8 @@ async fn bench_world(world: World, delay_ms: u64, embed_ms: u64) -> gralkor::Res
             percentile(&latencies, 0.95),
             format!("{}/{}/{}", took(1), took(2), more),
             cpu.as_secs_f64() * 1e3 / n as f64,
+            server_cpu,
+            percentile(&rest, 0.50),
             round_trips as f64 / n as f64,
             if identical { "yes" } else { "NO" },
             by_step.join(" / "),

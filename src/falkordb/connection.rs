@@ -24,7 +24,7 @@
 //! server's socket).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager};
@@ -50,6 +50,34 @@ fn read_connections() -> usize {
 /// that is down or still failing over), 50 ms doubling to 2 s between them (with
 /// jitter): enough for a replica to take over a killed primary (a few node timeouts).
 pub(super) const CLUSTER_RETRIES: u32 = 8;
+
+tokio::task_local! {
+    /// The round-trip counter of the task running under [`count_round_trips`].
+    static ROUND_TRIPS: Arc<AtomicU32>;
+}
+
+/// Runs `fut`, adding to `counter` one for every request it sends over any handle's
+/// connections: each command and each pipeline, every attempt of a retry, the schema
+/// reloads and index listings behind a query. A task spawned meanwhile is counted only
+/// if it runs under this function too (with a clone of `counter`, see
+/// [`round_trip_counter`]). Nested, the innermost counter counts.
+pub(crate) async fn count_round_trips<F: std::future::Future>(
+    counter: Arc<AtomicU32>,
+    fut: F,
+) -> F::Output {
+    ROUND_TRIPS.scope(counter, fut).await
+}
+
+/// The counter of the task's [`count_round_trips`], if it runs under one (for a task
+/// it spawns to count into).
+pub(crate) fn round_trip_counter() -> Option<Arc<AtomicU32>> {
+    ROUND_TRIPS.try_with(Arc::clone).ok()
+}
+
+/// Counts one request for the task's [`count_round_trips`], if any.
+fn count_round_trip() {
+    let _ = ROUND_TRIPS.try_with(|c| c.fetch_add(1, Ordering::Relaxed));
+}
 
 /// One connection: to a single server, or to a cluster.
 #[derive(Clone)]
@@ -288,6 +316,7 @@ impl ConnectionLike for Connection {
             if closed {
                 return Err(Self::closed_error());
             }
+            count_round_trip();
             let request = link.send(cmd);
             match server {
                 None => request.await,
@@ -309,6 +338,7 @@ impl ConnectionLike for Connection {
             if closed {
                 return Err(Self::closed_error());
             }
+            count_round_trip();
             let request = link.send_pipeline(pipeline, offset, count);
             match server {
                 None => request.await,

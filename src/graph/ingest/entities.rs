@@ -109,7 +109,6 @@ pub(super) async fn resolve(
         .entity_candidates
         .clamp(1, store::MAX_CANDIDATE_LIMIT);
     let found = super::retry_db_step("entity_candidates", || {
-        usage.db_round_trips += 1;
         store::entity_candidates(work.db, work.graph, &queries, limit)
     })
     .await?;

@@ -136,7 +136,6 @@ pub(super) async fn resolve(
         })
         .collect();
     let found = super::retry_db_step("fact_candidates", || {
-        usage.db_round_trips += 1;
         st::fact_candidates(work.db, work.graph, &queries, work.opts.fact_candidates)
     })
     .await?;

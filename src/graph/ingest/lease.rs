@@ -32,7 +32,9 @@ impl Lease {
         let (db, graph) = (db.clone(), graph.to_owned());
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
         let every = (lease / 3).max(MIN_RENEWAL);
-        let task = tokio::spawn(async move {
+        // Renewals count as the episode's round trips.
+        let counter = crate::falkordb::round_trip_counter();
+        let renewals = async move {
             loop {
                 tokio::time::sleep(every).await;
                 match st::renew(&db, &graph, uuid, generation, lease_ms).await {
@@ -47,7 +49,11 @@ impl Lease {
                     Err(e) => tracing::warn!(%uuid, error = %e, "renewing an episode lease failed"),
                 }
             }
-        });
+        };
+        let task = match counter {
+            Some(counter) => tokio::spawn(crate::falkordb::count_round_trips(counter, renewals)),
+            None => tokio::spawn(renewals),
+        };
         Lease { lost, task }
     }
 

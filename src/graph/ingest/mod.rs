@@ -103,9 +103,13 @@
 //!
 //! So an episode costs **at most 4 language-model calls and 1 embedding request**
 //! whatever the number of entities and facts it yields; [`IngestUsage`] reports the
-//! exact counts, and `db_round_trips` every statement or pipeline sent (each retry
-//! too): typically 5 — the write with its claim and context, the entity candidates,
-//! the fact candidates, and the commit's two (the in-flight mark, then the commit).
+//! exact counts, and `db_round_trips` every request sent to FalkorDB on the episode's
+//! behalf (counted where requests leave the handle, so none is missed: every retry,
+//! the candidate query's listing of indices and rerun when an index is missing, the
+//! lease renewals, a vector-index rebuild, the graph's index preparation on its first
+//! write through a handle, a reload of the schema cache): typically 5 — the write with
+//! its claim and context, the entity candidates, the fact candidates, and the
+//! commit's two (the in-flight mark, then the commit).
 //! (Graphiti makes about 3 + M calls for M facts.) An episode that restates,
 //! paraphrases or contradicts what the graph holds, in names it spells out, costs 1
 //! call (extraction) and 1 embedding request.

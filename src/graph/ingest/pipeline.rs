@@ -3,6 +3,7 @@
 //! resumption of pending episodes.
 
 use crate::vocab::content::EpisodeFields;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use tracing::Instrument;
@@ -52,7 +53,10 @@ impl Engine {
         let queue = self.queue(graph);
         let _turn = queue.lock().await;
         let span = tracing::info_span!("add_episode", graph, uuid = tracing::field::Empty);
-        async {
+        // Every request the episode sends, whoever sends it (its steps, their retries,
+        // the index preparation, the lease renewals), is counted here.
+        let trips = Arc::new(AtomicU32::new(0));
+        let work = async {
             let mut usage = IngestUsage::default();
             self.build_indices(graph).await?;
             let episode = Episode {
@@ -89,7 +93,6 @@ impl Engine {
                 .extracts()
                 .then_some((self.inner.writer.as_str(), lease_ms));
             let opened = retry_db_step("write_pending", || {
-                usage.db_round_trips += 1;
                 st::open_episode(
                     db,
                     graph,
@@ -123,7 +126,6 @@ impl Engine {
                         store::write_passages(db, graph, uuid, &passages)
                     })
                     .await?;
-                    usage.db_round_trips += 1;
                 }
                 return Ok(EpisodeOutcome {
                     episode: stored,
@@ -139,12 +141,14 @@ impl Engine {
                 .map(|claim| (claim, (opened.previous, opened.known)));
             self.process(graph, stored, &request, usage, opened).await
         }
-        .instrument(span)
-        .await
-        .map(|mut outcome| {
-            outcome.usage.elapsed = started.elapsed();
-            outcome
-        })
+        .instrument(span);
+        crate::falkordb::count_round_trips(trips.clone(), Box::pin(work))
+            .await
+            .map(|mut outcome| {
+                outcome.usage.elapsed = started.elapsed();
+                outcome.usage.db_round_trips = trips.load(Ordering::Relaxed);
+                outcome
+            })
     }
 
     /// Finishes every pending episode of `graph`, oldest reference time first, with
@@ -202,7 +206,11 @@ impl Engine {
         for uuid in pending {
             let queue = self.queue(graph);
             let _turn = queue.lock().await;
-            let Some(episode) = store::get_episode(db, graph, uuid).await? else {
+            // Every request for this episode from here on is its round trip.
+            let trips = Arc::new(AtomicU32::new(0));
+            let read = store::get_episode(db, graph, uuid);
+            let Some(episode) = crate::falkordb::count_round_trips(trips.clone(), read).await?
+            else {
                 continue;
             };
             if episode.state == EpisodeState::Complete {
@@ -215,14 +223,16 @@ impl Engine {
             request.ontology = ontology_for(episode.writer.as_deref());
             request.writer = episode.writer.clone();
             request.session = episode.session.clone();
-            let usage = IngestUsage {
-                db_round_trips: 2,
-                ..IngestUsage::default()
-            };
+            let usage = IngestUsage::default();
             let started = std::time::Instant::now();
-            match self.process(graph, episode, &request, usage, None).await {
+            let processed = crate::falkordb::count_round_trips(
+                trips.clone(),
+                self.process(graph, episode, &request, usage, None),
+            );
+            match processed.await {
                 Ok(mut outcome) => {
                     outcome.usage.elapsed = started.elapsed();
+                    outcome.usage.db_round_trips = trips.load(Ordering::Relaxed);
                     report.completed.push(outcome);
                 }
                 Err(Error::EpisodeBusy { uuid }) => report.busy.push(uuid),
@@ -271,7 +281,6 @@ impl Engine {
             Some((claim, previous)) => (claim, Some(previous)),
             None => {
                 let claim = retry_db_step("claim", || {
-                    usage.db_round_trips += 1;
                     st::claim(db, graph, episode.uuid, &self.inner.writer, lease_ms)
                 })
                 .await?;
@@ -322,13 +331,8 @@ impl Engine {
                     // Progress over purity: a writer that keeps losing the race commits.
                     done.set.fresh_keys.clear();
                 }
-                // Every statement sent counts: the in-flight mark, the commit, and
-                // the answer mark, on every attempt.
-                let trips = AtomicU32::new(0);
-                let sent_one = || trips.fetch_add(1, Ordering::Relaxed);
                 let committed = retry_db_step("commit", || async {
                     let uuid = episode.uuid;
-                    sent_one();
                     match st::begin_commit(db, graph, uuid, generation).await? {
                         st::BeginCommit::Go => {}
                         st::BeginCommit::Quarantined(unanswered) => {
@@ -342,7 +346,6 @@ impl Engine {
                         }
                         st::BeginCommit::NotHeld(outcome) => return Ok(outcome),
                     }
-                    sent_one();
                     let sent = st::commit_episode(db, graph, uuid, generation, &done.set)
                         .instrument(tracing::info_span!("commit_statement"))
                         .await;
@@ -351,20 +354,17 @@ impl Engine {
                         // Unanswered: it stays counted (the next `begin_commit` sees it).
                         Err(e @ Error::Connection { .. }) => Err(e),
                         Err(e) => {
-                            sent_one();
-                            let _ = st::commit_answered(db, graph, uuid, generation).await;
+                                    let _ = st::commit_answered(db, graph, uuid, generation).await;
                             Err(e)
                         }
                         // Nothing written: a fresh name taken, or a lost reply.
                         Ok(None) => {
-                            sent_one();
-                            st::commit_answered(db, graph, uuid, generation).await
+                                    st::commit_answered(db, graph, uuid, generation).await
                         }
                     }
                 })
                 .instrument(tracing::info_span!("commit", attempt))
                 .await;
-                usage.db_round_trips += trips.load(Ordering::Relaxed);
                 let committed = committed?;
                 match committed {
                     st::Committed::Done(stale) => {
@@ -505,11 +505,10 @@ async fn replayed(
     db: &FalkorDb,
     graph: &str,
     episode: Episode,
-    mut usage: IngestUsage,
+    usage: IngestUsage,
 ) -> Result<EpisodeOutcome> {
     let entities = store::get_mentioned_entities(db, graph, episode.uuid).await?;
     let facts = store::get_facts(db, graph, &episode.entity_edges).await?;
-    usage.db_round_trips += 2;
     Ok(EpisodeOutcome {
         episode,
         status: OutcomeStatus::Replayed,

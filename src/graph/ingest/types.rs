@@ -138,7 +138,9 @@ pub struct IngestUsage {
     pub embedding_calls: u32,
     /// Tokens the language-model calls used.
     pub tokens: TokenUsage,
-    /// Statements or pipelines sent to FalkorDB (each one round trip).
+    /// Requests sent to FalkorDB for the episode, each one round trip: every statement
+    /// and pipeline, each retry, the lease renewals and whatever a step sends behind
+    /// the scenes (an index listing, a schema reload, a vector-index rebuild).
     pub db_round_trips: u32,
 }
 

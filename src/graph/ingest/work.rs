@@ -95,7 +95,6 @@ impl Work<'_> {
             Some(context) => context,
             None => {
                 let read = super::retry_db_step("extraction_context", || {
-                    usage.db_round_trips += 1;
                     st::extraction_context(
                         self.db,
                         self.graph,
