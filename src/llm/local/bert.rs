@@ -9,7 +9,7 @@
 //! every model candle ships and was most of the feature's cold build.
 
 use candle_core::{D, DType, Module, Result, Tensor};
-use candle_nn::{Embedding, LayerNorm, VarBuilder, embedding, layer_norm};
+use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
 use serde::Deserialize;
 
 /// The fields of a BERT `config.json` the encoder needs.
@@ -26,56 +26,14 @@ pub(crate) struct BertConfig {
     pub layer_norm_eps: f64,
 }
 
-/// A dense layer `x · Wᵀ + b` whose weight is kept transposed, `(in, out)` and
-/// contiguous, rather than as stored, `(out, in)`.
-///
-/// Why: a query is a handful of tokens, so each product is a few rows times a large
-/// weight. gemm computes a row-major product as its transpose, where the weight is
-/// the left operand; stored `(out, in)` and read through `Wᵀ` it has a row stride,
-/// and gemm repacked the whole weight, element by element, on every call — 60% of
-/// a query embedding's CPU time (`perf`, `bench_recall`). Transposed once at load,
-/// its columns are contiguous and gemm reads it in place.
-struct Dense {
-    /// `(in, out)`, contiguous.
-    weight_t: Tensor,
-    /// `(out,)`.
-    bias: Tensor,
-}
-
-impl Dense {
-    fn new(weight: &Tensor, bias: Tensor) -> Result<Dense> {
-        Ok(Dense {
-            weight_t: weight.t()?.contiguous()?,
-            bias,
-        })
-    }
-
-    fn load(inputs: usize, outputs: usize, vb: VarBuilder<'_>) -> Result<Dense> {
-        Dense::new(
-            &vb.get((outputs, inputs), "weight")?,
-            vb.get(outputs, "bias")?,
-        )
-    }
-
-    /// `(batch, len, in)` → `(batch, len, out)`, as one 2-D product.
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let (batch, len, inputs) = x.dims3()?;
-        let outputs = self.weight_t.dim(1)?;
-        x.reshape((batch * len, inputs))?
-            .matmul(&self.weight_t)?
-            .broadcast_add(&self.bias)?
-            .reshape((batch, len, outputs))
-    }
-}
-
 struct Layer {
-    /// The query, key and value projections as one `(hidden, 3 × hidden)` dense
+    /// The query, key and value projections as one `(3 × hidden, hidden)` linear
     /// layer: one matrix product per layer instead of three.
-    qkv: Dense,
-    attention_out: Dense,
+    qkv: Linear,
+    attention_out: Linear,
     attention_norm: LayerNorm,
-    intermediate: Dense,
-    output: Dense,
+    intermediate: Linear,
+    output: Linear,
     output_norm: LayerNorm,
 }
 
@@ -135,16 +93,16 @@ impl Bert {
                 Ok((p.get((h, h), "weight")?, p.get(h, "bias")?))
             };
             let (q, k, v) = (part("query")?, part("key")?, part("value")?);
-            let qkv = Dense::new(
-                &Tensor::cat(&[&q.0, &k.0, &v.0], 0)?,
-                Tensor::cat(&[&q.1, &k.1, &v.1], 0)?,
-            )?;
+            let qkv = Linear::new(
+                Tensor::cat(&[&q.0, &k.0, &v.0], 0)?,
+                Some(Tensor::cat(&[&q.1, &k.1, &v.1], 0)?),
+            );
             layers.push(Layer {
                 qkv,
-                attention_out: Dense::load(h, h, a.pp("output.dense"))?,
+                attention_out: linear(h, h, a.pp("output.dense"))?,
                 attention_norm: layer_norm(h, eps, a.pp("output.LayerNorm"))?,
-                intermediate: Dense::load(h, config.intermediate_size, l.pp("intermediate.dense"))?,
-                output: Dense::load(config.intermediate_size, h, l.pp("output.dense"))?,
+                intermediate: linear(h, config.intermediate_size, l.pp("intermediate.dense"))?,
+                output: linear(config.intermediate_size, h, l.pp("output.dense"))?,
                 output_norm: layer_norm(h, eps, l.pp("output.LayerNorm"))?,
             });
         }
