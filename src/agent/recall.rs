@@ -31,9 +31,10 @@
 //!   fails the recall as in the default mode.
 //! * **Episodes standing in as facts** (a storage that does not extract returns a
 //!   stored episode as a fact, its whole content): each presents its best passages
-//!   for the query, at most [`EPISODE_CONTEXT_BYTES`] bytes (see [`best_passages`]),
-//!   so a long session costs a few relevant turns, not its whole transcript. The
-//!   line still names the episode (its uuid) and its date.
+//!   for the query, at most 2,000 bytes: its lines (a conversation's turns) scored by
+//!   the query's words, rarer words weighing more, the best kept in their order. So a
+//!   long session costs a few relevant turns, not its whole transcript. The line
+//!   still names the episode (its uuid) and its date.
 //! * Recall makes no model call: the agent's own model interprets the block.
 //! * Logs: `recall` (info: session, operator, query characters, limit) and `recall
 //!   result` (info: facts, block characters, milliseconds); the query and block only at

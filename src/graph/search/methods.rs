@@ -74,7 +74,7 @@
 //! running beside a writer can meet that window. When a vector call fails, the statement
 //! is built once more with an exact scan of the records carrying the property in
 //! place of the call (their cosine distances, the best `k`; the builders take the
-//! [`Access`]) and run: the search answers,
+//! access, index or scan) and run: the search answers,
 //! exactly, while the index is away, and costs a scan only then. When a fulltext method
 //! fails, the index list is read once: if the index really is missing (a fresh or empty
 //! graph, before [`build_indices`](crate::graph::build_indices)), the method yields
