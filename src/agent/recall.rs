@@ -29,6 +29,12 @@
 //!   client embeds the query once per search call, so partial recall costs one query
 //!   embedding per Destination instead of one in all, and a failure of one Destination
 //!   fails the recall as in the default mode.
+//! * **Episodes standing in as facts** (a storage that does not extract returns a
+//!   stored episode as a fact, its whole content): each presents its best passages
+//!   for the query, at most 2,000 bytes: its lines (a conversation's turns) scored by
+//!   the query's words, rarer words weighing more, the best kept in their order. So a
+//!   long session costs a few relevant turns, not its whole transcript. The line
+//!   still names the episode (its uuid) and its date.
 //! * Recall makes no model call: the agent's own model interprets the block.
 //! * Logs: `recall` (info: session, operator, query characters, limit) and `recall
 //!   result` (info: facts, block characters, milliseconds); the query and block only at
@@ -57,6 +63,15 @@ internal_item!(
     /// How the block opens.
     pub const BLOCK_OPEN: &str = "<gralkor-memory trust=\"untrusted\">";
 );
+/// The most bytes of an episode standing in as a fact that recall presents: its best
+/// passages for the query ([`best_passages`]).
+pub(crate) const EPISODE_CONTEXT_BYTES: usize = 2_000;
+/// Words of a question that say nothing about its subject, besides the fulltext
+/// stopwords: they do not select passages.
+const QUESTION_WORDS: &[&str] = &[
+    "what", "when", "where", "which", "who", "whom", "whose", "why", "how", "did", "does", "do",
+    "has", "have", "had",
+];
 /// How the block closes.
 pub(crate) const BLOCK_CLOSE: &str = "</gralkor-memory>";
 
@@ -191,6 +206,132 @@ pub fn render_block(results: &[SearchResult]) -> String {
     memory_block(&lines.join("\n"))
 }
 
+/// The lower-cased alphanumeric words of `text`.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Whether the word `w` of a passage is the query term `t`, or a form of it: one is
+/// the other plus at most three letters, both at least four long (`paint`,
+/// `painting`; `move`, `moved`).
+fn same_word(t: &str, w: &str) -> bool {
+    if t == w {
+        return true;
+    }
+    let (short, long) = if t.len() < w.len() { (t, w) } else { (w, t) };
+    short.chars().count() >= 4 && long.starts_with(short) && long.len() - short.len() <= 3
+}
+
+/// The best passages of `content` for `query`, in at most `budget` bytes.
+///
+/// Content that fits is returned whole. Otherwise its non-blank lines are the
+/// passages (a conversation's turns), each scored by the query's words it holds
+/// (lower-cased alphanumeric words, fulltext stopwords and question words dropped),
+/// each word weighted `ln(1 + lines / lines holding it)` so that a name on every line
+/// counts little; then the best are taken greedily (ties: earlier first) while they
+/// fit, and presented in their original order, a gap between two of them marked by a
+/// `…` line. A passage longer than the budget is cut at a character boundary. When no
+/// line holds a query word, the opening lines that fit are returned.
+pub(crate) fn best_passages(content: &str, query: &str, budget: usize) -> String {
+    if content.len() <= budget {
+        return content.to_owned();
+    }
+    let cut = |line: &str| -> String {
+        let mut end = line.len().min(budget);
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        line[..end].to_owned()
+    };
+    let lines: Vec<&str> = content
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let mut terms: Vec<String> = words(query)
+        .into_iter()
+        .filter(|t| {
+            !crate::falkordb::DEFAULT_STOPWORDS.contains(&t.as_str())
+                && !QUESTION_WORDS.contains(&t.as_str())
+        })
+        .collect();
+    terms.sort();
+    terms.dedup();
+    let line_words: Vec<Vec<String>> = lines.iter().map(|l| words(l)).collect();
+    let holds: Vec<Vec<bool>> = line_words
+        .iter()
+        .map(|ws| {
+            terms
+                .iter()
+                .map(|t| ws.iter().any(|w| same_word(t, w)))
+                .collect()
+        })
+        .collect();
+    let n = lines.len() as f64;
+    let weights: Vec<f64> = (0..terms.len())
+        .map(|j| {
+            let df = holds.iter().filter(|h| h[j]).count();
+            if df == 0 {
+                0.0
+            } else {
+                (1.0 + n / df as f64).ln()
+            }
+        })
+        .collect();
+    let scores: Vec<f64> = holds
+        .iter()
+        .map(|h| (0..terms.len()).filter(|&j| h[j]).map(|j| weights[j]).sum())
+        .collect();
+    let mut order: Vec<usize> = (0..lines.len()).filter(|&i| scores[i] > 0.0).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    if order.is_empty() {
+        order = (0..lines.len()).collect();
+    }
+    // Bytes of the chosen lines in original order, with their separators: "\n"
+    // between neighbours, "\n…\n" across a gap.
+    let render = |chosen: &[(usize, String)]| -> String {
+        let mut out = String::new();
+        for (k, (i, text)) in chosen.iter().enumerate() {
+            if k > 0 {
+                out.push_str(if chosen[k - 1].0 + 1 == *i {
+                    "\n"
+                } else {
+                    "\n…\n"
+                });
+            }
+            out.push_str(text);
+        }
+        out
+    };
+    let mut chosen: Vec<(usize, String)> = Vec::new();
+    for i in order {
+        let mut trial = chosen.clone();
+        let at = trial.partition_point(|(j, _)| *j < i);
+        trial.insert(at, (i, cut(lines[i])));
+        if render(&trial).len() <= budget {
+            chosen = trial;
+        }
+    }
+    render(&chosen)
+}
+
+/// Each episode standing in as a fact (its single source is itself) presents its
+/// [`best_passages`] for `query` instead of its whole content.
+fn episodes_as_passages(results: &mut [SearchResult], query: &str) {
+    for r in results {
+        if let crate::client::Hit::Fact(f) = &mut r.hit
+            && f.sources.len() == 1
+            && f.sources[0].episode == f.uuid
+            && f.fact.len() > EPISODE_CONTEXT_BYTES
+        {
+            f.fact = best_passages(&f.fact, query, EPISODE_CONTEXT_BYTES);
+        }
+    }
+}
+
 /// Merges per-Destination ranked lists by rank (every list's first, then every
 /// second, … in list order) and keeps at most `limit`.
 pub(crate) fn merge_by_rank(lists: Vec<Vec<SearchResult>>, limit: usize) -> Vec<SearchResult> {
@@ -245,10 +386,11 @@ pub(crate) async fn search_facts(
     }
     if !options.partial {
         return match tokio::time::timeout(options.deadline, client.search(&search)).await {
-            Ok(found) => Ok((
-                merge_by_rank(per_destination(found?), options.max_results),
-                Vec::new(),
-            )),
+            Ok(found) => {
+                let mut facts = merge_by_rank(per_destination(found?), options.max_results);
+                episodes_as_passages(&mut facts, query);
+                Ok((facts, Vec::new()))
+            }
             Err(_) => Err(Error::RecallDeadlineExpired {
                 after: options.deadline,
             }),
@@ -294,7 +436,9 @@ pub(crate) async fn search_facts(
         });
     }
     let lists: Vec<Vec<SearchResult>> = answered.into_iter().flatten().collect();
-    Ok((merge_by_rank(lists, options.max_results), missing))
+    let mut facts = merge_by_rank(lists, options.max_results);
+    episodes_as_passages(&mut facts, query);
+    Ok((facts, missing))
 }
 
 /// The per-Destination searches of partial mode, polled together on this task (they
@@ -466,5 +610,91 @@ mod tests {
         assert_eq!(texts(merge_by_rank(lists, 4)), ["a1", "b1", "c1", "a2"]);
         let one = vec![fact("a", "x"), fact("a", "y"), fact("b", "z")];
         assert_eq!(per_destination(one).len(), 2);
+    }
+
+    /// An 80-turn conversation (about 3,400 bytes) about the weather, with one turn
+    /// about the answer deep inside.
+    fn session() -> String {
+        (0..80)
+            .map(|i| {
+                if i == 57 {
+                    "Ada: I finally adopted a greyhound called Pixel last week.".to_owned()
+                } else {
+                    format!(
+                        "{}: the weather was grey again on day {i}.",
+                        if i % 2 == 0 { "Ada" } else { "Bo" }
+                    )
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn best_passages_hold_the_turns_with_the_query_words_within_the_budget() {
+        let content = session();
+        assert!(content.len() > 2 * 1_000);
+        let best = best_passages(&content, "What is the name of Ada's greyhound?", 1_000);
+        assert!(best.len() <= 1_000, "{} bytes", best.len());
+        assert!(best.contains("adopted a greyhound called Pixel"), "{best}");
+        // Every line comes from the content, in its order; gaps are marked.
+        let kept: Vec<&str> = best.lines().filter(|l| *l != "…").collect();
+        let positions: Vec<usize> = kept.iter().map(|l| content.find(l).unwrap()).collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{best}");
+        // A form of a query word counts ("adopt" finds "adopted").
+        let adopted = best_passages(&content, "when did they adopt a dog", 200);
+        assert!(adopted.starts_with("Ada: I finally adopted"), "{adopted}");
+        // "Ada" is on half the lines and "greyhound" on one: the rare word decides.
+        let rare = best_passages(&content, "Ada greyhound", 80);
+        assert_eq!(
+            rare,
+            "Ada: I finally adopted a greyhound called Pixel last week."
+        );
+    }
+
+    #[test]
+    fn best_passages_keep_short_content_whole_and_open_when_nothing_matches() {
+        assert_eq!(
+            best_passages("Ada: hi\nBo: hello", "greyhound", 100),
+            "Ada: hi\nBo: hello"
+        );
+        let content = session();
+        let none = best_passages(&content, "submarine", 120);
+        assert!(content.starts_with(&none), "{none}");
+        assert!(none.len() <= 120 && none.len() > 60, "{none}");
+        // A single line longer than the budget is cut at a character boundary.
+        let long = "é".repeat(300);
+        let cut = best_passages(&format!("{long}\nx"), "é", 101);
+        assert!(cut.len() <= 101 && cut.chars().all(|c| c == 'é'), "{cut}");
+    }
+
+    #[test]
+    fn episodes_standing_in_present_passages_and_real_facts_stay_whole() {
+        use crate::client::{FactSource, SourceKind};
+        let content = session();
+        let episode = uuid::Uuid::new_v4();
+        let mut standing = FactRecord::new(episode, content.clone());
+        standing.sources = vec![FactSource::from_stored(
+            episode,
+            Some(SourceKind::Message),
+            "chat",
+        )];
+        let mut fact = FactRecord::new(uuid::Uuid::new_v4(), content.clone());
+        fact.sources = vec![FactSource::from_stored(
+            episode,
+            Some(SourceKind::Message),
+            "chat",
+        )];
+        let mut results = vec![
+            SearchResult::new("a", 1.0, Hit::Fact(standing)),
+            SearchResult::new("a", 0.5, Hit::Fact(fact)),
+        ];
+        assert!(content.len() > EPISODE_CONTEXT_BYTES);
+        episodes_as_passages(&mut results, "greyhound");
+        let first = results[0].hit.as_fact().unwrap();
+        assert!(first.fact.len() <= EPISODE_CONTEXT_BYTES);
+        assert!(first.fact.contains("greyhound called Pixel"));
+        assert_eq!(first.sources[0].episode, episode);
+        assert_eq!(results[1].hit.as_fact().unwrap().fact, content);
     }
 }

@@ -260,6 +260,67 @@ async fn recall_presents_the_facts_in_the_exact_block_native() {
     assert_eq!(embedder.requests() - before, 1);
 }
 
+// recall › an episode standing in as a fact presents its best passages, with its id and date
+
+async fn presents_the_best_passages_of_a_long_episode(client: &dyn Client) {
+    let op = op();
+    let session: Vec<String> = (0..80)
+        .map(|i| {
+            if i == 57 {
+                "Ada: I finally adopted a greyhound called Pixel last week.".to_owned()
+            } else {
+                let who = if i % 2 == 0 { "Ada" } else { "Bo" };
+                format!("{who}: the weather was grey again on day {i}.")
+            }
+        })
+        .collect();
+    let content = session.join("\n");
+    assert!(content.len() > 3_000);
+    remember(client, &op, "personal", &content).await;
+    let r = recall(
+        client,
+        &op,
+        "Susu",
+        None,
+        "What is the name of Ada's greyhound?",
+        &RecallOptions::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.facts.len(), 1, "{:?}", r.facts);
+    let f = r.facts[0].hit.as_fact().unwrap();
+    // The turn that answers, deep in the session, within the budget — not the opening.
+    assert!(f.fact.len() <= 2_000, "{} bytes", f.fact.len());
+    assert!(
+        f.fact.contains("adopted a greyhound called Pixel"),
+        "{}",
+        f.fact
+    );
+    // Only turns holding a query word: Bo never says Ada's name.
+    assert!(!f.fact.contains("Bo:"), "{}", f.fact);
+    // The line names the episode and its date.
+    assert_eq!(f.sources[0].episode, f.uuid);
+    assert!(f.valid_at.is_some());
+    assert_eq!(r.block, expected_block(&r.facts));
+    assert!(
+        r.block.contains(&format!("episode: {})", f.uuid)),
+        "{}",
+        r.block
+    );
+    assert!(r.block.contains("(valid from "), "{}", r.block);
+}
+
+#[tokio::test]
+async fn recall_presents_the_best_passages_of_a_long_episode_in_memory() {
+    presents_the_best_passages_of_a_long_episode(&InMemoryClient::new()).await;
+}
+
+#[tokio::test]
+async fn recall_presents_the_best_passages_of_a_long_episode_native() {
+    let (client, _) = native(RuntimeConfig::new()).await;
+    presents_the_best_passages_of_a_long_episode(&client).await;
+}
+
 // recall › nothing found → "No relevant memories found." inside the block
 
 #[tokio::test]

@@ -71,9 +71,10 @@
 //! 'db.idx.vector.queryNodes'`). A vector index is missing for a moment whenever the
 //! engine rebuilds it to purge stale entries (see
 //! [`rebuild_vector_index`](crate::graph::store::rebuild_vector_index)), so a search
-//! running beside a writer can meet that window. When a vector call fails, the same
-//! statement is run once more with the call replaced by an exact scan of the records
-//! carrying the property (their cosine distances, the best `k`): the search answers,
+//! running beside a writer can meet that window. When a vector call fails, the statement
+//! is built once more with an exact scan of the records carrying the property in
+//! place of the call (their cosine distances, the best `k`; the builders take the
+//! access, index or scan) and run: the search answers,
 //! exactly, while the index is away, and costs a scan only then. When a fulltext method
 //! fails, the index list is read once: if the index really is missing (a fresh or empty
 //! graph, before [`build_indices`](crate::graph::build_indices)), the method yields
@@ -163,7 +164,34 @@ const EPISODE_INDEX: VectorSource = VectorSource {
     fanout: PASSAGE_FANOUT,
 };
 
+/// How a statement reaches a vector's nearest neighbours: through the index, or by
+/// the exact scan that stands in while the index is away ([`VectorSource::scan`]).
+/// The statement builders take it, so the fallback builds its own statement.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Access {
+    Index,
+    Scan,
+}
+
+/// A statement built for one [`Access`]; statements without a vector index call
+/// ignore it ([`fixed`]).
+type Statement<'a> = &'a (dyn Fn(Access) -> String + Sync);
+
+/// A statement that reads no vector index: the same text under either access.
+fn fixed(query: &str) -> impl Fn(Access) -> String + Sync + '_ {
+    move |_| query.to_owned()
+}
+
 impl VectorSource {
+    /// The neighbours as `access` reaches them: the index [`call`](Self::call) or the
+    /// exact [`scan`](Self::scan).
+    fn neighbours(self, access: Access) -> String {
+        match access {
+            Access::Index => self.call(),
+            Access::Scan => self.scan(),
+        }
+    }
+
     /// The index call, after [`stale_clause`]: the `$k + stale` nearest neighbours of
     /// `$v`, yielding `node` (or `relationship`) and `score`, the cosine distance.
     fn call(self) -> String {
@@ -220,11 +248,6 @@ impl VectorSource {
     }
 }
 
-/// `query` with every index call of `index` replaced by its exact scan.
-fn scanning(query: &str, index: VectorSource) -> String {
-    query.replace(&index.call(), &index.scan())
-}
-
 fn index_k(n: usize) -> i64 {
     i64::try_from((n * OVERFETCH).max(MIN_INDEX_K)).unwrap_or(i64::MAX)
 }
@@ -252,18 +275,19 @@ fn fact_sources(w: &Where, carry: &str) -> String {
     )
 }
 
-/// Runs one read. A failed vector index call is answered by the exact scan instead
-/// (see [`VectorSource::scan`]); a fulltext failure on a missing index yields no rows.
+/// Runs one read, built for the index. A failed vector index call is answered by the
+/// statement built for the exact scan instead (see [`VectorSource::scan`]); a
+/// fulltext failure on a missing index yields no rows.
 async fn read(
     ctx: Ctx<'_>,
     index: Index,
-    query: &str,
+    query: Statement<'_>,
     params: &Params,
 ) -> Result<Vec<BTreeMap<String, Value>>> {
-    match ctx.db.ro_query(ctx.graph, query, params).await {
+    match ctx.db.ro_query(ctx.graph, &query(Access::Index), params).await {
         Ok(res) => Ok(res.into_maps()),
         Err(err @ Error::Query { .. }) => match index {
-            Index::Vector(source) => scanned(ctx, &scanning(query, source), params, err).await,
+            Index::Vector(_) => scanned(ctx, &query(Access::Scan), params, err).await,
             Index::None => Err(err),
             _ if index_exists(ctx, index).await? => Err(err),
             _ => Ok(Vec::new()),
@@ -346,12 +370,12 @@ fn named_entities(filters: &SearchFilters) -> Option<&'static str> {
 /// The clauses that rank facts by their embedding's similarity to `$v` (at least
 /// `$min_sim`), filter them and keep the best `$n`, binding `f` and `score`: the
 /// HNSW index asked for `$k`, or an exact scan of the facts the filters name.
-fn fact_vector_clauses(ctx: Ctx<'_>, w: &Where) -> String {
+fn fact_vector_clauses(ctx: Ctx<'_>, w: &Where, access: Access) -> String {
     let source = match named_facts(ctx.filters) {
         None => format!(
             "{}{} WITH relationship AS f, 1.0 - score AS score",
             stale_clause(VectorIndex::Fact),
-            FACT_INDEX.call()
+            FACT_INDEX.neighbours(access)
         ),
         Some(named) => format!(
             "{named} WITH f, 1.0 - vec.cosineDistance(f.fact_embedding, vecf32($v)) AS score"
@@ -416,7 +440,7 @@ pub(crate) async fn fact_vector(
     min_sim: f64,
 ) -> Result<Vec<FactHit>> {
     let w = ctx.filters.fact_where(ctx.now);
-    let query = format!("{} {}", fact_vector_clauses(ctx, &w), fact_tail(&w));
+    let query = |access| format!("{} {}", fact_vector_clauses(ctx, &w, access), fact_tail(&w));
     let params = with(&w)
         .set("k", index_k(n))
         .set("v", v.to_vec())
@@ -447,7 +471,7 @@ pub(crate) async fn fact_vector(
             w.sourced("f, score"),
             fact_tail(&w)
         );
-        let exact = read(ctx, Index::None, &query, &params).await?;
+        let exact = read(ctx, Index::None, &fixed(&query), &params).await?;
         let seen: std::collections::BTreeSet<Uuid> = hits.iter().map(|h| h.fact.uuid).collect();
         for row in &exact {
             let hit = fact_hit(row)?;
@@ -480,7 +504,7 @@ pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec
             fact_tail(&w)
         );
         for k in [index_k(n), index_k(n * WRITER_WIDEN)] {
-            let rows = read(ctx, index, &query, &params.clone().set("k", k)).await?;
+            let rows = read(ctx, index, &fixed(&query), &params.clone().set("k", k)).await?;
             if rows.len() >= n {
                 return rows.iter().map(fact_hit).collect();
             }
@@ -491,7 +515,7 @@ pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec
         fact_fulltext_clauses(ctx, &w, w.selects_sources()),
         fact_tail(&w)
     );
-    let rows = read(ctx, index, &query, &params).await?;
+    let rows = read(ctx, index, &fixed(&query), &params).await?;
     rows.iter().map(fact_hit).collect()
 }
 
@@ -529,18 +553,21 @@ pub(crate) async fn fact_hybrid_rrf(
         ),
         None => "WITH [] AS ft".to_owned(),
     };
-    let vec = match v {
+    let vec = |access| match v {
         Some(_) => format!(
             "CALL {{ {} RETURN collect([f, score]) AS vec }}",
-            fact_vector_clauses(ctx, &w)
+            fact_vector_clauses(ctx, &w, access)
         ),
         None => "WITH ft, [] AS vec".to_owned(),
     };
-    let query = format!(
-        "{ft} {vec} {fused} {sources} RETURN {FACT_COLUMNS}, pos ORDER BY score DESC, pos",
-        fused = rrf_fusion("f"),
-        sources = fact_sources(&w, ", pos"),
-    );
+    let query = |access| {
+        format!(
+            "{ft} {vec} {fused} {sources} RETURN {FACT_COLUMNS}, pos ORDER BY score DESC, pos",
+            vec = vec(access),
+            fused = rrf_fusion("f"),
+            sources = fact_sources(&w, ", pos"),
+        )
+    };
     let params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit);
     let indices = [
         (q.is_some(), Index::Fulltext("RELATES_TO", false)),
@@ -603,11 +630,12 @@ fn hybrid_params(
 /// `indices` it used (`(used, index)`) is missing — the per-method path tolerates that.
 async fn one_statement(
     ctx: Ctx<'_>,
-    query: &str,
+    query: Statement<'_>,
     params: &Params,
     indices: [(bool, Index); 2],
 ) -> Result<Option<Vec<BTreeMap<String, Value>>>> {
-    match ctx.db.ro_query(ctx.graph, query, params).await {
+    let indexed = query(Access::Index);
+    match ctx.db.ro_query(ctx.graph, &indexed, params).await {
         Ok(res) => Ok(Some(res.into_maps())),
         Err(err @ Error::Query { .. }) => {
             for (used, index) in indices {
@@ -619,15 +647,13 @@ async fn one_statement(
                 }
             }
             // The fulltext index serves: the vector call failed, so scan instead.
-            let mut exact = query.to_owned();
-            for (used, index) in indices {
-                if let (true, Index::Vector(source)) = (used, index) {
-                    exact = scanning(&exact, source);
-                }
-            }
-            if exact == query {
+            if !indices
+                .iter()
+                .any(|&(used, index)| used && matches!(index, Index::Vector(_)))
+            {
                 return Err(err);
             }
+            let exact = query(Access::Scan);
             scanned(ctx, &exact, params, err).await.map(Some)
         }
         Err(e) => Err(e),
@@ -671,7 +697,7 @@ pub(crate) async fn fact_bfs(
             .set("seen", uuid_list(&seen))
             .set("score", 1.0 / f64::from(level + 1))
             .set("left", int(n - out.len()));
-        for row in read(ctx, Index::None, &query, &params).await? {
+        for row in read(ctx, Index::None, &fixed(&query), &params).await? {
             out.push(fact_hit(&row)?);
         }
         if out.len() >= n || level + 1 == depth {
@@ -689,13 +715,15 @@ async fn next_level(ctx: Ctx<'_>, frontier: &[Uuid], visited: &[Uuid]) -> Result
     let rows = read(
         ctx,
         Index::None,
-        "UNWIND $frontier AS u \
+        &fixed(
+            "UNWIND $frontier AS u \
          OPTIONAL MATCH (a:Entity {uuid: u}) \
          OPTIONAL MATCH (b:Episodic {uuid: u}) \
          WITH coalesce(a, b) AS x WHERE x IS NOT NULL \
          MATCH (x)-[:RELATES_TO|MENTIONS]-(y) \
          WITH DISTINCT y.uuid AS uuid WHERE NOT uuid IN $visited \
          RETURN uuid",
+        ),
         &Params::new()
             .set("frontier", uuid_list(frontier))
             .set("visited", uuid_list(visited)),
@@ -718,27 +746,29 @@ pub(crate) async fn entity_vector(
     min_sim: f64,
 ) -> Result<Vec<EntityHit>> {
     let w = ctx.filters.entity_where();
-    let (source, index) = match named_entities(ctx.filters) {
-        None => (
-            format!(
-                "{}{} WITH node AS n, 1.0 - score AS score",
-                stale_clause(VectorIndex::Entity),
-                ENTITY_INDEX.call()
-            ),
-            Index::Vector(ENTITY_INDEX),
+    let named = named_entities(ctx.filters);
+    let source = |access| match named {
+        None => format!(
+            "{}{} WITH node AS n, 1.0 - score AS score",
+            stale_clause(VectorIndex::Entity),
+            ENTITY_INDEX.neighbours(access)
         ),
-        Some(named) => (
-            format!(
-                "{named} WITH n, 1.0 - vec.cosineDistance(n.name_embedding, vecf32($v)) AS score"
-            ),
-            Index::None,
+        Some(named) => format!(
+            "{named} WITH n, 1.0 - vec.cosineDistance(n.name_embedding, vecf32($v)) AS score"
         ),
     };
-    let query = format!(
-        "{source} WHERE score >= $min_sim{} \
-         RETURN {ENTITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
-        w.and_clause()
-    );
+    let index = match named {
+        None => Index::Vector(ENTITY_INDEX),
+        Some(_) => Index::None,
+    };
+    let query = |access| {
+        format!(
+            "{} WHERE score >= $min_sim{} \
+             RETURN {ENTITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
+            source(access),
+            w.and_clause()
+        )
+    };
     let params = with(&w)
         .set("k", index_k(n))
         .set("v", v.to_vec())
@@ -760,7 +790,7 @@ pub(crate) async fn entity_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<V
     );
     let query = format!("{matches} RETURN {ENTITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n");
     let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
-    let rows = read(ctx, Index::Fulltext("Entity", true), &query, &params).await?;
+    let rows = read(ctx, Index::Fulltext("Entity", true), &fixed(&query), &params).await?;
     rows.iter().map(entity_hit).collect()
 }
 
@@ -797,7 +827,7 @@ pub(crate) async fn entity_bfs(
             .set("level", uuid_list(&frontier))
             .set("score", 1.0 / f64::from(level))
             .set("left", int(n - out.len()));
-        for row in read(ctx, Index::None, &query, &params).await? {
+        for row in read(ctx, Index::None, &fixed(&query), &params).await? {
             out.push(entity_hit(&row)?);
         }
     }
@@ -818,7 +848,7 @@ pub(crate) async fn episode_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<
         w.where_clause()
     );
     let params = with(&w).set("q", q).set("n", int(n));
-    let rows = read(ctx, Index::Fulltext("Episodic", true), &query, &params).await?;
+    let rows = read(ctx, Index::Fulltext("Episodic", true), &fixed(&query), &params).await?;
     rows.iter().map(episode_hit).collect()
 }
 
@@ -837,27 +867,30 @@ pub(crate) async fn episode_vector(
 ) -> Result<Vec<EpisodeHit>> {
     let label = crate::graph::store::EPISODE_EMBEDDING_LABEL;
     let w = ctx.filters.episode_where();
-    let (index, query) = if let Some(selected) = w.selected_episodes("e") {
-        let query = format!(
+    let selected = w.selected_episodes("e");
+    let index = match selected {
+        Some(_) => Index::None,
+        None => Index::Vector(EPISODE_INDEX),
+    };
+    let query = |access| if let Some(selected) = &selected {
+        format!(
             "{selected} \
              MATCH (x:{label} {{uuid: e.uuid}}) \
              WITH e, max(1.0 - vec.cosineDistance(x.embedding, vecf32($v))) AS score \
              WHERE score >= $min_sim{} \
              RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
             w.and_clause()
-        );
-        (Index::None, query)
+        )
     } else {
-        let query = format!(
+        format!(
             "{}{} \
              WITH node.uuid AS eu, max(1.0 - score) AS score WHERE score >= $min_sim \
              MATCH (e:Episodic {{uuid: eu}}) {} \
              RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
             stale_clause(VectorIndex::Episode),
-            EPISODE_INDEX.call(),
+            EPISODE_INDEX.neighbours(access),
             w.where_clause()
-        );
-        (Index::Vector(EPISODE_INDEX), query)
+        )
     };
     let params = with(&w)
         .set("k", index_k(n))
@@ -900,7 +933,7 @@ pub(crate) async fn episode_hybrid_rrf(
         ),
         None => "WITH [] AS ft".to_owned(),
     };
-    let vec = match v {
+    let vec = |access| match v {
         Some(_) => format!(
             "CALL {{ {}{} \
              WITH node.uuid AS eu, max(1.0 - score) AS score WHERE score >= $min_sim \
@@ -908,15 +941,18 @@ pub(crate) async fn episode_hybrid_rrf(
              WITH e, score ORDER BY score DESC, e.uuid LIMIT $n \
              RETURN collect([e, score]) AS vec }}",
             stale_clause(VectorIndex::Episode),
-            EPISODE_INDEX.call(),
+            EPISODE_INDEX.neighbours(access),
             w.where_clause()
         ),
         None => "WITH ft, [] AS vec".to_owned(),
     };
-    let query = format!(
-        "{ft} {vec} {fused} RETURN {EPISODE_COLUMNS}, pos ORDER BY score DESC, pos",
-        fused = rrf_fusion("e"),
-    );
+    let query = |access| {
+        format!(
+            "{ft} {vec} {fused} RETURN {EPISODE_COLUMNS}, pos ORDER BY score DESC, pos",
+            vec = vec(access),
+            fused = rrf_fusion("e"),
+        )
+    };
     let params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit);
     let indices = [
         (q.is_some(), Index::Fulltext("Episodic", true)),
@@ -940,13 +976,15 @@ pub(crate) async fn community_vector(
     n: usize,
     min_sim: f64,
 ) -> Result<Vec<CommunityHit>> {
-    let query = format!(
-        "{}{} \
-         WITH node AS c, 1.0 - score AS score WHERE score >= $min_sim \
-         RETURN {COMMUNITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
-        stale_clause(VectorIndex::Community),
-        COMMUNITY_INDEX.call()
-    );
+    let query = |access| {
+        format!(
+            "{}{} \
+             WITH node AS c, 1.0 - score AS score WHERE score >= $min_sim \
+             RETURN {COMMUNITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n",
+            stale_clause(VectorIndex::Community),
+            COMMUNITY_INDEX.neighbours(access)
+        )
+    };
     let params = Params::new()
         .set("k", index_k(n))
         .set("v", v.to_vec())
@@ -968,7 +1006,7 @@ pub(crate) async fn community_fulltext(
          RETURN {COMMUNITY_COLUMNS} ORDER BY score DESC, uuid"
     );
     let params = Params::new().set("q", q).set("n", int(n));
-    let rows = read(ctx, Index::Fulltext("Community", true), &query, &params).await?;
+    let rows = read(ctx, Index::Fulltext("Community", true), &fixed(&query), &params).await?;
     rows.iter().map(community_hit).collect()
 }
 
@@ -1014,7 +1052,7 @@ pub(crate) async fn similarities(
     let params = Params::new()
         .set("uuids", uuid_list(uuids))
         .set("v", v.to_vec());
-    let rows = read(ctx, Index::None, &query, &params).await?;
+    let rows = read(ctx, Index::None, &fixed(&query), &params).await?;
     let bad = || Error::Protocol("malformed similarity row".into());
     let parse_uuid = |v: &Value| v.as_str().and_then(|s| Uuid::parse_str(s).ok());
     let mut out = BTreeMap::new();
@@ -1055,10 +1093,12 @@ pub(crate) async fn distances(
         let rows = read(
             ctx,
             Index::None,
-            "UNWIND $frontier AS u \
-             MATCH (x:Entity {uuid: u})-[:RELATES_TO]-(y:Entity) \
-             WITH DISTINCT y.uuid AS uuid WHERE NOT uuid IN $visited \
-             RETURN uuid",
+            &fixed(
+                "UNWIND $frontier AS u \
+                 MATCH (x:Entity {uuid: u})-[:RELATES_TO]-(y:Entity) \
+                 WITH DISTINCT y.uuid AS uuid WHERE NOT uuid IN $visited \
+                 RETURN uuid",
+            ),
             &Params::new()
                 .set("frontier", uuid_list(&frontier))
                 .set("visited", uuid_list(&visited)),
@@ -1087,9 +1127,11 @@ pub(crate) async fn mention_counts(ctx: Ctx<'_>, uuids: &[Uuid]) -> Result<BTree
     let rows = read(
         ctx,
         Index::None,
-        "UNWIND $uuids AS u MATCH (n:Entity {uuid: u}) \
-         OPTIONAL MATCH (:Episodic)-[m:MENTIONS]->(n) \
-         RETURN u AS uuid, count(m) AS mentions",
+        &fixed(
+            "UNWIND $uuids AS u MATCH (n:Entity {uuid: u}) \
+             OPTIONAL MATCH (:Episodic)-[m:MENTIONS]->(n) \
+             RETURN u AS uuid, count(m) AS mentions",
+        ),
         &Params::new().set("uuids", uuid_list(uuids)),
     )
     .await?;
