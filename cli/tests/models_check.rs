@@ -60,7 +60,14 @@ async fn models_check_against_a_real_llama_cpp_server_reports_every_step() {
         .env("GRALKOR_LLM_MAX_OUTPUT_TOKENS", "384")
         .env_remove("GRALKOR_LLM_CALL_TIMEOUT_SECS")
         .env_remove("GRALKOR_LLM_OUTPUT_MODE")
-        .args(["models", "check", "--story", "career", "--call-timeout", "30"])
+        .args([
+            "models",
+            "check",
+            "--story",
+            "career",
+            "--call-timeout",
+            "30",
+        ])
         .arg("--json")
         .kill_on_drop(true);
     // Each call ends by its deadline (30 s); the run as a whole is bounded too, so a
@@ -94,10 +101,7 @@ async fn models_check_against_a_real_llama_cpp_server_reports_every_step() {
     // Every step the engine called is reported; every episode starts with `extract`.
     let steps = report["steps"].as_array().unwrap();
     assert!(!steps.is_empty(), "{report}");
-    assert!(
-        steps.iter().any(|s| s["step"] == "extract"),
-        "{report}"
-    );
+    assert!(steps.iter().any(|s| s["step"] == "extract"), "{report}");
     let mut calls = 0;
     for s in steps {
         let n = s["calls"].as_u64().unwrap();
@@ -106,7 +110,8 @@ async fn models_check_against_a_real_llama_cpp_server_reports_every_step() {
         let share = s["valid_share"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&share), "{s}");
         assert_eq!(
-            s["valid"].as_u64().unwrap() + s["timed_out"].as_u64().unwrap()
+            s["valid"].as_u64().unwrap()
+                + s["timed_out"].as_u64().unwrap()
                 + s["failed"].as_u64().unwrap(),
             n,
             "{s}"
@@ -120,8 +125,15 @@ async fn models_check_against_a_real_llama_cpp_server_reports_every_step() {
     assert!(calls >= 4, "{report}");
     // Progress: one line per episode on standard error (not a terminal: plain lines).
     for n in 1..=4 {
-        assert!(run.stderr.contains(&format!("{n}/4 career e{n}")), "{}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!("{n}/4 career e{n}")),
+            "{}",
+            run.stderr
+        );
     }
     // Nothing of the user's was touched: the check ran in a directory of its own.
-    assert!(!home.data_dir().exists(), "the configured data directory was used");
+    assert!(
+        !home.data_dir().exists(),
+        "the configured data directory was used"
+    );
 }

@@ -45,8 +45,7 @@ use serde::Serialize;
 
 use crate::extraction::story::parse_story;
 use crate::extraction::{
-    MeasuredModel, Report, Scores, StepCalls, Story, graph_name, run_story_observed,
-    score_story,
+    MeasuredModel, Report, Scores, StepCalls, Story, graph_name, run_story_observed, score_story,
 };
 use crate::report::{pct, table};
 use crate::{EvalError, Result};
@@ -509,7 +508,17 @@ mod tests {
         );
         assert_eq!(
             line("resolve_entities"),
-            ["resolve_entities", "2", "0.0", "0", "0", "2", "50", "70", "n/a"]
+            [
+                "resolve_entities",
+                "2",
+                "0.0",
+                "0",
+                "0",
+                "2",
+                "50",
+                "70",
+                "n/a"
+            ]
         );
         assert_eq!(line("TOTAL")[..3], ["TOTAL", "6", "50.0"]);
         // No episodes: the extraction measures are n/a, never 100.

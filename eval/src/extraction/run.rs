@@ -61,7 +61,11 @@ pub async fn run_story(engine: &Engine, graph: &str, story: &Story) -> Result<St
             done,
             story.episodes.len(),
             cost.episode,
-            if cost.error.is_none() { "done" } else { "failed" },
+            if cost.error.is_none() {
+                "done"
+            } else {
+                "failed"
+            },
             cost.wall_ms / 1e3
         );
     })
