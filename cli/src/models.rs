@@ -37,7 +37,7 @@ pub struct CheckArgs {
     #[arg(long = "story", value_name = "NAME")]
     pub stories: Vec<String>,
     /// The deadline of one structured call, in seconds (overrides
-    /// GRALKOR_LLM_CALL_TIMEOUT_SECS).
+    /// GRALKOR_LLM_CALL_TIMEOUT_SECS); one HTTP attempt may then take all of it.
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub call_timeout: Option<u64>,
 }
@@ -51,7 +51,11 @@ pub async fn run(global: &Global, command: &ModelsCommand, out: Out) -> Outcome 
         select_stories(models::shipped_stories().map_err(failure)?, &names).map_err(failure)?;
     let mut config = settings::config(global)?;
     if let (Some(secs), Some(m)) = (args.call_timeout, config.models.as_mut()) {
-        m.call_deadline = Duration::from_secs(secs);
+        let deadline = Duration::from_secs(secs);
+        m.call_deadline = deadline;
+        // One HTTP attempt may use the whole deadline: a slow local model cut at the
+        // attempt timeout (120 s by default) would start its answer again from scratch.
+        m.retry.attempt_timeout = m.retry.attempt_timeout.map(|t| t.max(deadline));
     }
     let mut bar = Bar::None;
     let report = models::check(&config, &stories, &mut |p| bar.show(p)).await;
