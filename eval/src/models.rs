@@ -313,6 +313,21 @@ impl ModelReport {
             ],
             &rows,
         ));
+        // Why episodes failed: each distinct error once (all of them in the JSON).
+        let mut errors: Vec<&str> = Vec::new();
+        for e in self.extraction.stories.iter().flat_map(|s| &s.episodes) {
+            if let Some(err) = e.error.as_deref()
+                && !errors.contains(&err)
+            {
+                errors.push(err);
+            }
+        }
+        for err in errors.iter().take(3) {
+            out.push_str(&format!("failed: {err}\n"));
+        }
+        if errors.len() > 3 {
+            out.push_str(&format!("… and {} other errors\n", errors.len() - 3));
+        }
         out
     }
 }
