@@ -174,6 +174,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Serve the memory tools over the Model Context Protocol (stdio by default).
     Mcp(McpArgs),
+    /// The configured models: `models check` tells whether they will work.
+    #[command(subcommand)]
+    Models(crate::models::ModelsCommand),
 }
 
 /// What a piece of content is.

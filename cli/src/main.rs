@@ -11,6 +11,7 @@ mod failure;
 mod graphs;
 mod import;
 mod mcp;
+mod models;
 mod settings;
 
 use std::process::ExitCode;
@@ -136,6 +137,10 @@ async fn run(cli: Cli) -> Outcome {
         json: cli.global.json,
     };
     let global = &cli.global;
+    // The models' check touches nobody's memory: no operator, no authorizer.
+    if let Command::Models(m) = &cli.command {
+        return models::run(global, m, out).await;
+    }
     // Who asks, the operator and the configuration are checked before anything is
     // started.
     let guarded = global.authorizer != AuthorizerKind::None;
@@ -260,5 +265,6 @@ async fn dispatch(
         Command::Import(a) => import::run(client, op(), subject, a, out).await,
         Command::Export(a) => export::run(client, op(), subject, a, out).await,
         Command::Mcp(a) => mcp::serve(client, config, operator, subject, a).await,
+        Command::Models(_) => unreachable!("`models` is run before a client connects"),
     }
 }

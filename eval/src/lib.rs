@@ -18,11 +18,18 @@
 //!   model an answer and an LLM-judge verdict, recall latency p50/p95 and context
 //!   tokens.
 //!
+//! * [`models`] — `gralkor models check`: the configured models against the shipped
+//!   stories, reported by pipeline step (schema-valid share, latency, tokens) beside
+//!   the extraction scores.
+//!
 //! Every figure is reproducible: files are read in name order, episodes and questions
 //! run one at a time in file order, and the scorers break every tie by position.
 
+#![recursion_limit = "256"]
+
 pub mod error;
 pub mod extraction;
+pub mod models;
 pub mod offline;
 pub mod report;
 pub mod retrieval;

@@ -27,7 +27,7 @@ use serde::Serialize;
 
 pub use measured::{MeasuredModel, StepCalls};
 pub use models::{Script, scripted_model};
-pub use run::{EpisodeCost, StoryRun, graph_name, run_story};
+pub use run::{EpisodeCost, StoryRun, graph_name, run_story, run_story_observed};
 pub use score::{
     Counts, FACT_SIMILARITY, Scores, Share, StoryScore, TIME_TOLERANCE_DAYS, score_story,
 };

@@ -49,7 +49,37 @@ pub fn graph_name(prefix: &str, story: &Story) -> String {
 /// Clears `graph`, ingests the story's episodes one at a time in order through
 /// `engine` (with the story's ontology), and reads every entity and fact back. An
 /// episode that fails is recorded with its error and the run goes on.
+///
+/// Progress goes to stderr, one line per episode; [`run_story_observed`] hands it to
+/// a callback instead.
 pub async fn run_story(engine: &Engine, graph: &str, story: &Story) -> Result<StoryRun> {
+    run_story_observed(engine, graph, story, &mut |done, cost| {
+        // Progress on stderr: a weak local model can take minutes per episode.
+        eprintln!(
+            "{}: episode {}/{} ({}) {} in {:.1} s",
+            story.name,
+            done,
+            story.episodes.len(),
+            cost.episode,
+            if cost.error.is_none() {
+                "done"
+            } else {
+                "failed"
+            },
+            cost.wall_ms / 1e3
+        );
+    })
+    .await
+}
+
+/// [`run_story`], calling `on_episode(number, cost)` after each episode (numbered from
+/// 1) instead of printing.
+pub async fn run_story_observed(
+    engine: &Engine,
+    graph: &str,
+    story: &Story,
+    on_episode: &mut (dyn FnMut(usize, &EpisodeCost) + Send),
+) -> Result<StoryRun> {
     engine.clear(graph).await?;
     let mut episodes = Vec::with_capacity(story.episodes.len());
     for e in &story.episodes {
@@ -61,16 +91,6 @@ pub async fn run_story(engine: &Engine, graph: &str, story: &Story) -> Result<St
         let started = Instant::now();
         let outcome = engine.add_episode(graph, request).await;
         let wall_ms = started.elapsed().as_secs_f64() * 1e3;
-        // Progress on stderr: a weak local model can take minutes per episode.
-        eprintln!(
-            "{}: episode {}/{} ({}) {} in {:.1} s",
-            story.name,
-            episodes.len() + 1,
-            story.episodes.len(),
-            e.id,
-            if outcome.is_ok() { "done" } else { "failed" },
-            wall_ms / 1e3
-        );
         episodes.push(match outcome {
             Ok(o) => EpisodeCost {
                 episode: e.id.clone(),
@@ -88,6 +108,7 @@ pub async fn run_story(engine: &Engine, graph: &str, story: &Story) -> Result<St
                 ..EpisodeCost::default()
             },
         });
+        on_episode(episodes.len(), episodes.last().expect("just pushed"));
     }
     let (mut entities, mut facts) = engine.contents(graph).await?;
     // A fixed order, whatever the database returned.

@@ -292,16 +292,22 @@ pub fn load_stories(dir: &Path) -> Result<Vec<Story>> {
     for file in files {
         let text = std::fs::read_to_string(&file)
             .map_err(|e| EvalError::io(format!("reading {}", file.display()), e))?;
-        let mut story: Story = serde_json::from_str(&text)
-            .map_err(|e| EvalError::data(&file, "story", format!("is not a story: {e}")))?;
-        story.file = file.clone();
-        story.check()?;
+        let story = parse_story(&file, &text)?;
         if !names.insert(story.name.clone()) {
             return Err(EvalError::data(&file, "name", "is used by another story"));
         }
         stories.push(story);
     }
     Ok(stories)
+}
+
+/// One story from its JSON `text` (`file` names it in errors), checked.
+pub(crate) fn parse_story(file: &Path, text: &str) -> Result<Story> {
+    let mut story: Story = serde_json::from_str(text)
+        .map_err(|e| EvalError::data(file, "story", format!("is not a story: {e}")))?;
+    story.file = file.to_owned();
+    story.check()?;
+    Ok(story)
 }
 
 /// The directory of the shipped stories.
