@@ -254,14 +254,17 @@ fn date_from_name(path: &Path) -> Option<Timestamp> {
 
 /// The session's transcript (recalled memory left out) and the time of its first
 /// timestamped line.
+/// A line skipped as a record of another kind: its number and `type`.
+type OtherRecord = (usize, String);
+
 /// The transcript, the time of the first timestamped line, and the lines skipped as
-/// records of another kind (line number, `type`).
+/// records of another kind.
 fn session_transcript(
     path: &Path,
     source: &str,
     agent_name: &str,
     human_name: &str,
-) -> Outcome<(String, Option<Timestamp>, Vec<(usize, String)>)> {
+) -> Outcome<(String, Option<Timestamp>, Vec<OtherRecord>)> {
     let text = read(path, source)?;
     let mut turns: Vec<Vec<Value>> = Vec::new();
     let mut first_time = None;
