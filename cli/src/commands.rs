@@ -613,6 +613,10 @@ pub struct Status {
     configuration: String,
     /// The embedded server's data directory (none with a remote FalkorDB).
     data_dir: Option<String>,
+    /// Whether this command attached to the embedded server another process started
+    /// on the data directory (`gralkor mcp`, say), rather than starting it (none with
+    /// a remote FalkorDB).
+    server_shared: Option<bool>,
     extracts: bool,
     operator: Option<String>,
     graphs: usize,
@@ -669,6 +673,11 @@ pub async fn status_report(
             .embedded
             .as_ref()
             .map(|e| e.data_dir.display().to_string()),
+        server_shared: client
+            .storage()
+            .db()
+            .embedded_server()
+            .map(|s| !s.is_owner()),
         extracts: config.extracts(),
         operator: op.map(|o| o.to_string()),
         graphs: client.storage().engine().list_graphs().await?.len(),
@@ -702,7 +711,13 @@ pub async fn status(
             format!("graphs stored: {}", status.graphs),
         ];
         if let Some(dir) = &status.data_dir {
-            lines.push(format!("data directory: {dir}"));
+            lines.push(match status.server_shared {
+                Some(true) => format!(
+                    "data directory: {dir} (its server was started by another process, \
+                     and is shared)"
+                ),
+                _ => format!("data directory: {dir}"),
+            });
         }
         if let Some(server) = &status.server {
             lines.push(format!(

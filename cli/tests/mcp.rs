@@ -793,12 +793,18 @@ async fn the_cli_and_the_mcp_server_run_at_once_on_one_data_directory() {
     let found = cli(&["--json", "search", "cello"]).json();
     assert!(found.to_string().contains(&cello), "{found}");
 
+    let status = cli(&["--json", "status"]).json();
+    assert_eq!(status["server_shared"], true, "{status}");
     // The CLI exited without stopping the server: the MCP server still answers.
     let status = call(&client, "memory_status", json!({})).await.unwrap();
     assert_ne!(status.is_error, Some(true), "{status:?}");
     client.cancel().await.unwrap();
     assert_eq!(server.stop().await, 0);
     // With the MCP server gone, the CLI starts the server itself.
+    assert_eq!(
+        home.run(&["--json", "status"]).json()["server_shared"],
+        false
+    );
     let got = home.run(&["--json", "get", &bees]).json();
     assert_eq!(
         got["episode"]["content"],
