@@ -125,11 +125,13 @@ pub enum Error {
         last_lines: String,
     },
 
-    /// Another process (or another handle in this process) already owns the embedded
-    /// server's data directory.
+    /// Another process (or another handle in this process) owns the embedded server's
+    /// data directory, and its server did not answer within `startup_timeout`, so
+    /// there was nothing to attach to (see
+    /// [`EmbeddedServer::start`](crate::falkordb::EmbeddedServer::start)).
     #[error(
-        "the data directory {} is in use by another gralkor embedded server; \
-         use a different data_dir or stop the other process",
+        "the data directory {} is owned by another gralkor process whose FalkorDB server \
+         did not answer in time; check that process, or use a different data_dir",
         data_dir.display()
     )]
     DataDirLocked {

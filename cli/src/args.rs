@@ -152,9 +152,9 @@ pub enum Command {
     /// Extract pending episodes (stored while no language model was configured, or
     /// whose extraction failed) into entities and facts.
     Resume(ResumeArgs),
-    /// Forget memory.
-    #[command(subcommand)]
-    Forget(ForgetCommand),
+    /// Forget memory. On a terminal it asks first (answer `y`); `--yes` skips the
+    /// question. Without a terminal (a script, an agent's shell) it does not ask.
+    Forget(ForgetArgs),
     /// The groups (Destination graphs: `global`, `personal/ada`, `team-x`) the subject
     /// (--as) may read, with their members. Needs an authorizer.
     Groups,
@@ -201,7 +201,10 @@ pub struct AddArgs {
     /// What the content is.
     #[arg(long, value_enum, default_value_t = Kind::Document)]
     pub kind: Kind,
-    /// The appending Lens to write through (its Destination is where it lands).
+    /// The appending Lens to write through (its Destination is where it lands):
+    /// `personal-chat` (the operator's `personal` Destination) or `global` (the
+    /// Destination every operator shares; with an authorizer, the subject needs
+    /// `contribute` on graph `global`).
     #[arg(long, default_value = "personal-chat")]
     pub lens: String,
     /// Where the content came from.
@@ -289,6 +292,16 @@ pub struct ResumeArgs {
     /// Only these Destinations (repeatable; default: every accessible one).
     #[arg(long = "destination", short = 'd', value_name = "NAME")]
     pub destinations: Vec<String>,
+}
+
+/// `forget`: what, and whether the question is already answered.
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// Do not ask for confirmation on a terminal.
+    #[arg(long, short = 'y', global = true)]
+    pub yes: bool,
+    #[command(subcommand)]
+    pub what: ForgetCommand,
 }
 
 /// What to forget, with the permission checks of the authorizer when one is

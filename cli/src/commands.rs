@@ -328,14 +328,73 @@ pub async fn search(
     if let Some(t) = args.as_of {
         request = request.as_of(t);
     }
-    let results = client.search(&request).await?;
+    let mut results = client.search(&request).await?;
+    // A fact search also answers with episodes not yet extracted into facts, standing
+    // in as facts (for agents that should still find them); `--type facts` lists
+    // facts only, and says what it left out.
+    let unextracted = if args.result_type == ResultKind::Facts {
+        let before = results.len();
+        results.retain(|r| !stands_in_for_an_episode(&r.hit));
+        before - results.len()
+    } else {
+        0
+    };
     out.emit(&results, || {
-        if results.is_empty() {
-            "nothing found".to_string()
-        } else {
+        if !results.is_empty() {
             results.iter().map(hit_line).collect::<Vec<_>>().join("\n")
+        } else if unextracted > 0 {
+            format!(
+                "no facts: {} not extracted into facts yet (facts need a language \
+                 model: set one and run `gralkor resume`); `search --type episodes` finds {}",
+                plural(
+                    unextracted as u64,
+                    "matching episode is",
+                    "matching episodes are"
+                ),
+                if unextracted == 1 { "it" } else { "them" }
+            )
+        } else {
+            "nothing found".to_string()
         }
     })
+}
+
+/// Whether a fact hit is an unextracted episode standing in as a fact: its one source
+/// is the episode of the same uuid.
+fn stands_in_for_an_episode(hit: &Hit) -> bool {
+    matches!(hit, Hit::Fact(f) if matches!(f.sources.as_slice(), [s] if s.episode == f.uuid))
+}
+
+/// On a terminal, asks before forgetting (`y` or `yes` goes ahead); `--yes`, or
+/// standard input that is not a terminal (a script, an agent's shell), does not ask.
+pub fn confirm_forget(args: &crate::args::ForgetArgs) -> Outcome {
+    use std::io::{BufRead, IsTerminal, Write};
+    if args.yes || !std::io::stdin().is_terminal() {
+        return Ok(());
+    }
+    let what = match &args.what {
+        ForgetCommand::Episode { uuid, .. } => format!("episode {uuid}"),
+        ForgetCommand::Session { id } => format!("every episode of session {id}"),
+        ForgetCommand::Destination { name } => format!("the whole Destination {name}"),
+        ForgetCommand::Operator { id } => format!("everything of operator {id}"),
+    };
+    let mut stderr = std::io::stderr();
+    let _ = write!(
+        stderr,
+        "Forget {what}? It cannot be undone. [y/N] (--yes skips this) "
+    );
+    let _ = stderr.flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::Io("reading the answer".into(), e))?;
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => Err(Failure::NotConfirmed(
+            "nothing was forgotten (answer y, or pass --yes)".into(),
+        )),
+    }
 }
 
 /// Finds an episode in the named Destination, or in every one.
@@ -554,6 +613,10 @@ pub struct Status {
     configuration: String,
     /// The embedded server's data directory (none with a remote FalkorDB).
     data_dir: Option<String>,
+    /// Whether this command attached to the embedded server another process started
+    /// on the data directory (`gralkor mcp`, say), rather than starting it (none with
+    /// a remote FalkorDB).
+    server_shared: Option<bool>,
     extracts: bool,
     operator: Option<String>,
     graphs: usize,
@@ -610,6 +673,11 @@ pub async fn status_report(
             .embedded
             .as_ref()
             .map(|e| e.data_dir.display().to_string()),
+        server_shared: client
+            .storage()
+            .db()
+            .embedded_server()
+            .map(|s| !s.is_owner()),
         extracts: config.extracts(),
         operator: op.map(|o| o.to_string()),
         graphs: client.storage().engine().list_graphs().await?.len(),
@@ -643,7 +711,13 @@ pub async fn status(
             format!("graphs stored: {}", status.graphs),
         ];
         if let Some(dir) = &status.data_dir {
-            lines.push(format!("data directory: {dir}"));
+            lines.push(match status.server_shared {
+                Some(true) => format!(
+                    "data directory: {dir} (its server was started by another process, \
+                     and is shared)"
+                ),
+                _ => format!("data directory: {dir}"),
+            });
         }
         if let Some(server) = &status.server {
             lines.push(format!(

@@ -1,5 +1,7 @@
-//! `gralkor export`: a Destination's graph — entities, and facts with their
-//! valid/invalid times — as JSON or as Graphviz DOT.
+//! `gralkor export`: a Destination's graph — its episodes (oldest first, with their
+//! extraction state: without a language model they are all there is), entities, and
+//! facts with their valid/invalid times — as JSON, or as Graphviz DOT (entities and
+//! facts).
 
 use std::fmt::Write as _;
 
@@ -11,7 +13,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::args::{ExportArgs, ExportFormat};
-use crate::commands::Out;
+use crate::commands::{AskedBy, Out};
 use crate::failure::{Failure, Outcome};
 use crate::graphs;
 
@@ -56,10 +58,19 @@ impl From<EntityEdge> for Fact {
     }
 }
 
+/// One exported episode: its record and extraction state.
+#[derive(Debug, Serialize)]
+pub struct Episode {
+    #[serde(flatten)]
+    pub record: gralkor::client::EpisodeRecord,
+    pub state: String,
+}
+
 #[derive(Debug, Serialize)]
 pub struct Export {
     pub destination: String,
     pub graph: String,
+    pub episodes: Vec<Episode>,
     pub entities: Vec<Entity>,
     pub facts: Vec<Fact>,
 }
@@ -74,6 +85,7 @@ impl Export {
         Export {
             destination,
             graph,
+            episodes: Vec::new(),
             entities: nodes
                 .into_iter()
                 .map(|n| Entity {
@@ -175,7 +187,14 @@ pub async fn run(
     // The graph is read whole: with an authorizer, only by someone who may read it.
     crate::access::must_read(client, subject, &place.graph).await?;
     let (nodes, edges) = graphs::whole_graph(client, &place).await?;
-    let export = Export::new(place.name, place.graph.as_str().to_string(), nodes, edges);
+    let episodes = all_episodes(client, op, subject, &place).await?;
+    let mut export = Export::new(
+        place.name.clone(),
+        place.graph.as_str().to_string(),
+        nodes,
+        edges,
+    );
+    export.episodes = episodes;
     let rendered = match args.format {
         ExportFormat::Json => serde_json::to_string_pretty(&export)
             .map_err(|e| Failure::Io("rendering JSON".into(), e.into()))?,
@@ -186,12 +205,14 @@ pub async fn run(
             std::fs::write(path, rendered.as_bytes())
                 .map_err(|e| Failure::Io(format!("writing {}", path.display()), e))?;
             let summary = serde_json::json!({
-                "destination": export.destination, "entities": export.entities.len(),
-                "facts": export.facts.len(), "output": path.display().to_string(),
+                "destination": export.destination, "episodes": export.episodes.len(),
+                "entities": export.entities.len(), "facts": export.facts.len(),
+                "output": path.display().to_string(),
             });
             out.emit(&summary, || {
                 format!(
-                    "exported {} entities and {} facts of {} to {}",
+                    "exported {}, {} entities and {} facts of {} to {}",
+                    crate::commands::plural(export.episodes.len() as u64, "episode", "episodes"),
                     export.entities.len(),
                     export.facts.len(),
                     export.destination,
@@ -204,6 +225,35 @@ pub async fn run(
             Ok(())
         }
     }
+}
+
+/// Every episode of the graph, oldest first (read a page at a time, newest first).
+async fn all_episodes(
+    client: &NativeClient,
+    op: &OperatorId,
+    subject: Option<&gralkor::access::Subject>,
+    place: &graphs::Place,
+) -> Result<Vec<Episode>, Failure> {
+    const PAGE: usize = 200;
+    let mut episodes = Vec::new();
+    let mut skip = 0;
+    loop {
+        let batch = graphs::recent_episodes(client, place, skip, PAGE).await?;
+        let exhausted = batch.len() < PAGE;
+        skip += batch.len();
+        for (uuid, state) in batch {
+            let request =
+                gralkor::client::EpisodeRef::new(op.clone(), &place.name, uuid).asked_by(subject);
+            if let Some(record) = client.get_episode(&request).await? {
+                episodes.push(Episode { record, state });
+            }
+        }
+        if exhausted {
+            break;
+        }
+    }
+    episodes.reverse();
+    Ok(episodes)
 }
 
 #[cfg(test)]

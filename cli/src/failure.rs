@@ -32,6 +32,8 @@ pub enum Failure {
     Refused(String),
     /// A file could not be read or written.
     Io(String, std::io::Error),
+    /// The person at the terminal did not confirm (exit 1): nothing was done.
+    NotConfirmed(String),
 }
 
 pub type Outcome<T = ()> = std::result::Result<T, Failure>;
@@ -57,7 +59,7 @@ impl Failure {
             Failure::NotFound(_) => NOT_FOUND,
             Failure::Refused(_) => REFUSED,
             Failure::Usage(_) => USAGE,
-            Failure::Io(..) => FAILURE,
+            Failure::Io(..) | Failure::NotConfirmed(_) => FAILURE,
         }
     }
 
@@ -95,6 +97,7 @@ impl fmt::Display for Failure {
             Failure::Refused(what) => format!("permission denied: {what}"),
             Failure::NotFound(what) => format!("not found: {what}"),
             Failure::Io(context, e) => format!("{context}: {e}"),
+            Failure::NotConfirmed(what) => format!("not confirmed: {what}"),
         };
         // One readable line, whatever the message holds.
         f.write_str(&one_line(&text))

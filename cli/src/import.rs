@@ -1,14 +1,22 @@
 //! `gralkor import`: a workspace's markdown memory files and JSONL session transcripts.
 //!
 //! * Files: `USER.md`, `MEMORY.md` and `memory/*.md` (in name order), each one document
-//!   episode described as `import: <path>`.
+//!   episode described as `import: <path>`. A daily file whose name begins with its
+//!   date (`memory/2024-05-01.md`) is dated by it (midnight UTC); the others are dated
+//!   at import.
 //! * Sessions: each `*.jsonl` file of `--sessions` is one session (its file name the
 //!   session id) and becomes one conversation episode: the lines' chat messages
 //!   (`{"role", "content"}`, or the same wrapped as `{"message": {…}}`) are grouped into
-//!   turns at each user message, read by the agent layer's
+//!   turns at each user message (an assistant's text beside its tool calls is kept as
+//!   what it said), read by the agent layer's
 //!   [`Turn::from_chat`](gralkor::agent::turn::Turn::from_chat), scrubbed of recalled
 //!   memory ([`MemoryFilter`]) and rendered by
 //!   [`format_transcript`].
+//!
+//! Lines of another kind of record (an object with a `type`, such as a session header)
+//! are skipped and reported, counted per file; a line that is neither — not a JSON
+//! object, a `message` that is not one, a role nobody knows — is an error naming the
+//! file and line.
 //!
 //! All or nothing: every file is read and checked before anything is written — UTF-8
 //! text, a well-formed line (an error naming the file and line), content the memory
@@ -148,17 +156,42 @@ fn relative(path: &Path, base: &Path) -> String {
         .replace('\\', "/")
 }
 
-/// A line's chat message: the object itself or its `message`, when it has a role
-/// the agent layer reads (other lines, such as session headers, are not messages).
-fn chat_message(line: &Value) -> Option<Value> {
-    let message = match line.get("message") {
-        Some(m) if m.is_object() => m,
-        _ => line,
+/// What one transcript line is.
+enum Line {
+    /// A chat message, in the shape the agent layer reads.
+    Message(Value),
+    /// A record of another kind (its `type`), such as a session header.
+    Other(String),
+}
+
+/// A line's chat message (the object itself or its `message`), or the kind of the
+/// other record it is; `Err` (the rule broken) for a line of neither shape.
+fn chat_message(line: &Value) -> std::result::Result<Line, String> {
+    let Some(object) = line.as_object() else {
+        return Err("must be a JSON object: a chat message or a record with a `type`".into());
     };
-    let role = message.get("role")?.as_str()?;
+    let message = match object.get("message") {
+        Some(m) if m.is_object() => m,
+        Some(_) => return Err("`message` must be an object with a `role`".into()),
+        None if object.contains_key("role") => line,
+        None => {
+            return match object.get("type").and_then(Value::as_str) {
+                Some("message") => Err("a `message` record must have a `message` object".into()),
+                Some(kind) => Ok(Line::Other(kind.to_string())),
+                None => Err(
+                    "must be a chat message (`role` and `content`, or `message`: {…}) or a \
+                     record with a `type`"
+                        .into(),
+                ),
+            };
+        }
+    };
+    let Some(role) = message.get("role").and_then(Value::as_str) else {
+        return Err("a chat message must have a string `role`".into());
+    };
     match role {
         "system" | "developer" | "user" | "assistant" | "tool" | "function" => {
-            Some(message.clone())
+            Ok(Line::Message(message.clone()))
         }
         // Tool results written as their own role (`toolResult`) are behaviour.
         "toolResult" | "tool_result" => {
@@ -169,23 +202,73 @@ fn chat_message(line: &Value) -> Option<Value> {
             {
                 m["name"] = name;
             }
-            Some(m)
+            Ok(Line::Message(m))
         }
-        _ => None,
+        other => Err(format!(
+            "unknown role `{other}` (known: system, developer, user, assistant, tool, \
+             toolResult)"
+        )),
     }
+}
+
+/// An assistant message with text beside its tool calls, as two: what it said, then
+/// the calls (the agent layer keeps only the calls' side of such a message, and the
+/// text is what the human read).
+fn split_spoken_text(message: Value) -> Vec<Value> {
+    let has_calls = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .is_some_and(|c| !c.is_empty());
+    let has_text = match message.get("content") {
+        Some(Value::String(t)) => !t.trim().is_empty(),
+        Some(Value::Array(parts)) => parts.iter().any(|p| match p {
+            Value::String(t) => !t.trim().is_empty(),
+            Value::Object(o) => o
+                .get("text")
+                .and_then(Value::as_str)
+                .is_some_and(|t| !t.trim().is_empty()),
+            _ => false,
+        }),
+        _ => false,
+    };
+    if message["role"] != "assistant" || !has_calls || !has_text {
+        return vec![message];
+    }
+    let said = serde_json::json!({"role": "assistant", "content": message["content"].clone()});
+    let mut calls = message;
+    calls["content"] = Value::from("");
+    vec![said, calls]
+}
+
+/// The date a daily memory file's name begins with (`2024-05-01.md`,
+/// `2024-05-01-garden.md`), as midnight UTC.
+fn date_from_name(path: &Path) -> Option<Timestamp> {
+    let stem = path.file_stem()?.to_str()?;
+    let date = stem.get(..10)?;
+    let rest = &stem[10..];
+    if !(rest.is_empty() || rest.starts_with(['-', '_', ' ', '.'])) {
+        return None;
+    }
+    Timestamp::parse_rfc3339(&format!("{date}T00:00:00Z")).ok()
 }
 
 /// The session's transcript (recalled memory left out) and the time of its first
 /// timestamped line.
+/// A line skipped as a record of another kind: its number and `type`.
+type OtherRecord = (usize, String);
+
+/// The transcript, the time of the first timestamped line, and the lines skipped as
+/// records of another kind.
 fn session_transcript(
     path: &Path,
     source: &str,
     agent_name: &str,
     human_name: &str,
-) -> Outcome<(String, Option<Timestamp>)> {
+) -> Outcome<(String, Option<Timestamp>, Vec<OtherRecord>)> {
     let text = read(path, source)?;
     let mut turns: Vec<Vec<Value>> = Vec::new();
     let mut first_time = None;
+    let mut others = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -202,13 +285,24 @@ fn session_transcript(
         {
             first_time = Some(t);
         }
-        let Some(message) = chat_message(&value) else {
-            continue;
+        let message = match chat_message(&value) {
+            Ok(Line::Message(m)) => m,
+            Ok(Line::Other(kind)) => {
+                others.push((i + 1, kind));
+                continue;
+            }
+            Err(rule) => {
+                return Err(Error::InvalidInput {
+                    field: format!("{source}:{}", i + 1),
+                    rule,
+                }
+                .into());
+            }
         };
         let is_user = message["role"] == "user";
         match turns.last_mut() {
-            Some(turn) if !is_user => turn.push(message),
-            _ => turns.push(vec![message]),
+            Some(turn) if !is_user => turn.extend(split_spoken_text(message)),
+            _ => turns.push(split_spoken_text(message)),
         }
     }
     let filter = MemoryFilter::new();
@@ -224,7 +318,27 @@ fn session_transcript(
         scrubbed.push(filter.scrub(&turn));
     }
     let transcript = format_transcript(&scrubbed, agent_name, human_name)?;
-    Ok((transcript, first_time))
+    Ok((transcript, first_time, others))
+}
+
+/// `3 lines that are not chat messages (lines 1, 4, 9: session, model_change)`.
+fn other_records(others: &[(usize, String)]) -> String {
+    let lines: Vec<String> = others.iter().map(|(n, _)| n.to_string()).collect();
+    let mut kinds: Vec<&str> = others.iter().map(|(_, k)| k.as_str()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    format!(
+        "{} not {} (line{} {}: {})",
+        crate::commands::plural(others.len() as u64, "line", "lines"),
+        if others.len() == 1 {
+            "a chat message"
+        } else {
+            "chat messages"
+        },
+        if others.len() == 1 { "" } else { "s" },
+        lines.join(", "),
+        kinds.join(", ")
+    )
 }
 
 /// Reads and checks everything to import; nothing is written.
@@ -242,11 +356,13 @@ fn plan(args: &ImportArgs) -> Outcome<(Vec<Item>, Vec<Skipped>)> {
                 });
                 continue;
             }
+            // Only the daily files of `memory/` are dated by their name.
+            let dated = path.parent() == Some(args.workspace.join("memory").as_path());
             items.push(Item {
                 source,
                 kind: "file",
                 content: Content::document(text),
-                reference_time: None,
+                reference_time: if dated { date_from_name(&path) } else { None },
                 session: None,
             });
         }
@@ -279,7 +395,13 @@ fn plan(args: &ImportArgs) -> Outcome<(Vec<Item>, Vec<Skipped>)> {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let source = format!("sessions/{session}");
-            let (transcript, at) = session_transcript(&path, &source, &agent, &human)?;
+            let (transcript, at, others) = session_transcript(&path, &source, &agent, &human)?;
+            if !others.is_empty() {
+                skipped.push(Skipped {
+                    source: source.clone(),
+                    reason: other_records(&others),
+                });
+            }
             if transcript.trim().is_empty() {
                 skipped.push(Skipped {
                     source,

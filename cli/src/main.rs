@@ -89,13 +89,18 @@ fn precheck(command: &Command) -> Outcome<Option<gralkor::client::Content>> {
             destinations_known(&a.destinations)?;
             Ok(None)
         }
+        Command::Forget(f) => {
+            // Asked before anything starts: a "no" costs nothing.
+            commands::confirm_forget(f)?;
+            Ok(None)
+        }
         _ => Ok(None),
     }
 }
 
 /// Each `--destination` names a registered Destination.
 fn destinations_known(names: &[String]) -> Outcome {
-    let runtime = gralkor::runtime::Runtime::new(gralkor::runtime::RuntimeConfig::new())?;
+    let runtime = gralkor::runtime::Runtime::new(settings::runtime_config())?;
     let snapshot = runtime.snapshot();
     for name in names {
         snapshot.destination("--destination (-d)", name)?;
@@ -164,15 +169,15 @@ async fn run(cli: Cli) -> Outcome {
         Command::BuildIndices | Command::Groups | Command::AddMember(_) => None,
         Command::Status(_)
         | Command::Mcp(_)
-        | Command::Forget(args::ForgetCommand::Operator { .. }) => {
-            settings::optional_operator(global)?
-        }
+        | Command::Forget(args::ForgetArgs {
+            what: args::ForgetCommand::Operator { .. },
+            ..
+        }) => settings::optional_operator(global)?,
         _ => Some(settings::operator(global)?),
     };
     let content = precheck(&cli.command)?;
     let config = settings::config(global)?;
-    let mut client =
-        NativeClient::connect(config.clone(), gralkor::runtime::RuntimeConfig::new()).await?;
+    let mut client = NativeClient::connect(config.clone(), settings::runtime_config()).await?;
     match global.authorizer {
         AuthorizerKind::None => {}
         AuthorizerKind::Embedded => {
@@ -254,12 +259,15 @@ async fn dispatch(
             commands::build_communities(client, op(), subject, a, out).await
         }
         Command::Resume(a) => commands::resume(client, op(), subject, a, out).await,
-        Command::Forget(w @ args::ForgetCommand::Operator { id }) => {
+        Command::Forget(args::ForgetArgs {
+            what: w @ args::ForgetCommand::Operator { id },
+            ..
+        }) => {
             // The operator forgotten is named; --operator is not needed.
             let target = gralkor::client::OperatorId::new(id.clone())?;
             commands::forget(client, operator.unwrap_or(&target), subject, w, out).await
         }
-        Command::Forget(w) => commands::forget(client, op(), subject, w, out).await,
+        Command::Forget(f) => commands::forget(client, op(), subject, &f.what, out).await,
         Command::Groups => access::groups(client, who(), out).await,
         Command::AddMember(a) => access::add_member(client, who(), a, out).await,
         Command::Import(a) => import::run(client, op(), subject, a, out).await,

@@ -95,3 +95,17 @@ pub fn optional_operator(global: &Global) -> Result<Option<OperatorId>> {
         _ => Ok(None),
     }
 }
+
+/// The Lens `gralkor add --lens global` writes through: appending to the `global`
+/// Destination every operator shares.
+pub const GLOBAL_LENS: &str = "global";
+
+/// The CLI's Destinations and Lenses: the packaged ones (`personal`, `global`,
+/// `personal-chat`) and [`GLOBAL_LENS`], so that `global` can be written as well as
+/// read (with an authorizer, the library's rule applies: `contribute` on its graph).
+pub fn runtime_config() -> gralkor::runtime::RuntimeConfig {
+    gralkor::runtime::RuntimeConfig::new().lens(gralkor::lens::Lens::appending(
+        GLOBAL_LENS,
+        gralkor::destination::GLOBAL,
+    ))
+}

@@ -152,9 +152,8 @@ fn every_read_command_prints_json_that_parses() {
     let facts = home
         .run(&["--json", "search", "Lisbon", "--type", "facts"])
         .json();
-    // Without extraction an episode stands in as its own fact, naming its source.
-    assert_eq!(facts[0]["hit"]["type"], "fact", "{facts}");
-    assert_eq!(facts[0]["hit"]["sources"][0]["episode"], uuid.as_str());
+    // Without extraction there are no facts (an episode is not labelled one).
+    assert_eq!(facts, serde_json::json!([]), "{facts}");
     assert!(home.run(&["--json", "get", &uuid]).json()["episode"].is_object());
     assert_eq!(home.run(&["--json", "build-indices"]).json()["built"], true);
 }
@@ -545,4 +544,129 @@ fn with_the_default_local_embedder_search_finds_by_meaning_offline() {
     // No word in common with the episode: found by its embedding.
     let found = run(&["search", "insects in the garden", "-n", "1"]);
     assert_eq!(episode_uuids(&found), [uuid.as_str()]);
+}
+
+// search / facts offline: unextracted episodes are not labelled facts
+#[test]
+fn offline_a_fact_search_lists_no_episodes_as_facts_and_says_why() {
+    let home = Home::new();
+    let added = home
+        .run(&["--json", "add", "Ada keeps honeybees on her allotment"])
+        .json();
+    let uuid = added_uuid(&added);
+    let facts = home
+        .run(&["--json", "search", "--type", "facts", "honeybees"])
+        .json();
+    assert_eq!(facts, serde_json::json!([]), "no model, no facts");
+    let text = home.run(&["search", "--type", "facts", "honeybees"]);
+    assert!(
+        text.ok()
+            .stdout
+            .contains("no facts: 1 matching episode is not extracted"),
+        "{text:?}"
+    );
+    // The episode is still found as what it is.
+    let found = home.run(&["--json", "search", "honeybees"]).json();
+    assert_eq!(episode_uuids(&found), [uuid.as_str()]);
+}
+
+// memory / add / global: the shared Destination can be written, and every operator reads it
+#[test]
+fn global_is_written_through_the_global_lens_and_every_operator_reads_it() {
+    let home = Home::new();
+    let added = home
+        .run(&[
+            "--json",
+            "add",
+            "--lens",
+            "global",
+            "The allotments open at dawn",
+        ])
+        .json();
+    assert_eq!(added["destination"], "global", "{added}");
+    let uuid = added_uuid(&added);
+    let found = home
+        .run_as("grace", &["--json", "search", "-d", "global", "allotments"])
+        .json();
+    assert_eq!(episode_uuids(&found), [uuid.as_str()]);
+    assert_eq!(found[0]["destination"], "global");
+    // Not in anyone's personal memory.
+    let personal = home
+        .run(&["--json", "search", "-d", "personal", "allotments"])
+        .json();
+    assert_eq!(episode_uuids(&personal), Vec::<String>::new());
+}
+
+/// Runs `gralkor --text-only --operator ada ARGS` on a pseudo-terminal (util-linux
+/// `script`), typing `input`; the terminal's output and the exit code.
+fn run_on_a_terminal(home: &Home, args: &[&str], input: &str) -> (i32, String) {
+    use std::io::Write;
+    let gralkor = home.command();
+    let mut line = format!(
+        "'{}' --text-only --operator ada",
+        env!("CARGO_BIN_EXE_gralkor")
+    );
+    for a in args {
+        line.push_str(&format!(" '{a}'"));
+    }
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"]);
+    for (k, v) in gralkor.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().expect("exited"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+// forget / on a terminal it asks first; --yes skips the question; without a terminal it does not ask
+#[test]
+fn forget_on_a_terminal_asks_and_a_no_forgets_nothing() {
+    let home = Home::new();
+    let uuid = added_uuid(&home.run(&["--json", "add", "Ada keeps bees"]).json());
+    let (code, screen) = run_on_a_terminal(&home, &["forget", "episode", &uuid], "n\n");
+    assert_eq!(code, 1, "{screen}");
+    assert!(
+        screen.contains(&format!(
+            "Forget episode {uuid}? It cannot be undone. [y/N]"
+        )),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("not confirmed: nothing was forgotten"),
+        "{screen}"
+    );
+    assert_eq!(home.run(&["get", &uuid]).code, 0, "still there");
+
+    let (code, screen) = run_on_a_terminal(&home, &["forget", "episode", &uuid], "y\n");
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains(&format!("forgot episode {uuid}")),
+        "{screen}"
+    );
+    assert_eq!(home.run(&["get", &uuid]).code, 4, "forgotten");
+
+    // --yes: no question, even on a terminal.
+    let uuid = added_uuid(&home.run(&["--json", "add", "Ada keeps wasps"]).json());
+    let (code, screen) = run_on_a_terminal(&home, &["forget", "--yes", "episode", &uuid], "");
+    assert_eq!(code, 0, "{screen}");
+    assert!(!screen.contains("[y/N]"), "{screen}");
+    assert_eq!(home.run(&["get", &uuid]).code, 4);
 }

@@ -105,3 +105,21 @@ async fn get_reads_a_fact_by_id() {
     let grace = home.run_as("grace", &["get", &old.uuid.to_string()]);
     assert_eq!(grace.code, 4, "{grace:?}");
 }
+
+// export / episodes: without a language model they are all a graph holds, and exported
+#[test]
+fn export_holds_the_episodes_oldest_first_with_their_state() {
+    let home = Home::new();
+    home.run(&["add", "Ada keeps honeybees"]).ok();
+    home.run(&["add", "Ada sold the honey"]).ok();
+    let export = home.run(&["export", "--format", "json"]).json();
+    let episodes = export["episodes"].as_array().unwrap();
+    let contents: Vec<&str> = episodes
+        .iter()
+        .map(|e| e["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents, ["Ada keeps honeybees", "Ada sold the honey"]);
+    assert_eq!(episodes[0]["state"], "pending", "{export}");
+    assert!(episodes[0]["uuid"].is_string() && episodes[0]["valid_at"].is_string());
+    assert_eq!(export["entities"], serde_json::json!([]));
+}

@@ -109,7 +109,8 @@ fn importing_a_workspace_twice_writes_it_once() {
     assert_eq!(first["written"], 6);
     assert_eq!(
         first["skipped"],
-        json!([{"source": "memory/blank.md", "reason": "empty"}])
+        json!([{"source": "memory/blank.md", "reason": "empty"},
+               {"source": "sessions/s-2", "reason": "1 line not a chat message (line 1: session)"}])
     );
     assert_eq!(episode_count(&home), 6);
 
@@ -151,7 +152,7 @@ fn a_session_becomes_one_conversation_episode_without_recalled_memory() {
     let got = home.run(&["--json", "get", &s1]).json();
     assert_eq!(
         got["episode"]["content"],
-        "Sam: What should I plant next?\nSusu: Broad beans do well in winter.\n\
+        "Sam: What should I plant next?\nSusu: Let me check.\nSusu: Broad beans do well in winter.\n\
          Sam: Thanks, I will plant broad beans.\nSusu: Good luck!"
     );
     assert_eq!(got["episode"]["source_kind"], "message");
@@ -299,4 +300,76 @@ fn a_file_with_a_nul_is_refused_naming_it_and_nothing_is_written() {
 fn import_files(home: &Home, ws: &Path) -> Value {
     home.run(&["--json", "import", "--workspace", ws.to_str().unwrap()])
         .json()
+}
+
+// import / files / a daily memory file is dated by its name, the others at import
+#[test]
+fn a_daily_memory_file_is_dated_by_its_name() {
+    let home = Home::new();
+    let ws = home.path().join("ws");
+    workspace(&ws);
+    let report = import_files(&home, &ws);
+    let episode = |source: &str| -> String {
+        let item = report["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["source"] == source)
+            .unwrap_or_else(|| panic!("{source} in {report}"));
+        let uuid = item["episode"].as_str().unwrap();
+        home.run(&["--json", "get", uuid]).json()["episode"]["valid_at"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        episode("memory/2026-11-30.md"),
+        "2026-11-30T00:00:00.000000Z"
+    );
+    // Not a date: dated at import (today, not the thirtieth).
+    assert_ne!(episode("memory/notes.md"), "2026-11-30T00:00:00.000000Z");
+    assert!(!episode("MEMORY.md").starts_with("2026-11-30T00:00:00"));
+}
+
+// import / sessions / lines of the wrong shape are refused naming file and line
+#[test]
+fn session_lines_of_the_wrong_shape_are_refused_naming_file_and_line() {
+    for (bad, rule) in [
+        ("[1, 2]", "must be a JSON object"),
+        ("{\"text\": \"hi\"}", "must be a chat message"),
+        (
+            "{\"role\": \"robot\", \"content\": \"beep\"}",
+            "unknown role `robot`",
+        ),
+        (
+            "{\"type\": \"message\", \"message\": \"hi\"}",
+            "`message` must be an object",
+        ),
+    ] {
+        let home = Home::new();
+        let ws = home.path().join("ws");
+        workspace(&ws);
+        std::fs::write(
+            ws.join("sessions/s-3.jsonl"),
+            format!("{{\"role\": \"user\", \"content\": \"hi\"}}\n{bad}\n"),
+        )
+        .unwrap();
+        let run = home.run(&[
+            "import",
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--sessions",
+            ws.join("sessions").to_str().unwrap(),
+            "--agent-name",
+            "Susu",
+            "--human-name",
+            "Sam",
+        ]);
+        assert_eq!(run.code, 3, "{bad}: {run:?}");
+        assert!(
+            run.stderr.contains("sessions/s-3:2") && run.stderr.contains(rule),
+            "{bad}: {run:?}"
+        );
+        assert_eq!(episode_count(&home), 0);
+    }
 }

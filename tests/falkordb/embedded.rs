@@ -376,35 +376,162 @@ mod embedded_server {
     use super::*;
 
     #[tokio::test]
-    async fn a_second_server_on_the_same_data_dir_is_refused() {
+    async fn a_second_server_on_the_same_data_dir_attaches_to_the_first() {
         let dir = data_dir();
         let first = EmbeddedServer::start(&EmbeddedConfig::new(dir.path()))
             .await
             .unwrap();
-        let err = EmbeddedServer::start(&EmbeddedConfig::new(dir.path()))
+        let owner_pid = first.pid().unwrap();
+        let second = EmbeddedServer::start(&EmbeddedConfig::new(dir.path()))
+            .await
+            .unwrap();
+        assert!(first.is_owner());
+        assert!(!second.is_owner(), "the second handle attached");
+        assert_eq!(second.pid(), None, "an attached handle runs no child");
+        assert_eq!(second.socket_path(), first.socket_path());
+        // Each sees what the other writes.
+        let a = FalkorDb::attach(&first, Duration::from_secs(10))
+            .await
+            .unwrap();
+        let b = FalkorDb::attach(&second, Duration::from_secs(10))
+            .await
+            .unwrap();
+        b.query(GRAPH, "CREATE (:V {i: 1})", &Params::new())
+            .await
+            .unwrap();
+        a.query(GRAPH, "CREATE (:V {i: 2})", &Params::new())
+            .await
+            .unwrap();
+        assert_eq!(count_nodes(&a).await, 2);
+        assert_eq!(count_nodes(&b).await, 2);
+        // Stopping and dropping the attached handle leaves the owner's server running.
+        second.shutdown().await.unwrap();
+        let err = b
+            .query(GRAPH, "RETURN 1", &Params::new())
             .await
             .unwrap_err();
-        assert!(matches!(err, Error::DataDirLocked { .. }), "{err:?}");
-        assert!(
-            err.to_string()
-                .contains("in use by another gralkor embedded server"),
-            "{err}"
-        );
-        // The first server is untouched.
-        let db = FalkorDb::attach(&first, Duration::from_secs(10))
-            .await
-            .unwrap();
-        db.query(GRAPH, "CREATE (:V)", &Params::new())
-            .await
-            .unwrap();
+        assert!(matches!(err, Error::Closed { .. }), "{err:?}");
+        drop(b);
+        drop(second);
+        assert!(alive(owner_pid));
+        assert_eq!(first.pid(), Some(owner_pid));
+        assert_eq!(count_nodes(&a).await, 2);
         first.shutdown().await.unwrap();
-        drop(db);
+        drop(a);
         drop(first);
-        // Once released, the directory can be used again.
+        // Once released, the directory can be owned again.
         let again = EmbeddedServer::start(&EmbeddedConfig::new(dir.path()))
             .await
             .unwrap();
+        assert!(again.is_owner());
         again.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_attached_handle_takes_the_server_over_when_the_owner_stops() {
+        let dir = data_dir();
+        let first = EmbeddedServer::start(&EmbeddedConfig::new(dir.path()))
+            .await
+            .unwrap();
+        let owner_pid = first.pid().unwrap();
+        let second = EmbeddedServer::start(&EmbeddedConfig::new(dir.path()))
+            .await
+            .unwrap();
+        let b = FalkorDb::attach(&second, Duration::from_secs(10))
+            .await
+            .unwrap();
+        b.query(GRAPH, "CREATE (:V {i: 1})", &Params::new())
+            .await
+            .unwrap();
+        first.shutdown().await.unwrap();
+        assert!(!alive(owner_pid));
+        // The attached handle's next read finds the server gone, takes it over and
+        // is answered by its own server, with the data.
+        assert_eq!(count_nodes(&b).await, 1);
+        assert!(second.is_owner(), "the attached handle took over");
+        let new_pid = second.pid().expect("it runs the server now");
+        assert_ne!(new_pid, owner_pid);
+        assert_eq!(second.state(), ServerState::Running);
+        // The old owner's handle stays closed, and touches nothing.
+        assert_eq!(first.state(), ServerState::Stopped);
+        second.shutdown().await.unwrap();
+        assert!(!alive(new_pid));
+    }
+
+    /// The owner process of `an_attached_process_takes_over_when_the_owner_process_dies`:
+    /// owns the server on `GRALKOR_TEST_OWNER_DIR`, writes a node, says so and waits
+    /// to be killed. Run only by that test, as a child process.
+    #[tokio::test]
+    #[ignore = "a child process of another test"]
+    async fn owner_process_for_the_takeover_test() {
+        let dir = std::env::var("GRALKOR_TEST_OWNER_DIR").expect("run by the takeover test");
+        let db = connect(Path::new(&dir)).await;
+        db.query(GRAPH, "CREATE (:V {i: 42})", &Params::new())
+            .await
+            .unwrap();
+        println!(
+            "OWNER READY {}",
+            db.embedded_server().unwrap().pid().unwrap()
+        );
+        // Until the parent kills this process (or closes our stdin).
+        tokio::task::spawn_blocking(|| std::io::read_to_string(std::io::stdin()))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_attached_process_takes_over_when_the_owner_process_dies() {
+        use std::io::BufRead;
+        let dir = data_dir();
+        let mut owner = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "embedded::embedded_server::owner_process_for_the_takeover_test",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env("GRALKOR_TEST_OWNER_DIR", dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = owner.stdout.take().unwrap();
+        let server_pid = tokio::task::spawn_blocking(move || {
+            std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(|l| l.ok())
+                .find_map(|l| {
+                    l.strip_prefix("OWNER READY ")
+                        .map(|p| p.parse::<u32>().unwrap())
+                })
+        })
+        .await
+        .unwrap()
+        .expect("the owner process started its server");
+
+        let server = EmbeddedServer::start(&EmbeddedConfig::new(dir.path()))
+            .await
+            .unwrap();
+        assert!(!server.is_owner(), "this process attached");
+        let db = FalkorDb::attach(&server, Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(count_nodes(&db).await, 1, "it sees the owner's data");
+        db.query(GRAPH, "CREATE (:V {i: 43})", &Params::new())
+            .await
+            .unwrap();
+
+        // The owner dies without a word; its server gets SIGTERM, saves and exits.
+        kill_9(owner.id());
+        let _ = owner.wait();
+        assert_exits(server_pid).await;
+        // The next read takes the server over; nothing acknowledged was lost.
+        assert_eq!(count_nodes(&db).await, 2);
+        assert!(server.is_owner(), "this process took the server over");
+        assert_ne!(server.pid(), Some(server_pid));
+        db.shutdown().await.unwrap();
+        server.shutdown().await.unwrap();
     }
 
     #[tokio::test]
