@@ -741,6 +741,24 @@ async fn write_graph(db: &FalkorDb, g: &DumpGraph) -> Result<()> {
     Ok(())
 }
 
+/// The index entries of a dump as the specs to create: the range (or fulltext)
+/// entries of one label and the same options as one spec with every property, as
+/// they were created (FalkorDB refuses a second fulltext definition on a label).
+fn merged_specs(entries: &[(usize, IndexSpec)]) -> Vec<IndexSpec> {
+    let mut specs: Vec<IndexSpec> = Vec::new();
+    for (_, spec) in entries {
+        let mergeable = !matches!(spec.kind, IndexKind::Vector { .. });
+        match specs
+            .iter_mut()
+            .find(|s| mergeable && s.entity == spec.entity && s.kind == spec.kind)
+        {
+            Some(s) => s.properties.extend(spec.properties.iter().cloned()),
+            None => specs.push(spec.clone()),
+        }
+    }
+    specs
+}
+
 fn vector_keys(props: &BTreeMap<String, Value>) -> Vec<String> {
     props
         .iter()
@@ -890,7 +908,7 @@ impl Engine {
                 self.recompute(&mut graphs).await?;
             }
             for g in &graphs {
-                let specs: Vec<IndexSpec> = g.indices.iter().map(|(_, s)| s.clone()).collect();
+                let specs = merged_specs(&g.indices);
                 async {
                     if !specs.is_empty() {
                         db.create_indices(&g.id, &specs).await?;
