@@ -174,6 +174,12 @@ pub enum Command {
     Export(ExportArgs),
     /// Serve the memory tools over the Model Context Protocol (stdio by default).
     Mcp(McpArgs),
+    /// Write every graph (episodes, entities, facts with their times, communities,
+    /// artefacts, the capture buffer, the authorizer's relationships) as JSON Lines.
+    /// An admin operation.
+    Dump(crate::dump::DumpArgs),
+    /// Restore a dump into an empty data directory or server. An admin operation.
+    Restore(crate::dump::RestoreArgs),
 }
 
 /// What a piece of content is.

@@ -6,6 +6,7 @@
 mod access;
 mod args;
 mod commands;
+mod dump;
 mod export;
 mod failure;
 mod graphs;
@@ -156,7 +157,11 @@ async fn run(cli: Cli) -> Outcome {
         }
     }
     let operator = match &cli.command {
-        Command::BuildIndices | Command::Groups | Command::AddMember(_) => None,
+        Command::BuildIndices
+        | Command::Groups
+        | Command::AddMember(_)
+        | Command::Dump(_)
+        | Command::Restore(_) => None,
         Command::Status(_)
         | Command::Mcp(_)
         | Command::Forget(args::ForgetCommand::Operator { .. }) => {
@@ -260,5 +265,7 @@ async fn dispatch(
         Command::Import(a) => import::run(client, op(), subject, a, out).await,
         Command::Export(a) => export::run(client, op(), subject, a, out).await,
         Command::Mcp(a) => mcp::serve(client, config, operator, subject, a).await,
+        Command::Dump(a) => dump::dump(client, a, out).await,
+        Command::Restore(a) => dump::restore(client, a, out).await,
     }
 }

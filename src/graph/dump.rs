@@ -24,8 +24,8 @@ use serde_json::Value as Json;
 use tracing::Instrument;
 
 use crate::falkordb::{
-    FalkorDb, HnswOptions, IndexEntity, IndexInfo, IndexKind, IndexSpec, Params, Similarity,
-    Value, is_identifier,
+    FalkorDb, HnswOptions, IndexEntity, IndexInfo, IndexKind, IndexSpec, Params, Similarity, Value,
+    is_identifier,
 };
 use crate::graph::Engine;
 use crate::graph::store;
@@ -279,7 +279,11 @@ fn to_json(value: &Value, at: &dyn Fn() -> String) -> Result<Json> {
                         .ok_or_else(|| Error::invalid(at(), "must hold finite numbers"))
                 })
                 .collect::<Result<_>>()?;
-            Json::Object([("vecf32".to_owned(), Json::Array(items))].into_iter().collect())
+            Json::Object(
+                [("vecf32".to_owned(), Json::Array(items))]
+                    .into_iter()
+                    .collect(),
+            )
         }
         other => {
             return Err(Error::invalid(
@@ -452,14 +456,15 @@ fn graph_lines(raw: RawGraph) -> Vec<Line> {
                 properties,
             }),
     );
-    out.extend(rels.into_iter().map(|(from, to, rel_type, properties)| {
-        Line::Relationship {
-            from,
-            to,
-            rel_type,
-            properties,
-        }
-    }));
+    out.extend(
+        rels.into_iter()
+            .map(|(from, to, rel_type, properties)| Line::Relationship {
+                from,
+                to,
+                rel_type,
+                properties,
+            }),
+    );
     out
 }
 
@@ -601,7 +606,10 @@ fn parse_dump(input: &mut (dyn BufRead + Send)) -> Result<(Vec<DumpGraph>, DumpS
                     ));
                 }
                 if let Some(l) = labels.iter().find(|l| !is_identifier(l)) {
-                    return Err(line_error(number, format!("label `{l}` must be an identifier")));
+                    return Err(line_error(
+                        number,
+                        format!("label `{l}` must be an identifier"),
+                    ));
                 }
                 g.nodes
                     .push((number, labels, props_from_json(&properties, number)?));
@@ -681,7 +689,11 @@ async fn write_graph(db: &FalkorDb, g: &DumpGraph) -> Result<()> {
                 .map(|&i| row(i, &g.nodes[i].2, vectors, []))
                 .collect();
             let created = db
-                .query(&g.id, &statement, &Params::new().set("rows", Value::List(rows)))
+                .query(
+                    &g.id,
+                    &statement,
+                    &Params::new().set("rows", Value::List(rows)),
+                )
                 .await?;
             for r in created.rows {
                 if let [Value::Int(i), Value::Int(id)] = r.as_slice() {
@@ -726,7 +738,11 @@ async fn write_graph(db: &FalkorDb, g: &DumpGraph) -> Result<()> {
                 })
                 .collect();
             let created = db
-                .query(&g.id, &statement, &Params::new().set("rows", Value::List(rows)))
+                .query(
+                    &g.id,
+                    &statement,
+                    &Params::new().set("rows", Value::List(rows)),
+                )
                 .await?;
             if created.stats.relationships_created != chunk.len() as u64 {
                 return Err(Error::Protocol(format!(
@@ -889,7 +905,7 @@ impl Engine {
                     format!(
                         "needs a server without graphs, and this one holds {} (`{first}`…); \
                          restore into an empty data directory, or allow a non-empty one \
-                         (--into-existing)",
+                         (`into_existing`; `gralkor restore --into-existing`)",
                         existing.len()
                     ),
                 ));
@@ -1043,9 +1059,11 @@ mod tests {
 
     #[test]
     fn values_a_dump_cannot_take_are_named() {
-        let e = from_json(&serde_json::json!({"x": 1}), &|| "dump line 3.properties.p".into())
-            .unwrap_err()
-            .to_string();
+        let e = from_json(&serde_json::json!({"x": 1}), &|| {
+            "dump line 3.properties.p".into()
+        })
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("dump line 3.properties.p"), "{e}");
         let e = from_json(&serde_json::json!(u64::MAX), &|| "p".into()).unwrap_err();
         assert!(e.to_string().contains("64-bit"), "{e}");
@@ -1073,8 +1091,13 @@ mod tests {
             "{e}"
         );
         let e = err("{\"hello\":1}\n".into());
-        assert!(e.contains("dump line 1") && e.contains("not a gralkor dump"), "{e}");
-        let e = err(format!("{header}\n{{\"record\":\"graph\",\"graph\":\"g\"}}\n"));
+        assert!(
+            e.contains("dump line 1") && e.contains("not a gralkor dump"),
+            "{e}"
+        );
+        let e = err(format!(
+            "{header}\n{{\"record\":\"graph\",\"graph\":\"g\"}}\n"
+        ));
         assert!(e.contains("dump line 3") && e.contains("truncated"), "{e}");
         let e = err(format!(
             "{header}\n{{\"record\":\"graph\",\"graph\":\"g\"}}\n\

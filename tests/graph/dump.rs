@@ -82,7 +82,10 @@ async fn fill(world: &World) {
     );
     for (text, at) in [
         ("Ada: I live in Lisbon.", "2024-01-02T00:00:00Z"),
-        ("Ada: I moved to Porto and work at Acme.", "2024-06-02T00:00:00Z"),
+        (
+            "Ada: I moved to Porto and work at Acme.",
+            "2024-06-02T00:00:00Z",
+        ),
     ] {
         engine
             .add_episode(
@@ -191,7 +194,12 @@ async fn dump_restore_dump_is_byte_identical_and_holds_every_kind_of_record() {
         .collect();
     assert_eq!(
         graphs,
-        ["gralkor/access", "gralkor/capture-buffer", "notes", "reviews"]
+        [
+            "gralkor/access",
+            "gralkor/capture-buffer",
+            "notes",
+            "reviews"
+        ]
     );
     let has_label = |r: &Value, l: &str| {
         r["labels"]
@@ -246,7 +254,10 @@ async fn dump_restore_dump_is_byte_identical_and_holds_every_kind_of_record() {
         .await
         .unwrap();
     assert_eq!(restored.nodes, end["nodes"].as_u64().unwrap());
-    assert_eq!(restored.relationships, end["relationships"].as_u64().unwrap());
+    assert_eq!(
+        restored.relationships,
+        end["relationships"].as_u64().unwrap()
+    );
     let mut second = Vec::new();
     target.engine.dump(&mut second).await.unwrap();
     assert!(first == second, "{}", first_difference(&first, &second));
