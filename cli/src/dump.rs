@@ -101,6 +101,16 @@ pub async fn dump(client: &NativeClient, args: &DumpArgs, out: Out) -> Outcome {
     })
 }
 
+/// The dump to restore can be opened (checked before anything is started).
+pub fn readable(args: &RestoreArgs) -> Outcome {
+    if args.input == Path::new("-") {
+        return Ok(());
+    }
+    std::fs::File::open(&args.input)
+        .map(drop)
+        .map_err(io(format!("reading {}", args.input.display())))
+}
+
 /// `gralkor restore`.
 pub async fn restore(client: &NativeClient, args: &RestoreArgs, out: Out) -> Outcome {
     let engine = client.storage().engine();

@@ -89,6 +89,10 @@ fn precheck(command: &Command) -> Outcome<Option<gralkor::client::Content>> {
             destinations_known(&a.destinations)?;
             Ok(None)
         }
+        Command::Restore(a) => {
+            dump::readable(a)?;
+            Ok(None)
+        }
         _ => Ok(None),
     }
 }

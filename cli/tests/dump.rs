@@ -82,6 +82,13 @@ async fn restore_refuses_a_non_empty_target_and_an_unknown_version() {
         run.stderr.contains("dump line 1") && run.stderr.contains("version 2"),
         "{run:?}"
     );
+    // A dump that cannot be read is named before anything is started.
+    let fresh = Home::new();
+    let missing = fresh.path().join("missing.jsonl");
+    let run = fresh.run(&["restore", missing.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("missing.jsonl"), "{run:?}");
+    assert!(!fresh.data_dir().exists(), "no server was started");
     // Nothing was written.
     let after = empty.run(&["dump"]).ok().stdout.clone();
     assert_eq!(after.lines().count(), 2, "{after}");
