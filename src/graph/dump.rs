@@ -477,6 +477,9 @@ fn write_line(out: &mut (dyn Write + Send), line: &Line) -> Result<()> {
     out.write_all(b"\n").map_err(io)
 }
 
+/// A property map as written.
+type Properties = BTreeMap<String, Value>;
+
 /// One graph of a dump as read: its index specs, nodes and relationships, each with
 /// the line it came from.
 #[derive(Default)]
@@ -484,8 +487,8 @@ struct DumpGraph {
     id: String,
     line: usize,
     indices: Vec<(usize, IndexSpec)>,
-    nodes: Vec<(usize, Vec<String>, BTreeMap<String, Value>)>,
-    relationships: Vec<(usize, u64, u64, String, BTreeMap<String, Value>)>,
+    nodes: Vec<(usize, Vec<String>, Properties)>,
+    relationships: Vec<(usize, u64, u64, String, Properties)>,
 }
 
 fn line_error(line: usize, rule: impl Into<String>) -> Error {
