@@ -131,7 +131,7 @@ pub(crate) fn overlap(wanted: &std::collections::HashSet<String>, text: &str) ->
     wanted.iter().filter(|w| found.contains(*w)).count() as f64 / wanted.len() as f64
 }
 
-/// Checks content with its one rule, the engine's too (`check_content`), on what
+/// Checks content with its one rule, the engine's too ([`check_content`]), on what
 /// will be stored: non-blank text, a non-empty JSON object or array, no NUL
 /// characters, at most 1 MiB (`MAX_CONTENT_BYTES`) as stored.
 ///

@@ -56,10 +56,8 @@ pub use records::{
 };
 pub use status::{ModelStatus, StorageStatus};
 
-// The one content rule every stored episode passes, over a source kind and a text:
-// the engine's own check. The public form is `validate_content` (over a `Content`);
-// this one is internal (it kept the public API at its bound when `DumpSummary` came).
-internal_use!(crate::vocab::check_content);
+/// The one content rule every stored episode passes.
+pub use crate::vocab::check_content;
 /// The shared words of the port's values: instants, what a graph holds, a server's
 /// versions.
 pub use crate::vocab::{GraphStatus, ServerInfo, Timestamp};
