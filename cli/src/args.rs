@@ -177,6 +177,12 @@ pub enum Command {
     /// The configured models: `models check` tells whether they will work.
     #[command(subcommand)]
     Models(crate::models::ModelsCommand),
+    /// Write every graph (episodes, entities, facts with their times, communities,
+    /// artefacts, the capture buffer, the authorizer's relationships) as JSON Lines.
+    /// An admin operation.
+    Dump(crate::dump::DumpArgs),
+    /// Restore a dump into an empty data directory or server. An admin operation.
+    Restore(crate::dump::RestoreArgs),
 }
 
 /// What a piece of content is.

@@ -6,6 +6,7 @@
 mod access;
 mod args;
 mod commands;
+mod dump;
 mod export;
 mod failure;
 mod graphs;
@@ -94,6 +95,10 @@ fn precheck(command: &Command) -> Outcome<Option<gralkor::client::Content>> {
             commands::confirm_forget(f)?;
             Ok(None)
         }
+        Command::Restore(a) => {
+            dump::readable(a)?;
+            Ok(None)
+        }
         _ => Ok(None),
     }
 }
@@ -166,7 +171,11 @@ async fn run(cli: Cli) -> Outcome {
         }
     }
     let operator = match &cli.command {
-        Command::BuildIndices | Command::Groups | Command::AddMember(_) => None,
+        Command::BuildIndices
+        | Command::Groups
+        | Command::AddMember(_)
+        | Command::Dump(_)
+        | Command::Restore(_) => None,
         Command::Status(_)
         | Command::Mcp(_)
         | Command::Forget(args::ForgetArgs {
@@ -274,5 +283,7 @@ async fn dispatch(
         Command::Export(a) => export::run(client, op(), subject, a, out).await,
         Command::Mcp(a) => mcp::serve(client, config, operator, subject, a).await,
         Command::Models(_) => unreachable!("`models` is run before a client connects"),
+        Command::Dump(a) => dump::dump(client, a, out).await,
+        Command::Restore(a) => dump::restore(client, a, out).await,
     }
 }

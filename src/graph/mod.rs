@@ -96,6 +96,7 @@
 // rooms and the flat re-exports below.
 internal_mod!(communities);
 internal_mod!(dedup);
+mod dump;
 internal_mod!(extract);
 internal_mod!(ingest);
 internal_mod!(model);
@@ -107,6 +108,7 @@ internal_mod!(temporal);
 
 // The advanced surface: the engine handle, its requests and results.
 pub use communities::{CommunityOptions, CommunityReport};
+pub use dump::DumpSummary;
 pub use ingest::{AddEpisode, Engine, EngineOptions, EpisodeOutcome, IngestUsage, OutcomeStatus};
 pub use model::{EntityEdge, EntityNode, Episode, EpisodeState};
 internal_use!(model::{GraphStatus, SourceKind, Timestamp});

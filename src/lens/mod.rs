@@ -22,7 +22,7 @@
 //!   request changes nothing, and on FalkorDB the swap is one statement
 //!   (`graph::replace_owned`).
 //!
-//! The packaged [`personal-chat`](PERSONAL_CHAT) Lens ([`Lens::personal_chat`]) appends
+//! The packaged `personal-chat` Lens ([`Lens::personal_chat`]) appends
 //! to the `personal` Destination with the generic ontology and the built-in process.
 //!
 //! ```
@@ -79,7 +79,7 @@ use crate::destination::PERSONAL;
 use crate::ontology::Ontology;
 
 /// The packaged Lens that appends conversation to the operator's `personal` graph.
-pub const PERSONAL_CHAT: &str = "personal-chat";
+pub(crate) const PERSONAL_CHAT: &str = "personal-chat";
 
 /// Lens names of earlier versions that are rejected, with what to use instead.
 pub(crate) const RETIRED_LENS_NAMES: [(&str, &str); 2] = [

@@ -18,6 +18,7 @@ mod candidates;
 mod combined;
 mod communities;
 mod dedup;
+mod dump;
 mod episode_vectors;
 mod extract;
 mod index_rebuild;
