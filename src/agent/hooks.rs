@@ -37,12 +37,12 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
+#[cfg(doc)]
+use super::recall::render_block;
 use super::recall::{
     DEFAULT_BLOCK_NAME, DEFAULT_RECALL_DEADLINE, RecallOptions, check_block_name,
     render_block_named, search_facts,
 };
-#[cfg(doc)]
-use super::recall::render_block;
 use crate::access::Subject;
 use crate::client::{Client, OperatorId, SearchResult};
 use crate::storage::MAX_RESULTS_LIMIT;
@@ -53,7 +53,7 @@ use crate::{Error, Result};
 /// ```
 /// use gralkor::agent::hooks::AutoRecall;
 ///
-/// let config = AutoRecall::new().session_destination("session-notes").long_term_results(8);
+/// let config = AutoRecall::new().session_destination("conversation-notes").long_term_results(8);
 /// config.validate()?;
 /// assert!(AutoRecall::new().long_term_results(0).validate().is_err());
 /// # Ok::<(), gralkor::Error>(())

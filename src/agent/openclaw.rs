@@ -319,7 +319,9 @@ async fn recall(client: &dyn Client, ctx: &ToolContext, arguments: &Value) -> Re
         ));
     }
     let search = |s: Search, destinations: &[String]| {
-        let s = s.max_results(limit).destinations(destinations.iter().cloned());
+        let s = s
+            .max_results(limit)
+            .destinations(destinations.iter().cloned());
         match &ctx.subject {
             Some(subject) => s.subject(subject.clone()),
             None => s,
@@ -341,7 +343,10 @@ async fn recall(client: &dyn Client, ctx: &ToolContext, arguments: &Value) -> Re
         session = session.as_deref().unwrap_or("-")
     );
     let runs = scopes.iter().map(|dests| {
-        let facts = search(Search::new(ctx.operator.clone(), a.query.clone()).facts(), dests);
+        let facts = search(
+            Search::new(ctx.operator.clone(), a.query.clone()).facts(),
+            dests,
+        );
         let nodes = search(
             Search::new(ctx.operator.clone(), a.query.clone()).nodes(Vec::<String>::new()),
             dests,
@@ -360,10 +365,11 @@ async fn recall(client: &dyn Client, ctx: &ToolContext, arguments: &Value) -> Re
                 .filter_map(|r| r.hit.as_fact())
                 .map(|x| x.fact.trim().to_string())
                 .collect();
-            facts.extend(
-                f.into_iter()
-                    .filter(|r| r.hit.as_fact().is_none_or(|x| !known.contains(x.fact.trim()))),
-            );
+            facts.extend(f.into_iter().filter(|r| {
+                r.hit
+                    .as_fact()
+                    .is_none_or(|x| !known.contains(x.fact.trim()))
+            }));
         } else {
             facts.extend(f);
         }
