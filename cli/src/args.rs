@@ -396,4 +396,27 @@ pub struct McpArgs {
     /// 127.0.0.1 and ::1 always are: DNS-rebinding protection).
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_hosts: Vec<String>,
+    /// The agent tool names served: `jido` (memory_search, memory_add) or `openclaw`
+    /// (memory_recall, memory_store, memory_forget, memory_status, as the OpenClaw
+    /// plugin); the inspection and admin tools come with either.
+    #[arg(long, value_name = "SET", default_value = "jido")]
+    pub tools: ToolSetArg,
+}
+
+/// `gralkor mcp --tools`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ToolSetArg {
+    /// memory_search and memory_add.
+    Jido,
+    /// The OpenClaw plugin's memory_recall, memory_store, memory_forget, memory_status.
+    Openclaw,
+}
+
+impl From<ToolSetArg> for gralkor::agent::openclaw::ToolSet {
+    fn from(a: ToolSetArg) -> Self {
+        match a {
+            ToolSetArg::Jido => gralkor::agent::openclaw::ToolSet::Jido,
+            ToolSetArg::Openclaw => gralkor::agent::openclaw::ToolSet::OpenClaw,
+        }
+    }
 }

@@ -209,7 +209,8 @@ fn scrubbing_drops_memory_blocks_anywhere_and_memory_search_results() {
     // The default filter knows the recall blocks gralkor renders (both names), and
     // no other.
     assert_eq!(
-        MemoryFilter::new().strip("<relevant-memories trust=\"untrusted\">x</relevant-memories> hi"),
+        MemoryFilter::new()
+            .strip("<relevant-memories trust=\"untrusted\">x</relevant-memories> hi"),
         "hi"
     );
     assert_eq!(
