@@ -230,8 +230,15 @@ pub struct SearchArgs {
     /// What to return.
     #[arg(long = "type", value_enum, default_value_t = ResultKind::Episodes)]
     pub result_type: ResultKind,
-    /// Only these Destinations (repeatable; default: every accessible one).
-    #[arg(long = "destination", short = 'd', value_name = "NAME")]
+    /// Only these Destinations (repeatable; default: every accessible one). `--group`
+    /// is the OpenClaw plugin's name for it; a session group `session-<id>` may be
+    /// named too.
+    #[arg(
+        long = "destination",
+        visible_alias = "group",
+        short = 'd',
+        value_name = "NAME"
+    )]
     pub destinations: Vec<String>,
     /// Only what these Lenses wrote (repeatable; episodes and facts).
     #[arg(long = "lens", value_name = "NAME")]
@@ -239,11 +246,29 @@ pub struct SearchArgs {
     /// Results per Destination (1-200).
     #[arg(long, short = 'n', default_value_t = 10)]
     pub limit: usize,
+    /// As the OpenClaw plugin: `long-term` (every accessible Destination), `session`
+    /// (only the session group of --session) or `all` (both). Not with --destination.
+    #[arg(long, value_enum, requires = "session")]
+    pub scope: Option<SearchScope>,
+    /// The conversation whose session group (`session-<id>`) --scope reads.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// What was true at this instant (RFC 3339, e.g. 2024-06-01T00:00:00Z) instead of
     /// what is true now: facts valid then (a fact invalidated later is still found),
     /// episodes that had happened by then. Episodes and facts only.
     #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
     pub as_of: Option<gralkor::storage::Timestamp>,
+}
+
+/// `gralkor search --scope`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SearchScope {
+    /// Every accessible Destination (never a session group).
+    LongTerm,
+    /// Only the session group of --session.
+    Session,
+    /// Both.
+    All,
 }
 
 fn parse_time(text: &str) -> Result<gralkor::storage::Timestamp, String> {

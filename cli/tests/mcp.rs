@@ -858,4 +858,34 @@ async fn with_tools_openclaw_the_server_lists_and_runs_the_openclaw_tools() {
         "{message}"
     );
     client.cancel().await.unwrap();
+
+    // `gralkor search --scope … --session …` reads the same session group (the
+    // server has stopped: its background write is done).
+    let contents = |scope: &str| -> Vec<String> {
+        home.run(&[
+            "--json",
+            "search",
+            "--scope",
+            scope,
+            "--session",
+            "chat-42",
+            "honeybees allotment",
+        ])
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["hit"]["content"].as_str().map(str::to_string))
+        .collect()
+    };
+    assert!(contents("session").iter().any(|c| c.contains("honeybees")));
+    assert!(contents("all").iter().any(|c| c.contains("honeybees")));
+    assert!(
+        !contents("long-term")
+            .iter()
+            .any(|c| c.contains("honeybees"))
+    );
+    let refused = home.run(&["search", "--scope", "all", "honeybees"]);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.stderr.contains("--session"), "{refused:?}");
 }
