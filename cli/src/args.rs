@@ -174,6 +174,10 @@ pub enum Command {
     Export(ExportArgs),
     /// Serve the memory tools over the Model Context Protocol (stdio by default).
     Mcp(McpArgs),
+    /// Write (or update) the authorization schema on the SpiceDB server of
+    /// `--spicedb-endpoint` and GRALKOR_SPICEDB_KEY (feature `spicedb`). Needs no
+    /// operator, subject or FalkorDB; idempotent.
+    SchemaWrite,
 }
 
 /// What a piece of content is.
