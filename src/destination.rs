@@ -22,6 +22,14 @@
 //! Destinations own no ontology and no ingestion: writers (Lenses, Reflection outputs)
 //! do. Several writers may save to one Destination.
 //!
+//! **Session groups** (`session-<session id>`, [`Destination::session_group`]): one
+//! Destination per conversation, as OpenClaw's session groups. They are never
+//! registered (a configuration naming one is refused) and never searched by a
+//! selector-free search; a request names one explicitly. With an authorizer the
+//! first subject to write to a session group becomes its member, and it stays
+//! exclusive to its members: everyone else needs an explicit membership
+//! (`gralkor add-member`).
+//!
 //! ```
 //! use gralkor::destination::Destination;
 //! use gralkor::storage::OperatorId;
@@ -51,6 +59,8 @@ use crate::{Error, Result};
 pub const GLOBAL: &str = "global";
 /// The packaged per-operator Destination.
 pub const PERSONAL: &str = "personal";
+/// How every session group's name begins (`session-<session id>`).
+pub(crate) const SESSION_GROUP_PREFIX: &str = "session-";
 /// The retired per-operator Destination of earlier versions.
 pub(crate) const RETIRED_OPERATOR: &str = "operator";
 // Name prefixes no application Destination may use (and no operator id may begin
@@ -93,6 +103,43 @@ impl Destination {
         let name = name.into();
         check_name("destination", &name)?;
         Ok(Destination { name })
+    }
+
+    /// The session group of the harness's session `session_id` (non-blank, no NUL):
+    /// the Destination `session-<session id>`, one shared graph of that name.
+    ///
+    /// ```
+    /// use gralkor::destination::Destination;
+    ///
+    /// let group = Destination::session_group("thread-7")?;
+    /// assert_eq!(group.name(), "session-thread-7");
+    /// assert!(group.is_session_group());
+    /// assert!(Destination::session_group(" ").is_err());
+    /// # Ok::<(), gralkor::Error>(())
+    /// ```
+    pub fn session_group(session_id: &str) -> Result<Destination> {
+        crate::storage::check_session_id("session_id", session_id)?;
+        let name = format!("{SESSION_GROUP_PREFIX}{session_id}");
+        check_name("session_id", &name)?;
+        Ok(Destination { name })
+    }
+
+    /// The session group a Destination name denotes (`session-<id>` with a
+    /// non-blank id), or `None` for any other name.
+    pub(crate) fn session_group_named(field: &str, name: &str) -> Option<Result<Destination>> {
+        let id = name.strip_prefix(SESSION_GROUP_PREFIX)?;
+        Some(
+            crate::storage::check_session_id(field, id)
+                .and_then(|()| check_name(field, name))
+                .map(|()| Destination {
+                    name: name.to_string(),
+                }),
+        )
+    }
+
+    /// Whether this is a session group (`session-<id>`).
+    pub fn is_session_group(&self) -> bool {
+        self.name.starts_with(SESSION_GROUP_PREFIX)
     }
 
     /// The name.

@@ -12,7 +12,8 @@
 //! * names that no operation could use: NUL characters, more than
 //!   [`MAX_NAME_BYTES`] (256) bytes;
 //! * reserved names: packaged names, Destinations beginning `personal/` or
-//!   `operator/`, Lens and Reflection names containing a provenance delimiter;
+//!   `operator/`, session group names (`session-<id>`: they exist per conversation,
+//!   unregistered), Lens and Reflection names containing a provenance delimiter;
 //! * retired names: the `operator` Destination and the `operator` and `default`
 //!   Lenses, with migration guidance;
 //! * dangling references: a Lens or Reflection output naming an unregistered
@@ -106,6 +107,14 @@ impl RuntimeConfig {
                 ));
             }
             let dest = Destination::new(name.clone()).map_err(|e| as_config(e, &field))?;
+            if dest.is_session_group() {
+                return Err(Error::config(
+                    field,
+                    format!(
+                        "`{name}` is a session group name (`session-<session id>`): session groups exist per conversation and are not registered"
+                    ),
+                ));
+            }
             if !seen.insert(name.clone()) {
                 return Err(Error::config(
                     field,
@@ -281,13 +290,18 @@ impl Snapshot {
         &self.reflections
     }
 
-    /// The registered Destination `name`; `field` names the argument in the error
-    /// (unknown, blank, reserved or retired names).
-    pub fn destination(&self, field: &str, name: &str) -> Result<&Destination> {
+    /// The registered Destination `name`, or the session group it names
+    /// (`session-<id>`, see [`Destination::session_group`]); `field` names the
+    /// argument in the error (unknown, blank, reserved or retired names).
+    pub fn destination(&self, field: &str, name: &str) -> Result<Destination> {
         destination::check_name(field, name)?;
+        if let Some(group) = Destination::session_group_named(field, name) {
+            return group;
+        }
         self.destinations
             .iter()
             .find(|d| d.name() == name)
+            .cloned()
             .ok_or_else(|| {
                 Error::invalid(
                     field,

@@ -183,6 +183,10 @@ pub enum Command {
     Dump(crate::dump::DumpArgs),
     /// Restore a dump into an empty data directory or server. An admin operation.
     Restore(crate::dump::RestoreArgs),
+    /// Write (or update) the authorization schema on the SpiceDB server of
+    /// `--spicedb-endpoint` and GRALKOR_SPICEDB_KEY (feature `spicedb`). Needs no
+    /// operator, subject or FalkorDB; idempotent.
+    SchemaWrite,
 }
 
 /// What a piece of content is.
@@ -242,8 +246,15 @@ pub struct SearchArgs {
     /// What to return.
     #[arg(long = "type", value_enum, default_value_t = ResultKind::Episodes)]
     pub result_type: ResultKind,
-    /// Only these Destinations (repeatable; default: every accessible one).
-    #[arg(long = "destination", short = 'd', value_name = "NAME")]
+    /// Only these Destinations (repeatable; default: every accessible one). `--group`
+    /// is the OpenClaw plugin's name for it; a session group `session-<id>` may be
+    /// named too.
+    #[arg(
+        long = "destination",
+        visible_alias = "group",
+        short = 'd',
+        value_name = "NAME"
+    )]
     pub destinations: Vec<String>,
     /// Only what these Lenses wrote (repeatable; episodes and facts).
     #[arg(long = "lens", value_name = "NAME")]
@@ -251,11 +262,29 @@ pub struct SearchArgs {
     /// Results per Destination (1-200).
     #[arg(long, short = 'n', default_value_t = 10)]
     pub limit: usize,
+    /// As the OpenClaw plugin: `long-term` (every accessible Destination), `session`
+    /// (only the session group of --session) or `all` (both). Not with --destination.
+    #[arg(long, value_enum, requires = "session")]
+    pub scope: Option<SearchScope>,
+    /// The conversation whose session group (`session-<id>`) --scope reads.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// What was true at this instant (RFC 3339, e.g. 2024-06-01T00:00:00Z) instead of
     /// what is true now: facts valid then (a fact invalidated later is still found),
     /// episodes that had happened by then. Episodes and facts only.
     #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
     pub as_of: Option<gralkor::storage::Timestamp>,
+}
+
+/// `gralkor search --scope`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SearchScope {
+    /// Every accessible Destination (never a session group).
+    LongTerm,
+    /// Only the session group of --session.
+    Session,
+    /// Both.
+    All,
 }
 
 fn parse_time(text: &str) -> Result<gralkor::storage::Timestamp, String> {
@@ -418,4 +447,27 @@ pub struct McpArgs {
     /// 127.0.0.1 and ::1 always are: DNS-rebinding protection).
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_hosts: Vec<String>,
+    /// The agent tool names served: `jido` (memory_search, memory_add) or `openclaw`
+    /// (memory_recall, memory_store, memory_forget, memory_status, as the OpenClaw
+    /// plugin); the inspection and admin tools come with either.
+    #[arg(long, value_name = "SET", default_value = "jido")]
+    pub tools: ToolSetArg,
+}
+
+/// `gralkor mcp --tools`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ToolSetArg {
+    /// memory_search and memory_add.
+    Jido,
+    /// The OpenClaw plugin's memory_recall, memory_store, memory_forget, memory_status.
+    Openclaw,
+}
+
+impl From<ToolSetArg> for gralkor::agent::openclaw::ToolSet {
+    fn from(a: ToolSetArg) -> Self {
+        match a {
+            ToolSetArg::Jido => gralkor::agent::openclaw::ToolSet::Jido,
+            ToolSetArg::Openclaw => gralkor::agent::openclaw::ToolSet::OpenClaw,
+        }
+    }
 }

@@ -303,6 +303,56 @@ fn fact_text(f: &gralkor::client::FactRecord) -> String {
     text
 }
 
+fn invalid_arg(field: &str, rule: impl Into<String>) -> gralkor::Error {
+    gralkor::Error::InvalidInput {
+        field: field.into(),
+        rule: rule.into(),
+    }
+}
+
+/// The Destinations a search reads: `--destination`, or what `--scope` and
+/// `--session` name (long-term: every registered Destination; session: the session
+/// group; all: both).
+fn scoped_destinations(client: &NativeClient, args: &SearchArgs) -> Result<Vec<String>, Failure> {
+    use crate::args::SearchScope;
+    let session = match (&args.scope, &args.session) {
+        (None, None) => return Ok(args.destinations.clone()),
+        (None, Some(_)) => {
+            return Err(invalid_arg("--session", "is read only with --scope").into());
+        }
+        (Some(_), _) if !args.destinations.is_empty() => {
+            return Err(
+                invalid_arg("--scope", "cannot be combined with --destination (--group)").into(),
+            );
+        }
+        (Some(_), None) => {
+            return Err(invalid_arg("--scope", "needs --session").into());
+        }
+        (Some(_), Some(id)) => gralkor::destination::Destination::session_group(id)
+            .map_err(|e| invalid_arg("--session", e.to_string()))?
+            .name()
+            .to_string(),
+    };
+    let long_term = || -> Vec<String> {
+        client
+            .runtime()
+            .snapshot()
+            .destinations()
+            .iter()
+            .map(|d| d.name().to_string())
+            .collect()
+    };
+    Ok(match args.scope {
+        Some(SearchScope::Session) => vec![session],
+        Some(SearchScope::All) => {
+            let mut all = long_term();
+            all.push(session);
+            all
+        }
+        _ => long_term(),
+    })
+}
+
 pub async fn search(
     client: &NativeClient,
     op: &OperatorId,
@@ -319,9 +369,10 @@ pub async fn search(
             entity_types: Vec::new(),
         },
     };
+    let destinations = scoped_destinations(client, args)?;
     let mut request = Search::new(op, &args.query)
         .asked_by(subject)
-        .destinations(args.destinations.clone())
+        .destinations(destinations)
         .lenses(args.lenses.clone())
         .result_type(result_type)
         .max_results(args.limit);

@@ -151,6 +151,9 @@ async fn run(cli: Cli) -> Outcome {
     if let Command::Models(m) = &cli.command {
         return models::run(global, m, out).await;
     }
+    if let Command::SchemaWrite = &cli.command {
+        return schema_write(global, out).await;
+    }
     // Who asks, the operator and the configuration are checked before anything is
     // started.
     let guarded = global.authorizer != AuthorizerKind::None;
@@ -224,6 +227,24 @@ async fn run(cli: Cli) -> Outcome {
     Ok(())
 }
 
+/// `gralkor schema-write`: connecting writes the schema (`SpiceDbAuthorizer::connect`).
+#[cfg(feature = "spicedb")]
+async fn schema_write(global: &args::Global, out: Out) -> Outcome {
+    spicedb(global).await?;
+    let endpoint = global.spicedb_endpoint.clone().unwrap_or_default();
+    out.emit(
+        &serde_json::json!({"schema": "written", "endpoint": endpoint}),
+        || format!("schema written to {endpoint}"),
+    )
+}
+
+#[cfg(not(feature = "spicedb"))]
+async fn schema_write(_global: &args::Global, _out: Out) -> Outcome {
+    Err(Failure::Usage(
+        "schema-write needs a gralkor built with the `spicedb` feature".into(),
+    ))
+}
+
 /// The SpiceDB server `--spicedb-endpoint` and `GRALKOR_SPICEDB_KEY` name, connected
 /// (the schema written, so a wrong key or an unreachable server fails here).
 #[cfg(feature = "spicedb")]
@@ -285,5 +306,7 @@ async fn dispatch(
         Command::Models(_) => unreachable!("`models` is run before a client connects"),
         Command::Dump(a) => dump::dump(client, a, out).await,
         Command::Restore(a) => dump::restore(client, a, out).await,
+        // Run before any client exists (see `run`).
+        Command::SchemaWrite => Ok(()),
     }
 }

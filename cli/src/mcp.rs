@@ -10,6 +10,13 @@
 //!   required, the optional ones nullable); `memory_add` adds an optional
 //!   `idempotency_key`. Tools carry annotations (`readOnlyHint`, `destructiveHint`,
 //!   `idempotentHint`).
+//! * `--tools openclaw` serves the OpenClaw plugin's names instead of `memory_search`
+//!   and `memory_add` ([`ToolSet::OpenClaw`]): `memory_recall`, `memory_store`,
+//!   `memory_forget {episode_id}` and `memory_status`, run by the agent layer's
+//!   [`ToolSet::call`] (recall and store) and here (forget and status); the other
+//!   inspection tools and the admin tools come with either set. The request's
+//!   `_meta.session_id` names the conversation, whose session group (`session-<id>`)
+//!   `memory_recall`'s `scope` and `memory_store`'s `longTerm: false` use.
 //! * Results: the text a model reads (with ids and times) and, beside it, structured
 //!   content carrying the ids, `valid_at` / `invalid_at` / `created_at` and the
 //!   Destination. `memory_add` writes through the server's `--lens` (default
@@ -38,10 +45,11 @@ use std::sync::Arc;
 use gralkor::Error;
 use gralkor::NativeClient;
 use gralkor::access::Subject;
+use gralkor::agent::openclaw::ToolSet;
 use gralkor::agent::tools::{
     ForgetTarget, MEMORY_BUILD_COMMUNITIES, MEMORY_BUILD_INDICES, MEMORY_FORGET, MEMORY_GET,
-    MEMORY_STATUS, MemoryForgetArgs, ToolContext, ToolDefinition, admin_tools, call_tool,
-    inspection_tools, memory_tools,
+    MEMORY_STATUS, ToolContext, ToolDefinition, admin_tools, call_tool, inspection_tools,
+    memory_tools,
 };
 use gralkor::client::{Client, Content, Hit, OperatorId, Search, SearchResult};
 use rmcp::model::{
@@ -69,6 +77,10 @@ pub const OPERATOR_META: &str = "operator_id";
 const MEMORY_SEARCH: &str = "memory_search";
 const MEMORY_ADD: &str = "memory_add";
 const MEMORY_RECENT: &str = "memory_recent";
+const MEMORY_RECALL: &str = "memory_recall";
+const MEMORY_STORE: &str = "memory_store";
+/// The request `_meta` key naming the conversation (the OpenClaw tools' session group).
+pub const SESSION_META: &str = "session_id";
 
 /// The Lens `memory_add` writes through when the server names none (as `gralkor add`).
 const DEFAULT_LENS: &str = "personal-chat";
@@ -100,20 +112,29 @@ fn memory_add_tool(mut d: ToolDefinition) -> ToolDefinition {
     d
 }
 
-/// Every tool the server lists, in order: the memory tools, the inspection tools, then
-/// the admin tools.
-pub fn tools() -> Vec<ToolDefinition> {
-    let mut all: Vec<ToolDefinition> = memory_tools()
-        .into_iter()
-        .map(|d| {
-            if d.name == MEMORY_ADD {
-                memory_add_tool(d)
-            } else {
-                d
-            }
-        })
-        .collect();
-    all.extend(inspection_tools());
+/// Every tool the server lists, in order: the memory tools of `set` (jido's
+/// `memory_search`, `memory_add`; or the OpenClaw plugin's `memory_recall`,
+/// `memory_store`, `memory_forget`, `memory_status`), the inspection tools not
+/// already listed, then the admin tools.
+pub fn tools_of(set: ToolSet) -> Vec<ToolDefinition> {
+    let mut all: Vec<ToolDefinition> = match set {
+        ToolSet::OpenClaw => set.tools(),
+        _ => memory_tools()
+            .into_iter()
+            .map(|d| {
+                if d.name == MEMORY_ADD {
+                    memory_add_tool(d)
+                } else {
+                    d
+                }
+            })
+            .collect(),
+    };
+    for t in inspection_tools() {
+        if !all.iter().any(|a| a.name == t.name) {
+            all.push(t);
+        }
+    }
     all.extend(admin_tools());
     all
 }
@@ -122,7 +143,10 @@ pub fn tools() -> Vec<ToolDefinition> {
 fn annotations(name: &str) -> ToolAnnotations {
     let a = ToolAnnotations::new();
     match name {
-        MEMORY_SEARCH | MEMORY_GET | MEMORY_STATUS | MEMORY_RECENT => a.read_only(true),
+        MEMORY_SEARCH | MEMORY_RECALL | MEMORY_GET | MEMORY_STATUS | MEMORY_RECENT => {
+            a.read_only(true)
+        }
+        MEMORY_STORE => a.read_only(false).destructive(false).idempotent(false),
         MEMORY_ADD => a.read_only(false).destructive(false).idempotent(true),
         MEMORY_FORGET => a.read_only(false).destructive(true).idempotent(true),
         MEMORY_BUILD_INDICES => a.read_only(false).destructive(false).idempotent(true),
@@ -339,6 +363,7 @@ pub struct MemoryServer {
     subject: Option<Subject>,
     operator_from_request: bool,
     lens: Option<String>,
+    tool_set: ToolSet,
     tasks: TaskManager,
 }
 
@@ -374,7 +399,7 @@ impl MemoryServer {
 
     /// The request's own faults (a JSON-RPC error), checked before the tool runs.
     fn check_request(&self, name: &str, meta: &JsonObject) -> Result<OperatorId, ErrorData> {
-        if !tools().iter().any(|t| t.name == name) {
+        if !tools_of(self.tool_set).iter().any(|t| t.name == name) {
             return Err(protocol_error(&invalid(
                 "tool".into(),
                 format!("`{name}` is not a gralkor tool"),
@@ -503,9 +528,32 @@ impl MemoryServer {
         })
     }
 
-    async fn run_tool(&self, name: &str, arguments: &Value, op: OperatorId) -> Outcome<Answer> {
+    async fn run_tool(
+        &self,
+        name: &str,
+        arguments: &Value,
+        op: OperatorId,
+        session: Option<String>,
+    ) -> Outcome<Answer> {
         let subject = self.subject.as_ref();
         match name {
+            MEMORY_RECALL | MEMORY_STORE => {
+                let mut ctx = ToolContext::new(op);
+                if let Some(lens) = &self.lens {
+                    ctx = ctx.lens(lens.clone());
+                }
+                if let Some(subject) = subject {
+                    ctx = ctx.subject(subject.clone());
+                }
+                if let Some(session) = session {
+                    ctx = ctx.session(session);
+                }
+                Ok(Answer::text(
+                    self.tool_set
+                        .call(&self.client, &ctx, name, arguments)
+                        .await?,
+                ))
+            }
             MEMORY_SEARCH => self.search(op, arguments).await,
             MEMORY_ADD => self.add(op, arguments).await,
             MEMORY_GET => {
@@ -520,7 +568,7 @@ impl MemoryServer {
                     structured: Some(value),
                 })
             }
-            MEMORY_FORGET => match MemoryForgetArgs::target(arguments)? {
+            MEMORY_FORGET => match self.tool_set.forget_target(arguments)? {
                 ForgetTarget::Episode(uuid, destination) => {
                     let place = commands::forget_episode(
                         &self.client,
@@ -675,7 +723,7 @@ impl ServerHandler for MemoryServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(
-            tools().iter().map(mcp_tool).collect(),
+            tools_of(self.tool_set).iter().map(mcp_tool).collect(),
         ))
     }
 
@@ -687,28 +735,39 @@ impl ServerHandler for MemoryServer {
         let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let meta: &JsonObject = &context.meta;
         let op = self.check_request(&request.name, meta)?;
+        let session = match meta.get(SESSION_META) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => {
+                return Err(protocol_error(&invalid(
+                    format!("_meta.{SESSION_META}"),
+                    "must be a string",
+                )));
+            }
+        };
         let as_task = LONG.contains(&request.name.as_ref())
             && context
                 .client_capabilities()
                 .is_some_and(|caps| caps.supports_tasks());
         if as_task {
             let (server, name) = (self.clone(), request.name.to_string());
-            let task =
-                self.tasks
-                    .spawn(TaskOptions::new().with_poll_interval_ms(200), move |ctx| {
-                        Box::pin(async move {
-                            tokio::select! {
-                                _ = ctx.cancelled() => Err(TaskExit::Cancelled),
-                                done = server.run_tool(&name, &arguments, op) => match done {
-                                    Ok(answer) => Ok(answer.result()),
-                                    Err(failure) => Ok(error_result(&failure)),
-                                },
-                            }
-                        })
-                    });
+            let task = self.tasks.spawn(
+                TaskOptions::new().with_poll_interval_ms(200),
+                move |ctx| {
+                    Box::pin(async move {
+                        tokio::select! {
+                            _ = ctx.cancelled() => Err(TaskExit::Cancelled),
+                            done = server.run_tool(&name, &arguments, op, session) => match done {
+                                Ok(answer) => Ok(answer.result()),
+                                Err(failure) => Ok(error_result(&failure)),
+                            },
+                        }
+                    })
+                },
+            );
             return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
         }
-        match self.run_tool(&request.name, &arguments, op).await {
+        match self.run_tool(&request.name, &arguments, op, session).await {
             Ok(answer) => Ok(answer.result().into()),
             Err(failure) => {
                 tracing::warn!(tool = %request.name, error = %failure, "tool call failed");
@@ -749,6 +808,7 @@ pub async fn serve(
         subject: subject.cloned(),
         operator_from_request: args.operator_from_request,
         lens: args.lens.clone(),
+        tool_set: args.tools.into(),
         tasks: TaskManager::new(),
     };
     match args.http {

@@ -287,6 +287,24 @@ fn with_a_spicedb_server_ada_and_bob_are_kept_apart_and_a_wrong_key_is_refused()
         "{no_endpoint:?}"
     );
     assert!(server.refused_calls() >= 1);
+
+    // `schema-write` writes (again: idempotent) the schema, with neither operator nor
+    // subject; a wrong key is refused.
+    let schema = |key: &str| {
+        common::Run::from(
+            home.command()
+                .args(["--json", "schema-write"])
+                .env("GRALKOR_SPICEDB_ENDPOINT", &endpoint)
+                .env("GRALKOR_SPICEDB_KEY", key)
+                .output()
+                .unwrap(),
+        )
+    };
+    let written = schema(&key).json();
+    assert_eq!(written["schema"], "written", "{written}");
+    assert_eq!(written["endpoint"], endpoint.as_str(), "{written}");
+    let refused = schema("not-the-key");
+    assert_eq!(refused.code, 5, "{refused:?}");
 }
 
 // access / `episodes --last N` lists the N newest the subject may see, past newer hidden ones

@@ -811,3 +811,143 @@ async fn the_cli_and_the_mcp_server_run_at_once_on_one_data_directory() {
         "Ada keeps honeybees on her allotment"
     );
 }
+
+// tools / `--tools openclaw`: the OpenClaw plugin's names, run over MCP
+#[tokio::test(flavor = "multi_thread")]
+async fn with_tools_openclaw_the_server_lists_and_runs_the_openclaw_tools() {
+    let home = Home::new();
+    let client = stdio_client(&home, &["--operator", "ada", "mcp", "--tools", "openclaw"]).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "memory_recall",
+            "memory_store",
+            "memory_forget",
+            "memory_status",
+            "memory_get",
+            "memory_recent",
+            "memory_build_indices",
+            "memory_build_communities",
+        ]
+    );
+    let defined = gralkor::agent::openclaw::ToolSet::OpenClaw.tools();
+    for (listed, d) in tools.iter().zip(&defined) {
+        assert_eq!(listed.name, d.name);
+        assert_eq!(Value::Object((*listed.input_schema).clone()), d.parameters);
+    }
+    assert_eq!(strict_violations(&defined), Vec::<String>::new());
+    // The jido names are not this server's tools.
+    let unknown = mcp_error(call(&client, "memory_search", json!({"query": "x"})).await);
+    assert_eq!(unknown.code, ErrorCode::INVALID_PARAMS);
+
+    let session = |tool: &str, args: Value| {
+        let mut meta = RequestMetaObject::default();
+        meta.insert("session_id".into(), json!("chat-42"));
+        let mut params =
+            CallToolRequestParams::new(tool.to_string()).with_arguments(arguments(args));
+        params.meta = Some(meta);
+        params
+    };
+    let stored = client
+        .call_tool(session(
+            "memory_store",
+            json!({"content": "Ada keeps honeybees on her allotment", "source_description": null,
+                   "involves": null, "group_id": null, "longTerm": false}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(text(&stored), "Ingesting.");
+    // Without a session, `longTerm: false` has no group to write to.
+    let (message, error) = tool_error(
+        call(
+            &client,
+            "memory_store",
+            json!({"content": "x", "source_description": null, "involves": null,
+                   "group_id": null, "longTerm": false}),
+        )
+        .await,
+    );
+    assert_eq!(
+        error["field"], "memory_store.arguments.longTerm",
+        "{message}"
+    );
+    // The write is in the background: recall until it lands (bounded).
+    let mut recalled = String::new();
+    for _ in 0..100 {
+        recalled = text(
+            &client
+                .call_tool(session(
+                    "memory_recall",
+                    json!({"query": "honeybees allotment", "limit": null, "scope": "session"}),
+                ))
+                .await
+                .unwrap(),
+        );
+        if recalled.contains("honeybees") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        recalled.contains("Ada keeps honeybees on her allotment"),
+        "{recalled}"
+    );
+    let long_term = text(
+        &call(
+            &client,
+            "memory_recall",
+            json!({"query": "honeybees allotment", "limit": null, "scope": "long-term"}),
+        )
+        .await
+        .unwrap(),
+    );
+    assert!(!long_term.contains("honeybees"), "{long_term}");
+    let (message, error) = tool_error(
+        call(
+            &client,
+            "memory_forget",
+            json!({"episode_id": "not-a-uuid"}),
+        )
+        .await,
+    );
+    assert!(
+        error["field"]
+            .as_str()
+            .unwrap()
+            .starts_with("memory_forget.arguments"),
+        "{message}"
+    );
+    client.cancel().await.unwrap();
+
+    // `gralkor search --scope … --session …` reads the same session group (the
+    // server has stopped: its background write is done).
+    let contents = |scope: &str| -> Vec<String> {
+        home.run(&[
+            "--json",
+            "search",
+            "--scope",
+            scope,
+            "--session",
+            "chat-42",
+            "honeybees allotment",
+        ])
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["hit"]["content"].as_str().map(str::to_string))
+        .collect()
+    };
+    assert!(contents("session").iter().any(|c| c.contains("honeybees")));
+    assert!(contents("all").iter().any(|c| c.contains("honeybees")));
+    assert!(
+        !contents("long-term")
+            .iter()
+            .any(|c| c.contains("honeybees"))
+    );
+    let refused = home.run(&["search", "--scope", "all", "honeybees"]);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.stderr.contains("--session"), "{refused:?}");
+}

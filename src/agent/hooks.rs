@@ -8,16 +8,25 @@
 //!   characters after trimming) make no search and inject nothing.
 //! * Long-term results: a fact search of every accessible Destination except the
 //!   session Destination, at most [`AutoRecall::long_term_results`] (default 5).
-//! * Session results: when a session id exists and a
-//!   [`session_destination`](AutoRecall::session_destination) is configured (a
-//!   Destination holding the current conversation's memories, like OpenClaw's
-//!   session groups), a second search of it, at most
-//!   [`AutoRecall::session_results`] (default 3), run concurrently with the first.
-//!   Session facts already among the long-term ones (same fact uuid or same text) are
-//!   dropped.
-//! * The block is recall's untrusted block ([`render_block`]): long-term facts first,
-//!   then session facts. Transcripts drop such blocks before they are stored, so
-//!   recalled memory never comes back in as new memory.
+//! * Session results: when a session id exists and either session-group mode is on
+//!   ([`AutoRecall::session_groups`]: the session's own group `session-<session id>`,
+//!   [`Destination::session_group`](crate::destination::Destination::session_group),
+//!   as OpenClaw's session groups) or a fixed
+//!   [`session_destination`](AutoRecall::session_destination) is configured, a
+//!   second search of it, at most [`AutoRecall::session_results`] (default 3), run
+//!   concurrently with the first. Session facts already among the long-term ones
+//!   (same fact uuid or same text) are dropped.
+//! * The block is recall's untrusted block ([`render_block`]), named
+//!   [`AutoRecall::block_name`] (default `gralkor-memory`; `relevant-memories` as in
+//!   the OpenClaw plugin): long-term facts first, then session facts. Transcripts
+//!   drop both names' blocks before they are stored
+//!   ([`MemoryFilter`](super::transcript::MemoryFilter)), so recalled memory never
+//!   comes back in as new memory.
+//!
+//! Auto-capture in session-group mode ([`AutoCapture::session_groups`]) writes each
+//! session's turns to its session group instead of the hook's route; what should
+//! outlive the conversation is promoted by writing it to long-term memory
+//! (`memory_store` with `longTerm`, `memory_add`).
 //! * Both searches share the recall deadline ([`AutoRecall::deadline`], default 12 s):
 //!   an expired one is [`Error::RecallDeadlineExpired`];
 //!   a harness usually goes ahead without memory then.
@@ -28,7 +37,12 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use super::recall::{DEFAULT_RECALL_DEADLINE, RecallOptions, render_block, search_facts};
+#[cfg(doc)]
+use super::recall::render_block;
+use super::recall::{
+    DEFAULT_BLOCK_NAME, DEFAULT_RECALL_DEADLINE, RecallOptions, check_block_name,
+    render_block_named, search_facts,
+};
 use crate::access::Subject;
 use crate::client::{Client, OperatorId, SearchResult};
 use crate::storage::MAX_RESULTS_LIMIT;
@@ -39,7 +53,7 @@ use crate::{Error, Result};
 /// ```
 /// use gralkor::agent::hooks::AutoRecall;
 ///
-/// let config = AutoRecall::new().session_destination("session-notes").long_term_results(8);
+/// let config = AutoRecall::new().session_destination("conversation-notes").long_term_results(8);
 /// config.validate()?;
 /// assert!(AutoRecall::new().long_term_results(0).validate().is_err());
 /// # Ok::<(), gralkor::Error>(())
@@ -57,6 +71,12 @@ pub struct AutoRecall {
     pub session_results: usize,
     /// The Destination searched as session memory (default none).
     pub session_destination: Option<String>,
+    /// Session-group mode: session memory is the session's own group
+    /// `session-<session id>` (default off; not with `session_destination`).
+    pub session_groups: bool,
+    /// The memory block's tag name (default `gralkor-memory`, jido's;
+    /// `relevant-memories` is the OpenClaw plugin's).
+    pub block_name: String,
     /// The deadline of the searches (positive, default 12 s).
     pub deadline: Duration,
 }
@@ -69,6 +89,8 @@ impl Default for AutoRecall {
             long_term_results: 5,
             session_results: 3,
             session_destination: None,
+            session_groups: false,
+            block_name: DEFAULT_BLOCK_NAME.to_string(),
             deadline: DEFAULT_RECALL_DEADLINE,
         }
     }
@@ -112,13 +134,42 @@ impl AutoRecall {
         self
     }
 
+    /// Session-group mode on or off (see [`AutoRecall::session_groups`](AutoRecall#structfield.session_groups)).
+    pub fn session_groups(mut self, on: bool) -> Self {
+        self.session_groups = on;
+        self
+    }
+
+    /// The memory block's tag name.
+    ///
+    /// ```
+    /// use gralkor::agent::hooks::AutoRecall;
+    ///
+    /// AutoRecall::new().block_name("relevant-memories").validate()?;
+    /// let err = AutoRecall::new().block_name("<x>").validate().unwrap_err();
+    /// assert!(err.to_string().contains("auto_recall.block_name"), "{err}");
+    /// # Ok::<(), gralkor::Error>(())
+    /// ```
+    pub fn block_name(mut self, name: impl Into<String>) -> Self {
+        self.block_name = name.into();
+        self
+    }
+
+    /// The OpenClaw plugin's settings: session-group mode and `<relevant-memories>`
+    /// blocks (5 long-term and 3 session facts, as the defaults).
+    pub fn openclaw() -> AutoRecall {
+        AutoRecall::new()
+            .session_groups(true)
+            .block_name(super::recall::OPENCLAW_BLOCK_NAME)
+    }
+
     /// The deadline.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self
     }
 
-    /// Checks the limits and the deadline, naming the field.
+    /// Checks the limits, the block name and the deadline, naming the field.
     pub fn validate(&self) -> Result<()> {
         if self.deadline.is_zero() {
             return Err(Error::config("auto_recall.deadline", "must be positive"));
@@ -141,6 +192,13 @@ impl AutoRecall {
                 "must not be blank when set",
             ));
         }
+        if self.session_groups && self.session_destination.is_some() {
+            return Err(Error::config(
+                "auto_recall.session_groups",
+                "cannot be combined with `session_destination`: session memory is either the session's own group or one fixed Destination",
+            ));
+        }
+        check_block_name("auto_recall.block_name", &self.block_name)?;
         Ok(())
     }
 }
@@ -237,11 +295,16 @@ impl AgentRecall {
         }
         let query = prompt.trim();
         let client = self.client.as_ref();
-        let session_dest = self
-            .config
-            .session_destination
-            .as_ref()
-            .filter(|_| session.is_some() && self.config.session_results > 0);
+        let session_dest: Option<String> = match session {
+            Some(_) if self.config.session_results == 0 => None,
+            Some(id) if self.config.session_groups => Some(
+                crate::destination::Destination::session_group(id)?
+                    .name()
+                    .to_string(),
+            ),
+            Some(_) => self.config.session_destination.clone(),
+            None => None,
+        };
         let long_term_dests: Vec<String> = match &self.config.session_destination {
             Some(s) => client
                 .runtime()
@@ -271,7 +334,7 @@ impl AgentRecall {
             match session_dest {
                 Some(dest) => {
                     let options = self.options(self.config.session_results);
-                    let dests = [dest.clone()];
+                    let dests = [dest];
                     let session_search =
                         search_facts(client, &self.operator, &dests, query, &options);
                     let (l, s) = tokio::join!(long_term, session_search);
@@ -283,7 +346,7 @@ impl AgentRecall {
         let (long_term, session_facts) = searches.instrument(span).await?;
         let facts = dedup(long_term, session_facts);
         tracing::info!(facts = facts.len(), "auto-recall");
-        Ok(Some(render_block(&facts)))
+        Ok(Some(render_block_named(&self.config.block_name, &facts)))
     }
 }
 
@@ -336,6 +399,9 @@ pub struct AutoCapture {
     /// skipped (default 5) — except an assistant message that calls tools, which the
     /// tool results after it refer to.
     pub min_message_chars: usize,
+    /// Session-group mode: each session's turns are written to its own group
+    /// `session-<session id>` instead of the hook's route (default off).
+    pub session_groups: bool,
 }
 
 impl Default for AutoCapture {
@@ -344,6 +410,7 @@ impl Default for AutoCapture {
             enabled: true,
             last_messages: DEFAULT_CAPTURE_MESSAGES,
             min_message_chars: 5,
+            session_groups: false,
         }
     }
 }
@@ -371,6 +438,12 @@ impl AutoCapture {
     /// Sets [`min_message_chars`](AutoCapture::min_message_chars).
     pub fn min_message_chars(mut self, n: usize) -> Self {
         self.min_message_chars = n;
+        self
+    }
+
+    /// Sets [`session_groups`](AutoCapture#structfield.session_groups).
+    pub fn session_groups(mut self, on: bool) -> Self {
+        self.session_groups = on;
         self
     }
 
@@ -505,6 +578,15 @@ impl AgentCapture {
         if turn.is_empty() {
             return Ok(false);
         }
+        let route = if self.config.session_groups {
+            super::capture::CaptureRoute::Direct(
+                crate::destination::Destination::session_group(session)?
+                    .name()
+                    .to_string(),
+            )
+        } else {
+            self.route.clone()
+        };
         self.buffer
             .append(
                 super::capture::Capture::new(
@@ -514,7 +596,7 @@ impl AgentCapture {
                     self.human_name.clone(),
                     turn,
                 )
-                .route(self.route.clone())
+                .route(route)
                 .subject_opt(self.subject.clone()),
             )
             .await?;

@@ -2,25 +2,31 @@
 //! jido names of [`tools`](super::tools): `memory_recall`, `memory_store`,
 //! `memory_forget` and `memory_status`, selected with [`ToolSet`].
 //!
-//! * `memory_recall {query, limit, scope}`: one node search and one fact search over
-//!   every accessible Destination, run concurrently; facts deduplicated and ranked by
-//!   recency (newest `created_at` first), then entities in retrieval order; at most
-//!   `limit` (default 10, 1 to 200) in all. Facts are `format_fact` lines, entities
-//!   `- <name>: <summary>`.
+//! * `memory_recall {query, limit, scope}`: a node search and a fact search, run
+//!   concurrently, of long-term memory (every accessible Destination) for `scope:
+//!   "long-term"`, of the context's session group (`session-<session id>`,
+//!   [`Destination::session_group`](crate::destination::Destination::session_group))
+//!   for `"session"`, and of both for `"all"` (the default; the session group only
+//!   when the context has a session); facts deduplicated (a session fact already
+//!   recalled from long-term memory is left out) and ranked by recency (newest
+//!   `created_at` first), then entities in retrieval order; at most `limit` (default
+//!   10, 1 to 200) in all. Facts are `format_fact` lines, entities
+//!   `- <name>: <summary>`. `"session"` without a session in the context is refused
+//!   naming `memory_recall.arguments.scope`.
 //! * `memory_store {content, source_description, involves, group_id, longTerm}`: a
 //!   background write ([`Client::memory_add`]) of a document described
 //!   `conversation` by default, to `group_id` (a registered Destination) or else the
 //!   context's Lens or `personal`, with the people and agents it involves
 //!   (`person:<id>`, `agent:<id>`; a bare id is a person), extracted with
 //!   [`CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS`](super::capture::CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS).
+//!   `longTerm: false` writes it to the context's session group instead (refused
+//!   without a session, and together with `group_id`); the default `longTerm: true`
+//!   is how an agent promotes what it learnt in a session to long-term memory.
 //! * `memory_forget {episode_id}` and `memory_status {}`: run by a memory server, as
 //!   the jido set's; [`ToolSet::forget_target`] reads `memory_forget`'s arguments.
 //!
 //! Every schema is strict-mode compatible: every property is required, optional ones
 //! are nullable, `additionalProperties` is `false`.
-//!
-//! **Not yet:** session groups (`session-<id>`): `scope: "session"` and
-//! `longTerm: false` are refused naming the argument.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -32,6 +38,7 @@ use super::tools::{
 };
 use crate::access::Subject;
 use crate::client::{Client, Content, Hit, MemoryAdd, Search, SearchResult};
+use crate::destination::Destination;
 use crate::{Error, Result};
 
 /// The `memory_recall` tool's name.
@@ -260,28 +267,41 @@ fn args<T: for<'de> Deserialize<'de>>(tool: &str, arguments: &Value) -> Result<T
         .map_err(|e| Error::invalid(format!("{tool}.arguments"), e.to_string()))
 }
 
-fn session_groups_unsupported(field: &str) -> Error {
-    Error::invalid(
-        field,
-        "session groups (`session-<id>`) are not supported yet: gralkor records the session \
-         on what it writes (forget it with `memory_forget`) but keeps no group per session",
-    )
+/// The context's session group, or an error naming `field` when it has no session.
+fn session_group(ctx: &ToolContext, field: &str, what: &str) -> Result<String> {
+    let session = ctx.session.as_deref().ok_or_else(|| {
+        Error::invalid(
+            field,
+            format!("{what} needs a session: the tool context has no session id"),
+        )
+    })?;
+    Ok(Destination::session_group(session)
+        .map_err(|e| Error::invalid(field, e.to_string()))?
+        .name()
+        .to_string())
 }
 
 async fn recall(client: &dyn Client, ctx: &ToolContext, arguments: &Value) -> Result<String> {
     let a: RecallArgs = args(MEMORY_RECALL, arguments)?;
-    match a.scope.as_deref() {
-        None | Some("all" | "long-term") => {}
-        Some("session") => {
-            return Err(session_groups_unsupported("memory_recall.arguments.scope"));
-        }
+    const SCOPE: &str = "memory_recall.arguments.scope";
+    // (long-term memory searched, the session group searched)
+    let (long_term, session) = match a.scope.as_deref() {
+        None | Some("all") => (
+            true,
+            ctx.session
+                .is_some()
+                .then(|| session_group(ctx, SCOPE, "`all`"))
+                .transpose()?,
+        ),
+        Some("long-term") => (true, None),
+        Some("session") => (false, Some(session_group(ctx, SCOPE, "`session`")?)),
         Some(other) => {
             return Err(Error::invalid(
                 "memory_recall.arguments.scope",
                 format!("must be \"session\", \"long-term\" or \"all\" (got `{other}`)"),
             ));
         }
-    }
+    };
     let limit = match a.limit {
         None => DEFAULT_RECALL_LIMIT,
         Some(n) if (1..=MAX_RECALL_LIMIT as i64).contains(&n) => n as usize,
@@ -298,21 +318,63 @@ async fn recall(client: &dyn Client, ctx: &ToolContext, arguments: &Value) -> Re
             "must not be blank",
         ));
     }
-    let search = |s: Search| {
-        let s = s.max_results(limit);
+    let search = |s: Search, destinations: &[String]| {
+        let s = s
+            .max_results(limit)
+            .destinations(destinations.iter().cloned());
         match &ctx.subject {
             Some(subject) => s.subject(subject.clone()),
             None => s,
         }
     };
-    let facts = search(Search::new(ctx.operator.clone(), a.query.clone()).facts());
-    let nodes = search(Search::new(ctx.operator.clone(), a.query).nodes(Vec::<String>::new()));
-    let span = tracing::info_span!("gralkor.openclaw.memory_recall", limit);
-    let (facts, nodes) = tracing::Instrument::instrument(
-        async { tokio::try_join!(client.search(&facts), client.search(&nodes)) },
-        span,
-    )
-    .await?;
+    // Long-term memory is a selector-free search (it never reads a session group);
+    // the session group is a search of its own.
+    let mut scopes: Vec<Vec<String>> = Vec::new();
+    if long_term {
+        scopes.push(Vec::new());
+    }
+    if let Some(group) = &session {
+        scopes.push(vec![group.clone()]);
+    }
+    let span = tracing::info_span!(
+        "gralkor.openclaw.memory_recall",
+        limit,
+        long_term,
+        session = session.as_deref().unwrap_or("-")
+    );
+    let runs = scopes.iter().map(|dests| {
+        let facts = search(
+            Search::new(ctx.operator.clone(), a.query.clone()).facts(),
+            dests,
+        );
+        let nodes = search(
+            Search::new(ctx.operator.clone(), a.query.clone()).nodes(Vec::<String>::new()),
+            dests,
+        );
+        async move { tokio::try_join!(client.search(&facts), client.search(&nodes)) }
+    });
+    let found =
+        tracing::Instrument::instrument(futures_util::future::try_join_all(runs), span).await?;
+    let (mut facts, mut nodes): (Vec<SearchResult>, Vec<SearchResult>) = (Vec::new(), Vec::new());
+    for (i, (f, n)) in found.into_iter().enumerate() {
+        if long_term && i == 1 {
+            // Session facts already recalled from long-term memory (same text) are
+            // left out; `present` drops repeated uuids.
+            let known: std::collections::HashSet<String> = facts
+                .iter()
+                .filter_map(|r| r.hit.as_fact())
+                .map(|x| x.fact.trim().to_string())
+                .collect();
+            facts.extend(f.into_iter().filter(|r| {
+                r.hit
+                    .as_fact()
+                    .is_none_or(|x| !known.contains(x.fact.trim()))
+            }));
+        } else {
+            facts.extend(f);
+        }
+        nodes.extend(n);
+    }
     Ok(present(&facts, &nodes, limit))
 }
 
@@ -363,11 +425,17 @@ fn subject(field: &str, id: &str) -> Result<Subject> {
 
 async fn store(client: &dyn Client, ctx: &ToolContext, arguments: &Value) -> Result<String> {
     let a: StoreArgs = args(MEMORY_STORE, arguments)?;
-    if a.long_term == Some(false) {
-        return Err(session_groups_unsupported(
-            "memory_store.arguments.longTerm",
-        ));
-    }
+    const LONG_TERM: &str = "memory_store.arguments.longTerm";
+    let session_target = match (a.long_term, &a.group_id) {
+        (Some(false), Some(_)) => {
+            return Err(Error::invalid(
+                LONG_TERM,
+                "`false` stores to the session group: it cannot be combined with `group_id`",
+            ));
+        }
+        (Some(false), None) => Some(session_group(ctx, LONG_TERM, "`false`")?),
+        _ => None,
+    };
     let involves = a
         .involves
         .unwrap_or_default()
@@ -382,7 +450,7 @@ async fn store(client: &dyn Client, ctx: &ToolContext, arguments: &Value) -> Res
         )
         .involves(involves)
         .custom_instructions(super::capture::CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS);
-    request = match (a.group_id, &ctx.lens) {
+    request = match (session_target.or(a.group_id), &ctx.lens) {
         (Some(group), _) => request.to_destination(group),
         (None, Some(lens)) => request.through_lens(lens.clone()),
         (None, None) => request,

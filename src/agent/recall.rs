@@ -195,15 +195,59 @@ pub fn memory_block(body: &str) -> String {
     format!("{BLOCK_OPEN}\n{body}\n\n{FURTHER_SEARCH}\n{BLOCK_CLOSE}")
 }
 
+/// The memory block named `name` (`<name trust="untrusted">` … `</name>`) around
+/// `body`; `gralkor-memory` gives [`memory_block`]'s.
+pub(crate) fn memory_block_named(name: &str, body: &str) -> String {
+    if name == DEFAULT_BLOCK_NAME {
+        return memory_block(body);
+    }
+    let body = if body.is_empty() {
+        NO_RELEVANT_MEMORIES
+    } else {
+        body
+    };
+    format!("<{name} trust=\"untrusted\">\n{body}\n\n{FURTHER_SEARCH}\n</{name}>")
+}
+
 /// The block presenting these results' facts (`format_fact` lines, in order;
 /// results that are not facts are ignored).
 pub fn render_block(results: &[SearchResult]) -> String {
+    render_block_named(DEFAULT_BLOCK_NAME, results)
+}
+
+/// [`render_block`] with the block named `name`.
+pub(crate) fn render_block_named(name: &str, results: &[SearchResult]) -> String {
     let lines: Vec<String> = results
         .iter()
         .filter_map(|r| r.hit.as_fact())
         .map(format_fact)
         .collect();
-    memory_block(&lines.join("\n"))
+    memory_block_named(name, &lines.join("\n"))
+}
+
+/// The recall block's default name (jido's).
+pub(crate) const DEFAULT_BLOCK_NAME: &str = "gralkor-memory";
+/// The OpenClaw plugin's auto-recall block name.
+pub(crate) const OPENCLAW_BLOCK_NAME: &str = "relevant-memories";
+
+/// Checks a block name: a lowercase tag name (`a`–`z`, then letters, digits and
+/// `-`), at most 64 bytes.
+pub(crate) fn check_block_name(field: &str, name: &str) -> Result<()> {
+    let ok = name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::config(
+            field,
+            format!(
+                "must be a lowercase tag name (a-z, then a-z, 0-9 or `-`, at most 64 bytes; got `{name}`)"
+            ),
+        ))
+    }
 }
 
 /// The lower-cased alphanumeric words of `text`.

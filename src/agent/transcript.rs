@@ -10,11 +10,11 @@
 //! **Recalled memory never comes back in as new memory.** Before a turn is captured,
 //! [`MemoryFilter::scrub`] drops:
 //!
-//! * every injected memory block — the recall block
+//! * every injected memory block — the recall blocks
 //!   `<gralkor-memory …>…</gralkor-memory>` (`MEMORY_BLOCK_OPEN` …
-//!   `MEMORY_BLOCK_CLOSE`) and any further block configured with
-//!   [`MemoryFilter::block`] (an auto-recall block such as
-//!   `<relevant-memories>…</relevant-memories>`) — wherever it appears in a user or
+//!   `MEMORY_BLOCK_CLOSE`) and `<relevant-memories …>…</relevant-memories>` (the
+//!   OpenClaw plugin's name), and any further block configured with
+//!   [`MemoryFilter::block`] — wherever it appears in a user or
 //!   assistant message; an opening marker with no closing one drops the rest of the
 //!   message; a message left blank is dropped;
 //! * the results of `memory_search` tool calls (`MEMORY_SEARCH_TOOL`): the behaviour
@@ -86,24 +86,31 @@ impl Default for MemoryFilter {
 }
 
 impl MemoryFilter {
-    /// Drops the `<gralkor-memory …>…</gralkor-memory>` block and `memory_search`
-    /// results.
+    /// Drops the recall blocks gralkor renders — `<gralkor-memory …>…</gralkor-memory>`
+    /// and `<relevant-memories …>…</relevant-memories>` (auto-recall's
+    /// [`block_name`](super::hooks::AutoRecall::block_name) as in the OpenClaw plugin)
+    /// — and `memory_search` results.
     pub fn new() -> MemoryFilter {
+        let plugin = super::recall::OPENCLAW_BLOCK_NAME;
         MemoryFilter {
-            blocks: vec![(MEMORY_BLOCK_OPEN.into(), MEMORY_BLOCK_CLOSE.into())],
+            blocks: vec![
+                (MEMORY_BLOCK_OPEN.into(), MEMORY_BLOCK_CLOSE.into()),
+                (format!("<{plugin}"), format!("</{plugin}>")),
+            ],
         }
     }
 
     /// Also drops blocks from `open` to `close` (for example an auto-recall block
-    /// `<relevant-memories>` … `</relevant-memories>`). An opening marker ending in
+    /// `<my-memories>` … `</my-memories>`). An opening marker ending in
     /// `>` matches exactly; one without (`<my-block`) also matches a tag with
     /// attributes. Blank markers are ignored.
     ///
     /// ```
     /// use gralkor::agent::transcript::MemoryFilter;
     ///
-    /// let f = MemoryFilter::new().block("<relevant-memories>", "</relevant-memories>");
-    /// assert_eq!(f.strip("<relevant-memories>- tea</relevant-memories>\nHi"), "Hi");
+    /// let f = MemoryFilter::new().block("<my-memories>", "</my-memories>");
+    /// assert_eq!(f.strip("<my-memories>- tea</my-memories>\nHi"), "Hi");
+    /// assert_eq!(MemoryFilter::new().strip("<my-memories>- tea</my-memories>"), "<my-memories>- tea</my-memories>");
     /// ```
     pub fn block(mut self, open: impl Into<String>, close: impl Into<String>) -> MemoryFilter {
         let (open, close) = (open.into(), close.into());

@@ -23,6 +23,10 @@
 //!   fragment's relationships too.
 //! * The operator's own `personal` graph belongs to the person whose id is the
 //!   operator id: the client writes that membership itself the first time it is used.
+//! * A session group (`session-<id>`) belongs to whoever writes to it first: a write
+//!   to a session group without members makes the writer its member (OpenClaw's "the
+//!   agent that creates a session gets exclusive membership"); once it has members,
+//!   everyone else needs `contribute` like anywhere else.
 //!
 //! Consistency: a fragment's relationships are written right after its episode. Until
 //! they exist the episode is visible only to members of its group (who may see it
@@ -161,6 +165,29 @@ impl Access {
         Ok(())
     }
 
+    /// Makes `subject` the member of the session group `graph` when it has no
+    /// members yet (its first writer claims it); any other graph is left alone.
+    async fn claim_session_group(&self, subject: &Subject, graph: &GraphId) -> Result<()> {
+        if !graph
+            .as_str()
+            .starts_with(crate::destination::SESSION_GROUP_PREFIX)
+        {
+            return Ok(());
+        }
+        let g = group(graph)?;
+        let members = self
+            .authorizer
+            .read_relationships(&RelationshipFilter::resource(g).relation(Relation::Member))
+            .await?;
+        if members.is_empty() {
+            tracing::info!(group = graph.as_str(), subject = %subject, "session group claimed by its first writer");
+            self.authorizer
+                .write_relationships(&[Relationship::member(graph.as_str(), subject)?])
+                .await?;
+        }
+        Ok(())
+    }
+
     /// `contribute` on `graph`'s group, or [`Error::PermissionDenied`].
     pub(super) async fn may_contribute(
         &self,
@@ -169,6 +196,7 @@ impl Access {
         graph: &GraphId,
     ) -> Result<()> {
         self.ensure_personal(subject, operator, graph).await?;
+        self.claim_session_group(subject, graph).await?;
         let g = group(graph)?;
         if self
             .authorizer

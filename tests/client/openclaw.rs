@@ -8,9 +8,13 @@ use std::sync::Arc;
 
 use common::ingest::CountingEmbedder;
 use gralkor::NativeStorage;
+use gralkor::access::{Authorizer, EmbeddedAuthorizer, InMemoryAuthorizer, Relationship, Subject};
+use gralkor::agent::capture::CaptureRoute;
+use gralkor::agent::hooks::{AgentCapture, AutoCapture};
 use gralkor::agent::openclaw::ToolSet;
 use gralkor::agent::tools::{ForgetTarget, ToolContext};
 use gralkor::client::{Client, InMemoryClient, NativeClient, OperatorId};
+use gralkor::client::{Content, MemoryAdd, Search};
 use gralkor::graph::Engine;
 use gralkor::runtime::{Runtime, RuntimeConfig};
 use gralkor::{Error, Result};
@@ -157,6 +161,7 @@ async fn recall_and_store(client: Arc<dyn Client>, team: &str, exact_matching: b
         assert_eq!(nothing, "No relevant memories found.");
     }
 
+    // No session in the context: no session group to read or write.
     assert_invalid(
         set.call(
             client.as_ref(),
@@ -221,4 +226,277 @@ async fn the_openclaw_tool_set_recalls_and_stores_on_the_native_client() {
         false,
     )
     .await;
+}
+
+// the OpenClaw tool set › session groups: `longTerm: false` writes to the context's
+// session group, `scope` reads long-term memory, the session group, or both
+
+fn recall_args(query: &str, scope: &str) -> Value {
+    json!({"query": query, "limit": null, "scope": scope})
+}
+
+async fn session_memory_stays_in_the_sessions_group(client: Arc<dyn Client>) {
+    let op = OperatorId::new(format!("op-{}", uuid::Uuid::new_v4())).unwrap();
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let ctx = ToolContext::new(op.clone()).session(format!("s1-{id}"));
+    let other = ToolContext::new(op.clone()).session(format!("s2-{id}"));
+    let set = ToolSet::OpenClaw;
+    let mut short = store_args("Zqsess tram ticket note.", None);
+    short["involves"] = Value::Null;
+    short["longTerm"] = json!(false);
+    set.call(client.as_ref(), &ctx, "memory_store", &short)
+        .await
+        .unwrap();
+    client.await_background_writes().await;
+    // Promotion: the default `longTerm: true` writes to long-term memory.
+    let mut long = store_args("Zqlong tram pass note.", None);
+    long["involves"] = Value::Null;
+    set.call(client.as_ref(), &ctx, "memory_store", &long)
+        .await
+        .unwrap();
+    client.await_background_writes().await;
+
+    // Stored where the seed says: the session note in `session-<id>` only.
+    let in_group = client
+        .search(&Search::new(&op, "Zqsess tram").destinations([format!("session-s1-{id}")]))
+        .await
+        .unwrap();
+    assert!(
+        in_group.iter().any(|r| r
+            .hit
+            .as_episode()
+            .is_some_and(|e| e.content.contains("Zqsess"))),
+        "{in_group:?}"
+    );
+    let personal = client
+        .search(&Search::new(&op, "Zqsess tram").destinations(["personal"]))
+        .await
+        .unwrap();
+    assert!(
+        !personal.iter().any(|r| r
+            .hit
+            .as_episode()
+            .is_some_and(|e| e.content.contains("Zqsess"))),
+        "{personal:?}"
+    );
+
+    let session = set
+        .call(
+            client.as_ref(),
+            &ctx,
+            "memory_recall",
+            &recall_args("zqsess zqlong tram", "session"),
+        )
+        .await
+        .unwrap();
+    assert!(session.contains("Zqsess tram ticket note."), "{session}");
+    assert!(!session.contains("Zqlong"), "{session}");
+    let long_term = set
+        .call(
+            client.as_ref(),
+            &ctx,
+            "memory_recall",
+            &recall_args("zqsess zqlong tram", "long-term"),
+        )
+        .await
+        .unwrap();
+    assert!(long_term.contains("Zqlong tram pass note."), "{long_term}");
+    assert!(!long_term.contains("Zqsess"), "{long_term}");
+    let all = set
+        .call(
+            client.as_ref(),
+            &ctx,
+            "memory_recall",
+            &recall_args("zqsess zqlong tram", "all"),
+        )
+        .await
+        .unwrap();
+    assert!(
+        all.contains("Zqsess tram ticket note.") && all.contains("Zqlong tram pass note."),
+        "{all}"
+    );
+    assert_eq!(all.matches("Zqlong tram pass note.").count(), 1, "{all}");
+    // Another conversation's session scope does not read this one's group.
+    let theirs = set
+        .call(
+            client.as_ref(),
+            &other,
+            "memory_recall",
+            &recall_args("zqsess zqlong tram", "all"),
+        )
+        .await
+        .unwrap();
+    assert!(!theirs.contains("Zqsess"), "{theirs}");
+
+    // `longTerm: false` with `group_id` names the argument.
+    let mut both = short.clone();
+    both["group_id"] = json!("global");
+    assert_invalid(
+        set.call(client.as_ref(), &ctx, "memory_store", &both).await,
+        "memory_store.arguments.longTerm",
+    );
+}
+
+#[tokio::test]
+async fn session_memory_stays_in_the_sessions_group_on_the_twin() {
+    session_memory_stays_in_the_sessions_group(Arc::new(InMemoryClient::new())).await;
+}
+
+#[tokio::test]
+async fn session_memory_stays_in_the_sessions_group_on_the_native_client() {
+    let engine = Engine::without_llm(common::db().await, Arc::new(CountingEmbedder::new()));
+    session_memory_stays_in_the_sessions_group(Arc::new(NativeClient::from_parts(
+        Runtime::new(RuntimeConfig::new()).unwrap(),
+        NativeStorage::new(engine),
+    )))
+    .await;
+}
+
+// the OpenClaw tool set › session groups are exclusive: the first writer claims the
+// group; another subject can neither write nor read it until made a member
+
+async fn a_session_group_is_exclusive_to_its_members(
+    client: Arc<dyn Client>,
+    authz: Arc<dyn Authorizer>,
+) {
+    let op = OperatorId::new(format!("op-{}", uuid::Uuid::new_v4())).unwrap();
+    let session = format!("s-{}", uuid::Uuid::new_v4().simple());
+    let (ada, bob) = (
+        Subject::agent(format!("ada-{session}")).unwrap(),
+        Subject::agent(format!("bob-{session}")).unwrap(),
+    );
+    let ada_ctx = ToolContext::new(op.clone())
+        .session(session.clone())
+        .subject(ada.clone());
+    let bob_ctx = ToolContext::new(op.clone())
+        .session(session.clone())
+        .subject(bob.clone());
+    let set = ToolSet::OpenClaw;
+    let mut short = store_args("Zqexcl secret plan note.", None);
+    short["involves"] = Value::Null;
+    short["longTerm"] = json!(false);
+    set.call(client.as_ref(), &ada_ctx, "memory_store", &short)
+        .await
+        .unwrap();
+    client.await_background_writes().await;
+
+    match set
+        .call(client.as_ref(), &bob_ctx, "memory_store", &short)
+        .await
+    {
+        Err(Error::PermissionDenied { subject, .. }) => assert_eq!(subject, bob.to_string()),
+        other => panic!("expected bob refused, got {other:?}"),
+    }
+    let query = recall_args("zqexcl secret plan", "session");
+    let seen = set
+        .call(client.as_ref(), &ada_ctx, "memory_recall", &query)
+        .await
+        .unwrap();
+    assert!(seen.contains("Zqexcl secret plan note."), "{seen}");
+    let hidden = set
+        .call(client.as_ref(), &bob_ctx, "memory_recall", &query)
+        .await
+        .unwrap();
+    assert!(!hidden.contains("Zqexcl"), "{hidden}");
+
+    // An explicit membership (`gralkor add-member`) lets bob in.
+    authz
+        .write_relationships(&[Relationship::member(format!("session-{session}"), &bob).unwrap()])
+        .await
+        .unwrap();
+    let shared = set
+        .call(client.as_ref(), &bob_ctx, "memory_recall", &query)
+        .await
+        .unwrap();
+    assert!(shared.contains("Zqexcl secret plan note."), "{shared}");
+}
+
+#[tokio::test]
+async fn a_session_group_is_exclusive_to_its_members_on_the_twin() {
+    let authz: Arc<dyn Authorizer> = Arc::new(InMemoryAuthorizer::new());
+    let client = InMemoryClient::new()
+        .with_authorizer(authz.clone())
+        .unwrap();
+    a_session_group_is_exclusive_to_its_members(Arc::new(client), authz).await;
+}
+
+#[tokio::test]
+async fn a_session_group_is_exclusive_to_its_members_on_the_native_client() {
+    let g = common::TestGraph::new("openclaw-session").await;
+    let authz: Arc<dyn Authorizer> =
+        Arc::new(EmbeddedAuthorizer::in_graph(g.db.clone(), g.name.clone()));
+    let engine = Engine::without_llm(g.db.clone(), Arc::new(CountingEmbedder::new()));
+    let client = NativeClient::from_parts(
+        Runtime::new(RuntimeConfig::new()).unwrap(),
+        NativeStorage::new(engine),
+    )
+    .with_authorizer(authz.clone())
+    .unwrap();
+    a_session_group_is_exclusive_to_its_members(Arc::new(client), authz).await;
+}
+
+// auto-capture › session-group mode: each session's turns go to its own group
+
+async fn capture_in_session_group_mode_writes_to_the_sessions_group(
+    kind: common::agent_memory::Kind,
+) {
+    let (client, buffer) = common::agent_memory::memory(kind, "openclaw-capture").await;
+    let op = OperatorId::new(format!("op-{}", uuid::Uuid::new_v4())).unwrap();
+    let session = format!("s-{}", uuid::Uuid::new_v4().simple());
+    let hook = AgentCapture::new(
+        buffer.clone(),
+        op.clone(),
+        "Susu",
+        "Ada",
+        CaptureRoute::default(),
+        AutoCapture::new().session_groups(true),
+    )
+    .unwrap();
+    let messages = [
+        json!({"role": "user", "content": "Zqcap I moved to Porto."}),
+        json!({"role": "assistant", "content": "Noted: Porto."}),
+    ];
+    assert!(hook.after_turn(Some(&session), &messages).await.unwrap());
+    hook.end_of_agent(std::time::Duration::from_secs(30))
+        .await
+        .unwrap();
+    let group = format!("session-{session}");
+    let found = |dest: String| {
+        let client = client.clone();
+        let op = op.clone();
+        async move {
+            client
+                .search(&Search::new(&op, "Zqcap Porto").destinations([dest]))
+                .await
+                .unwrap()
+                .into_iter()
+                .filter_map(|r| r.hit.as_episode().cloned())
+                .filter(|e| e.content.contains("Zqcap"))
+                .count()
+        }
+    };
+    assert_eq!(found(group).await, 1);
+    assert_eq!(found("personal".into()).await, 0);
+    // A direct write to the group is the same Destination.
+    client
+        .memory_add(
+            &MemoryAdd::new(&op, Content::document("Zqcap Porto has trams."))
+                .to_destination(format!("session-{session}")),
+        )
+        .await
+        .unwrap();
+    client.await_background_writes().await;
+    assert_eq!(found(format!("session-{session}")).await, 2);
+}
+
+#[tokio::test]
+async fn capture_in_session_group_mode_writes_to_the_sessions_group_on_the_twin() {
+    capture_in_session_group_mode_writes_to_the_sessions_group(common::agent_memory::Kind::Twin)
+        .await;
+}
+
+#[tokio::test]
+async fn capture_in_session_group_mode_writes_to_the_sessions_group_on_the_native_client() {
+    capture_in_session_group_mode_writes_to_the_sessions_group(common::agent_memory::Kind::Native)
+        .await;
 }

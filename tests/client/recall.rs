@@ -615,15 +615,21 @@ async fn before_turn_refuses_bad_configuration() {
 async fn long_term_and_session_results_deduplicated(client: Arc<dyn Client>) {
     let op = op();
     remember(client.as_ref(), &op, "personal", "Ada moved to Lisbon").await;
-    remember(client.as_ref(), &op, "session-notes", "Ada moved to Lisbon").await;
     remember(
         client.as_ref(),
         &op,
-        "session-notes",
+        "conversation-notes",
+        "Ada moved to Lisbon",
+    )
+    .await;
+    remember(
+        client.as_ref(),
+        &op,
+        "conversation-notes",
         "Ada asked about Lisbon trams",
     )
     .await;
-    let config = AutoRecall::new().session_destination("session-notes");
+    let config = AutoRecall::new().session_destination("conversation-notes");
     let hooks = AgentRecall::new(client.clone(), op.clone(), "Susu", config).unwrap();
     let block = hooks
         .before_turn(Some("s-1"), "what about Lisbon?")
@@ -650,7 +656,8 @@ async fn long_term_and_session_results_deduplicated(client: Arc<dyn Client>) {
 #[tokio::test]
 async fn before_turn_deduplicates_long_term_and_session_results_in_memory() {
     let client = Arc::new(
-        InMemoryClient::with_config(RuntimeConfig::new().destination("session-notes")).unwrap(),
+        InMemoryClient::with_config(RuntimeConfig::new().destination("conversation-notes"))
+            .unwrap(),
     );
     long_term_and_session_results_deduplicated(client.clone()).await;
     let s = searches(&client);
@@ -659,13 +666,101 @@ async fn before_turn_deduplicates_long_term_and_session_results_in_memory() {
     assert_eq!(s.len(), 3);
     assert_eq!(s[0].destinations, ["personal", "global"]);
     assert_eq!(s[0].max_results, 5);
-    assert_eq!(s[1].destinations, ["session-notes"]);
+    assert_eq!(s[1].destinations, ["conversation-notes"]);
     assert_eq!(s[1].max_results, 3);
     assert_eq!(s[2].destinations, ["personal", "global"]);
 }
 
 #[tokio::test]
 async fn before_turn_deduplicates_long_term_and_session_results_native() {
-    let (client, _) = native(RuntimeConfig::new().destination("session-notes")).await;
+    let (client, _) = native(RuntimeConfig::new().destination("conversation-notes")).await;
     long_term_and_session_results_deduplicated(Arc::new(client)).await;
+}
+
+// auto-recall › session-group mode (the OpenClaw plugin's): the session's own group
+// `session-<id>`, deduplicated against long-term memory, in a `<relevant-memories>` block
+
+async fn session_group_mode_recalls_the_sessions_own_group(client: Arc<dyn Client>) {
+    let op = op();
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let (mine, other) = (format!("s1-{id}"), format!("s2-{id}"));
+    let group = format!("session-{mine}");
+    remember(client.as_ref(), &op, "personal", "Ada moved to Lisbon").await;
+    remember(client.as_ref(), &op, &group, "Ada moved to Lisbon").await;
+    remember(client.as_ref(), &op, &group, "Ada asked about Lisbon trams").await;
+    let hooks =
+        AgentRecall::new(client.clone(), op.clone(), "Susu", AutoRecall::openclaw()).unwrap();
+    let block = hooks
+        .before_turn(Some(&mine), "what about Lisbon?")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        block.starts_with("<relevant-memories trust=\"untrusted\">\n")
+            && block.ends_with("\n</relevant-memories>"),
+        "{block}"
+    );
+    assert_eq!(block.matches("Ada moved to Lisbon").count(), 1, "{block}");
+    let moved = block.find("- Ada moved to Lisbon").unwrap();
+    let trams = block.find("- Ada asked about Lisbon trams").unwrap();
+    assert!(moved < trams, "long-term first: {block}");
+    // Another session's recall reads its own (empty) group, and long-term memory
+    // never includes a session group.
+    let block = hooks
+        .before_turn(Some(&other), "what about Lisbon?")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        block.contains("Ada moved to Lisbon") && !block.contains("trams"),
+        "{block}"
+    );
+}
+
+#[tokio::test]
+async fn session_group_mode_recalls_the_sessions_own_group_in_memory() {
+    let client = Arc::new(InMemoryClient::new());
+    session_group_mode_recalls_the_sessions_own_group(client.clone()).await;
+    let s = searches(&client);
+    assert_eq!(s.len(), 4);
+    // Long-term: selector-free, 5; session: the session's group, 3.
+    assert!(s[0].destinations.is_empty());
+    assert_eq!(s[0].max_results, 5);
+    assert!(s[1].destinations[0].starts_with("session-s1-"));
+    assert_eq!(s[1].max_results, 3);
+    assert!(s[3].destinations[0].starts_with("session-s2-"));
+}
+
+#[tokio::test]
+async fn session_group_mode_recalls_the_sessions_own_group_native() {
+    let (client, _) = native(RuntimeConfig::new()).await;
+    session_group_mode_recalls_the_sessions_own_group(Arc::new(client)).await;
+}
+
+#[test]
+fn session_group_mode_and_the_block_name_are_checked() {
+    let err = AutoRecall::openclaw()
+        .session_destination("conversation-notes")
+        .validate()
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Config { field, .. } if field == "auto_recall.session_groups"),
+        "{err}"
+    );
+    for bad in ["", "Relevant", "a b", "x>", "-x"] {
+        let err = AutoRecall::new().block_name(bad).validate().unwrap_err();
+        assert!(
+            matches!(&err, Error::Config { field, .. } if field == "auto_recall.block_name"),
+            "{bad}: {err}"
+        );
+    }
+    // A session group is never registered.
+    let err = RuntimeConfig::new()
+        .destination("session-x")
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Config { field, .. } if field == "destinations[0]"),
+        "{err}"
+    );
 }

@@ -206,10 +206,16 @@ fn scrubbing_drops_memory_blocks_anywhere_and_memory_search_results() {
             Message::assistant("answer"),
         ]
     );
-    // The default filter knows only the recall block.
+    // The default filter knows the recall blocks gralkor renders (both names), and
+    // no other.
     assert_eq!(
-        MemoryFilter::new().strip("<relevant-memories>x</relevant-memories> hi"),
-        "<relevant-memories>x</relevant-memories> hi"
+        MemoryFilter::new()
+            .strip("<relevant-memories trust=\"untrusted\">x</relevant-memories> hi"),
+        "hi"
+    );
+    assert_eq!(
+        MemoryFilter::new().strip("<my-memories>x</my-memories> hi"),
+        "<my-memories>x</my-memories> hi"
     );
     // Text without blocks is untouched, whitespace included.
     assert_eq!(MemoryFilter::new().strip("  as is  "), "  as is  ");
