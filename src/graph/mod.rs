@@ -108,9 +108,9 @@ internal_mod!(temporal);
 
 // The advanced surface: the engine handle, its requests and results.
 pub use communities::{CommunityOptions, CommunityReport};
-pub use dump::DumpSummary;
 pub use ingest::{AddEpisode, Engine, EngineOptions, EpisodeOutcome, IngestUsage, OutcomeStatus};
 pub use model::{EntityEdge, EntityNode, Episode, EpisodeState};
+pub use store::dump::DumpSummary;
 internal_use!(model::{GraphStatus, SourceKind, Timestamp});
 internal_use!(native_storage::owned_parts);
 pub use search::{

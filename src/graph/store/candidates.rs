@@ -34,7 +34,10 @@
 //! fail on the server with a generic "invalid arguments" error; the call then reads the
 //! index list and reruns without the paths whose index is missing (two more round
 //! trips, on this path only), so a fresh graph yields exact matches rather than an
-//! error. When both indices exist, the server's error is returned unchanged.
+//! error. A vector index listed but not yet operational (a rebuild dropped and
+//! recreated it) is read by an exact scan in the rerun instead (the same answer,
+//! without the index); with both indices listed and operational the rerun uses them,
+//! and a second failure is the caller's.
 //!
 
 use std::collections::BTreeSet;
@@ -132,7 +135,7 @@ pub async fn entity_candidates(
         return Ok(Vec::new());
     }
     let k = i64::try_from(limit).unwrap_or(i64::MAX);
-    let statements = plan(queries, k, true, true);
+    let statements = plan(queries, k, VectorPath::Index, true);
     let results = match db.pipeline(graph, &statements).await {
         Ok(results) => results,
         Err(err @ Error::Query { .. }) => {
@@ -140,10 +143,18 @@ pub async fn entity_candidates(
             // a procedure call on a missing index with a generic error. Confirm from
             // the index list, then rerun without the missing paths; any other failure
             // (both indices present) is the caller's.
+            // The vector index listed but still building (a rebuild dropped and
+            // recreated it): the rerun reads the vectors by an exact scan, which
+            // answers whatever the index's state. Listed and operational: the window
+            // has passed (or the error is not the index's), so the rerun uses it again
+            // and a second failure is returned.
             let (vector, fulltext) = entity_indices(db, graph).await?;
-            if vector && fulltext {
-                return Err(err);
-            }
+            let vector = match vector {
+                None => VectorPath::Off,
+                Some(false) => VectorPath::Scan,
+                Some(true) => VectorPath::Index,
+            };
+            tracing::debug!(error = %err, ?vector, fulltext, "candidate query rerun");
             db.pipeline(graph, &plan(queries, k, vector, fulltext))
                 .await?
         }
@@ -163,10 +174,27 @@ pub async fn entity_candidates(
     Ok(out)
 }
 
+/// How the vector branch of a candidate statement reads the name embeddings.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum VectorPath {
+    /// The `Entity.name_embedding` index.
+    Index,
+    /// An exact scan of every entity with an embedding: while the index is being
+    /// rebuilt (the same scan as search's fallback).
+    Scan,
+    /// No vector branch: the graph has no vector index yet.
+    Off,
+}
+
 /// One statement per query, in input order: the exact branch, then the vector and
-/// fulltext branches where `vector` and `fulltext` say their index exists, joined by
-/// `UNION ALL` with a `path` column (0, 1, 2) that keeps their order.
-fn plan(queries: &[CandidateQuery], k: i64, vector: bool, fulltext: bool) -> Vec<(String, Params)> {
+/// fulltext branches where `vector` and `fulltext` say how (or whether) to read them,
+/// joined by `UNION ALL` with a `path` column (0, 1, 2) that keeps their order.
+fn plan(
+    queries: &[CandidateQuery],
+    k: i64,
+    vector: VectorPath,
+    fulltext: bool,
+) -> Vec<(String, Params)> {
     let columns = ENTITY_COLUMNS.replace(
         "n.name_embedding AS name_embedding",
         "null AS name_embedding",
@@ -191,13 +219,24 @@ fn plan(queries: &[CandidateQuery], k: i64, vector: bool, fulltext: bool) -> Vec
             );
             if let Some(v) = q.embedding.as_ref() {
                 params.insert("v", v.clone());
-                if vector {
-                    query.push_str(&format!(
-                        " UNION ALL {}CALL db.idx.vector.queryNodes('Entity', 'name_embedding', \
-                         $k + stale, vecf32($v)) YIELD node, score \
-                         WITH node AS n, score ORDER BY score ASC LIMIT $k \
-                         RETURN {tail}, 1 - score AS similarity, 1 AS path",
+                let neighbours = match vector {
+                    VectorPath::Index => Some(format!(
+                        "{}CALL db.idx.vector.queryNodes('Entity', 'name_embedding', \
+                         $k + stale, vecf32($v)) YIELD node, score",
                         super::debt::stale_clause(super::VectorIndex::Entity)
+                    )),
+                    VectorPath::Scan => Some(
+                        "MATCH (node:Entity) WHERE node.name_embedding IS NOT NULL \
+                         WITH node, vec.cosineDistance(node.name_embedding, vecf32($v)) AS score"
+                            .to_string(),
+                    ),
+                    VectorPath::Off => None,
+                };
+                if let Some(neighbours) = neighbours {
+                    query.push_str(&format!(
+                        " UNION ALL {neighbours} \
+                         WITH node AS n, score ORDER BY score ASC LIMIT $k \
+                         RETURN {tail}, 1 - score AS similarity, 1 AS path"
                     ));
                 }
             }
@@ -214,16 +253,19 @@ fn plan(queries: &[CandidateQuery], k: i64, vector: bool, fulltext: bool) -> Vec
         .collect()
 }
 
-/// Whether `graph` has the `Entity.name_embedding` vector index and an `Entity`
-/// fulltext index.
-async fn entity_indices(db: &FalkorDb, graph: &str) -> Result<(bool, bool)> {
+/// Whether `graph` has the `Entity.name_embedding` vector index (and whether it is
+/// operational) and an `Entity` fulltext index.
+async fn entity_indices(db: &FalkorDb, graph: &str) -> Result<(Option<bool>, bool)> {
     let entity = IndexEntity::Node("Entity".into());
     let listed = db.list_indices(graph).await?;
-    let vector = listed.iter().any(|i| {
-        i.entity == entity
-            && i.property == "name_embedding"
-            && matches!(i.kind, IndexKind::Vector { .. })
-    });
+    let vector = listed
+        .iter()
+        .find(|i| {
+            i.entity == entity
+                && i.property == "name_embedding"
+                && matches!(i.kind, IndexKind::Vector { .. })
+        })
+        .map(|i| i.operational);
     let fulltext = listed
         .iter()
         .any(|i| i.entity == entity && matches!(i.kind, IndexKind::Fulltext { .. }));

@@ -42,6 +42,7 @@ pub(crate) mod capture;
 mod codec;
 internal_mod!(communities);
 pub(crate) mod debt;
+pub(crate) mod dump;
 mod entities;
 mod episodes;
 mod facts;
