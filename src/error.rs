@@ -128,7 +128,7 @@ pub enum Error {
     /// Another process (or another handle in this process) owns the embedded server's
     /// data directory, and its server did not answer within `startup_timeout`, so
     /// there was nothing to attach to (see
-    /// [`EmbeddedServer::start`](crate::falkordb::EmbeddedServer::start)).
+    /// `EmbeddedServer::start`).
     #[error(
         "the data directory {} is owned by another gralkor process whose FalkorDB server \
          did not answer in time; check that process, or use a different data_dir",

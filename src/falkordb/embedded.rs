@@ -220,7 +220,7 @@ impl EmbeddedServer {
     /// returned handle is *attached* to that owner's server instead: it waits, up to
     /// `startup_timeout`, until the server answers (the owner may still be starting it)
     /// and then uses it, and takes it over later if the owner goes away (see the
-    /// [module documentation](self)). [`Error::DataDirLocked`] only if the owner's
+    /// module documentation). [`Error::DataDirLocked`] only if the owner's
     /// server never answered in that time.
     ///
     /// ```no_run
