@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Home, Run};
+use common::Home;
 
 #[test]
 fn an_unknown_story_is_invalid_input_listing_the_stories_before_anything_starts() {
@@ -46,6 +46,8 @@ fn without_a_language_model_the_check_is_a_configuration_error() {
 #[tokio::test(flavor = "multi_thread")]
 async fn models_check_against_a_real_llama_cpp_server_reports_every_step() {
     use std::time::{Duration, Instant};
+
+    use common::Run;
 
     use gralkor::llm::llama_server::{LlamaServer, LlamaServerConfig, MODEL_NAME};
 
