@@ -528,16 +528,7 @@ impl Engine {
 
     /// Whether `graph` holds any entity (reading only; a missing graph holds none).
     async fn has_entities(&self, graph: &str) -> Result<bool> {
-        let res = self
-            .inner
-            .db
-            .ro_query(
-                graph,
-                "MATCH (n:Entity) RETURN n.uuid AS uuid LIMIT 1",
-                &crate::falkordb::Params::new(),
-            )
-            .await?;
-        Ok(!res.into_maps().is_empty())
+        store::has_entities(&self.inner.db, graph).await
     }
 
     pub(super) fn queue(&self, graph: &str) -> Arc<tokio::sync::Mutex<()>> {

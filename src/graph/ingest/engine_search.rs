@@ -34,24 +34,14 @@ impl Engine {
     /// # Ok(()) }
     /// ```
     pub async fn graph_status(&self, graph: &str) -> Result<crate::graph::GraphStatus> {
-        use crate::falkordb::{Params, Value};
         physical_graph_name(graph)?;
         let db = &self.inner.db;
         let span = tracing::debug_span!("gralkor.engine.graph_status", graph);
         async {
-            let count = |q: &'static str| async move {
-                let res = db.ro_query(graph, q, &Params::new()).await?;
-                Ok::<u64, crate::Error>(
-                    res.get(0, "n")
-                        .and_then(Value::as_int)
-                        .map_or(0, |n| n.max(0) as u64),
-                )
-            };
-            // A graph that does not exist reads as empty, so all four run at once.
-            let (graphs, episodes, pending, listed) = tokio::try_join!(
+            // A graph that does not exist reads as empty, so all run at once.
+            let (graphs, (episodes, pending), listed) = tokio::try_join!(
                 db.list_graphs(),
-                count("MATCH (e:Episodic) RETURN count(e) AS n"),
-                count("MATCH (e:Episodic {state: 'pending'}) RETURN count(e) AS n"),
+                store::episode_counts(db, graph),
                 db.list_indices(graph),
             )?;
             if !graphs.iter().any(|g| g == graph) {

@@ -54,6 +54,32 @@ pub(crate) async fn counts(db: &FalkorDb, graph: &str) -> Result<GraphCounts> {
     })
 }
 
+/// The episodes of `graph` and how many of them are pending, read side by side (both
+/// zero when the graph does not exist).
+pub(crate) async fn episode_counts(db: &FalkorDb, graph: &str) -> Result<(u64, u64)> {
+    let none = Params::new();
+    let n = |query: &'static str| {
+        let none = &none;
+        async move { db.ro_query(graph, query, none).await.map(|r| count_of(&r)) }
+    };
+    tokio::try_join!(
+        n("MATCH (e:Episodic) RETURN count(e) AS n"),
+        n("MATCH (e:Episodic {state: 'pending'}) RETURN count(e) AS n"),
+    )
+}
+
+/// Whether `graph` holds any entity (a missing graph holds none).
+pub(crate) async fn has_entities(db: &FalkorDb, graph: &str) -> Result<bool> {
+    let res = db
+        .ro_query(
+            graph,
+            "MATCH (n:Entity) RETURN n.uuid AS uuid LIMIT 1",
+            &Params::new(),
+        )
+        .await?;
+    Ok(!res.into_maps().is_empty())
+}
+
 /// The uuids and states of the most recently created episodes of `graph`, newest
 /// first, skipping the `skip` newest and returning at most `last`.
 pub(crate) async fn recent_episodes(

@@ -76,7 +76,7 @@ internal_use!(owned::{OWNED_ID_KEY, OWNER_KEY, OwnedNode, OwnedRelationship, Rep
 testing_use!(owned::get_owned);
 internal_use!(remove::{Removal, remove_episode});
 pub use listing::GraphCounts;
-pub(crate) use listing::{contents, counts, recent_episodes};
+pub(crate) use listing::{contents, counts, episode_counts, has_entities, recent_episodes};
 
 // What the record files share, at the paths the other files and `graph::search` use.
 pub(crate) use codec::{Row, rows, ts, uuids};
