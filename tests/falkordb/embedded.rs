@@ -462,7 +462,7 @@ mod embedded_server {
     /// owns the server on `GRALKOR_TEST_OWNER_DIR`, writes a node, says so and waits
     /// to be killed. Run only by that test, as a child process.
     #[tokio::test]
-    #[ignore = "a child process of another test"]
+    #[ignore = "the owner process of an_attached_process_takes_over_when_the_owner_process_dies, which runs it (--ignored --exact) as its child"]
     async fn owner_process_for_the_takeover_test() {
         let dir = std::env::var("GRALKOR_TEST_OWNER_DIR").expect("run by the takeover test");
         let db = connect(Path::new(&dir)).await;
