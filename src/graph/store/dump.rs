@@ -347,6 +347,44 @@ fn properties_json(
         .collect()
 }
 
+/// Every record `query` returns in its one column, page by page: `query` takes `$after`
+/// (the last id read) and `$page`, and orders by id; `take` reads a record (`None`: not
+/// the `what` asked for), `id` its id.
+async fn all_pages<T>(
+    db: &FalkorDb,
+    graph: &str,
+    query: &str,
+    what: &str,
+    take: impl Fn(Value) -> Option<T>,
+    id: impl Fn(&T) -> i64,
+) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    let mut after = -1i64;
+    loop {
+        let page = db
+            .ro_query(
+                graph,
+                query,
+                &Params::new().set("after", after).set("page", PAGE),
+            )
+            .await?;
+        let len = page.rows.len();
+        for row in page.rows {
+            let Some(record) = row.into_iter().next().and_then(&take) else {
+                return Err(Error::Protocol(format!(
+                    "a {what} query returned no {what}"
+                )));
+            };
+            after = id(&record);
+            out.push(record);
+        }
+        if len < PAGE as usize {
+            break;
+        }
+    }
+    Ok(out)
+}
+
 /// Every node, relationship and index of `graph`, page by page.
 pub(crate) async fn read_graph(db: &FalkorDb, graph: &str) -> Result<RawGraph> {
     let mut indices: Vec<IndexLine> = db
@@ -358,55 +396,41 @@ pub(crate) async fn read_graph(db: &FalkorDb, graph: &str) -> Result<RawGraph> {
     indices.sort();
     indices.dedup();
     let mut nodes = Vec::new();
-    let mut after = -1i64;
-    loop {
-        let page = db
-            .ro_query(
-                graph,
-                "MATCH (n) WHERE id(n) > $after RETURN n ORDER BY id(n) LIMIT $page",
-                &Params::new().set("after", after).set("page", PAGE),
-            )
-            .await?;
-        let len = page.rows.len();
-        for row in page.rows {
-            let Some(Value::Node(node)) = row.into_iter().next() else {
-                return Err(Error::Protocol("a node query returned no node".into()));
-            };
-            let mut labels = node.labels;
-            labels.sort();
-            let at = || format!("graph `{graph}` node {}", node.id);
-            nodes.push((node.id, labels, properties_json(&node.properties, &at)?));
-            after = node.id;
-        }
-        if len < PAGE as usize {
-            break;
-        }
+    let all_nodes = all_pages(
+        db,
+        graph,
+        "MATCH (n) WHERE id(n) > $after RETURN n ORDER BY id(n) LIMIT $page",
+        "node",
+        |v| match v {
+            Value::Node(node) => Some(node),
+            _ => None,
+        },
+        |node| node.id,
+    )
+    .await?;
+    for node in all_nodes {
+        let mut labels = node.labels;
+        labels.sort();
+        let at = || format!("graph `{graph}` node {}", node.id);
+        nodes.push((node.id, labels, properties_json(&node.properties, &at)?));
     }
     let mut relationships = Vec::new();
-    let mut after = -1i64;
-    loop {
-        let page = db
-            .ro_query(
-                graph,
-                "MATCH ()-[r]->() WHERE id(r) > $after RETURN r ORDER BY id(r) LIMIT $page",
-                &Params::new().set("after", after).set("page", PAGE),
-            )
-            .await?;
-        let len = page.rows.len();
-        for row in page.rows {
-            let Some(Value::Edge(edge)) = row.into_iter().next() else {
-                return Err(Error::Protocol(
-                    "a relationship query returned no relationship".into(),
-                ));
-            };
-            let at = || format!("graph `{graph}` relationship {}", edge.id);
-            let props = properties_json(&edge.properties, &at)?;
-            relationships.push((edge.src, edge.dst, edge.rel_type, props));
-            after = edge.id;
-        }
-        if len < PAGE as usize {
-            break;
-        }
+    let all_edges = all_pages(
+        db,
+        graph,
+        "MATCH ()-[r]->() WHERE id(r) > $after RETURN r ORDER BY id(r) LIMIT $page",
+        "relationship",
+        |v| match v {
+            Value::Edge(edge) => Some(edge),
+            _ => None,
+        },
+        |edge| edge.id,
+    )
+    .await?;
+    for edge in all_edges {
+        let at = || format!("graph `{graph}` relationship {}", edge.id);
+        let props = properties_json(&edge.properties, &at)?;
+        relationships.push((edge.src, edge.dst, edge.rel_type, props));
     }
     Ok(RawGraph {
         indices,
