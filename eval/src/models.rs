@@ -45,7 +45,8 @@ use serde::Serialize;
 
 use crate::extraction::story::parse_story;
 use crate::extraction::{
-    MeasuredModel, Report, Scores, StepCalls, Story, graph_name, run_story_observed, score_story,
+    MeasuredModel, Report, Scores, StepCalls, Story, graph_name, per_episode, run_story_observed,
+    score_story,
 };
 use crate::report::{pct, table};
 use crate::{EvalError, Result};
@@ -277,13 +278,7 @@ impl ModelReport {
         ));
         out.push('\n');
         let story_row = |name: &str, s: &Scores| {
-            let per = |x: f64| {
-                if s.episodes == 0 {
-                    "n/a".to_owned()
-                } else {
-                    format!("{:.1}", x / s.episodes as f64)
-                }
-            };
+            let per = |x: f64| per_episode(s, x);
             vec![
                 name.to_owned(),
                 s.episodes.to_string(),

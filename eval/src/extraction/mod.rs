@@ -113,14 +113,17 @@ pub async fn run_all(
     })
 }
 
+/// `x` per episode of `s`, one decimal; `n/a` when no episode ran.
+pub(crate) fn per_episode(s: &Scores, x: f64) -> String {
+    if s.episodes == 0 {
+        "n/a".to_owned()
+    } else {
+        format!("{:.1}", x / s.episodes as f64)
+    }
+}
+
 fn row(name: &str, s: &Scores) -> Vec<String> {
-    let per = |x: f64| {
-        if s.episodes == 0 {
-            "n/a".to_owned()
-        } else {
-            format!("{:.1}", x / s.episodes as f64)
-        }
-    };
+    let per = |x: f64| per_episode(s, x);
     vec![
         name.to_owned(),
         s.episodes.to_string(),
