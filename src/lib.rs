@@ -203,19 +203,27 @@ mod cache;
 pub mod client;
 pub mod config;
 pub mod destination;
-mod error;
 pub mod falkordb;
 pub mod graph;
 pub mod lens;
 pub mod llm;
-pub mod ontology;
 pub mod reflection;
 mod retry;
 pub mod runtime;
-pub mod storage;
-pub(crate) mod vocab;
+
+// The bottom rooms live in the `gralkor-core` crate, so that the compiler keeps the
+// layer rule (the storage port cannot name the engine or an adapter: that crate does
+// not depend on this one); their API is re-exported here at its own paths.
+#[doc(inline)]
+pub use gralkor_core::ontology;
+#[doc(inline)]
+pub use gralkor_core::storage;
+pub(crate) use gralkor_core::vocab;
+#[doc(inline)]
+pub use gralkor_core::{Error, Result};
 
 /// Who wrote an episode; lives with the storage seam, re-exported at the top.
+#[doc(no_inline)]
 pub use storage::provenance;
 
 pub use client::{Client, InMemoryClient, MemoryClient, NativeClient};
@@ -226,5 +234,4 @@ pub use client::{Client, InMemoryClient, MemoryClient, NativeClient};
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 pub use config::Config;
-pub use error::{Error, Result};
 pub use graph::native_storage::NativeStorage;

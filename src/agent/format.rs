@@ -91,12 +91,11 @@ fn headings(fact: &FactRecord) -> Vec<String> {
         }
     }
     if out.is_empty() {
-        out.push(heading(&FactSource {
-            episode: uuid::Uuid::nil(),
-            source_kind: None,
-            source_description: String::new(),
-            writer: None,
-        }));
+        out.push(heading(&FactSource::from_stored(
+            uuid::Uuid::nil(),
+            None,
+            "",
+        )));
     }
     out
 }

@@ -78,6 +78,7 @@ pub use status::{DestinationStatus, Status, StatusRequest};
 /// The values the requests and results are made of, re-exported from the layers that
 /// own them so a user of the memory API needs only this module.
 pub use crate::lens::{Ingest, IngestedRepresentation};
+#[doc(no_inline)]
 pub use crate::storage::{
     Artefact, CommunityCounts, Content, DEFAULT_MAX_RESULTS, EpisodeRecord, ExtractionReport,
     FactRecord, FactSource, GraphId, Hit, IngestCost, MAX_RESULTS_LIMIT, NodeRecord, OperatorId,

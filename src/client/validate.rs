@@ -123,6 +123,13 @@ pub fn validate_search(request: &Search, snapshot: &Snapshot) -> Result<SearchPl
                 ));
             }
         }
+        // `ResultType` is non-exhaustive (it lives in the storage port's crate).
+        _ => {
+            return Err(Error::invalid(
+                "result_type",
+                "is not a result type this version of gralkor supports",
+            ));
+        }
     }
     if !request.lenses.is_empty()
         && matches!(

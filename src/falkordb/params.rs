@@ -86,12 +86,7 @@ impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for Params {
     }
 }
 
-/// Whether `s` is a plain Cypher identifier: `[A-Za-z_][A-Za-z0-9_]*`.
-pub fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
+pub use crate::vocab::is_identifier;
 
 /// Checks that `s` is an identifier, naming `field` in the error.
 pub(crate) fn check_identifier(field: &str, s: &str) -> Result<()> {

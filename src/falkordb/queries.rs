@@ -147,7 +147,7 @@ impl FalkorDb {
             modules.arg("LIST");
             let (info, modules): (redis::Value, redis::Value) =
                 tokio::try_join!(self.send("*", &info), self.send("*", &modules))?;
-            Ok(ServerInfo::parse(&info, &modules))
+            Ok(super::server_info::parse(&info, &modules))
         }
         .instrument(span)
         .await

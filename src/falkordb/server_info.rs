@@ -1,25 +1,24 @@
 //! Parsing the server's `INFO` and `MODULE LIST` replies into a [`ServerInfo`].
 
-use super::ServerInfo;
+use crate::vocab::ServerInfo;
 
-impl ServerInfo {
-    pub(super) fn parse(info: &redis::Value, modules: &redis::Value) -> ServerInfo {
-        let text = first_text(info).unwrap_or_default();
-        let field = |name: &str| {
-            text.lines().find_map(|l| {
-                l.trim_end()
-                    .strip_prefix(name)
-                    .and_then(|r| r.strip_prefix(':'))
-                    .map(str::to_string)
-            })
-        };
-        ServerInfo {
-            redis_version: field("redis_version").or_else(|| field("valkey_version")),
-            falkordb_version: falkordb_module_version(modules),
-            used_memory_bytes: field("used_memory").and_then(|v| v.parse().ok()),
-            max_memory_bytes: field("maxmemory").and_then(|v| v.parse().ok()),
-        }
-    }
+/// The server's versions and memory from its `INFO` and `MODULE LIST` replies.
+pub(super) fn parse(info: &redis::Value, modules: &redis::Value) -> ServerInfo {
+    let text = first_text(info).unwrap_or_default();
+    let field = |name: &str| {
+        text.lines().find_map(|l| {
+            l.trim_end()
+                .strip_prefix(name)
+                .and_then(|r| r.strip_prefix(':'))
+                .map(str::to_string)
+        })
+    };
+    let mut server = ServerInfo::default();
+    server.redis_version = field("redis_version").or_else(|| field("valkey_version"));
+    server.falkordb_version = falkordb_module_version(modules);
+    server.used_memory_bytes = field("used_memory").and_then(|v| v.parse().ok());
+    server.max_memory_bytes = field("maxmemory").and_then(|v| v.parse().ok());
+    server
 }
 
 /// The text of an `INFO` reply: a string, or on a cluster the first node's.

@@ -275,16 +275,16 @@ impl Storage for NativeStorage {
                 writer.and_then(|key| ontologies.get(key).cloned())
             })
             .await?;
-        Ok(ExtractionReport {
-            completed: resumed.completed.iter().map(|o| o.episode.uuid).collect(),
-            busy: resumed.busy,
-            failed: resumed
-                .failed
-                .into_iter()
-                .map(|(uuid, e)| (uuid, e.to_string()))
-                .collect(),
-            quarantined: resumed.quarantined,
-        })
+        let mut report = ExtractionReport::default();
+        report.completed = resumed.completed.iter().map(|o| o.episode.uuid).collect();
+        report.busy = resumed.busy;
+        report.failed = resumed
+            .failed
+            .into_iter()
+            .map(|(uuid, e)| (uuid, e.to_string()))
+            .collect();
+        report.quarantined = resumed.quarantined;
+        Ok(report)
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -341,6 +341,9 @@ impl NativeStorage {
                 config.episodes = Some(self.scope());
                 config.limit = MAX_SEARCH_LIMIT;
             }
+            // `ResultType` is non-exhaustive: a kind added to the port later searches
+            // nothing here and is refused when the hits are built.
+            _ => {}
         }
         if let Some(t) = query.as_of {
             // The engine's own as-of rule, inside its statements before their limits:
@@ -420,6 +423,7 @@ impl NativeStorage {
                 self.artefact_hits(graph, results, query, artefact_id.as_deref())
                     .await?
             }
+            _ => return Err(unsupported_result_type()),
         };
         hits.truncate(query.limit);
         check_reflection_bodies(&hits)?;
@@ -603,21 +607,29 @@ pub fn owned_parts(graph: &Graph) -> (Vec<OwnedNode>, Vec<OwnedRelationship>) {
     )
 }
 
+/// A result kind the port gained after this engine was written.
+fn unsupported_result_type() -> crate::Error {
+    crate::Error::invalid(
+        "result_type",
+        "is not a result type the native storage supports",
+    )
+}
+
 /// What an engine ingest cost, as the port reports it.
 fn cost_of(usage: &IngestUsage) -> IngestCost {
-    IngestCost {
-        model_calls: usage.llm_calls,
-        model_calls_by_step: usage
-            .steps
-            .by_name()
-            .into_iter()
-            .filter(|(_, n)| *n > 0)
-            .map(|(step, n)| (step.to_owned(), n))
-            .collect(),
-        prompt_tokens: usage.tokens.prompt_tokens,
-        completion_tokens: usage.tokens.completion_tokens,
-        embedding_requests: usage.embedding_calls,
-        db_round_trips: usage.db_round_trips,
-        wall_time_us: u64::try_from(usage.elapsed.as_micros()).unwrap_or(u64::MAX),
-    }
+    let mut cost = IngestCost::default();
+    cost.model_calls = usage.llm_calls;
+    cost.model_calls_by_step = usage
+        .steps
+        .by_name()
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(step, n)| (step.to_owned(), n))
+        .collect();
+    cost.prompt_tokens = usage.tokens.prompt_tokens;
+    cost.completion_tokens = usage.tokens.completion_tokens;
+    cost.embedding_requests = usage.embedding_calls;
+    cost.db_round_trips = usage.db_round_trips;
+    cost.wall_time_us = u64::try_from(usage.elapsed.as_micros()).unwrap_or(u64::MAX);
+    cost
 }

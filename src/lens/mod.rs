@@ -71,6 +71,7 @@ pub use store::LensStore;
 
 /// The replace-graph payload lives with the storage; re-exported here, where
 /// replace-graph Lenses are described.
+#[doc(no_inline)]
 pub use crate::storage::{Graph, GraphNode, GraphRelationship};
 internal_use!(crate::storage::{MAX_REPLACEMENT_BYTES, OWNER_PROPERTY, RESERVED_PROPERTY_PREFIX});
 

@@ -40,6 +40,8 @@ mod listwise;
 pub mod llama_server;
 #[cfg(feature = "local-embedder")]
 pub mod local;
+#[cfg(test)]
+mod ontology_tests;
 pub mod openai;
 mod retry;
 internal_mod!(schema);

@@ -10,14 +10,10 @@ fn fact(text: &str, sources: Vec<FactSource>) -> SearchResult {
     SearchResult {
         score: 1.0,
         destination: "global".into(),
-        hit: Hit::Fact(FactRecord {
-            uuid: Uuid::new_v4(),
-            fact: text.into(),
-            created_at: None,
-            valid_at: None,
-            invalid_at: None,
-            expired_at: None,
-            sources,
+        hit: Hit::Fact({
+            let mut record = FactRecord::new(Uuid::new_v4(), text);
+            record.sources = sources;
+            record
         }),
     }
 }
@@ -93,13 +89,7 @@ fn no_facts_is_no_matching_facts_and_other_results_are_ignored() {
     let node = SearchResult {
         score: 1.0,
         destination: "global".into(),
-        hit: Hit::Node(NodeRecord {
-            uuid: Uuid::nil(),
-            name: "n".into(),
-            labels: vec![],
-            summary: String::new(),
-            attributes: serde_json::json!({}),
-        }),
+        hit: Hit::Node(NodeRecord::new(Uuid::nil(), "n")),
     };
     assert_eq!(
         present_facts(&[node], DEFAULT_MAX_BYTES).unwrap(),
@@ -212,18 +202,15 @@ fn timestamps_drop_fractions_and_write_utc_as_plus_zero() {
 fn fact_lines_carry_times_then_sources_in_a_fixed_order() {
     let t = |s: &str| Some(s.parse::<Timestamp>().unwrap());
     let e1 = Uuid::nil();
-    let record = FactRecord {
-        uuid: Uuid::nil(),
-        fact: "Ada works at Acme.".into(),
-        created_at: t("2024-01-02T00:00:00Z"),
-        valid_at: t("2024-01-01T00:00:00Z"),
-        invalid_at: t("2024-06-01T00:00:00Z"),
-        expired_at: t("2024-06-02T00:00:00Z"),
-        sources: vec![
-            FactSource::from_stored(e1, Some(SourceKind::Text), "hr [lens: hr]"),
-            FactSource::from_stored(e1, None, "legacy"),
-        ],
-    };
+    let mut record = FactRecord::new(Uuid::nil(), "Ada works at Acme.");
+    record.created_at = t("2024-01-02T00:00:00Z");
+    record.valid_at = t("2024-01-01T00:00:00Z");
+    record.invalid_at = t("2024-06-01T00:00:00Z");
+    record.expired_at = t("2024-06-02T00:00:00Z");
+    record.sources = vec![
+        FactSource::from_stored(e1, Some(SourceKind::Text), "hr [lens: hr]"),
+        FactSource::from_stored(e1, None, "legacy"),
+    ];
     assert_eq!(
         format_fact(&record),
         "- Ada works at Acme. (created 2024-01-02T00:00:00+0) (valid from 2024-01-01T00:00:00+0) \
@@ -231,14 +218,7 @@ fn fact_lines_carry_times_then_sources_in_a_fixed_order() {
          (source: document — hr [lens: hr]; episode: 00000000-0000-0000-0000-000000000000) \
          (source: legacy; episode: 00000000-0000-0000-0000-000000000000)"
     );
-    let bare = FactRecord {
-        created_at: None,
-        valid_at: None,
-        invalid_at: None,
-        expired_at: None,
-        sources: vec![],
-        ..record
-    };
+    let bare = FactRecord::new(record.uuid, record.fact.clone());
     assert_eq!(format_fact(&bare), "- Ada works at Acme.");
     assert_eq!(format_facts(&[]), "");
 }

@@ -47,12 +47,10 @@ impl Engine {
             if !graphs.iter().any(|g| g == graph) {
                 return Ok(crate::graph::GraphStatus::default());
             }
-            let mut status = crate::graph::GraphStatus {
-                exists: true,
-                episodes,
-                pending,
-                ..Default::default()
-            };
+            let mut status = crate::graph::GraphStatus::default();
+            status.exists = true;
+            status.episodes = episodes;
+            status.pending = pending;
             for spec in self.index_specs() {
                 let kind = std::mem::discriminant(&spec.kind);
                 for property in &spec.properties {

@@ -77,7 +77,8 @@ impl Content {
 }
 
 /// `v` as compact JSON with object keys sorted at every level.
-pub(crate) fn canonical_json(v: &Value) -> String {
+#[doc(hidden)]
+pub fn canonical_json(v: &Value) -> String {
     let mut out = String::new();
     write_canonical(v, &mut out);
     out
@@ -115,7 +116,8 @@ fn write_canonical(v: &Value, out: &mut String) {
 
 /// The words of `text` for the storages' word matching: runs of letters and digits,
 /// lowercased.
-pub(crate) fn words(text: &str) -> std::collections::HashSet<String> {
+#[doc(hidden)]
+pub fn words(text: &str) -> std::collections::HashSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
@@ -123,7 +125,8 @@ pub(crate) fn words(text: &str) -> std::collections::HashSet<String> {
 }
 
 /// The share of `wanted` found among `text`'s [`words`] (0 when nothing is shared).
-pub(crate) fn overlap(wanted: &std::collections::HashSet<String>, text: &str) -> f64 {
+#[doc(hidden)]
+pub fn overlap(wanted: &std::collections::HashSet<String>, text: &str) -> f64 {
     if wanted.is_empty() {
         return 0.0;
     }
@@ -186,6 +189,7 @@ pub fn validate_source_description(field: &str, description: &str, writer: &Writ
 
 /// Checks a query text: non-blank, no NUL characters (the engine's search refuses
 /// them).
+#[doc(hidden)]
 pub fn validate_query(field: &str, query: &str) -> Result<()> {
     if query.trim().is_empty() {
         return Err(Error::invalid(field, "must not be blank"));
@@ -197,6 +201,7 @@ pub fn validate_query(field: &str, query: &str) -> Result<()> {
 }
 
 /// Checks a per-graph result count: 1 to [`MAX_RESULTS_LIMIT`].
+#[doc(hidden)]
 pub fn validate_max_results(field: &str, n: usize) -> Result<()> {
     if n == 0 || n > MAX_RESULTS_LIMIT {
         return Err(Error::invalid(

@@ -20,6 +20,7 @@ const GENERIC_STRICT: &str =
 
 /// One entry of the entity type list a prompt shows: the model answers with `id`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[doc(hidden)]
 pub struct PromptEntityType {
     /// 0 for the generic `Entity`, then 1, 2, … in declaration order.
     pub id: usize,

@@ -57,8 +57,8 @@ pub enum Error {
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
-    /// The handle was shut down ([`FalkorDb::shutdown`](crate::falkordb::FalkorDb::shutdown) or
-    /// [`Client::shutdown`](crate::Client::shutdown) on it or on any clone), or the
+    /// The handle was shut down (`FalkorDb::shutdown` or
+    /// `Client::shutdown` on it or on any clone), or the
     /// embedded server behind it was
     /// (`EmbeddedServer::shutdown`).
     /// Every later call fails at once with this error, without touching the network;
@@ -70,7 +70,7 @@ pub enum Error {
     },
 
     /// The client's authorizer refused: `subject` lacks `permission` on `resource`
-    /// (see [`access`](crate::access)). Nothing was written; retrying cannot help
+    /// (see `access`). Nothing was written; retrying cannot help
     /// until the relationships change.
     #[error("`{subject}` lacks `{permission}` on `{resource}`")]
     PermissionDenied {
@@ -181,7 +181,7 @@ pub enum Error {
     },
 
     /// A recall did not finish within its deadline
-    /// ([`RecallOptions::deadline`](crate::agent::recall::RecallOptions::deadline),
+    /// (`RecallOptions::deadline`,
     /// default 12 s): the search was cancelled and no memory block was made. Not
     /// retryable: the turn should go ahead without recalled memory.
     #[error("recall deadline expired after {after:?}")]
@@ -333,7 +333,8 @@ impl Error {
 
     /// Whether this is a lost (or refused) connection to FalkorDB, the one kind a
     /// read or an idempotent database step retries by itself.
-    pub(crate) fn is_connection(&self) -> bool {
+    #[doc(hidden)]
+    pub fn is_connection(&self) -> bool {
         matches!(self, Error::Connection { .. })
     }
 
@@ -348,14 +349,16 @@ impl Error {
         )
     }
 
-    pub(crate) fn config(field: impl Into<String>, rule: impl Into<String>) -> Self {
+    #[doc(hidden)]
+    pub fn config(field: impl Into<String>, rule: impl Into<String>) -> Self {
         Error::Config {
             field: field.into(),
             rule: rule.into(),
         }
     }
 
-    pub(crate) fn invalid(field: impl Into<String>, rule: impl Into<String>) -> Self {
+    #[doc(hidden)]
+    pub fn invalid(field: impl Into<String>, rule: impl Into<String>) -> Self {
         Error::InvalidInput {
             field: field.into(),
             rule: rule.into(),
@@ -363,7 +366,8 @@ impl Error {
     }
 
     /// A failed background task (a `tokio` `JoinError`, say).
-    pub(crate) fn task(
+    #[doc(hidden)]
+    pub fn task(
         context: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
@@ -373,7 +377,8 @@ impl Error {
         }
     }
 
-    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+    #[doc(hidden)]
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
             context: context.into(),
             source,

@@ -7,7 +7,7 @@ use uuid::Uuid;
 use crate::{Error, Result};
 
 /// Prefix of every physical graph name gralkor creates.
-pub(crate) const GRAPH_PREFIX: &str = "g_";
+pub const GRAPH_PREFIX: &str = "g_";
 
 /// A stable uuid derived from a namespace and parts: the first 16 bytes of SHA-256 over
 /// `gralkor/<namespace>/` followed by each part's length (8 bytes, little endian) and

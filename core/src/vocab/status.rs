@@ -30,7 +30,7 @@ impl GraphStatus {
 }
 
 /// A FalkorDB server's versions and memory (the adapter's
-/// [`FalkorDb::server_info`](crate::falkordb::FalkorDb::server_info)).
+/// `FalkorDb::server_info`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct ServerInfo {

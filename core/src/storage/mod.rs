@@ -4,7 +4,7 @@
 //! A storage stores and reads, one logical graph at a time (several at once for a
 //! search); everything above it — request validation, Destination and Lens
 //! resolution, provenance marking, ingestion processes, background writes — is the
-//! client's ([`MemoryClient`](crate::client::MemoryClient)), written once over any
+//! client's (`MemoryClient`), written once over any
 //! storage. One file a job, after tantivy's `directory/`:
 //!
 //! * [`ids`](OperatorId) — [`OperatorId`] and [`GraphId`], each checked once when
@@ -18,13 +18,13 @@
 //! * [`graph`](Graph) — the whole-graph payload of a replace-graph Lens, validated in
 //!   full before anything is removed.
 //! * [`InMemoryStorage`] — deterministic, no extraction, no network: the storage of
-//!   the test twin [`InMemoryClient`](crate::InMemoryClient).
+//!   the test twin `InMemoryClient`.
 //!
 //! The port imports neither the engine nor an adapter: the words it shares with them
 //! (timestamps, source kinds, the content rule, derived ids, status records) live in
 //! the shared vocabulary below all three. The engine *implements* the port:
-//! [`NativeStorage`](crate::NativeStorage), the graph engine (FalkorDB and the models)
-//! plus a mapping, is the storage of [`NativeClient`](crate::NativeClient). Both
+//! `NativeStorage`, the graph engine (FalkorDB and the models)
+//! plus a mapping, is the storage of `NativeClient`. Both
 //! implementations pass one contract suite (`tests/client/contract/`), run through
 //! the client over each.
 
@@ -43,13 +43,13 @@ pub use content::{
     Content, DEFAULT_MAX_RESULTS, MAX_RESULTS_LIMIT, SourceKind, validate_content,
     validate_source_description,
 };
-pub(crate) use content::{overlap, validate_max_results, validate_query, words};
+internal_use!(content::{overlap, validate_max_results, validate_query, words});
 pub use graph::{Graph, GraphNode, GraphRelationship};
 internal_use!(graph::{MAX_REPLACEMENT_BYTES, OWNER_PROPERTY, RESERVED_PROPERTY_PREFIX, owned_node_uuid});
 pub use ids::{GraphId, MAX_NAME_BYTES, OperatorId};
 internal_use!(ids::{RESERVED_PREFIXES, check_name_text, check_session_id});
 pub use memory::InMemoryStorage;
-pub(crate) use records::check_reflection_bodies;
+internal_use!(records::check_reflection_bodies);
 pub use records::{
     Artefact, CommunityCounts, EpisodeRecord, ExtractionReport, FactRecord, FactSource, GraphQuery,
     Hit, IngestCost, NewEpisode, NodeRecord, ResultType, ScoredHit, StoredEpisode,
@@ -69,7 +69,7 @@ use crate::Result;
 /// and is given only validated values.
 ///
 /// Implement it to put the memory API over your own store: the client logic,
-/// [`MemoryClient`](crate::client::MemoryClient), works over any implementation.
+/// `MemoryClient`, works over any implementation.
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
     /// Stores one episode (and, for an extracting storage, extracts it with the

@@ -86,7 +86,7 @@ internal_item! {
 /// assert!(!is_identifier("1x") && !is_identifier("has space") && !is_identifier(""));
 /// ```
 pub fn is_identifier(name: &str) -> bool {
-    crate::falkordb::is_identifier(name)
+    crate::vocab::is_identifier(name)
 }
 }
 
@@ -740,5 +740,21 @@ impl Ontology {
     }
 }
 
+// The ontology's tests live in `gralkor` (src/llm/ontology_tests.rs): they check the
+// schemas it builds against the providers' schema rules, which are gralkor's.
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ontologies_are_cheap_clone_send_sync() {
+        fn assert_traits<T: Clone + Send + Sync + std::fmt::Debug + 'static>() {}
+        assert_traits::<Ontology>();
+        let o = Ontology::builder(EntityMode::Open, RelationshipMode::Open)
+            .entity(EntityType::new("Teammate"))
+            .build()
+            .unwrap();
+        let c = o.clone();
+        assert!(Arc::ptr_eq(&o.inner, &c.inner));
+    }
+}

@@ -18,6 +18,7 @@ pub const MAX_NAME_BYTES: usize = 256;
 /// own graphs (`gralkor/capture-buffer`, the capture buffer's; `gralkor/access`, the
 /// embedded authorizer's): no application
 /// Destination may use them, and no operator id may begin with one.
+#[doc(hidden)]
 pub const RESERVED_PREFIXES: [&str; 3] = ["personal/", "operator/", "gralkor/"];
 
 /// What every name must satisfy, wherever it is given (configuration, request,
@@ -32,6 +33,7 @@ pub const RESERVED_PREFIXES: [&str; 3] = ["personal/", "operator/", "gralkor/"];
 /// assert!(err.to_string().contains("`lenses[0].name` must be at most 256 bytes"));
 /// assert!(check_name_text("operator_id", "a\0b").is_err());
 /// ```
+#[doc(hidden)]
 pub fn check_name_text(field: &str, name: &str) -> Result<()> {
     if name.contains('\0') {
         return Err(Error::invalid(field, "must not contain NUL characters"));
@@ -59,6 +61,7 @@ pub fn check_name_text(field: &str, name: &str) -> Result<()> {
 /// let err = check_session_id("session_id", " ").unwrap_err();
 /// assert!(err.to_string().contains("`session_id` must not be blank"), "{err}");
 /// ```
+#[doc(hidden)]
 pub fn check_session_id(field: &str, session: &str) -> Result<()> {
     if session.trim().is_empty() {
         return Err(Error::invalid(
@@ -175,7 +178,7 @@ impl fmt::Display for OperatorId {
 
 /// One logical graph (`global`, `personal/<operator id>`, an application name) with
 /// its physical FalkorDB graph name, computed and checked once when it is made.
-/// Destinations make them ([`Destination::graph_id`](crate::destination::Destination::graph_id));
+/// Destinations make them (`Destination::graph_id`);
 /// every [`Storage`](super::Storage) call takes one.
 ///
 /// ```

@@ -91,19 +91,19 @@ pub fn check_content(field: &str, source: SourceKind, content: &str) -> Result<(
 
 /// An episode's immutable fields, as the one replay rule compares them (the engine's
 /// stored episodes and the twin's alike).
-pub(crate) struct EpisodeFields<'a> {
-    pub(crate) content: &'a str,
-    pub(crate) source: SourceKind,
-    pub(crate) description: &'a str,
+pub struct EpisodeFields<'a> {
+    pub content: &'a str,
+    pub source: SourceKind,
+    pub description: &'a str,
     /// `None` when the request gave no reference time: a replay without one does not
     /// compare it.
-    pub(crate) valid_at: Option<super::Timestamp>,
+    pub valid_at: Option<super::Timestamp>,
 }
 
 impl EpisodeFields<'_> {
     /// The replay rule: the first immutable field in which `asked` differs from these
     /// (stored) fields, as the request names it; `None` for a true replay.
-    pub(crate) fn first_difference(&self, asked: &EpisodeFields<'_>) -> Option<&'static str> {
+    pub fn first_difference(&self, asked: &EpisodeFields<'_>) -> Option<&'static str> {
         if self.content != asked.content {
             Some("content")
         } else if self.source != asked.source {

@@ -5,17 +5,17 @@
 
 /// Why a text cannot be stored, if it cannot: the server reads a query as a C
 /// string, so a NUL character would cut it short.
-pub(crate) fn text_rule(text: &str) -> Option<&'static str> {
+pub fn text_rule(text: &str) -> Option<&'static str> {
     text.contains('\0')
         .then_some("must not contain a NUL character")
 }
 
 /// The rule a NaN or infinite number breaks.
-pub(crate) const NOT_FINITE: &str = "must be a finite number (NaN and infinity cannot be stored)";
+pub const NOT_FINITE: &str = "must be a finite number (NaN and infinity cannot be stored)";
 
 /// Why a number cannot be stored, if it cannot: NaN and infinities have no literal,
 /// and FalkorDB's parser rejects subnormal numbers as "Float overflow".
-pub(crate) fn float_rule(f: f64) -> Option<&'static str> {
+pub fn float_rule(f: f64) -> Option<&'static str> {
     if !f.is_finite() {
         return Some(NOT_FINITE);
     }
@@ -23,6 +23,16 @@ pub(crate) fn float_rule(f: f64) -> Option<&'static str> {
         "must not be a subnormal number (smaller in magnitude than 2.2250738585072014e-308): \
          FalkorDB's parser rejects it",
     )
+}
+
+/// Whether `name` may be a label, relationship type or property key: a plain Cypher
+/// identifier, `[A-Za-z_][A-Za-z0-9_]*`. The adapter refuses anything else before it
+/// reaches Cypher; the domain (ontologies, Lenses, Reflections, filters) checks names
+/// with it.
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

@@ -14,14 +14,17 @@ use crate::{Error, Result};
 
 /// The property that marks nodes and relationships as owned by a replace-graph Lens.
 /// Any supplied value is overwritten with the Lens's name when the graph is stored.
+#[doc(hidden)]
 pub const OWNER_PROPERTY: &str = OWNER_KEY;
 
 /// The prefix of property names gralkor keeps for itself; only [`OWNER_PROPERTY`] may
 /// be supplied (and it is overwritten).
+#[doc(hidden)]
 pub const RESERVED_PROPERTY_PREFIX: &str = "_gralkor";
 
 /// The most bytes a replacement's ids and property values may take as sent to the
 /// database (64 MiB): the whole graph is replaced in one statement.
+#[doc(hidden)]
 pub const MAX_REPLACEMENT_BYTES: usize = 64 << 20;
 
 /// Checks that a text can be sent to the database as it is, with the rule the
@@ -365,6 +368,7 @@ fn check_properties(field: &str, properties: &Map<String, Value>) -> Result<usiz
 /// assert_ne!(owned_node_uuid(&g, "payments"), owned_node_uuid(&GraphId::new("ops")?, "payments"));
 /// # Ok::<(), gralkor::Error>(())
 /// ```
+#[doc(hidden)]
 pub fn owned_node_uuid(graph: &super::GraphId, id: &str) -> uuid::Uuid {
     derived_uuid("owned", &[graph.as_str().as_bytes(), id.as_bytes()])
 }

@@ -315,7 +315,8 @@ impl Artefact {
 /// Refuses episode hits written by a Reflection whose body is no well-formed artefact
 /// (`invalid_reflection_artefact`): a search returns that error, never a partial
 /// result.
-pub(crate) fn check_reflection_bodies(hits: &[ScoredHit]) -> crate::Result<()> {
+#[doc(hidden)]
+pub fn check_reflection_bodies(hits: &[ScoredHit]) -> crate::Result<()> {
     for h in hits {
         if let Hit::Episode(e) = &h.hit
             && let Some(Writer::Reflection(name)) = &e.writer
@@ -378,7 +379,8 @@ impl ResultType {
     /// Whether a fact search restricted to `edge_types` may return episode-backed facts
     /// ([`FactRecord::from_episode`]), which are typed like the generic relationship:
     /// any type, or `RELATES_TO` among them.
-    pub(crate) fn episode_facts_wanted(edge_types: &[String]) -> bool {
+    #[doc(hidden)]
+    pub fn episode_facts_wanted(edge_types: &[String]) -> bool {
         edge_types.is_empty() || edge_types.iter().any(|t| t == GENERIC_RELATION_TYPE)
     }
 

@@ -21,7 +21,7 @@ pub struct StorageStatus {
     /// embed).
     pub models: Vec<ModelStatus>,
     /// How the models were chosen, when the storage was built from a
-    /// [`Config`](crate::Config) (its [`describe`](crate::Config::describe): which
+    /// `Config` (its `describe`: which
     /// model, and because of which variable). Never contains a key.
     pub configuration: Option<String>,
 }

@@ -14,16 +14,17 @@
 //!   without a literal).
 //! * [`status`] — what a backend reports: [`GraphStatus`], [`ServerInfo`].
 
-pub(crate) mod content;
-pub(crate) mod ids;
-pub(crate) mod model;
-pub(crate) mod status;
-pub(crate) mod time;
-pub(crate) mod value;
+pub mod content;
+pub mod ids;
+pub mod model;
+pub mod status;
+pub mod time;
+pub mod value;
 
 pub use content::{MAX_CONTENT_BYTES, MAX_SOURCE_DESCRIPTION_BYTES, SourceKind, check_content};
-pub(crate) use ids::GRAPH_PREFIX;
+pub use ids::GRAPH_PREFIX;
 pub use ids::{derived_uuid, physical_graph_name};
 pub use model::{GENERIC_RELATION_TYPE, MAX_SEARCH_LIMIT, OWNER_KEY};
 pub use status::{GraphStatus, ServerInfo};
 pub use time::{FactTimes, Timestamp, times_current};
+pub use value::is_identifier;
