@@ -6,6 +6,7 @@
 mod access;
 mod args;
 mod commands;
+mod config_file;
 mod dump;
 mod export;
 mod failure;
@@ -19,7 +20,7 @@ use std::process::ExitCode;
 
 use std::sync::Arc;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use gralkor::NativeClient;
 use gralkor::access::{EmbeddedAuthorizer, Subject};
 use gralkor::client::Client;
@@ -29,8 +30,17 @@ use commands::Out;
 use failure::{Failure, Outcome};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let cli = match parsed {
+        Ok((mut cli, matches)) => {
+            // The configuration file fills what neither a flag nor a variable set.
+            if let Err(e) = settings::apply_file(&mut cli.global, &matches) {
+                return report(&e.into(), cli.global.json);
+            }
+            cli
+        }
         Err(e) => {
             // Help and version are not errors.
             if !e.use_stderr() {
@@ -72,7 +82,10 @@ fn clap_message(e: &clap::Error) -> String {
 
 /// The cheap checks of a command, made before anything is started (no FalkorDB, no
 /// model): what a flag was given wrong is named by the flag. Returns `add`'s content.
-fn precheck(command: &Command) -> Outcome<Option<gralkor::client::Content>> {
+fn precheck(
+    command: &Command,
+    config: &gralkor::Config,
+) -> Outcome<Option<gralkor::client::Content>> {
     match command {
         Command::Add(a) => Ok(Some(commands::add_content(a)?)),
         Command::Search(a) => {
@@ -83,11 +96,11 @@ fn precheck(command: &Command) -> Outcome<Option<gralkor::client::Content>> {
                 }
                 .into());
             }
-            destinations_known(&a.destinations)?;
+            destinations_known(&a.destinations, config)?;
             Ok(None)
         }
         Command::Episodes(a) => {
-            destinations_known(&a.destinations)?;
+            destinations_known(&a.destinations, config)?;
             Ok(None)
         }
         Command::Forget(f) => {
@@ -104,8 +117,10 @@ fn precheck(command: &Command) -> Outcome<Option<gralkor::client::Content>> {
 }
 
 /// Each `--destination` names a registered Destination.
-fn destinations_known(names: &[String]) -> Outcome {
-    let runtime = gralkor::runtime::Runtime::new(settings::runtime_config())?;
+fn destinations_known(names: &[String], config: &gralkor::Config) -> Outcome {
+    let runtime = gralkor::runtime::Runtime::new(settings::runtime_config(
+        config.default_group.as_ref(),
+    ))?;
     let snapshot = runtime.snapshot();
     for name in names {
         snapshot.destination("--destination (-d)", name)?;
@@ -187,9 +202,13 @@ async fn run(cli: Cli) -> Outcome {
         }) => settings::optional_operator(global)?,
         _ => Some(settings::operator(global)?),
     };
-    let content = precheck(&cli.command)?;
     let config = settings::config(global)?;
-    let mut client = NativeClient::connect(config.clone(), settings::runtime_config()).await?;
+    let content = precheck(&cli.command, &config)?;
+    let mut client = NativeClient::connect(
+        config.clone(),
+        settings::runtime_config(config.default_group.as_ref()),
+    )
+    .await?;
     match global.authorizer {
         AuthorizerKind::None => {}
         AuthorizerKind::Embedded => {
@@ -208,6 +227,16 @@ async fn run(cli: Cli) -> Outcome {
             };
             client = client.with_authorizer(Arc::new(authz))?;
         }
+    }
+    // The default group's configured members, written at startup (idempotently: one
+    // read, a write only when one is missing), as the OpenClaw plugin's service does.
+    let ensured = match (client.authorizer(), &config.default_group) {
+        (Some(authz), Some(group)) => group.ensure_members(authz.as_ref()).await.map(|_| ()),
+        _ => Ok(()),
+    };
+    if let Err(e) = ensured {
+        let _ = client.shutdown().await;
+        return Err(e.into());
     }
     let result = dispatch(
         &cli.command,

@@ -542,6 +542,10 @@ impl MemoryServer {
                 if let Some(lens) = &self.lens {
                     ctx = ctx.lens(lens.clone());
                 }
+                // `memory_store` without `group_id` writes to the default group.
+                if let Some(group) = &self.config.default_group {
+                    ctx = ctx.default_group(group.name());
+                }
                 if let Some(subject) = subject {
                     ctx = ctx.subject(subject.clone());
                 }
