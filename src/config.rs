@@ -248,7 +248,10 @@ mod tests {
         let c = from(&[
             DIR,
             ("GRALKOR_DEFAULT_GROUP", "main"),
-            ("GRALKOR_DEFAULT_GROUP_MEMBERS", "agent:my-agent, person:ada,agent:my-agent"),
+            (
+                "GRALKOR_DEFAULT_GROUP_MEMBERS",
+                "agent:my-agent, person:ada,agent:my-agent",
+            ),
         ])
         .unwrap();
         let group = c.default_group.as_ref().unwrap();

@@ -247,7 +247,10 @@ mod tests {
             .unwrap_err(),
         );
         assert_eq!(field, "GRALKOR_SPICEDB_KEY (in gralkor.json)");
-        assert!(rule.contains("SPICEDB_TOKN") && rule.contains("not set"), "{rule}");
+        assert!(
+            rule.contains("SPICEDB_TOKN") && rule.contains("not set"),
+            "{rule}"
+        );
         let (field, rule) = rule_of(
             FileSettings::parse(
                 "f",
@@ -292,9 +295,8 @@ mod tests {
         assert_eq!(field, "--config");
         let (field, _) = rule_of(FileSettings::parse("f", "{", env).unwrap_err());
         assert_eq!(field, "--config");
-        let (field, _) = rule_of(
-            FileSettings::parse("f", r#"{"FALKORDB_HOST": {"a": 1}}"#, env).unwrap_err(),
-        );
+        let (field, _) =
+            rule_of(FileSettings::parse("f", r#"{"FALKORDB_HOST": {"a": 1}}"#, env).unwrap_err());
         assert_eq!(field, "FALKORDB_HOST (in f)");
     }
 }

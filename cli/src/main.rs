@@ -118,9 +118,8 @@ fn precheck(
 
 /// Each `--destination` names a registered Destination.
 fn destinations_known(names: &[String], config: &gralkor::Config) -> Outcome {
-    let runtime = gralkor::runtime::Runtime::new(settings::runtime_config(
-        config.default_group.as_ref(),
-    ))?;
+    let runtime =
+        gralkor::runtime::Runtime::new(settings::runtime_config(config.default_group.as_ref()))?;
     let snapshot = runtime.snapshot();
     for name in names {
         snapshot.destination("--destination (-d)", name)?;

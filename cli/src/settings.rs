@@ -72,17 +72,16 @@ pub fn apply_file(global: &mut Global, matches: &clap::ArgMatches) -> Result<()>
     if unset("authorizer")
         && let Some(v) = global.file.get("GRALKOR_AUTHORIZER")
     {
-        global.authorizer = AuthorizerKind::from_str(v.trim(), false)
-            .map_err(|_| {
-                let names: Vec<String> = AuthorizerKind::value_variants()
-                    .iter()
-                    .filter_map(|k| k.to_possible_value().map(|p| p.get_name().to_string()))
-                    .collect();
-                invalid(
-                    "GRALKOR_AUTHORIZER",
-                    format!("must be one of {} (got `{v}`)", names.join(", ")),
-                )
-            })?;
+        global.authorizer = AuthorizerKind::from_str(v.trim(), false).map_err(|_| {
+            let names: Vec<String> = AuthorizerKind::value_variants()
+                .iter()
+                .filter_map(|k| k.to_possible_value().map(|p| p.get_name().to_string()))
+                .collect();
+            invalid(
+                "GRALKOR_AUTHORIZER",
+                format!("must be one of {} (got `{v}`)", names.join(", ")),
+            )
+        })?;
     }
     if unset("subject")
         && let Some(v) = global.file.get("GRALKOR_SUBJECT")
@@ -179,9 +178,10 @@ pub const GLOBAL_LENS: &str = "global";
 /// and the default group's Destination when one is configured (other than `global`),
 /// so that searches read it and `memory_store` writes to it.
 pub fn runtime_config(default_group: Option<&DefaultGroup>) -> gralkor::runtime::RuntimeConfig {
-    let mut config = gralkor::runtime::RuntimeConfig::new().lens(
-        gralkor::lens::Lens::appending(GLOBAL_LENS, gralkor::destination::GLOBAL),
-    );
+    let mut config = gralkor::runtime::RuntimeConfig::new().lens(gralkor::lens::Lens::appending(
+        GLOBAL_LENS,
+        gralkor::destination::GLOBAL,
+    ));
     if let Some(group) = default_group.filter(|g| !g.destination().is_packaged()) {
         config = config.destination(group.name());
     }

@@ -421,20 +421,23 @@ fn a_config_file_names_the_default_group_whose_members_are_let_in_at_startup() {
             })
             .collect()
     };
-    let main = (
+    let main = vec![(
         "main".to_string(),
         vec!["agent:my-agent".to_string(), "person:bob".to_string()],
-    );
+    )];
     // The subject comes from the file (`${TEST_AGENT_ID}` expanded); no add-member ran.
-    assert_eq!(listed(run(&[], &["--json", "groups"])), [main.clone()]);
+    assert_eq!(listed(run(&[], &["--json", "groups"])), main);
     // A flag wins over the file: bob, a configured member, reads the group too…
     assert_eq!(
         listed(run(&[], &["--as", "person:bob", "--json", "groups"])),
-        [main.clone()]
+        main
     );
     // …and a variable wins over the file: carol is no member.
     assert_eq!(
-        listed(run(&[("GRALKOR_SUBJECT", "person:carol")], &["--json", "groups"])),
+        listed(run(
+            &[("GRALKOR_SUBJECT", "person:carol")],
+            &["--json", "groups"]
+        )),
         Vec::<(String, Vec<String>)>::new()
     );
     // The default group is a registered Destination: `--destination main` is known.

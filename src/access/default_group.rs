@@ -188,7 +188,9 @@ impl fmt::Display for DefaultGroup {
 /// `e` with its field renamed to `field` (an invalid input or configuration error).
 fn rename(e: Error, field: &str) -> Error {
     match e {
-        Error::InvalidInput { rule, .. } | Error::Config { rule, .. } => Error::invalid(field, rule),
+        Error::InvalidInput { rule, .. } | Error::Config { rule, .. } => {
+            Error::invalid(field, rule)
+        }
         other => other,
     }
 }

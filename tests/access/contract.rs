@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use gralkor::access::{
-    Authorizer, DefaultGroup, EmbeddedAuthorizer, Fragment, InMemoryAuthorizer, ObjectRef, ObjectType,
-    Permission, Relation, Relationship, RelationshipFilter, Subject,
+    Authorizer, DefaultGroup, EmbeddedAuthorizer, Fragment, InMemoryAuthorizer, ObjectRef,
+    ObjectType, Permission, Relation, Relationship, RelationshipFilter, Subject,
 };
 use uuid::Uuid;
 
@@ -686,9 +686,13 @@ async fn a_claim_writes_only_to_a_group_without_members(kind: Kind) {
     // Only the group's own members count: a fragment of the group (the group is its
     // subject) and another group's members do not make it taken.
     let e = Uuid::new_v4();
-    a.write_relationships(&Fragment::new(e, "fresh", bob.clone()).relationships().unwrap())
-        .await
-        .unwrap();
+    a.write_relationships(
+        &Fragment::new(e, "fresh", bob.clone())
+            .relationships()
+            .unwrap(),
+    )
+    .await
+    .unwrap();
     assert!(a.claim_group("fresh", &ada).await.unwrap());
     assert_eq!(
         a.lookup_resources(&ada, Permission::Access).await.unwrap(),
@@ -733,7 +737,9 @@ async fn of_many_concurrent_claimers_of_a_group_exactly_one_becomes_its_member(k
         );
         for (me, won) in &outcomes {
             assert_eq!(
-                a.check(me, Permission::Contribute, &group(&g)).await.unwrap(),
+                a.check(me, Permission::Contribute, &group(&g))
+                    .await
+                    .unwrap(),
                 *won,
                 "round {round}: {me}"
             );
@@ -743,7 +749,12 @@ async fn of_many_concurrent_claimers_of_a_group_exactly_one_becomes_its_member(k
 
 async fn the_default_groups_members_are_written_at_startup_idempotently(kind: Kind) {
     let (a, _g) = authorizer(kind).await;
-    let (bot, ada, bob, eve) = (agent("my-agent"), person("ada"), person("bob"), person("eve"));
+    let (bot, ada, bob, eve) = (
+        agent("my-agent"),
+        person("ada"),
+        person("bob"),
+        person("eve"),
+    );
     let main = DefaultGroup::new("main")
         .unwrap()
         .members([bot.clone(), ada.clone()]);
@@ -773,7 +784,10 @@ async fn the_default_groups_members_are_written_at_startup_idempotently(kind: Ki
         .unwrap();
     let mut names: Vec<String> = members.iter().map(|r| r.subject.to_string()).collect();
     names.sort();
-    assert_eq!(names, ["agent:my-agent", "person:ada", "person:bob", "person:eve"]);
+    assert_eq!(
+        names,
+        ["agent:my-agent", "person:ada", "person:bob", "person:eve"]
+    );
     // Nothing but the group's memberships: no other group, no fragment.
     assert_eq!(
         a.lookup_resources(&ada, Permission::Access).await.unwrap(),

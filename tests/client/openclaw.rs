@@ -514,8 +514,7 @@ async fn memory_store_without_group_id_writes_to_the_default_group_on_the_twin()
     let client = InMemoryClient::with_runtime(runtime)
         .with_authorizer(authz.clone())
         .unwrap();
-    memory_store_without_group_id_writes_to_the_default_group(Arc::new(client), authz, &team)
-        .await;
+    memory_store_without_group_id_writes_to_the_default_group(Arc::new(client), authz, &team).await;
 }
 
 #[tokio::test]
@@ -528,8 +527,7 @@ async fn memory_store_without_group_id_writes_to_the_default_group_on_the_native
     let client = NativeClient::from_parts(runtime, NativeStorage::new(engine))
         .with_authorizer(authz.clone())
         .unwrap();
-    memory_store_without_group_id_writes_to_the_default_group(Arc::new(client), authz, &team)
-        .await;
+    memory_store_without_group_id_writes_to_the_default_group(Arc::new(client), authz, &team).await;
 }
 
 // auto-capture › session-group mode: each session's turns go to its own group

@@ -421,8 +421,8 @@ impl Authorizer for SpiceDbAuthorizer {
 
     async fn claim_group(&self, group: &str, subject: &Subject) -> Result<bool> {
         let membership = Relationship::member(group, subject)?;
-        let members = RelationshipFilter::resource(membership.resource.clone())
-            .relation(membership.relation);
+        let members =
+            RelationshipFilter::resource(membership.resource.clone()).relation(membership.relation);
         // RelationshipUpdate TOUCH (2), under a Precondition MUST_NOT_MATCH (1) of
         // the group's members: SpiceDB checks it and writes in one transaction.
         let request = Msg::new()
