@@ -405,9 +405,10 @@ pub struct ImportArgs {
     /// Skip the workspace's markdown files (import only --sessions).
     #[arg(long)]
     pub no_files: bool,
-    /// The appending Lens to write through.
-    #[arg(long, default_value = "personal-chat")]
-    pub lens: String,
+    /// The appending Lens to write through (default: `default-group` — the default
+    /// group's — when GRALKOR_DEFAULT_GROUP is set, else `personal-chat`).
+    #[arg(long)]
+    pub lens: Option<String>,
     /// The agent's name in session transcripts (required with --sessions).
     #[arg(long, value_name = "NAME")]
     pub agent_name: Option<String>,

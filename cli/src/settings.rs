@@ -172,18 +172,29 @@ pub fn optional_operator(global: &Global) -> Result<Option<OperatorId>> {
 /// Destination every operator shares.
 pub const GLOBAL_LENS: &str = "global";
 
+/// The appending Lens to the default group (registered when one is configured):
+/// what `import` writes the workspace through without `--lens`.
+pub const DEFAULT_GROUP_LENS: &str = "default-group";
+
 /// The CLI's Destinations and Lenses: the packaged ones (`personal`, `global`,
 /// `personal-chat`) and [`GLOBAL_LENS`], so that `global` can be written as well as
 /// read (with an authorizer, the library's rule applies: `contribute` on its graph);
-/// and the default group's Destination when one is configured (other than `global`),
-/// so that searches read it and `memory_store` writes to it.
+/// and, when a default group is configured, its Destination (unless `global`), so
+/// that searches read it and `memory_store` writes to it, and the appending Lens
+/// [`DEFAULT_GROUP_LENS`] to it, which `import` uses.
 pub fn runtime_config(default_group: Option<&DefaultGroup>) -> gralkor::runtime::RuntimeConfig {
     let mut config = gralkor::runtime::RuntimeConfig::new().lens(gralkor::lens::Lens::appending(
         GLOBAL_LENS,
         gralkor::destination::GLOBAL,
     ));
-    if let Some(group) = default_group.filter(|g| !g.destination().is_packaged()) {
-        config = config.destination(group.name());
+    if let Some(group) = default_group {
+        if !group.destination().is_packaged() {
+            config = config.destination(group.name());
+        }
+        config = config.lens(gralkor::lens::Lens::appending(
+            DEFAULT_GROUP_LENS,
+            group.name(),
+        ));
     }
     config
 }

@@ -442,6 +442,41 @@ fn a_config_file_names_the_default_group_whose_members_are_let_in_at_startup() {
     );
     // The default group is a registered Destination: `--destination main` is known.
     run(&[], &["--json", "search", "-d", "main", "anything"]).ok();
+    // `import` without `--lens` writes the workspace to the default group, as the
+    // plugin imports to its `defaultGroupId`; its members find it there.
+    let workspace = home.dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(
+        workspace.join("MEMORY.md"),
+        "The harbour crane is serviced on Fridays.",
+    )
+    .unwrap();
+    let imported = run(
+        &[],
+        &[
+            "--json",
+            "import",
+            "--workspace",
+            workspace.to_str().unwrap(),
+        ],
+    )
+    .json();
+    assert_eq!(imported["lens"], "default-group", "{imported}");
+    assert_eq!(imported["written"], 1, "{imported}");
+    let found = run(
+        &[],
+        &[
+            "--as",
+            "person:bob",
+            "--json",
+            "search",
+            "-d",
+            "main",
+            "harbour crane",
+        ],
+    )
+    .json();
+    assert_eq!(episode_uuids(&found).len(), 1, "{found}");
 
     // A variable the file names that is not set: a configuration error (exit 5)
     // naming the key and the variable, before anything starts.
