@@ -13,8 +13,6 @@
 //! | `GRALKOR_LLM_MODEL`, `GRALKOR_EMBEDDER_MODEL` | `provider:model` specs; unset, they follow the keys (below) |
 //! | `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `GOOGLE_API_KEY` | credentials of the providers the two specs select |
 //! | `GRALKOR_LLM_SMALL_MODEL`, `GRALKOR_EMBEDDER_DIMENSION` | see [`ModelConfig::from_lookup`] |
-//! | `GRALKOR_DEFAULT_GROUP` | the [`DefaultGroup`]: a shared Destination for memory that names none (the OpenClaw plugin's `defaultGroupId`) |
-//! | `GRALKOR_DEFAULT_GROUP_MEMBERS` | its members, written to the authorizer at startup: `person:ID,agent:ID,…` (needs `GRALKOR_DEFAULT_GROUP`) |
 //!
 //! With no backend configured, [`Config::from_env`] is an error that says what to set.
 //! A role whose variable is unset follows the provider access present:
@@ -46,7 +44,6 @@
 //! # Ok::<(), gralkor::Error>(())
 //! ```
 
-use crate::access::DefaultGroup;
 use crate::falkordb::FalkorConfig;
 use crate::llm::ModelConfig;
 use crate::{Error, Result};
@@ -59,14 +56,7 @@ pub struct Config {
     /// The model roles; `None` (or a configuration without an LLM role) stores and
     /// searches episodes without extraction. [`Config::from_env`] always sets it.
     pub models: Option<ModelConfig>,
-    /// The default group and its startup members, if the deployment names one.
-    pub default_group: Option<DefaultGroup>,
 }
-
-/// The variable naming the default group.
-pub const DEFAULT_GROUP_VAR: &str = "GRALKOR_DEFAULT_GROUP";
-/// The variable listing the default group's startup members.
-pub const DEFAULT_GROUP_MEMBERS_VAR: &str = "GRALKOR_DEFAULT_GROUP_MEMBERS";
 
 impl Config {
     /// A backend without models (episodes only); add models with
@@ -75,19 +65,12 @@ impl Config {
         Config {
             falkordb,
             models: None,
-            default_group: None,
         }
     }
 
     /// Uses these models for extraction and embeddings.
     pub fn with_models(mut self, models: ModelConfig) -> Config {
         self.models = Some(models);
-        self
-    }
-
-    /// Names a default group (see [`DefaultGroup`]).
-    pub fn with_default_group(mut self, group: DefaultGroup) -> Config {
-        self.default_group = Some(group);
         self
     }
 
@@ -124,10 +107,7 @@ impl Config {
             ),
             (None, None) => "no FalkorDB configured".to_string(),
         };
-        match &self.default_group {
-            Some(group) => format!("{models}; backend {backend}; default group {group}"),
-            None => format!("{models}; backend {backend}"),
-        }
+        format!("{models}; backend {backend}")
     }
 
     /// Reads the process environment (see the module docs).
@@ -151,12 +131,7 @@ impl Config {
         // The roles follow the keys present (see `ModelConfig::from_lookup`); with none,
         // an embedder without a language model.
         let models = Some(ModelConfig::from_lookup(&lookup)?);
-        let default_group = default_group(&lookup)?;
-        let config = Config {
-            falkordb,
-            models,
-            default_group,
-        };
+        let config = Config { falkordb, models };
         config.validate()?;
         Ok(config)
     }
@@ -168,34 +143,6 @@ impl Config {
             models.validate()?;
         }
         Ok(())
-    }
-}
-
-/// `GRALKOR_DEFAULT_GROUP` and its members (blank values count as unset); errors name
-/// the variable.
-fn default_group(lookup: &impl Fn(&str) -> Option<String>) -> Result<Option<DefaultGroup>> {
-    let set = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
-    let as_config = |e: Error| match e {
-        Error::InvalidInput { field, rule } => Error::config(field, rule),
-        other => other,
-    };
-    let members = match set(DEFAULT_GROUP_MEMBERS_VAR) {
-        Some(text) => {
-            DefaultGroup::parse_members(DEFAULT_GROUP_MEMBERS_VAR, &text).map_err(as_config)?
-        }
-        None => Vec::new(),
-    };
-    match set(DEFAULT_GROUP_VAR) {
-        Some(name) => Ok(Some(
-            DefaultGroup::named(DEFAULT_GROUP_VAR, name.trim())
-                .map_err(as_config)?
-                .members(members),
-        )),
-        None if !members.is_empty() => Err(Error::config(
-            DEFAULT_GROUP_MEMBERS_VAR,
-            format!("names members of no group: set {DEFAULT_GROUP_VAR} too"),
-        )),
-        None => Ok(None),
     }
 }
 
@@ -242,66 +189,6 @@ mod tests {
     }
 
     const DIR: (&str, &str) = ("GRALKOR_DATA_DIR", "/tmp/g");
-
-    #[test]
-    fn the_default_group_and_its_members_are_read_and_checked_naming_the_variable() {
-        let c = from(&[
-            DIR,
-            ("GRALKOR_DEFAULT_GROUP", "main"),
-            (
-                "GRALKOR_DEFAULT_GROUP_MEMBERS",
-                "agent:my-agent, person:ada,agent:my-agent",
-            ),
-        ])
-        .unwrap();
-        let group = c.default_group.as_ref().unwrap();
-        assert_eq!(group.name(), "main");
-        let members: Vec<String> = group.subjects().iter().map(ToString::to_string).collect();
-        assert_eq!(members, ["agent:my-agent", "person:ada"]);
-        assert!(
-            c.describe()
-                .ends_with("; default group main (members agent:my-agent, person:ada)"),
-            "{}",
-            c.describe()
-        );
-        assert!(from(&[DIR]).unwrap().default_group.is_none());
-        let blank = from(&[DIR, ("GRALKOR_DEFAULT_GROUP", " ")]).unwrap();
-        assert!(blank.default_group.is_none());
-
-        let err = |pairs: &[(&str, &str)]| {
-            let mut all = vec![DIR];
-            all.extend_from_slice(pairs);
-            match from(&all).unwrap_err() {
-                Error::Config { field, rule } => (field, rule),
-                other => panic!("not a configuration error: {other:?}"),
-            }
-        };
-        let (field, rule) = err(&[("GRALKOR_DEFAULT_GROUP_MEMBERS", "agent:a")]);
-        assert_eq!(field, "GRALKOR_DEFAULT_GROUP_MEMBERS");
-        assert!(rule.contains("GRALKOR_DEFAULT_GROUP"), "{rule}");
-        let (field, rule) = err(&[
-            ("GRALKOR_DEFAULT_GROUP", "main"),
-            ("GRALKOR_DEFAULT_GROUP_MEMBERS", "agent:a, team:x"),
-        ]);
-        assert_eq!(field, "GRALKOR_DEFAULT_GROUP_MEMBERS[1]");
-        assert!(rule.contains("`team` is not a subject type"), "{rule}");
-        let (field, rule) = err(&[
-            ("GRALKOR_DEFAULT_GROUP", "main"),
-            ("GRALKOR_DEFAULT_GROUP_MEMBERS", "ada"),
-        ]);
-        assert_eq!(field, "GRALKOR_DEFAULT_GROUP_MEMBERS[0]");
-        assert!(rule.contains("person:ID or agent:ID"), "{rule}");
-        let (field, _) = err(&[("GRALKOR_DEFAULT_GROUP", "personal")]);
-        assert_eq!(field, "GRALKOR_DEFAULT_GROUP");
-        let (field, rule) = err(&[("GRALKOR_DEFAULT_GROUP", "session-7")]);
-        assert_eq!(field, "GRALKOR_DEFAULT_GROUP");
-        assert!(rule.contains("session group"), "{rule}");
-        let (field, _) = err(&[("GRALKOR_DEFAULT_GROUP", "personal/ada")]);
-        assert_eq!(field, "GRALKOR_DEFAULT_GROUP");
-        // `global` is a shared group too.
-        let g = from(&[DIR, ("GRALKOR_DEFAULT_GROUP", "global")]).unwrap();
-        assert_eq!(g.default_group.unwrap().name(), "global");
-    }
 
     fn specs(c: &Config) -> (Option<String>, String) {
         let m = c.models.as_ref().expect("from_lookup always sets models");

@@ -24,6 +24,7 @@ use clap::{CommandFactory, FromArgMatches};
 use gralkor::NativeClient;
 use gralkor::access::{EmbeddedAuthorizer, Subject};
 use gralkor::client::Client;
+use gralkor::destination::DefaultGroup;
 
 use args::{AuthorizerKind, Cli, Command};
 use commands::Out;
@@ -84,7 +85,7 @@ fn clap_message(e: &clap::Error) -> String {
 /// model): what a flag was given wrong is named by the flag. Returns `add`'s content.
 fn precheck(
     command: &Command,
-    config: &gralkor::Config,
+    default_group: Option<&DefaultGroup>,
 ) -> Outcome<Option<gralkor::client::Content>> {
     match command {
         Command::Add(a) => Ok(Some(commands::add_content(a)?)),
@@ -96,11 +97,11 @@ fn precheck(
                 }
                 .into());
             }
-            destinations_known(&a.destinations, config)?;
+            destinations_known(&a.destinations, default_group)?;
             Ok(None)
         }
         Command::Episodes(a) => {
-            destinations_known(&a.destinations, config)?;
+            destinations_known(&a.destinations, default_group)?;
             Ok(None)
         }
         Command::Forget(f) => {
@@ -117,9 +118,8 @@ fn precheck(
 }
 
 /// Each `--destination` names a registered Destination.
-fn destinations_known(names: &[String], config: &gralkor::Config) -> Outcome {
-    let runtime =
-        gralkor::runtime::Runtime::new(settings::runtime_config(config.default_group.as_ref()))?;
+fn destinations_known(names: &[String], default_group: Option<&DefaultGroup>) -> Outcome {
+    let runtime = gralkor::runtime::Runtime::new(settings::runtime_config(default_group))?;
     let snapshot = runtime.snapshot();
     for name in names {
         snapshot.destination("--destination (-d)", name)?;
@@ -201,11 +201,13 @@ async fn run(cli: Cli) -> Outcome {
         }) => settings::optional_operator(global)?,
         _ => Some(settings::operator(global)?),
     };
+    // The default group is read first: `--destination` may name it.
+    let default_group = settings::default_group(global)?;
+    let content = precheck(&cli.command, default_group.as_ref())?;
     let config = settings::config(global)?;
-    let content = precheck(&cli.command, &config)?;
     let mut client = NativeClient::connect(
         config.clone(),
-        settings::runtime_config(config.default_group.as_ref()),
+        settings::runtime_config(default_group.as_ref()),
     )
     .await?;
     match global.authorizer {
@@ -229,7 +231,7 @@ async fn run(cli: Cli) -> Outcome {
     }
     // The default group's configured members, written at startup (idempotently: one
     // read, a write only when one is missing), as the OpenClaw plugin's service does.
-    let ensured = match (client.authorizer(), &config.default_group) {
+    let ensured = match (client.authorizer(), &default_group) {
         (Some(authz), Some(group)) => group.ensure_members(authz.as_ref()).await.map(|_| ()),
         _ => Ok(()),
     };
@@ -241,6 +243,7 @@ async fn run(cli: Cli) -> Outcome {
         &cli.command,
         &client,
         &config,
+        default_group.as_ref(),
         operator.as_ref(),
         subject,
         content,
@@ -289,10 +292,12 @@ async fn spicedb(global: &args::Global) -> Outcome<gralkor::access::SpiceDbAutho
     Ok(gralkor::access::SpiceDbAuthorizer::connect(endpoint, key).await?)
 }
 
+#[allow(clippy::too_many_arguments)] // one call site: `run`'s pieces, passed through
 async fn dispatch(
     command: &Command,
     client: &NativeClient,
     config: &gralkor::Config,
+    default_group: Option<&DefaultGroup>,
     operator: Option<&gralkor::client::OperatorId>,
     subject: Option<&Subject>,
     content: Option<gralkor::client::Content>,
@@ -330,7 +335,7 @@ async fn dispatch(
         Command::AddMember(a) => access::add_member(client, who(), a, out).await,
         Command::Import(a) => import::run(client, op(), subject, a, out).await,
         Command::Export(a) => export::run(client, op(), subject, a, out).await,
-        Command::Mcp(a) => mcp::serve(client, config, operator, subject, a).await,
+        Command::Mcp(a) => mcp::serve(client, config, default_group, operator, subject, a).await,
         Command::Models(_) => unreachable!("`models` is run before a client connects"),
         Command::Dump(a) => dump::dump(client, a, out).await,
         Command::Restore(a) => dump::restore(client, a, out).await,

@@ -6,9 +6,9 @@
 //! Nothing else is interpreted here, so the CLI follows exactly the library's rules
 //! (and its error messages) for backends, models and the default group.
 
-use gralkor::access::DefaultGroup;
 use gralkor::client::OperatorId;
 use gralkor::config::Config;
+use gralkor::destination::DefaultGroup;
 use gralkor::{Error, Result};
 
 use crate::args::{AuthorizerKind, Global};
@@ -145,6 +145,12 @@ pub fn config(global: &Global) -> Result<Config> {
         config.models = None;
     }
     Ok(config)
+}
+
+/// The default group the settings name (`GRALKOR_DEFAULT_GROUP`,
+/// `GRALKOR_DEFAULT_GROUP_MEMBERS`: the environment, else the configuration file).
+pub fn default_group(global: &Global) -> Result<Option<DefaultGroup>> {
+    DefaultGroup::from_lookup(|k| var(global, k))
 }
 
 /// The operator, which a command that reads or writes someone's memory needs.

@@ -24,13 +24,13 @@
 //! server reached over the network with a preshared key (`connect`, `RemoteSpiceDb`;
 //! reads see the authorizer's own writes through ZedTokens).
 //!
-//! A deployment may name a [`DefaultGroup`]: the shared Destination for memory that
-//! names none, whose configured members are written at startup.
+//! A deployment may name a default group
+//! ([`DefaultGroup`](crate::destination::DefaultGroup)): the shared Destination for
+//! memory that names none, whose configured members are written at startup.
 //!
 //! Both pass one contract suite (`tests/access/`). The memory client enforces them
 //! (see [`MemoryClient::with_authorizer`](crate::client::MemoryClient::with_authorizer)).
 
-mod default_group;
 mod embedded;
 mod memory;
 mod model;
@@ -41,7 +41,6 @@ use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 
-pub use default_group::DefaultGroup;
 pub use embedded::EmbeddedAuthorizer;
 pub use memory::InMemoryAuthorizer;
 pub use model::{

@@ -450,7 +450,7 @@ pub struct ToolContext {
     /// as them, `memory_add` writes as them and `memory_build_communities` builds as
     /// them (a client with an authorizer refuses requests without one).
     pub subject: Option<Subject>,
-    /// The deployment's default group ([`DefaultGroup`](crate::access::DefaultGroup)'s
+    /// The deployment's default group ([`DefaultGroup`](crate::destination::DefaultGroup)'s
     /// Destination name): where the OpenClaw `memory_store` writes when it names no
     /// `group_id` (before the context's Lens and `personal`).
     pub default_group: Option<String>,

@@ -4,9 +4,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use gralkor::access::{
-    Authorizer, DefaultGroup, EmbeddedAuthorizer, Fragment, InMemoryAuthorizer, ObjectRef,
-    ObjectType, Permission, Relation, Relationship, RelationshipFilter, Subject,
+    Authorizer, EmbeddedAuthorizer, Fragment, InMemoryAuthorizer, ObjectRef, ObjectType,
+    Permission, Relation, Relationship, RelationshipFilter, Subject,
 };
+use gralkor::destination::DefaultGroup;
 use uuid::Uuid;
 
 #[derive(Clone, Copy)]

@@ -443,7 +443,7 @@ async fn memory_store_without_group_id_writes_to_the_default_group(
     authz: Arc<dyn Authorizer>,
     team: &str,
 ) {
-    use gralkor::access::DefaultGroup;
+    use gralkor::destination::DefaultGroup;
     let op = OperatorId::new(format!("op-{}", uuid::Uuid::new_v4())).unwrap();
     let tag = uuid::Uuid::new_v4().simple().to_string();
     let (bot, eve) = (

@@ -4,9 +4,14 @@
 
 use std::fmt;
 
-use super::{Authorizer, ObjectRef, Relation, Relationship, RelationshipFilter, Subject};
-use crate::destination::{Destination, GLOBAL};
+use super::{Destination, GLOBAL};
+use crate::access::{Authorizer, ObjectRef, Relation, Relationship, RelationshipFilter, Subject};
 use crate::{Error, Result};
+
+/// The variable naming the default group ([`DefaultGroup::from_lookup`]).
+pub const DEFAULT_GROUP_VAR: &str = "GRALKOR_DEFAULT_GROUP";
+/// The variable listing the default group's startup members: `person:ID,agent:ID,…`.
+pub const DEFAULT_GROUP_MEMBERS_VAR: &str = "GRALKOR_DEFAULT_GROUP_MEMBERS";
 
 /// A default group: a shared Destination (its name is its group and logical graph
 /// id) and the subjects who are its members from startup.
@@ -25,7 +30,8 @@ use crate::{Error, Result};
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
-/// use gralkor::access::{Authorizer, DefaultGroup, InMemoryAuthorizer, ObjectRef, Permission, Subject};
+/// use gralkor::access::{Authorizer, InMemoryAuthorizer, ObjectRef, Permission, Subject};
+/// use gralkor::destination::DefaultGroup;
 ///
 /// let main = DefaultGroup::new("main")?.members(DefaultGroup::parse_members(
 ///     "GRALKOR_DEFAULT_GROUP_MEMBERS",
@@ -48,6 +54,53 @@ pub struct DefaultGroup {
 }
 
 impl DefaultGroup {
+    /// The default group the settings name, read through `lookup` (a variable name →
+    /// its value; blank values count as unset): [`DEFAULT_GROUP_VAR`] and
+    /// [`DEFAULT_GROUP_MEMBERS_VAR`]. `None` when no group is named; members without
+    /// a group, an entry that is not `person:ID` or `agent:ID`, or a name that cannot
+    /// be a default group are configuration errors naming the variable (and the
+    /// entry's index).
+    ///
+    /// ```
+    /// use gralkor::destination::DefaultGroup;
+    ///
+    /// let env = |k: &str| match k {
+    ///     "GRALKOR_DEFAULT_GROUP" => Some("main".to_string()),
+    ///     "GRALKOR_DEFAULT_GROUP_MEMBERS" => Some("agent:my-agent, person:ada".to_string()),
+    ///     _ => None,
+    /// };
+    /// let group = DefaultGroup::from_lookup(env)?.expect("a group is named");
+    /// assert_eq!(group.to_string(), "main (members agent:my-agent, person:ada)");
+    /// assert!(DefaultGroup::from_lookup(|_| None)?.is_none());
+    /// # Ok::<(), gralkor::Error>(())
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<DefaultGroup>> {
+        let set = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
+        let members = match set(DEFAULT_GROUP_MEMBERS_VAR) {
+            Some(text) => {
+                DefaultGroup::parse_members(DEFAULT_GROUP_MEMBERS_VAR, &text).map_err(as_config)?
+            }
+            None => Vec::new(),
+        };
+        match set(DEFAULT_GROUP_VAR) {
+            Some(name) => Ok(Some(
+                DefaultGroup::named(DEFAULT_GROUP_VAR, name.trim())
+                    .map_err(as_config)?
+                    .members(members),
+            )),
+            None if !members.is_empty() => Err(Error::config(
+                DEFAULT_GROUP_MEMBERS_VAR,
+                format!("names members of no group: set {DEFAULT_GROUP_VAR} too"),
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// [`from_lookup`](DefaultGroup::from_lookup) over the process environment.
+    pub fn from_env() -> Result<Option<DefaultGroup>> {
+        DefaultGroup::from_lookup(|k| std::env::var(k).ok())
+    }
+
     /// The default group `name`, without members yet. The name is checked as a
     /// Destination name; `personal` and session groups are refused, naming
     /// `default_group`.
@@ -185,6 +238,14 @@ impl fmt::Display for DefaultGroup {
     }
 }
 
+/// An invalid input as a configuration error (a setting, not a request, was wrong).
+fn as_config(e: Error) -> Error {
+    match e {
+        Error::InvalidInput { field, rule } => Error::config(field, rule),
+        other => other,
+    }
+}
+
 /// `e` with its field renamed to `field` (an invalid input or configuration error).
 fn rename(e: Error, field: &str) -> Error {
     match e {
@@ -192,5 +253,74 @@ fn rename(e: Error, field: &str) -> Error {
             Error::invalid(field, rule)
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn from(pairs: &[(&str, &str)]) -> Result<Option<DefaultGroup>> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        DefaultGroup::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn the_default_group_and_its_members_are_read_and_checked_naming_the_variable() {
+        let group = from(&[
+            ("GRALKOR_DEFAULT_GROUP", "main"),
+            (
+                "GRALKOR_DEFAULT_GROUP_MEMBERS",
+                "agent:my-agent, person:ada,agent:my-agent",
+            ),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(group.name(), "main");
+        let members: Vec<String> = group.subjects().iter().map(ToString::to_string).collect();
+        assert_eq!(members, ["agent:my-agent", "person:ada"]);
+        assert_eq!(
+            group.to_string(),
+            "main (members agent:my-agent, person:ada)"
+        );
+        assert!(from(&[]).unwrap().is_none());
+        assert!(from(&[("GRALKOR_DEFAULT_GROUP", " ")]).unwrap().is_none());
+
+        let err = |pairs: &[(&str, &str)]| match from(pairs).unwrap_err() {
+            Error::Config { field, rule } => (field, rule),
+            other => panic!("not a configuration error: {other:?}"),
+        };
+        let (field, rule) = err(&[("GRALKOR_DEFAULT_GROUP_MEMBERS", "agent:a")]);
+        assert_eq!(field, "GRALKOR_DEFAULT_GROUP_MEMBERS");
+        assert!(rule.contains("GRALKOR_DEFAULT_GROUP "), "{rule}");
+        let (field, rule) = err(&[
+            ("GRALKOR_DEFAULT_GROUP", "main"),
+            ("GRALKOR_DEFAULT_GROUP_MEMBERS", "agent:a, team:x"),
+        ]);
+        assert_eq!(field, "GRALKOR_DEFAULT_GROUP_MEMBERS[1]");
+        assert!(rule.contains("`team` is not a subject type"), "{rule}");
+        let (field, rule) = err(&[
+            ("GRALKOR_DEFAULT_GROUP", "main"),
+            ("GRALKOR_DEFAULT_GROUP_MEMBERS", "ada"),
+        ]);
+        assert_eq!(field, "GRALKOR_DEFAULT_GROUP_MEMBERS[0]");
+        assert!(rule.contains("person:ID or agent:ID"), "{rule}");
+        let (field, _) = err(&[("GRALKOR_DEFAULT_GROUP", "personal")]);
+        assert_eq!(field, "GRALKOR_DEFAULT_GROUP");
+        let (field, rule) = err(&[("GRALKOR_DEFAULT_GROUP", "session-7")]);
+        assert_eq!(field, "GRALKOR_DEFAULT_GROUP");
+        assert!(rule.contains("session group"), "{rule}");
+        let (field, _) = err(&[("GRALKOR_DEFAULT_GROUP", "personal/ada")]);
+        assert_eq!(field, "GRALKOR_DEFAULT_GROUP");
+        // `global` is a shared group too.
+        let g = from(&[("GRALKOR_DEFAULT_GROUP", "global")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(g.name(), "global");
+        assert!(g.destination().is_packaged());
     }
 }
