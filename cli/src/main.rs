@@ -230,9 +230,14 @@ async fn run(cli: Cli) -> Outcome {
         }
     }
     // The default group's configured members, written at startup (idempotently: one
-    // read, a write only when one is missing), as the OpenClaw plugin's service does.
+    // read, a write only when one is missing), as the OpenClaw plugin's service does —
+    // except by `dump` and `restore`, which copy the relationships as they are (a
+    // restore needs an empty target).
+    let copies = matches!(cli.command, Command::Dump(_) | Command::Restore(_));
     let ensured = match (client.authorizer(), &default_group) {
-        (Some(authz), Some(group)) => group.ensure_members(authz.as_ref()).await.map(|_| ()),
+        (Some(authz), Some(group)) if !copies => {
+            group.ensure_members(authz.as_ref()).await.map(|_| ())
+        }
         _ => Ok(()),
     };
     if let Err(e) = ensured {
