@@ -34,6 +34,17 @@ pub struct Cli {
 /// Settings every command shares.
 #[derive(Debug, Args)]
 pub struct Global {
+    /// A JSON file of settings: an object whose keys are the variables named here
+    /// (GRALKOR_DATA_DIR, GRALKOR_SPICEDB_KEY, GRALKOR_DEFAULT_GROUP, …), `${VAR}` in a
+    /// value expanding the environment variable VAR (unset: an error naming both;
+    /// `$${` is a literal `${`). Precedence: flags, then the environment, then the file.
+    #[arg(long, global = true, env = "GRALKOR_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// The settings the configuration file gave (read after parsing).
+    #[arg(skip)]
+    pub file: crate::config_file::FileSettings,
+
     /// The operator the command acts for (their `personal` Destination).
     #[arg(long, global = true, env = "GRALKOR_OPERATOR", value_name = "ID")]
     pub operator: Option<String>,
@@ -394,9 +405,10 @@ pub struct ImportArgs {
     /// Skip the workspace's markdown files (import only --sessions).
     #[arg(long)]
     pub no_files: bool,
-    /// The appending Lens to write through.
-    #[arg(long, default_value = "personal-chat")]
-    pub lens: String,
+    /// The appending Lens to write through (default: `default-group` — the default
+    /// group's — when GRALKOR_DEFAULT_GROUP is set, else `personal-chat`).
+    #[arg(long)]
+    pub lens: Option<String>,
     /// The agent's name in session transcripts (required with --sessions).
     #[arg(long, value_name = "NAME")]
     pub agent_name: Option<String>,

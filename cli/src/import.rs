@@ -45,6 +45,7 @@ use crate::args::ImportArgs;
 use crate::commands::{AskedBy, Out, content_id};
 use crate::failure::{Failure, Outcome};
 use crate::graphs;
+use crate::settings::DEFAULT_GROUP_LENS;
 
 /// One thing to import, read and checked.
 #[derive(Debug)]
@@ -342,7 +343,7 @@ fn other_records(others: &[(usize, String)]) -> String {
 }
 
 /// Reads and checks everything to import; nothing is written.
-fn plan(args: &ImportArgs) -> Outcome<(Vec<Item>, Vec<Skipped>)> {
+fn plan(args: &ImportArgs, lens: &str) -> Outcome<(Vec<Item>, Vec<Skipped>)> {
     let mut items = Vec::new();
     let mut skipped = Vec::new();
     if !args.no_files {
@@ -419,7 +420,7 @@ fn plan(args: &ImportArgs) -> Outcome<(Vec<Item>, Vec<Skipped>)> {
         }
     }
     for item in &items {
-        check(item, &args.lens)?;
+        check(item, lens)?;
     }
     Ok((items, skipped))
 }
@@ -507,15 +508,24 @@ pub async fn run(
     args: &ImportArgs,
     out: Out,
 ) -> Outcome {
-    // The Lens is checked before anything is read or written.
+    // The Lens is checked before anything is read or written. Without `--lens`, the
+    // workspace goes to the default group when one is configured (as the OpenClaw
+    // plugin imports to its `defaultGroupId`), else through `personal-chat`.
     let snapshot = client.runtime().snapshot();
-    snapshot.lens("--lens", &args.lens)?;
-    let (items, skipped) = plan(args)?;
+    let lens = match &args.lens {
+        Some(lens) => lens.clone(),
+        None if snapshot.lens("--lens", DEFAULT_GROUP_LENS).is_ok() => {
+            DEFAULT_GROUP_LENS.to_string()
+        }
+        None => "personal-chat".to_string(),
+    };
+    snapshot.lens("--lens", &lens)?;
+    let (items, skipped) = plan(args, &lens)?;
     // Every item's episode is looked up before anything is written.
     let mut looked_up = Vec::with_capacity(items.len());
     for item in items {
         let id = content_id(&format!("import:{}", item.source), &item.content);
-        let (place, expected) = graphs::ingested_uuid(&snapshot, op, &args.lens, &id)?;
+        let (place, expected) = graphs::ingested_uuid(&snapshot, op, &lens, &id)?;
         let stored = client
             .get_episode(&EpisodeRef::new(op.clone(), &place.name, expected).asked_by(subject))
             .await?
@@ -530,7 +540,7 @@ pub async fn run(
             (true, _) => Fate::Unchanged,
             (false, true) => Fate::WouldWrite,
             (false, false) => {
-                let mut request = Ingest::new(&id, op, &args.lens, item.content)
+                let mut request = Ingest::new(&id, op, &lens, item.content)
                     .source_description(description(&item.source))
                     .asked_by(subject);
                 if let Some(at) = item.reference_time {
@@ -558,7 +568,7 @@ pub async fn run(
     let count = |f: Fate| imported.iter().filter(|i| i.status == f).count();
     let report = Report {
         dry_run: args.dry_run,
-        lens: args.lens.clone(),
+        lens: lens.clone(),
         written: count(Fate::Written),
         unchanged: count(Fate::Unchanged),
         would_write: count(Fate::WouldWrite),

@@ -6,6 +6,7 @@
 mod access;
 mod args;
 mod commands;
+mod config_file;
 mod dump;
 mod export;
 mod failure;
@@ -19,18 +20,28 @@ use std::process::ExitCode;
 
 use std::sync::Arc;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use gralkor::NativeClient;
 use gralkor::access::{EmbeddedAuthorizer, Subject};
 use gralkor::client::Client;
+use gralkor::destination::DefaultGroup;
 
 use args::{AuthorizerKind, Cli, Command};
 use commands::Out;
 use failure::{Failure, Outcome};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let cli = match parsed {
+        Ok((mut cli, matches)) => {
+            // The configuration file fills what neither a flag nor a variable set.
+            if let Err(e) = settings::apply_file(&mut cli.global, &matches) {
+                return report(&e.into(), cli.global.json);
+            }
+            cli
+        }
         Err(e) => {
             // Help and version are not errors.
             if !e.use_stderr() {
@@ -72,7 +83,10 @@ fn clap_message(e: &clap::Error) -> String {
 
 /// The cheap checks of a command, made before anything is started (no FalkorDB, no
 /// model): what a flag was given wrong is named by the flag. Returns `add`'s content.
-fn precheck(command: &Command) -> Outcome<Option<gralkor::client::Content>> {
+fn precheck(
+    command: &Command,
+    default_group: Option<&DefaultGroup>,
+) -> Outcome<Option<gralkor::client::Content>> {
     match command {
         Command::Add(a) => Ok(Some(commands::add_content(a)?)),
         Command::Search(a) => {
@@ -83,11 +97,11 @@ fn precheck(command: &Command) -> Outcome<Option<gralkor::client::Content>> {
                 }
                 .into());
             }
-            destinations_known(&a.destinations)?;
+            destinations_known(&a.destinations, default_group)?;
             Ok(None)
         }
         Command::Episodes(a) => {
-            destinations_known(&a.destinations)?;
+            destinations_known(&a.destinations, default_group)?;
             Ok(None)
         }
         Command::Forget(f) => {
@@ -104,8 +118,8 @@ fn precheck(command: &Command) -> Outcome<Option<gralkor::client::Content>> {
 }
 
 /// Each `--destination` names a registered Destination.
-fn destinations_known(names: &[String]) -> Outcome {
-    let runtime = gralkor::runtime::Runtime::new(settings::runtime_config())?;
+fn destinations_known(names: &[String], default_group: Option<&DefaultGroup>) -> Outcome {
+    let runtime = gralkor::runtime::Runtime::new(settings::runtime_config(default_group))?;
     let snapshot = runtime.snapshot();
     for name in names {
         snapshot.destination("--destination (-d)", name)?;
@@ -187,9 +201,15 @@ async fn run(cli: Cli) -> Outcome {
         }) => settings::optional_operator(global)?,
         _ => Some(settings::operator(global)?),
     };
-    let content = precheck(&cli.command)?;
+    // The default group is read first: `--destination` may name it.
+    let default_group = settings::default_group(global)?;
+    let content = precheck(&cli.command, default_group.as_ref())?;
     let config = settings::config(global)?;
-    let mut client = NativeClient::connect(config.clone(), settings::runtime_config()).await?;
+    let mut client = NativeClient::connect(
+        config.clone(),
+        settings::runtime_config(default_group.as_ref()),
+    )
+    .await?;
     match global.authorizer {
         AuthorizerKind::None => {}
         AuthorizerKind::Embedded => {
@@ -209,10 +229,26 @@ async fn run(cli: Cli) -> Outcome {
             client = client.with_authorizer(Arc::new(authz))?;
         }
     }
+    // The default group's configured members, written at startup (idempotently: one
+    // read, a write only when one is missing), as the OpenClaw plugin's service does —
+    // except by `dump` and `restore`, which copy the relationships as they are (a
+    // restore needs an empty target).
+    let copies = matches!(cli.command, Command::Dump(_) | Command::Restore(_));
+    let ensured = match (client.authorizer(), &default_group) {
+        (Some(authz), Some(group)) if !copies => {
+            group.ensure_members(authz.as_ref()).await.map(|_| ())
+        }
+        _ => Ok(()),
+    };
+    if let Err(e) = ensured {
+        let _ = client.shutdown().await;
+        return Err(e.into());
+    }
     let result = dispatch(
         &cli.command,
         &client,
         &config,
+        default_group.as_ref(),
         operator.as_ref(),
         subject,
         content,
@@ -261,10 +297,12 @@ async fn spicedb(global: &args::Global) -> Outcome<gralkor::access::SpiceDbAutho
     Ok(gralkor::access::SpiceDbAuthorizer::connect(endpoint, key).await?)
 }
 
+#[allow(clippy::too_many_arguments)] // one call site: `run`'s pieces, passed through
 async fn dispatch(
     command: &Command,
     client: &NativeClient,
     config: &gralkor::Config,
+    default_group: Option<&DefaultGroup>,
     operator: Option<&gralkor::client::OperatorId>,
     subject: Option<&Subject>,
     content: Option<gralkor::client::Content>,
@@ -302,7 +340,7 @@ async fn dispatch(
         Command::AddMember(a) => access::add_member(client, who(), a, out).await,
         Command::Import(a) => import::run(client, op(), subject, a, out).await,
         Command::Export(a) => export::run(client, op(), subject, a, out).await,
-        Command::Mcp(a) => mcp::serve(client, config, operator, subject, a).await,
+        Command::Mcp(a) => mcp::serve(client, config, default_group, operator, subject, a).await,
         Command::Models(_) => unreachable!("`models` is run before a client connects"),
         Command::Dump(a) => dump::dump(client, a, out).await,
         Command::Restore(a) => dump::restore(client, a, out).await,

@@ -359,6 +359,8 @@ fn result_line(r: &Value) -> String {
 pub struct MemoryServer {
     client: NativeClient,
     config: gralkor::Config,
+    /// The default group's name: where `memory_store` without `group_id` writes.
+    default_group: Option<String>,
     operator: Option<OperatorId>,
     subject: Option<Subject>,
     operator_from_request: bool,
@@ -541,6 +543,10 @@ impl MemoryServer {
                 let mut ctx = ToolContext::new(op);
                 if let Some(lens) = &self.lens {
                     ctx = ctx.lens(lens.clone());
+                }
+                // `memory_store` without `group_id` writes to the default group.
+                if let Some(group) = &self.default_group {
+                    ctx = ctx.default_group(group.clone());
                 }
                 if let Some(subject) = subject {
                     ctx = ctx.subject(subject.clone());
@@ -785,6 +791,7 @@ fn io(context: &str, e: impl std::fmt::Display) -> Failure {
 pub async fn serve(
     client: &NativeClient,
     config: &gralkor::Config,
+    default_group: Option<&gralkor::destination::DefaultGroup>,
     operator: Option<&OperatorId>,
     subject: Option<&Subject>,
     args: &McpArgs,
@@ -804,6 +811,7 @@ pub async fn serve(
     let server = MemoryServer {
         client: client.clone(),
         config: config.clone(),
+        default_group: default_group.map(|g| g.name().to_string()),
         operator: operator.cloned(),
         subject: subject.cloned(),
         operator_from_request: args.operator_from_request,

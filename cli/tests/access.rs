@@ -376,3 +376,121 @@ fn episodes_last_n_lists_the_newest_the_subject_may_see() {
     assert_eq!(contents("person:ada").len(), 2);
     assert!(contents("person:ada").iter().all(|c| c.starts_with("ada-")));
 }
+
+// access / a configuration file: `${VAR}` interpolated, the default group's members
+// written at startup, flags and variables over the file
+#[test]
+fn a_config_file_names_the_default_group_whose_members_are_let_in_at_startup() {
+    let home = Home::new();
+    let file = home.dir.path().join("gralkor.json");
+    std::fs::write(
+        &file,
+        r#"{
+            "GRALKOR_AUTHORIZER": "embedded",
+            "GRALKOR_SUBJECT": "agent:${TEST_AGENT_ID}",
+            "GRALKOR_DEFAULT_GROUP": "main",
+            "GRALKOR_DEFAULT_GROUP_MEMBERS": ["agent:${TEST_AGENT_ID}", "person:bob"]
+        }"#,
+    )
+    .unwrap();
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        let mut cmd = home.command();
+        cmd.args(["--text-only", "--operator", "ada", "--config"])
+            .arg(&file)
+            .args(args)
+            .env("TEST_AGENT_ID", "my-agent");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        common::Run::from(cmd.output().unwrap())
+    };
+    let listed = |r: common::Run| -> Vec<(String, Vec<String>)> {
+        r.json()
+            .as_array()
+            .expect("a list of groups")
+            .iter()
+            .map(|g| {
+                let mut members: Vec<String> = g["members"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m.as_str().unwrap().to_string())
+                    .collect();
+                members.sort();
+                (g["group"].as_str().unwrap().to_string(), members)
+            })
+            .collect()
+    };
+    let main = vec![(
+        "main".to_string(),
+        vec!["agent:my-agent".to_string(), "person:bob".to_string()],
+    )];
+    // The subject comes from the file (`${TEST_AGENT_ID}` expanded); no add-member ran.
+    assert_eq!(listed(run(&[], &["--json", "groups"])), main);
+    // A flag wins over the file: bob, a configured member, reads the group too…
+    assert_eq!(
+        listed(run(&[], &["--as", "person:bob", "--json", "groups"])),
+        main
+    );
+    // …and a variable wins over the file: carol is no member.
+    assert_eq!(
+        listed(run(
+            &[("GRALKOR_SUBJECT", "person:carol")],
+            &["--json", "groups"]
+        )),
+        Vec::<(String, Vec<String>)>::new()
+    );
+    // The default group is a registered Destination: `--destination main` is known.
+    run(&[], &["--json", "search", "-d", "main", "anything"]).ok();
+    // `import` without `--lens` writes the workspace to the default group, as the
+    // plugin imports to its `defaultGroupId`; its members find it there.
+    let workspace = home.dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(
+        workspace.join("MEMORY.md"),
+        "The harbour crane is serviced on Fridays.",
+    )
+    .unwrap();
+    let imported = run(
+        &[],
+        &[
+            "--json",
+            "import",
+            "--workspace",
+            workspace.to_str().unwrap(),
+        ],
+    )
+    .json();
+    assert_eq!(imported["lens"], "default-group", "{imported}");
+    assert_eq!(imported["written"], 1, "{imported}");
+    let found = run(
+        &[],
+        &[
+            "--as",
+            "person:bob",
+            "--json",
+            "search",
+            "-d",
+            "main",
+            "harbour crane",
+        ],
+    )
+    .json();
+    assert_eq!(episode_uuids(&found).len(), 1, "{found}");
+
+    // A variable the file names that is not set: a configuration error (exit 5)
+    // naming the key and the variable, before anything starts.
+    std::fs::write(&file, r#"{"GRALKOR_SPICEDB_KEY": "${TEST_UNSET_TOKEN}"}"#).unwrap();
+    let missing = run(&[], &["status"]);
+    assert_eq!(missing.code, 5, "{missing:?}");
+    assert!(
+        missing.stderr.contains("GRALKOR_SPICEDB_KEY")
+            && missing.stderr.contains("TEST_UNSET_TOKEN"),
+        "{missing:?}"
+    );
+    // An unknown key is refused naming it.
+    std::fs::write(&file, r#"{"GRALKOR_DATADIR": "/tmp/x"}"#).unwrap();
+    let typo = run(&[], &["status"]);
+    assert_eq!(typo.code, 5, "{typo:?}");
+    assert!(typo.stderr.contains("GRALKOR_DATADIR"), "{typo:?}");
+}

@@ -951,3 +951,59 @@ async fn with_tools_openclaw_the_server_lists_and_runs_the_openclaw_tools() {
     assert_eq!(refused.code, 2, "{refused:?}");
     assert!(refused.stderr.contains("--session"), "{refused:?}");
 }
+
+// the OpenClaw tool set › the default group: with GRALKOR_DEFAULT_GROUP, the server's
+// `memory_store` without `group_id` writes there, as a member written at startup
+#[tokio::test]
+async fn with_a_default_group_memory_store_without_group_id_writes_there() {
+    let home = Home::new();
+    let default_group = [
+        ("GRALKOR_DEFAULT_GROUP", "main"),
+        ("GRALKOR_DEFAULT_GROUP_MEMBERS", "agent:bot"),
+    ];
+    let guarded = [
+        "--operator",
+        "ada",
+        "--authorizer",
+        "embedded",
+        "--as",
+        "agent:bot",
+    ];
+    let mut cmd = command(&home, &guarded);
+    cmd.args(["mcp", "--tools", "openclaw"]).envs(default_group);
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ClientConfig::default().serve(transport).await.unwrap();
+    // No add-member ran: the agent is the default group's member from startup.
+    let stored = call(
+        &client,
+        "memory_store",
+        json!({"content": "The bot oils the harbour crane on Fridays", "source_description": null,
+               "involves": null, "group_id": null, "longTerm": null}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text(&stored), "Ingesting.");
+    // Stopping the server waits for its background write.
+    client.cancel().await.unwrap();
+    let search = |dest: &str| -> Vec<String> {
+        let mut cmd = home.command();
+        cmd.arg("--text-only")
+            .args(guarded)
+            .args(["--json", "search", "-d", dest, "harbour crane"])
+            .envs(default_group);
+        common::Run::from(cmd.output().unwrap())
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["hit"]["content"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(
+        search("main").iter().any(|c| c.contains("harbour crane")),
+        "not in the default group"
+    );
+}

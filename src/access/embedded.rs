@@ -160,6 +160,20 @@ impl Authorizer for EmbeddedAuthorizer {
             .await
     }
 
+    async fn claim_group(&self, group: &str, subject: &Subject) -> Result<bool> {
+        let membership = Relationship::member(group, subject)?;
+        let row = rel::RelationshipRow {
+            resource: object_row(&membership.resource),
+            relation: membership.relation.as_str().to_string(),
+            subject: object_row(&membership.subject),
+        };
+        let claimed = self
+            .write(|| rel::claim_relationship(&self.db, &self.graph, &row))
+            .instrument(tracing::debug_span!("gralkor.access.claim", group))
+            .await?;
+        Ok(claimed)
+    }
+
     async fn delete_relationships(&self, filter: &RelationshipFilter) -> Result<u64> {
         let keys = filter_keys(filter);
         let selected = selection(filter, &keys);

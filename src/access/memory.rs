@@ -72,6 +72,19 @@ impl Authorizer for InMemoryAuthorizer {
         Ok(())
     }
 
+    async fn claim_group(&self, group: &str, subject: &Subject) -> Result<bool> {
+        let membership = Relationship::member(group, subject)?;
+        // One lock for the look and the write: no other call runs in between.
+        let mut tuples = self.tuples();
+        let taken = tuples
+            .iter()
+            .any(|t| t.relation == Relation::Member && t.resource == membership.resource);
+        if taken {
+            return Ok(false);
+        }
+        Ok(tuples.insert(membership))
+    }
+
     async fn delete_relationships(&self, filter: &RelationshipFilter) -> Result<u64> {
         let mut tuples = self.tuples();
         let before = tuples.len();

@@ -24,6 +24,10 @@
 //! server reached over the network with a preshared key (`connect`, `RemoteSpiceDb`;
 //! reads see the authorizer's own writes through ZedTokens).
 //!
+//! A deployment may name a default group
+//! ([`DefaultGroup`](crate::destination::DefaultGroup)): the shared Destination for
+//! memory that names none, whose configured members are written at startup.
+//!
 //! Both pass one contract suite (`tests/access/`). The memory client enforces them
 //! (see [`MemoryClient::with_authorizer`](crate::client::MemoryClient::with_authorizer)).
 
@@ -67,6 +71,32 @@ pub trait Authorizer: Send + Sync + 'static {
     /// Writes relationships, idempotently (an existing one is kept: SpiceDB's
     /// `TOUCH`), all or nothing.
     async fn write_relationships(&self, relationships: &[Relationship]) -> Result<()>;
+
+    /// Makes `subject` a member of `group` if, and only if, the group has no member
+    /// yet — atomically: of any number of concurrent claims of a group without
+    /// members exactly one writes its membership, and every other one writes nothing.
+    /// Returns whether this call wrote it (`false`: the group had a member, possibly
+    /// `subject` itself). How a session group's first writer becomes its only member.
+    ///
+    /// Each authorizer makes it one conditional write: the in-memory one under its
+    /// lock, the embedded one in one statement (FalkorDB runs every write query on one
+    /// writer thread), SpiceDB with a `MUST_NOT_MATCH` precondition on the group's
+    /// `member` relationships. A claim retried after a lost connection whose first
+    /// attempt was applied answers `false`; check the permission to know where the
+    /// subject stands.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> gralkor::Result<()> {
+    /// use gralkor::access::{Authorizer, InMemoryAuthorizer, ObjectRef, Permission, Subject};
+    ///
+    /// let authz = InMemoryAuthorizer::new();
+    /// let (ada, bob) = (Subject::agent("ada")?, Subject::agent("bob")?);
+    /// assert!(authz.claim_group("session-7", &ada).await?);
+    /// assert!(!authz.claim_group("session-7", &bob).await?);
+    /// assert!(!authz.check(&bob, Permission::Contribute, &ObjectRef::group("session-7")?).await?);
+    /// # Ok(()) }
+    /// ```
+    async fn claim_group(&self, group: &str, subject: &Subject) -> Result<bool>;
 
     /// Deletes every relationship `filter` matches; returns how many there were (an
     /// authorizer that cannot count returns 0).

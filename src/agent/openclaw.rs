@@ -16,7 +16,8 @@
 //! * `memory_store {content, source_description, involves, group_id, longTerm}`: a
 //!   background write ([`Client::memory_add`]) of a document described
 //!   `conversation` by default, to `group_id` (a registered Destination) or else the
-//!   context's Lens or `personal`, with the people and agents it involves
+//!   context's default group ([`ToolContext::default_group`], the plugin's
+//!   `defaultGroupId`), its Lens or `personal`, with the people and agents it involves
 //!   (`person:<id>`, `agent:<id>`; a bare id is a person), extracted with
 //!   [`CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS`](super::capture::CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS).
 //!   `longTerm: false` writes it to the context's session group instead (refused
@@ -450,7 +451,12 @@ async fn store(client: &dyn Client, ctx: &ToolContext, arguments: &Value) -> Res
         )
         .involves(involves)
         .custom_instructions(super::capture::CaptureConfig::OPENCLAW_CUSTOM_INSTRUCTIONS);
-    request = match (session_target.or(a.group_id), &ctx.lens) {
+    // Where it goes: the session group, the named group, the deployment's default
+    // group (the plugin's `defaultGroupId`), the context's Lens, `personal`.
+    let group = session_target
+        .or(a.group_id)
+        .or_else(|| ctx.default_group.clone());
+    request = match (group, &ctx.lens) {
         (Some(group), _) => request.to_destination(group),
         (None, Some(lens)) => request.through_lens(lens.clone()),
         (None, None) => request,

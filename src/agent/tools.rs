@@ -450,6 +450,10 @@ pub struct ToolContext {
     /// as them, `memory_add` writes as them and `memory_build_communities` builds as
     /// them (a client with an authorizer refuses requests without one).
     pub subject: Option<Subject>,
+    /// The deployment's default group ([`DefaultGroup`](crate::destination::DefaultGroup)'s
+    /// Destination name): where the OpenClaw `memory_store` writes when it names no
+    /// `group_id` (before the context's Lens and `personal`).
+    pub default_group: Option<String>,
 }
 
 impl ToolContext {
@@ -461,6 +465,7 @@ impl ToolContext {
             lens: None,
             max_bytes: DEFAULT_MAX_BYTES,
             subject: None,
+            default_group: None,
         }
     }
 
@@ -479,6 +484,12 @@ impl ToolContext {
     /// The ingestion Lens.
     pub fn lens(mut self, lens: impl Into<String>) -> Self {
         self.lens = Some(lens.into());
+        self
+    }
+
+    /// The default group (see [`ToolContext::default_group`](Self#structfield.default_group)).
+    pub fn default_group(mut self, name: impl Into<String>) -> Self {
+        self.default_group = Some(name.into());
         self
     }
 

@@ -25,8 +25,10 @@
 //!   operator id: the client writes that membership itself the first time it is used.
 //! * A session group (`session-<id>`) belongs to whoever writes to it first: a write
 //!   to a session group without members makes the writer its member (OpenClaw's "the
-//!   agent that creates a session gets exclusive membership"); once it has members,
-//!   everyone else needs `contribute` like anywhere else.
+//!   agent that creates a session gets exclusive membership"), through
+//!   [`Authorizer::claim_group`]: one conditional write, so of two first writers at
+//!   the same instant exactly one becomes the member; once it has members, everyone
+//!   else needs `contribute` like anywhere else.
 //!
 //! Consistency: a fragment's relationships are written right after its episode. Until
 //! they exist the episode is visible only to members of its group (who may see it
@@ -166,7 +168,9 @@ impl Access {
     }
 
     /// Makes `subject` the member of the session group `graph` when it has no
-    /// members yet (its first writer claims it); any other graph is left alone.
+    /// members yet (its first writer claims it, in one conditional write: of two
+    /// first writers at the same instant exactly one becomes its member); any other
+    /// graph is left alone.
     async fn claim_session_group(&self, subject: &Subject, graph: &GraphId) -> Result<()> {
         if !graph
             .as_str()
@@ -174,16 +178,8 @@ impl Access {
         {
             return Ok(());
         }
-        let g = group(graph)?;
-        let members = self
-            .authorizer
-            .read_relationships(&RelationshipFilter::resource(g).relation(Relation::Member))
-            .await?;
-        if members.is_empty() {
+        if self.authorizer.claim_group(graph.as_str(), subject).await? {
             tracing::info!(group = graph.as_str(), subject = %subject, "session group claimed by its first writer");
-            self.authorizer
-                .write_relationships(&[Relationship::member(graph.as_str(), subject)?])
-                .await?;
         }
         Ok(())
     }

@@ -338,6 +338,7 @@ every_client!(
     the_build_communities_tool_acts_for_its_contexts_subject,
     what_a_lens_process_wrote_before_it_failed_is_recorded_and_its_writer_may_remove_it,
     the_cli_imports_requests_need_contribute_and_the_importer_may_remove_what_they_wrote,
+    concurrent_first_writers_of_a_session_group_leave_exactly_one_member,
 );
 
 /// Whether `err` is the door's refusal: `PermissionDenied` for `contribute`.
@@ -1320,4 +1321,51 @@ async fn the_cli_imports_requests_need_contribute_and_the_importer_may_remove_wh
         assert!(r.client.remove_episode(&lookup(&ada, uuid)).await.unwrap());
     }
     assert!(r.search(&ada_op, &ada, &["personal"], 10).await.is_empty());
+}
+
+/// Eight agents write to one new session group at the same time: the claim is one
+/// conditional write, so exactly one becomes its member and writes; every other one is
+/// refused `contribute` and stores nothing.
+async fn concurrent_first_writers_of_a_session_group_leave_exactly_one_member(kind: Kind) {
+    let r = Arc::new(rig(kind).await);
+    let group = format!("session-race-{}", r.word);
+    let (o, _) = fresh("racer");
+    let start = Arc::new(tokio::sync::Barrier::new(8));
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let (r, group, o, start) = (r.clone(), group.clone(), o.clone(), start.clone());
+        tasks.spawn(async move {
+            let me = Subject::agent(format!("racer-{i}")).unwrap();
+            start.wait().await;
+            let outcome = r.add(&o, &me, &group, &format!("racer{i}")).await;
+            (me, outcome)
+        });
+    }
+    let outcomes = tasks.join_all().await;
+    let winners: Vec<&Subject> = outcomes
+        .iter()
+        .filter(|(_, o)| o.is_ok())
+        .map(|(me, _)| me)
+        .collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    for (_, outcome) in &outcomes {
+        if let Err(e) = outcome {
+            assert!(refused_contribute(e), "{e}");
+        }
+    }
+    let members = r
+        .authz
+        .read_relationships(
+            &RelationshipFilter::resource(ObjectRef::group(group.clone()).unwrap())
+                .relation(gralkor::access::Relation::Member),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        members,
+        [Relationship::member(group.clone(), winners[0]).unwrap()]
+    );
+    // The winner's one episode is all the group holds.
+    let found = r.search(&o, winners[0], &[group.as_str()], 50).await;
+    assert_eq!(found.len(), 1, "{found:?}");
 }

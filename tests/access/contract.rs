@@ -7,6 +7,7 @@ use gralkor::access::{
     Authorizer, EmbeddedAuthorizer, Fragment, InMemoryAuthorizer, ObjectRef, ObjectType,
     Permission, Relation, Relationship, RelationshipFilter, Subject,
 };
+use gralkor::destination::DefaultGroup;
 use uuid::Uuid;
 
 #[derive(Clone, Copy)]
@@ -148,7 +149,44 @@ every_authorizer!(
     deleting_a_fragment_removes_all_its_relationships_and_nothing_else,
     a_permission_on_the_wrong_type_is_an_error,
     ids_are_kept_byte_for_byte,
+    a_claim_writes_only_to_a_group_without_members,
+    the_default_groups_members_are_written_at_startup_idempotently,
 );
+
+/// The claim race, on every authorizer, on a multi-threaded runtime: the claimers
+/// run in parallel, not one after the other.
+mod of_many_concurrent_claimers_of_a_group_exactly_one_becomes_its_member {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn in_memory() {
+        super::of_many_concurrent_claimers_of_a_group_exactly_one_becomes_its_member(
+            super::Kind::InMemory,
+        )
+        .await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn embedded() {
+        super::of_many_concurrent_claimers_of_a_group_exactly_one_becomes_its_member(
+            super::Kind::Embedded,
+        )
+        .await
+    }
+    #[cfg(feature = "spicedb")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn spicedb() {
+        super::of_many_concurrent_claimers_of_a_group_exactly_one_becomes_its_member(
+            super::Kind::SpiceDb,
+        )
+        .await
+    }
+    #[cfg(feature = "spicedb")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn spicedb_remote() {
+        super::of_many_concurrent_claimers_of_a_group_exactly_one_becomes_its_member(
+            super::Kind::SpiceDbRemote,
+        )
+        .await
+    }
+}
 
 /// The concurrency rule, on every authorizer. On the embedded SpiceDB library it
 /// once failed about one run in ten: the library loses writes made concurrently (the
@@ -612,4 +650,157 @@ async fn concurrent_writers_do_not_see_each_others_groups(kind: Kind) {
             }
         }
     }
+}
+
+async fn a_claim_writes_only_to_a_group_without_members(kind: Kind) {
+    let (a, _g) = authorizer(kind).await;
+    let (ada, bob) = (agent("ada"), person("bob"));
+    let members = |g: &str| RelationshipFilter::resource(group(g)).relation(Relation::Member);
+    // A group without members: the first claim writes, a second one (even the same
+    // subject's) does not.
+    assert!(a.claim_group("session-1", &ada).await.unwrap());
+    assert!(!a.claim_group("session-1", &ada).await.unwrap());
+    assert!(!a.claim_group("session-1", &bob).await.unwrap());
+    assert_eq!(
+        a.read_relationships(&members("session-1")).await.unwrap(),
+        [Relationship::member("session-1", &ada).unwrap()]
+    );
+    assert!(
+        a.check(&ada, Permission::Contribute, &group("session-1"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !a.check(&bob, Permission::Access, &group("session-1"))
+            .await
+            .unwrap()
+    );
+    // A group with a member already (written, not claimed): nothing is written.
+    a.write_relationships(&[Relationship::member("team", &bob).unwrap()])
+        .await
+        .unwrap();
+    assert!(!a.claim_group("team", &ada).await.unwrap());
+    assert_eq!(
+        a.read_relationships(&members("team")).await.unwrap(),
+        [Relationship::member("team", &bob).unwrap()]
+    );
+    // Only the group's own members count: a fragment of the group (the group is its
+    // subject) and another group's members do not make it taken.
+    let e = Uuid::new_v4();
+    a.write_relationships(
+        &Fragment::new(e, "fresh", bob.clone())
+            .relationships()
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(a.claim_group("fresh", &ada).await.unwrap());
+    assert_eq!(
+        a.lookup_resources(&ada, Permission::Access).await.unwrap(),
+        set(&["fresh", "session-1"])
+    );
+    // The group id is checked as any object id.
+    let err = a.claim_group(" ", &ada).await.unwrap_err();
+    assert!(err.to_string().contains("object.id"), "{err}");
+}
+
+async fn of_many_concurrent_claimers_of_a_group_exactly_one_becomes_its_member(kind: Kind) {
+    let (a, _g) = authorizer(kind).await;
+    // Several rounds, each a fresh group and 12 claimers let go at once.
+    for round in 0..4 {
+        let g = format!("session-race-{round}");
+        let start = Arc::new(tokio::sync::Barrier::new(12));
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..12 {
+            let (a, g, start) = (a.clone(), g.clone(), start.clone());
+            tasks.spawn(async move {
+                let me = agent(&format!("claimer-{i}"));
+                start.wait().await;
+                let won = a.claim_group(&g, &me).await.unwrap();
+                (me, won)
+            });
+        }
+        let outcomes = tasks.join_all().await;
+        let winners: Vec<&Subject> = outcomes
+            .iter()
+            .filter(|(_, won)| *won)
+            .map(|(me, _)| me)
+            .collect();
+        assert_eq!(winners.len(), 1, "round {round}: {outcomes:?}");
+        let members = a
+            .read_relationships(&RelationshipFilter::resource(group(&g)).relation(Relation::Member))
+            .await
+            .unwrap();
+        assert_eq!(
+            members,
+            [Relationship::member(g.clone(), winners[0]).unwrap()],
+            "round {round}"
+        );
+        for (me, won) in &outcomes {
+            assert_eq!(
+                a.check(me, Permission::Contribute, &group(&g))
+                    .await
+                    .unwrap(),
+                *won,
+                "round {round}: {me}"
+            );
+        }
+    }
+}
+
+async fn the_default_groups_members_are_written_at_startup_idempotently(kind: Kind) {
+    let (a, _g) = authorizer(kind).await;
+    let (bot, ada, bob, eve) = (
+        agent("my-agent"),
+        person("ada"),
+        person("bob"),
+        person("eve"),
+    );
+    let main = DefaultGroup::new("main")
+        .unwrap()
+        .members([bot.clone(), ada.clone()]);
+    // No `add-member`: the first startup writes both memberships…
+    assert_eq!(main.ensure_members(a.as_ref()).await.unwrap(), 2);
+    for who in [&bot, &ada] {
+        for p in [Permission::Access, Permission::Contribute] {
+            assert!(a.check(who, p, &group("main")).await.unwrap(), "{who} {p}");
+        }
+    }
+    assert!(
+        !a.check(&eve, Permission::Access, &group("main"))
+            .await
+            .unwrap()
+    );
+    // …the next ones write nothing, and a member added otherwise stays.
+    a.write_relationships(&[Relationship::member("main", &bob).unwrap()])
+        .await
+        .unwrap();
+    assert_eq!(main.ensure_members(a.as_ref()).await.unwrap(), 0);
+    // One more configured member: only that one is written.
+    let more = main.clone().member(eve.clone());
+    assert_eq!(more.ensure_members(a.as_ref()).await.unwrap(), 1);
+    let members = a
+        .read_relationships(&RelationshipFilter::resource(group("main")).relation(Relation::Member))
+        .await
+        .unwrap();
+    let mut names: Vec<String> = members.iter().map(|r| r.subject.to_string()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["agent:my-agent", "person:ada", "person:bob", "person:eve"]
+    );
+    // Nothing but the group's memberships: no other group, no fragment.
+    assert_eq!(
+        a.lookup_resources(&ada, Permission::Access).await.unwrap(),
+        set(&["main"])
+    );
+    // Without members there is nothing to write.
+    assert_eq!(
+        DefaultGroup::new("empty")
+            .unwrap()
+            .ensure_members(a.as_ref())
+            .await
+            .unwrap(),
+        0
+    );
 }

@@ -435,6 +435,101 @@ async fn a_session_group_is_exclusive_to_its_members_on_the_native_client() {
     a_session_group_is_exclusive_to_its_members(Arc::new(client), authz).await;
 }
 
+// the OpenClaw tool set › the default group: `memory_store` without `group_id` writes
+// to the deployment's default group, whose configured members were written at startup
+
+async fn memory_store_without_group_id_writes_to_the_default_group(
+    client: Arc<dyn Client>,
+    authz: Arc<dyn Authorizer>,
+    team: &str,
+) {
+    use gralkor::destination::DefaultGroup;
+    let op = OperatorId::new(format!("op-{}", uuid::Uuid::new_v4())).unwrap();
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let (bot, eve) = (
+        Subject::agent(format!("bot-{tag}")).unwrap(),
+        Subject::agent(format!("eve-{tag}")).unwrap(),
+    );
+    // Startup: the configured member, with no `add-member`.
+    let default = DefaultGroup::new(team).unwrap().member(bot.clone());
+    assert_eq!(default.ensure_members(authz.as_ref()).await.unwrap(), 1);
+    let ctx = |who: &Subject| {
+        ToolContext::new(op.clone())
+            .subject(who.clone())
+            .default_group(default.name())
+    };
+    let set = ToolSet::OpenClaw;
+    let mut note = store_args("Zqdflt harbour crane note.", None);
+    note["involves"] = Value::Null;
+    set.call(client.as_ref(), &ctx(&bot), "memory_store", &note)
+        .await
+        .unwrap();
+    client.await_background_writes().await;
+    let in_team = client
+        .search(
+            &Search::new(&op, "Zqdflt harbour crane")
+                .destinations([team])
+                .subject(bot.clone()),
+        )
+        .await
+        .unwrap();
+    assert!(
+        in_team.iter().any(|r| r
+            .hit
+            .as_episode()
+            .is_some_and(|e| e.content.contains("Zqdflt"))),
+        "{in_team:?}"
+    );
+    // The default group is a group like any other: a subject not configured as its
+    // member is refused `contribute` there.
+    match set
+        .call(client.as_ref(), &ctx(&eve), "memory_store", &note)
+        .await
+    {
+        Err(Error::PermissionDenied {
+            subject,
+            permission,
+            resource,
+        }) => {
+            assert_eq!(subject, eve.to_string());
+            assert_eq!(permission, "contribute");
+            assert_eq!(resource, format!("group:{team}"));
+        }
+        other => panic!("expected eve refused, got {other:?}"),
+    }
+    // A `group_id` still wins over the default group: bot is no member of `global`.
+    let mut global = note.clone();
+    global["group_id"] = json!("global");
+    assert!(matches!(
+        set.call(client.as_ref(), &ctx(&bot), "memory_store", &global)
+            .await,
+        Err(Error::PermissionDenied { resource, .. }) if resource == "group:global"
+    ));
+}
+
+#[tokio::test]
+async fn memory_store_without_group_id_writes_to_the_default_group_on_the_twin() {
+    let (runtime, team) = runtime();
+    let authz: Arc<dyn Authorizer> = Arc::new(InMemoryAuthorizer::new());
+    let client = InMemoryClient::with_runtime(runtime)
+        .with_authorizer(authz.clone())
+        .unwrap();
+    memory_store_without_group_id_writes_to_the_default_group(Arc::new(client), authz, &team).await;
+}
+
+#[tokio::test]
+async fn memory_store_without_group_id_writes_to_the_default_group_on_the_native_client() {
+    let g = common::TestGraph::new("openclaw-default").await;
+    let authz: Arc<dyn Authorizer> =
+        Arc::new(EmbeddedAuthorizer::in_graph(g.db.clone(), g.name.clone()));
+    let engine = Engine::without_llm(g.db.clone(), Arc::new(CountingEmbedder::new()));
+    let (runtime, team) = runtime();
+    let client = NativeClient::from_parts(runtime, NativeStorage::new(engine))
+        .with_authorizer(authz.clone())
+        .unwrap();
+    memory_store_without_group_id_writes_to_the_default_group(Arc::new(client), authz, &team).await;
+}
+
 // auto-capture › session-group mode: each session's turns go to its own group
 
 async fn capture_in_session_group_mode_writes_to_the_sessions_group(

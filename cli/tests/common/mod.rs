@@ -32,6 +32,9 @@ const SCRUBBED: &[&str] = &[
     "GRALKOR_SUBJECT",
     "GRALKOR_DATA_DIR",
     "GRALKOR_LOG",
+    "GRALKOR_CONFIG",
+    "GRALKOR_DEFAULT_GROUP",
+    "GRALKOR_DEFAULT_GROUP_MEMBERS",
 ];
 
 /// A temporary home: the data directory of one embedded FalkorDB.

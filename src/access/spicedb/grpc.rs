@@ -137,13 +137,32 @@ impl Channel {
     /// marshalled request and returns every marshalled response message (one for a
     /// unary call), retrying what may pass.
     pub(super) async fn call(&self, method: &str, request: &[u8]) -> Result<Vec<Vec<u8>>> {
+        match self.call_or_status(method, request, None).await? {
+            Ok(messages) => Ok(messages),
+            Err(s) => Err(s.into_error(&self.describe, Some(self.timeout))),
+        }
+    }
+
+    /// [`call`](Self::call), except that the status `expected` (a refused
+    /// precondition, say) is the answer, not an error: it is never retried.
+    pub(super) async fn call_or_status(
+        &self,
+        method: &str,
+        request: &[u8],
+        expected: Option<u32>,
+    ) -> Result<std::result::Result<Vec<Vec<u8>>, Status>> {
         let span = tracing::debug_span!("gralkor.spicedb.call", method, server = %self.describe);
-        retry(method, BACKOFF, || self.attempt(method, request))
+        retry(method, BACKOFF, || self.attempt(method, request, expected))
             .instrument(span)
             .await
     }
 
-    async fn attempt(&self, method: &str, request: &[u8]) -> Result<Vec<Vec<u8>>> {
+    async fn attempt(
+        &self,
+        method: &str,
+        request: &[u8],
+        expected: Option<u32>,
+    ) -> Result<std::result::Result<Vec<Vec<u8>>, Status>> {
         let what = format!("{} {}", self.describe, method_name(method));
         let attempt = async {
             let conn = self.connection().await?;
@@ -154,7 +173,8 @@ impl Channel {
             outcome
         };
         match tokio::time::timeout(self.timeout, attempt).await {
-            Ok(Ok(messages)) => Ok(messages),
+            Ok(Ok(messages)) => Ok(Ok(messages)),
+            Ok(Err(Failure::Status(s))) if Some(s.code) == expected => Ok(Err(s)),
             Ok(Err(Failure::Transport(e))) => Err(Error::Connection {
                 context: format!("{what}: {e}"),
                 source: None,

@@ -306,13 +306,26 @@ impl SpiceDbAuthorizer {
     }
 
     async fn unary(&self, rpc: Rpc, request: Vec<u8>) -> Result<Vec<u8>> {
+        match self.unary_or_status(rpc, request, None).await? {
+            Ok(response) => Ok(response),
+            Err(s) => Err(s.into_error(&format!("SpiceDB {rpc:?}"), None)),
+        }
+    }
+
+    /// A unary call whose status `expected` is an answer, not an error.
+    async fn unary_or_status(
+        &self,
+        rpc: Rpc,
+        request: Vec<u8>,
+        expected: Option<u32>,
+    ) -> Result<std::result::Result<Vec<u8>, status::Status>> {
         match &self.inner.backend {
             Backend::Embedded { instance, .. } => {
                 let instance = instance.clone();
-                tokio::task::spawn_blocking(move || {
-                    instance
-                        .call(rpc, &request)
-                        .map_err(|s| s.into_error(&format!("SpiceDB {rpc:?}"), None))
+                tokio::task::spawn_blocking(move || match instance.call(rpc, &request) {
+                    Ok(response) => Ok(Ok(response)),
+                    Err(s) if Some(s.code) == expected => Ok(Err(s)),
+                    Err(s) => Err(s.into_error(&format!("SpiceDB {rpc:?}"), None)),
                 })
                 .instrument(tracing::debug_span!(
                     "gralkor.spicedb.call",
@@ -322,14 +335,20 @@ impl SpiceDbAuthorizer {
                 .map_err(|e| Error::task("a SpiceDB call", e))?
             }
             Backend::Remote { channel } => {
-                let mut messages = channel.call(rpc.path(), &request).await?;
+                let mut messages = match channel
+                    .call_or_status(rpc.path(), &request, expected)
+                    .await?
+                {
+                    Ok(messages) => messages,
+                    Err(s) => return Ok(Err(s)),
+                };
                 if messages.len() != 1 {
                     return Err(spicedb_error(
                         &format!("{rpc:?}"),
                         format!("{} response messages to a unary call", messages.len()),
                     ));
                 }
-                Ok(messages.remove(0))
+                Ok(Ok(messages.remove(0)))
             }
         }
     }
@@ -337,13 +356,32 @@ impl SpiceDbAuthorizer {
     /// A write or delete: `request` to `rpc`, its ZedToken (field 1 of the response)
     /// recorded for the reads after it.
     async fn write(&self, rpc: Rpc, request: Vec<u8>) -> Result<Vec<u8>> {
+        match self.write_or_status(rpc, request, None).await? {
+            Ok(response) => Ok(response),
+            Err(s) => Err(s.into_error(&format!("SpiceDB {rpc:?}"), None)),
+        }
+    }
+
+    /// [`write`](Self::write), except that the status `expected` is an answer (a
+    /// write refused by its precondition: nothing was written).
+    async fn write_or_status(
+        &self,
+        rpc: Rpc,
+        request: Vec<u8>,
+        expected: Option<u32>,
+    ) -> Result<std::result::Result<Vec<u8>, status::Status>> {
         let write = self.inner.freshness.begin();
-        let response = self.unary(rpc, request).await?;
+        let response = match self.unary_or_status(rpc, request, expected).await? {
+            Ok(response) => response,
+            // Nothing written; the unfinished write leaves the next reads fully
+            // consistent.
+            Err(s) => return Ok(Err(s)),
+        };
         match proto::zed_token(&response, 1)? {
             Some(token) => write.finish(token),
             None => return Err(spicedb_error("write", "no ZedToken in the response")),
         }
-        Ok(response)
+        Ok(Ok(response))
     }
 
     /// The consistency a read starting now asks for.
@@ -379,6 +417,31 @@ impl Authorizer for SpiceDbAuthorizer {
         }
         self.write(Rpc::WriteRelationships, m.bytes()).await?;
         Ok(())
+    }
+
+    async fn claim_group(&self, group: &str, subject: &Subject) -> Result<bool> {
+        let membership = Relationship::member(group, subject)?;
+        let members =
+            RelationshipFilter::resource(membership.resource.clone()).relation(membership.relation);
+        // RelationshipUpdate TOUCH (2), under a Precondition MUST_NOT_MATCH (1) of
+        // the group's members: SpiceDB checks it and writes in one transaction.
+        let request = Msg::new()
+            .message(
+                1,
+                Msg::new()
+                    .uint(1, 2)
+                    .message(2, proto::relationship(&membership)),
+            )
+            .message(2, Msg::new().uint(1, 1).message(2, proto::filter(&members)));
+        let answer = self
+            .write_or_status(
+                Rpc::WriteRelationships,
+                request.bytes(),
+                Some(status::FAILED_PRECONDITION),
+            )
+            .instrument(tracing::debug_span!("gralkor.spicedb.claim", group))
+            .await?;
+        Ok(answer.is_ok())
     }
 
     async fn delete_relationships(&self, filter: &RelationshipFilter) -> Result<u64> {

@@ -12,6 +12,7 @@ pub(super) const INVALID_ARGUMENT: u32 = 3;
 pub(super) const DEADLINE_EXCEEDED: u32 = 4;
 pub(super) const PERMISSION_DENIED: u32 = 7;
 pub(super) const RESOURCE_EXHAUSTED: u32 = 8;
+pub(super) const FAILED_PRECONDITION: u32 = 9;
 pub(super) const UNIMPLEMENTED: u32 = 12;
 pub(super) const UNAVAILABLE: u32 = 14;
 pub(super) const UNAUTHENTICATED: u32 = 16;

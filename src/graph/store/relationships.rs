@@ -20,6 +20,15 @@ const WRITE: &str = "UNWIND $rels AS r \
      MERGE (b:Obj {key: r.sk}) ON CREATE SET b.t = r.st, b.i = r.si \
      MERGE (a)-[:R {rel: r.rel}]->(b)";
 
+/// The `$rel` relationship from the resource `$rk` to the subject `$sk`, written
+/// only when the resource has no `$rel` relationship at all: the look and the write
+/// are one statement, so no other write comes in between.
+const CLAIM: &str = "MERGE (a:Obj {key: $rk}) ON CREATE SET a.t = $rt, a.i = $ri \
+     WITH a OPTIONAL MATCH (a)-[e:R {rel: $rel}]->(:Obj) \
+     WITH a, count(e) AS taken WHERE taken = 0 \
+     MERGE (b:Obj {key: $sk}) ON CREATE SET b.t = $st, b.i = $si \
+     CREATE (a)-[:R {rel: $rel}]->(b)";
+
 /// The relationships from the resources in `$keys` to the subject `$s`.
 const TO_SUBJECT: &str = "UNWIND $keys AS k \
      MATCH (a:Obj {key: k})-[e:R]->(:Obj {key: $s}) \
@@ -118,6 +127,26 @@ pub(crate) async fn write_relationships(
     db.query(graph, WRITE, &Params::new().set("rels", rels))
         .await
         .map(|_| ())
+}
+
+/// Writes `relationship` only if its resource has no relationship of its relation
+/// yet, in one statement; whether it was written.
+pub(crate) async fn claim_relationship(
+    db: &FalkorDb,
+    graph: &str,
+    relationship: &RelationshipRow,
+) -> Result<bool> {
+    let r = relationship;
+    let params = Params::new()
+        .set("rk", r.resource.key.as_str())
+        .set("rt", r.resource.kind.as_str())
+        .set("ri", r.resource.id.as_str())
+        .set("sk", r.subject.key.as_str())
+        .set("st", r.subject.kind.as_str())
+        .set("si", r.subject.id.as_str())
+        .set("rel", r.relation.as_str());
+    let res = db.query(graph, CLAIM, &params).await?;
+    Ok(res.stats.relationships_created > 0)
 }
 
 /// `MATCH … WHERE …` text and parameters selecting the edges `selection` matches,
