@@ -7,7 +7,12 @@
 //! cargo run --release --example bench_recall                 # 10,000 facts per Destination, 300 samples
 //! cargo run --release --example bench_recall -- 2000 100     # facts per Destination, samples
 //! BENCH_RECALL_VECTORS=hash cargo run --release --example bench_recall
+//! BENCH_RECALL_DIR=/tmp/recall cargo run --release --example bench_recall   # keep the data
 //! ```
+//!
+//! `BENCH_RECALL_DIR` keeps the embedded server's data in that directory: the first
+//! run loads it, later runs with the same number of facts measure it as loaded (a
+//! directory holding another number of facts is refused).
 //!
 //! Loading: synthetic facts (short English sentences from templates; 2,000 entities
 //! and one episode per twenty facts per Destination) are written directly with the
@@ -239,11 +244,13 @@ async fn run() -> gralkor::Result<()> {
     let facts: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(10_000);
     let samples: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(300);
     let hash_vectors = std::env::var("BENCH_RECALL_VECTORS").is_ok_and(|v| v == "hash");
-    let dir = tempfile::tempdir().map_err(|e| gralkor::Error::Io {
+    let kept = std::env::var_os("BENCH_RECALL_DIR").map(std::path::PathBuf::from);
+    let temp = tempfile::tempdir().map_err(|e| gralkor::Error::Io {
         context: "temp dir".into(),
         source: e,
     })?;
-    let db = FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(dir.path()))).await?;
+    let dir = kept.clone().unwrap_or_else(|| temp.path().to_path_buf());
+    let db = FalkorDb::connect(FalkorConfig::embedded(EmbeddedConfig::new(&dir))).await?;
 
     let started = Instant::now();
     let local = Arc::new(LocalEmbedder::load(&LocalModelConfig::default()).await?);
@@ -263,17 +270,38 @@ async fn run() -> gralkor::Result<()> {
     let op = OperatorId::new("bench-operator")?;
     let graphs = [format!("personal/{op}"), "global".into(), "team".into()];
     let started = Instant::now();
-    for (i, g) in graphs.iter().enumerate() {
-        let debt = load(&db, g, facts, 0x9e37_79b9 ^ (i as u64 + 1), vectors).await?;
-        if i == 0 {
-            println!("index debt after the bulk load, purged by rebuilding: {debt:?}");
+    let marker = dir.join("bench_recall.facts");
+    let loaded = std::fs::read_to_string(&marker).ok();
+    match loaded.as_deref().map(str::trim) {
+        Some(n) if n == facts.to_string() => {
+            println!("{} facts already loaded in {}", 3 * facts, dir.display());
+        }
+        Some(n) => {
+            return Err(gralkor::Error::InvalidInput {
+                field: "BENCH_RECALL_DIR".into(),
+                rule: format!("holds {n} facts per Destination, not {facts}"),
+            });
+        }
+        None => {
+            for (i, g) in graphs.iter().enumerate() {
+                let debt = load(&db, g, facts, 0x9e37_79b9 ^ (i as u64 + 1), vectors).await?;
+                if i == 0 {
+                    println!("index debt after the bulk load, purged by rebuilding: {debt:?}");
+                }
+            }
+            println!(
+                "loaded {} facts in {:.1} s",
+                3 * facts,
+                started.elapsed().as_secs_f64()
+            );
+            if kept.is_some() {
+                std::fs::write(&marker, facts.to_string()).map_err(|e| gralkor::Error::Io {
+                    context: format!("writing {}", marker.display()),
+                    source: e,
+                })?;
+            }
         }
     }
-    println!(
-        "loaded {} facts in {:.1} s",
-        3 * facts,
-        started.elapsed().as_secs_f64()
-    );
 
     let runtime = || Runtime::new(RuntimeConfig::new().destination("team"));
     // Offline (no language model): the search also asks for the episodes not yet

@@ -104,7 +104,8 @@ mod rrf {
 
     /// Runs `req` with fulltext only, vector only and both (the hybrid path fuses and
     /// loads in one statement), and checks the hybrid result against the fusion of
-    /// the two single-method lists computed here: Σ 1/(rank+1), ties by first
+    /// the two single-method lists computed here: Σ w/(rank+1) (`w` the scope's
+    /// fulltext weight for the fulltext list, 1 for the vector list), ties by first
     /// appearance rank by rank with fulltext first; when only one method found
     /// anything, its own order and scores; then the minimum score and the limit.
     /// Returns the hybrid's fact uuids and the lengths of the two method lists.
@@ -116,7 +117,8 @@ mod rrf {
             let mut r = req.clone();
             r.config.facts = Some(
                 ScopeConfig::new(m, RerankerKind::Rrf)
-                    .min_similarity(req.config.facts.unwrap().min_similarity),
+                    .min_similarity(req.config.facts.unwrap().min_similarity)
+                    .fulltext_weight(req.config.facts.unwrap().fulltext_weight),
             );
             r
         };
@@ -138,9 +140,10 @@ mod rrf {
             }
         } else {
             for rank in 0..ft.len().max(vec.len()) {
-                for list in [&ft, &vec] {
+                let weight = req.config.facts.unwrap().fulltext_weight;
+                for (list, weight) in [(&ft, weight), (&vec, 1.0)] {
                     if let Some(h) = list.get(rank) {
-                        let add = 1.0 / (rank as f64 + 1.0);
+                        let add = weight / (rank as f64 + 1.0);
                         match expected.iter_mut().find(|e| e.0 == h.fact.uuid) {
                             Some(e) => e.1 += add,
                             None => {
@@ -227,6 +230,46 @@ mod rrf {
         let (got, ft, vec) =
             assert_hybrid_is_the_fusion(&w, SearchRequest::new(q, only_text).history()).await;
         assert!(!got.is_empty() && ft > 0 && vec == 0);
+    }
+
+    #[tokio::test]
+    async fn a_weighted_fulltext_list_is_fused_with_its_weight() {
+        let w = world("gsrr-rrfw").await;
+        let q = "Alice works in Paris";
+        let weighted = |weight: f64| SearchConfig {
+            facts: Some(
+                ScopeConfig::new(Methods::HYBRID, RerankerKind::Rrf)
+                    .min_similarity(-1.0)
+                    .fulltext_weight(weight),
+            ),
+            ..facts_with(Methods::HYBRID, RerankerKind::Rrf)
+        };
+        let mut orders = Vec::new();
+        for weight in [0.25, 0.75, 1.0, 4.0] {
+            let (got, ft, vec) =
+                assert_hybrid_is_the_fusion(&w, SearchRequest::new(q, weighted(weight)).history())
+                    .await;
+            assert!(got.len() >= 3 && ft >= 2 && vec >= 2, "{got:?}");
+            orders.push(got);
+        }
+        // The weight moves the order: a fulltext-heavy and a vector-heavy fusion differ.
+        assert_ne!(orders[0], orders[3]);
+        // Out of range: refused naming the field, before any call.
+        for bad in [0.0, -1.0, 10.5, f64::NAN] {
+            let err = search::search(
+                &w.g.db,
+                &w.g.name,
+                &SearchRequest::new(q, weighted(bad)),
+                Some(&w.emb),
+                None,
+            )
+            .await
+            .unwrap_err();
+            assert!(
+                err.to_string().contains("config.facts.fulltext_weight"),
+                "{err}"
+            );
+        }
     }
 }
 

@@ -62,7 +62,8 @@ impl Methods {
 /// better"; see `rerank` for the exact formulas.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RerankerKind {
-    /// Reciprocal rank fusion of the methods' lists: Σ 1 / (rank + 1), rank from 0.
+    /// Reciprocal rank fusion of the methods' lists: Σ w / (rank + 1), rank from 0,
+    /// `w` the list's weight ([`ScopeConfig::fulltext_weight`] for fulltext, else 1).
     Rrf,
     /// Maximal marginal relevance (greedy) with this λ in `[0, 1]`: 1 is pure
     /// relevance, 0 pure diversity. Needs the query embedding.
@@ -94,6 +95,12 @@ pub struct ScopeConfig {
     /// Hops of the breadth-first walk, `1..=``MAX_BFS_DEPTH`; also the farthest
     /// distance [`RerankerKind::NodeDistance`] measures.
     pub bfs_max_depth: u32,
+    /// The weight of the fulltext list in the reciprocal rank fusion that every
+    /// reranker starts from: a fulltext hit at rank `r` (from 0) adds
+    /// `fulltext_weight / (r + 1)`, a vector or breadth-first hit `1 / (r + 1)`.
+    /// Greater than 0, at most 10; default 1 (Graphiti's unweighted RRF). Only the
+    /// order of fused lists changes: a list fused with nothing keeps its own scores.
+    pub fulltext_weight: f64,
 }
 
 impl ScopeConfig {
@@ -101,6 +108,10 @@ impl ScopeConfig {
     pub const DEFAULT_MIN_SIMILARITY: f64 = 0.2;
     /// Default breadth-first depth (Graphiti's).
     pub const DEFAULT_BFS_DEPTH: u32 = 3;
+    /// Default weight of the fulltext list in the fusion (Graphiti's: unweighted).
+    pub const DEFAULT_FULLTEXT_WEIGHT: f64 = 1.0;
+    /// The largest [`ScopeConfig::fulltext_weight`] accepted.
+    pub const MAX_FULLTEXT_WEIGHT: f64 = 10.0;
 
     /// `methods` ordered by `reranker`, with the default cut-off and depth.
     pub const fn new(methods: Methods, reranker: RerankerKind) -> ScopeConfig {
@@ -109,6 +120,7 @@ impl ScopeConfig {
             reranker,
             min_similarity: Self::DEFAULT_MIN_SIMILARITY,
             bfs_max_depth: Self::DEFAULT_BFS_DEPTH,
+            fulltext_weight: Self::DEFAULT_FULLTEXT_WEIGHT,
         }
     }
 
@@ -121,6 +133,12 @@ impl ScopeConfig {
     /// The same configuration with another breadth-first depth.
     pub const fn bfs_max_depth(mut self, depth: u32) -> ScopeConfig {
         self.bfs_max_depth = depth;
+        self
+    }
+
+    /// The same configuration with another fulltext weight in the fusion.
+    pub const fn fulltext_weight(mut self, weight: f64) -> ScopeConfig {
+        self.fulltext_weight = weight;
         self
     }
 }
@@ -249,6 +267,15 @@ fn check_scope(name: &str, s: &ScopeConfig) -> Result<()> {
         return Err(Error::invalid(
             field("min_similarity"),
             "must be a cosine similarity between -1 and 1",
+        ));
+    }
+    if !(s.fulltext_weight > 0.0 && s.fulltext_weight <= ScopeConfig::MAX_FULLTEXT_WEIGHT) {
+        return Err(Error::invalid(
+            field("fulltext_weight"),
+            format!(
+                "must be a number greater than 0 and at most {}",
+                ScopeConfig::MAX_FULLTEXT_WEIGHT
+            ),
         ));
     }
     if !(1..=MAX_BFS_DEPTH).contains(&s.bfs_max_depth) {

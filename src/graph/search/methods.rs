@@ -536,6 +536,7 @@ fn fact_tail(w: &Where) -> String {
 ///
 /// The fusion is [`rrf_fusion`], [`rerank::rrf`](super::rerank) exactly. `None` when
 /// an index it needs is missing: the per-method path tolerates that.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn fact_hybrid_rrf(
     ctx: Ctx<'_>,
     q: Option<&str>,
@@ -544,6 +545,7 @@ pub(crate) async fn fact_hybrid_rrf(
     min_sim: f64,
     min_score: f64,
     limit: usize,
+    ft_weight: f64,
 ) -> Result<Option<Vec<FactHit>>> {
     let w = ctx.filters.fact_where(ctx.now);
     let ft = match q {
@@ -568,7 +570,8 @@ pub(crate) async fn fact_hybrid_rrf(
             sources = fact_sources(&w, ", pos"),
         )
     };
-    let params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit);
+    let params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit)
+        .set("w_ft", ft_weight);
     let indices = [
         (q.is_some(), Index::Fulltext("RELATES_TO", false)),
         (v.is_some(), fact_vector_index(ctx)),
@@ -583,13 +586,14 @@ pub(crate) async fn fact_hybrid_rrf(
 /// a hybrid one statement has collected, exactly as [`rerank::rrf`](super::rerank)
 /// fuses: each candidate carries its position of first appearance (`2 × rank +
 /// method`, fulltext first), so equal fused scores keep the client's order; when only
-/// one list found anything, its own scores and order stand. Then the minimum score
-/// and the limit, binding `var`, `score` and `pos`.
+/// one list found anything, its own scores and order stand. A fulltext rank adds
+/// `$w_ft / (rank + 1)` (the scope's fulltext weight), a vector rank `1 / (rank + 1)`.
+/// Then the minimum score and the limit, binding `var`, `score` and `pos`.
 fn rrf_fusion(var: &str) -> String {
     format!(
         "WITH ft, vec, size(ft) > 0 AND size(vec) > 0 AS fuse \
          UNWIND [i IN range(0, size(ft) - 1) | \
-                   [ft[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE ft[i][1] END, 2 * i]] \
+                   [ft[i][0], CASE WHEN fuse THEN $w_ft / (i + 1) ELSE ft[i][1] END, 2 * i]] \
               + [i IN range(0, size(vec) - 1) | \
                    [vec[i][0], CASE WHEN fuse THEN 1.0 / (i + 1) ELSE vec[i][1] END, 2 * i + 1]] \
               AS c \
@@ -908,6 +912,7 @@ pub(crate) async fn episode_vector(
 /// the minimum score and the limit, in one round trip instead of two. `None` under a
 /// source selection (the vector method ranks the selected episodes exactly instead)
 /// or when an index it needs is missing: the per-method path handles both.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn episode_hybrid_rrf(
     ctx: Ctx<'_>,
     q: Option<&str>,
@@ -916,6 +921,7 @@ pub(crate) async fn episode_hybrid_rrf(
     min_sim: f64,
     min_score: f64,
     limit: usize,
+    ft_weight: f64,
 ) -> Result<Option<Vec<EpisodeHit>>> {
     if ctx.filters.selects_sources() {
         return Ok(None);
@@ -953,7 +959,8 @@ pub(crate) async fn episode_hybrid_rrf(
             fused = rrf_fusion("e"),
         )
     };
-    let params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit);
+    let params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit)
+        .set("w_ft", ft_weight);
     let indices = [
         (q.is_some(), Index::Fulltext("Episodic", true)),
         (v.is_some(), Index::Vector(EPISODE_INDEX)),

@@ -2,8 +2,10 @@
 //! they need — similarities, distances, mention counts — is done beforehand, in one
 //! statement each, by [`methods`](super::methods)).
 //!
-//! * **RRF**: each candidate scores Σ 1 / (rank + 1) over the lists it is in
-//!   (rank from 0, Graphiti's `rank_const = 1`). Ties keep the order of first
+//! * **RRF**: each candidate scores Σ w / (rank + 1) over the lists it is in
+//!   (rank from 0, Graphiti's `rank_const = 1`; `w` is the list's weight: the
+//!   scope's [`fulltext_weight`](super::ScopeConfig::fulltext_weight) for the fulltext
+//!   list, 1 for the others, so by default Graphiti's unweighted sum). Ties keep the order of first
 //!   appearance, reading the lists rank by rank in method order (fulltext, vector,
 //!   breadth-first). When only one method found anything, there is nothing to fuse:
 //!   its order and its own scores stand (cosine similarity for vector, the fulltext
@@ -36,9 +38,10 @@ use uuid::Uuid;
 
 use super::results::Hit;
 
-/// Reciprocal rank fusion of `lists` (see the module docs).
-pub(crate) fn rrf<T: Hit>(lists: Vec<Vec<T>>) -> Vec<T> {
-    let mut lists: Vec<Vec<T>> = lists.into_iter().filter(|l| !l.is_empty()).collect();
+/// Reciprocal rank fusion of `lists`, each with its weight (see the module docs).
+pub(crate) fn rrf<T: Hit>(lists: Vec<(Vec<T>, f64)>) -> Vec<T> {
+    let (mut lists, weights): (Vec<Vec<T>>, Vec<f64>) =
+        lists.into_iter().filter(|(l, _)| !l.is_empty()).unzip();
     if lists.len() <= 1 {
         // One list: nothing to fuse; its order and the method's own scores stand.
         return lists.pop().unwrap_or_default();
@@ -51,11 +54,11 @@ pub(crate) fn rrf<T: Hit>(lists: Vec<Vec<T>>) -> Vec<T> {
         .map(|l| l.into_iter().map(Some).collect())
         .collect();
     for rank in 0..longest {
-        for list in lists.iter_mut() {
+        for (list, weight) in lists.iter_mut().zip(&weights) {
             let Some(hit) = list.get_mut(rank).and_then(Option::take) else {
                 continue;
             };
-            let add = 1.0 / (rank as f64 + 1.0);
+            let add = weight / (rank as f64 + 1.0);
             match slot.get(&hit.uuid()) {
                 Some(&i) => fused[i].1 += add,
                 None => {
@@ -186,11 +189,29 @@ mod tests {
         // Lists: [1, 2, 3] and [3, 4]. Scores: 1 → 1, 2 → 1/2, 3 → 1/3 + 1 = 4/3, 4 → 1/2.
         let a = vec![H(u[0], 0.0), H(u[1], 0.0), H(u[2], 0.0)];
         let b = vec![H(u[2], 0.0), H(u[3], 0.0)];
-        let out = rrf(vec![a, b]);
+        let out = rrf(vec![(a, 1.0), (b, 1.0)]);
         let order: Vec<Uuid> = out.iter().map(|h| h.0).collect();
         assert_eq!(order, vec![u[2], u[0], u[1], u[3]]);
         assert!((out[0].1 - 4.0 / 3.0).abs() < 1e-12);
         assert!((out[2].1 - 0.5).abs() < 1e-12 && (out[3].1 - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn weighted_rrf_scales_each_list_by_its_weight() {
+        let u = ids(3);
+        // Lists [1, 2] weighing 0.5 and [2, 3] weighing 1. Scores: 1 → 0.5,
+        // 2 → 0.25 + 1 = 1.25, 3 → 0.5; 1 and 3 tie, 1 appeared first.
+        let a = vec![H(u[0], 0.0), H(u[1], 0.0)];
+        let b = vec![H(u[1], 0.0), H(u[2], 0.0)];
+        let out = rrf(vec![(a.clone(), 0.5), (b.clone(), 1.0)]);
+        let order: Vec<Uuid> = out.iter().map(|h| h.0).collect();
+        assert_eq!(order, vec![u[1], u[0], u[2]]);
+        assert!((out[0].1 - 1.25).abs() < 1e-12 && (out[1].1 - 0.5).abs() < 1e-12);
+        // Unweighted, 1 would score 1 and beat 3 (1/2) by more than a tie.
+        assert!((rrf(vec![(a, 1.0), (b, 1.0)])[1].1 - 1.0).abs() < 1e-12);
+        // A list fused with nothing keeps its own scores, whatever its weight.
+        let alone = rrf(vec![(vec![H(u[0], 0.7)], 0.5), (Vec::new(), 1.0)]);
+        assert!((alone[0].1 - 0.7).abs() < 1e-12);
     }
 
     #[test]

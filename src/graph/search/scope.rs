@@ -85,6 +85,7 @@ pub(crate) trait ScopeKind {
         _min_sim: f64,
         _min_score: f64,
         _limit: usize,
+        _ft_weight: f64,
     ) -> impl Future<Output = Result<Option<Vec<Self::Hit>>>> + Send {
         async { Ok(None) }
     }
@@ -143,6 +144,7 @@ impl ScopeKind for Facts {
         async { Ok(Some(counts)) }
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn one_statement(
         ctx: Ctx<'_>,
         q: Option<&str>,
@@ -151,6 +153,7 @@ impl ScopeKind for Facts {
         min_sim: f64,
         min_score: f64,
         limit: usize,
+        ft_weight: f64,
     ) -> Result<Option<Vec<FactHit>>> {
         // A source selection (writers, episodes) may need the exact fallback of the
         // vector method, which the one statement has no room for: it takes the
@@ -159,7 +162,7 @@ impl ScopeKind for Facts {
             return Ok(None);
         }
         // `None` when an index is missing, which the per-method path tolerates.
-        methods::fact_hybrid_rrf(ctx, q, v, n, min_sim, min_score, limit).await
+        methods::fact_hybrid_rrf(ctx, q, v, n, min_sim, min_score, limit, ft_weight).await
     }
 }
 
@@ -241,6 +244,7 @@ impl ScopeKind for Episodes {
         methods::episode_vector(ctx, v, n, min_sim)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn one_statement(
         ctx: Ctx<'_>,
         q: Option<&str>,
@@ -249,9 +253,10 @@ impl ScopeKind for Episodes {
         min_sim: f64,
         min_score: f64,
         limit: usize,
+        ft_weight: f64,
     ) -> impl Future<Output = Result<Option<Vec<EpisodeHit>>>> + Send {
         // `None` under a source selection or without an index: the per-method path.
-        methods::episode_hybrid_rrf(ctx, q, v, n, min_sim, min_score, limit)
+        methods::episode_hybrid_rrf(ctx, q, v, n, min_sim, min_score, limit, ft_weight)
     }
 }
 
@@ -326,7 +331,17 @@ impl Scope<'_> {
         if cfg.reranker == RerankerKind::Rrf
             && !m.bfs
             && let Some(hits) =
-                S::one_statement(ctx, text, vector, n, cfg.min_similarity, min_score, limit).await?
+                S::one_statement(
+                    ctx,
+                    text,
+                    vector,
+                    n,
+                    cfg.min_similarity,
+                    min_score,
+                    limit,
+                    cfg.fulltext_weight,
+                )
+                .await?
         {
             return Ok(hits);
         }
@@ -340,15 +355,16 @@ impl Scope<'_> {
                 S::vector(ctx, vector.unwrap_or_default(), n, cfg.min_similarity)
             ),
         )?;
-        let mut lists = vec![ft, vec];
+        let mut lists = vec![(ft, cfg.fulltext_weight), (vec, 1.0)];
         if m.bfs {
             let origins = if self.request.bfs_origins.is_empty() {
-                let set: BTreeSet<Uuid> = lists.iter().flatten().flat_map(S::nodes).collect();
+                let set: BTreeSet<Uuid> =
+                    lists.iter().flat_map(|(l, _)| l).flat_map(S::nodes).collect();
                 set.into_iter().collect()
             } else {
                 self.request.bfs_origins.clone()
             };
-            lists.push(S::bfs(ctx, &origins, cfg.bfs_max_depth, n).await?);
+            lists.push((S::bfs(ctx, &origins, cfg.bfs_max_depth, n).await?, 1.0));
         }
         let fused = rerank::rrf(lists);
         let ordered = match cfg.reranker {
