@@ -5,7 +5,7 @@
 //! `tokenizers` crate; the output is what sentence-transformers
 //! computes for this model (its `modules.json`): the BERT encoder's last hidden state,
 //! mean-pooled over the attention mask, then L2-normalised — 384 numbers per text.
-//! A call of one short text (at most [`QUANTIZED_MAX_TOKENS`] word pieces: a search
+//! A call of one short text (at most 16 word pieces: a search
 //! query) runs with the linear weights quantised to 8 bits at load (about twice as
 //! fast; cosine ≥ 0.999 to the f32 vector measured); everything else in f32.
 //! Inputs are cut at 256 word pieces (the model's `max_seq_length`). Inference is
