@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use gralkor::llm::Embedder;
-use gralkor::llm::local::{LocalEmbedder, LocalModelConfig};
+use gralkor::llm::local::{LocalEmbedder, LocalModelConfig, Precision};
 
 const SUBJECTS: [&str; 8] = [
     "Ada",
@@ -71,6 +71,21 @@ fn peak_rss() -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// User + system CPU time of the process so far (all threads), from /proc (ticks).
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|f| f.parse::<u64>().ok()))
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -123,6 +138,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         percentile(&times, 0.95),
         percentile(&times, 0.99)
     );
+    // Each path on its own, by input length: wall time and the process's CPU time
+    // (all threads) per text, one text per call.
+    let filler = "and then we talked about the weather in Lisbon for a while";
+    for words in [6usize, 20, 60, 200] {
+        let text: String = (0..words)
+            .map(|i| filler.split(' ').nth(i % 12).unwrap())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let runs = (queries * 12 / words.max(12)).max(20);
+        for precision in [Precision::Full, Precision::Quantized] {
+            let one = [text.clone()];
+            embedder.embed_blocking_at(&one, precision)?;
+            let mut times = Vec::with_capacity(runs);
+            let cpu0 = cpu_time();
+            for _ in 0..runs {
+                let start = Instant::now();
+                embedder.embed_blocking_at(&one, precision)?;
+                times.push(start.elapsed());
+            }
+            let cpu = (cpu_time() - cpu0) / runs as u32;
+            times.sort();
+            println!(
+                "{precision:?} {words} words ({runs} runs): p50 {:.2?}, p95 {:.2?}, cpu/text {cpu:.2?}",
+                percentile(&times, 0.50),
+                percentile(&times, 0.95)
+            );
+        }
+    }
     println!("peak memory (VmHWM): {}", peak_rss());
     Ok(())
 }

@@ -8,8 +8,9 @@
 //! Written here rather than taken from `candle-transformers`, whose one crate holds
 //! every model candle ships and was most of the feature's cold build.
 
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{D, DType, Module, Result, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
+use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm};
 use serde::Deserialize;
 
 /// The fields of a BERT `config.json` the encoder needs.
@@ -26,14 +27,59 @@ pub(crate) struct BertConfig {
     pub layer_norm_eps: f64,
 }
 
+/// How the layers' matrix products are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// f32 weights (candle's gemm): exactly what sentence-transformers computes.
+    Full,
+    /// The same weights quantised once at load to 8 bits per weight in blocks of 32
+    /// (GGML's Q8_0, an f16 scale per block), the activations likewise per product:
+    /// integer dot kernels that read a quarter of the bytes and never repack the
+    /// weights, which is most of a short input's cost in f32.
+    Quantized,
+}
+
+/// A linear layer held both ways: the f32 weight and its Q8_0 copy (a quarter of
+/// its size), with the one bias.
+struct Proj {
+    full: Linear,
+    quantized: QMatMul,
+    bias: Tensor,
+}
+
+impl Proj {
+    fn new(weight: Tensor, bias: Tensor) -> Result<Proj> {
+        let quantized = QMatMul::from_qtensor(QTensor::quantize(&weight, GgmlDType::Q8_0)?)?;
+        Ok(Proj {
+            full: Linear::new(weight, Some(bias.clone())),
+            quantized,
+            bias,
+        })
+    }
+
+    fn load(vb: VarBuilder<'_>, inputs: usize, outputs: usize) -> Result<Proj> {
+        Proj::new(
+            vb.get((outputs, inputs), "weight")?,
+            vb.get(outputs, "bias")?,
+        )
+    }
+
+    fn forward(&self, x: &Tensor, precision: Precision) -> Result<Tensor> {
+        match precision {
+            Precision::Full => self.full.forward(x),
+            Precision::Quantized => self.quantized.forward(x)?.broadcast_add(&self.bias),
+        }
+    }
+}
+
 struct Layer {
     /// The query, key and value projections as one `(3 × hidden, hidden)` linear
     /// layer: one matrix product per layer instead of three.
-    qkv: Linear,
-    attention_out: Linear,
+    qkv: Proj,
+    attention_out: Proj,
     attention_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
+    intermediate: Proj,
+    output: Proj,
     output_norm: LayerNorm,
 }
 
@@ -93,16 +139,16 @@ impl Bert {
                 Ok((p.get((h, h), "weight")?, p.get(h, "bias")?))
             };
             let (q, k, v) = (part("query")?, part("key")?, part("value")?);
-            let qkv = Linear::new(
+            let qkv = Proj::new(
                 Tensor::cat(&[&q.0, &k.0, &v.0], 0)?,
-                Some(Tensor::cat(&[&q.1, &k.1, &v.1], 0)?),
-            );
+                Tensor::cat(&[&q.1, &k.1, &v.1], 0)?,
+            )?;
             layers.push(Layer {
                 qkv,
-                attention_out: linear(h, h, a.pp("output.dense"))?,
+                attention_out: Proj::load(a.pp("output.dense"), h, h)?,
                 attention_norm: layer_norm(h, eps, a.pp("output.LayerNorm"))?,
-                intermediate: linear(h, config.intermediate_size, l.pp("intermediate.dense"))?,
-                output: linear(config.intermediate_size, h, l.pp("output.dense"))?,
+                intermediate: Proj::load(l.pp("intermediate.dense"), h, config.intermediate_size)?,
+                output: Proj::load(l.pp("output.dense"), config.intermediate_size, h)?,
                 output_norm: layer_norm(h, eps, l.pp("output.LayerNorm"))?,
             });
         }
@@ -118,9 +164,14 @@ impl Bert {
     }
 
     /// The last hidden state, `(batch, len, hidden)`, of `ids` (`(batch, len)`, u32)
-    /// with `mask` (`(batch, len)`, 1 for a token, 0 for padding). Token type 0
-    /// everywhere.
-    pub(crate) fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    /// with `mask` (`(batch, len)`, 1 for a token, 0 for padding), the linear layers
+    /// computed at `precision`. Token type 0 everywhere.
+    pub(crate) fn forward(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        precision: Precision,
+    ) -> Result<Tensor> {
         let (batch, len) = ids.dims2()?;
         let positions = Tensor::arange(0u32, len as u32, ids.device())?;
         let types = Tensor::zeros(len, DType::U32, ids.device())?;
@@ -139,7 +190,7 @@ impl Bert {
                     .transpose(1, 2)?
                     .contiguous()
             };
-            let qkv = layer.qkv.forward(&h)?; // (batch, len, 3 × hidden)
+            let qkv = layer.qkv.forward(&h, precision)?; // (batch, len, 3 × hidden)
             let hidden = self.heads * self.head_dim;
             let q = heads(qkv.narrow(D::Minus1, 0, hidden)?)?;
             let k = heads(qkv.narrow(D::Minus1, hidden, hidden)?)?;
@@ -153,11 +204,14 @@ impl Bert {
             ))?;
             let attended = layer
                 .attention_norm
-                .forward(&(layer.attention_out.forward(&context)? + &h)?)?;
-            let inner = layer.intermediate.forward(&attended)?.gelu_erf()?;
+                .forward(&(layer.attention_out.forward(&context, precision)? + &h)?)?;
+            let inner = layer
+                .intermediate
+                .forward(&attended, precision)?
+                .gelu_erf()?;
             h = layer
                 .output_norm
-                .forward(&(layer.output.forward(&inner)? + &attended)?)?;
+                .forward(&(layer.output.forward(&inner, precision)? + &attended)?)?;
         }
         Ok(h)
     }
