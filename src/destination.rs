@@ -53,7 +53,7 @@
 use std::fmt;
 
 mod default_group;
-pub use default_group::{DEFAULT_GROUP_MEMBERS_VAR, DEFAULT_GROUP_VAR, DefaultGroup};
+pub use default_group::DefaultGroup;
 
 use crate::storage::GraphId;
 use crate::{Error, Result};

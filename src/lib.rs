@@ -37,6 +37,10 @@
 //!
 //! Each room imports only from rooms below it (re-exports in this file and the shared
 //! [`Error`] aside), so there is no import circle; `tests/client/layers.rs` checks it.
+//! The bottom rooms — the [`Error`], `vocab`, [`ontology`] and the [`storage`] port —
+//! are a crate of their own, `gralkor-core` (re-exported here at the same paths),
+//! which does not depend on this one: the compiler keeps the port from naming the
+//! engine or an adapter.
 //!
 //! ```text
 //!  agent     agent                       turns, transcripts, capture buffer, recall,

@@ -214,19 +214,12 @@ internal_item!(
     }
 );
 
-/// A timestamp as fact lines show it: seconds precision, UTC written `+0`
-/// (`2024-05-01T12:00:00+0`).
-pub fn format_timestamp(at: Timestamp) -> String {
-    let text = at.to_rfc3339();
-    let without_fraction = match (text.find('.'), text.rfind(['Z', '+', '-'])) {
-        (Some(dot), Some(zone)) if zone > dot => format!("{}{}", &text[..dot], &text[zone..]),
-        _ => text,
-    };
-    match without_fraction.strip_suffix('Z') {
-        Some(base) => format!("{base}+0"),
-        None => without_fraction,
+internal_item!(
+    /// A timestamp as fact lines show it ([`Timestamp::to_fact_text`]).
+    pub fn format_timestamp(at: Timestamp) -> String {
+        at.to_fact_text()
     }
-}
+);
 
 internal_item!(
     /// One fact as a readable line: `- <fact>`, then ` (created …)`, ` (valid from …)`,

@@ -9,9 +9,9 @@ use crate::access::{Authorizer, ObjectRef, Relation, Relationship, RelationshipF
 use crate::{Error, Result};
 
 /// The variable naming the default group ([`DefaultGroup::from_lookup`]).
-pub const DEFAULT_GROUP_VAR: &str = "GRALKOR_DEFAULT_GROUP";
+pub(crate) const DEFAULT_GROUP_VAR: &str = "GRALKOR_DEFAULT_GROUP";
 /// The variable listing the default group's startup members: `person:ID,agent:ID,…`.
-pub const DEFAULT_GROUP_MEMBERS_VAR: &str = "GRALKOR_DEFAULT_GROUP_MEMBERS";
+pub(crate) const DEFAULT_GROUP_MEMBERS_VAR: &str = "GRALKOR_DEFAULT_GROUP_MEMBERS";
 
 /// A default group: a shared Destination (its name is its group and logical graph
 /// id) and the subjects who are its members from startup.
@@ -55,8 +55,8 @@ pub struct DefaultGroup {
 
 impl DefaultGroup {
     /// The default group the settings name, read through `lookup` (a variable name →
-    /// its value; blank values count as unset): [`DEFAULT_GROUP_VAR`] and
-    /// [`DEFAULT_GROUP_MEMBERS_VAR`]. `None` when no group is named; members without
+    /// its value; blank values count as unset): `GRALKOR_DEFAULT_GROUP` and
+    /// `GRALKOR_DEFAULT_GROUP_MEMBERS`. `None` when no group is named; members without
     /// a group, an entry that is not `person:ID` or `agent:ID`, or a name that cannot
     /// be a default group are configuration errors naming the variable (and the
     /// entry's index).

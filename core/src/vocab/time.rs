@@ -56,6 +56,27 @@ impl Timestamp {
         self.to_string()
     }
 
+    /// The form fact lines show: seconds precision, UTC written `+0`
+    /// (`2024-05-01T12:00:00+0`).
+    ///
+    /// ```
+    /// use gralkor::storage::Timestamp;
+    ///
+    /// let at: Timestamp = "2024-05-01T12:00:00.250Z".parse().unwrap();
+    /// assert_eq!(at.to_fact_text(), "2024-05-01T12:00:00+0");
+    /// ```
+    pub fn to_fact_text(self) -> String {
+        let text = self.to_rfc3339();
+        let without_fraction = match (text.find('.'), text.rfind(['Z', '+', '-'])) {
+            (Some(dot), Some(zone)) if zone > dot => format!("{}{}", &text[..dot], &text[zone..]),
+            _ => text,
+        };
+        match without_fraction.strip_suffix('Z') {
+            Some(base) => format!("{base}+0"),
+            None => without_fraction,
+        }
+    }
+
     /// Parses RFC 3339 (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`); `t`, `z` and a space
     /// separator are accepted too. Digits after the sixth fractional one are dropped.
     pub fn parse_rfc3339(s: &str) -> Result<Timestamp> {

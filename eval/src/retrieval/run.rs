@@ -30,7 +30,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gralkor::Client;
-use gralkor::agent::format::format_timestamp;
 use gralkor::agent::recall::{RecallOptions, recall, render_block};
 use gralkor::agent::transcript::{MemoryFilter, format_transcript};
 use gralkor::client::{Content, Ingest, OperatorId};
@@ -448,7 +447,7 @@ async fn answer(model: &dyn LanguageModel, q: &Question, block: &str) -> Result<
         }),
     );
     let when = q.date.map_or_else(String::new, |d| {
-        format!("The question is asked on {}.\n", format_timestamp(d))
+        format!("The question is asked on {}.\n", d.to_fact_text())
     });
     let request = GenerateRequest::new(schema)
         .system(ANSWER_SYSTEM)
