@@ -197,6 +197,11 @@ impl Where {
             .collect()
     }
 
+    /// Whether there is no condition.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.conditions.is_empty()
+    }
+
     /// `WHERE cond AND …`, or nothing.
     pub(crate) fn where_clause(&self) -> String {
         if self.conditions.is_empty() {

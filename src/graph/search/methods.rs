@@ -85,6 +85,7 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::filters::{SearchFilters, Where};
+use super::lexical;
 use super::results::{
     COMMUNITY_COLUMNS, CommunityHit, ENTITY_COLUMNS, EPISODE_COLUMNS, EntityHit, EpisodeHit,
     FACT_COLUMNS, FactHit, community_hit, entity_hit, episode_hit, fact_hit,
@@ -116,7 +117,7 @@ pub(crate) struct Ctx<'a> {
 
 /// The index a method reads, to tell "index missing" from other failures.
 #[derive(Clone, Copy)]
-enum Index {
+pub(crate) enum Index {
     Fulltext(&'static str, bool),
     Vector(VectorSource),
     None,
@@ -296,6 +297,16 @@ async fn read(
     }
 }
 
+/// [`read`] of a statement that reads no vector index.
+pub(crate) async fn read_fixed(
+    ctx: Ctx<'_>,
+    index: Index,
+    query: &str,
+    params: &Params,
+) -> Result<Vec<BTreeMap<String, Value>>> {
+    read(ctx, index, &fixed(query), params).await
+}
+
 /// The exact-scan rerun of a statement whose vector index call failed: its rows, or
 /// the index call's own error `first` when the scan fails too.
 async fn scanned(
@@ -394,7 +405,7 @@ fn fact_vector_clauses(ctx: Ctx<'_>, w: &Where, access: Access) -> String {
 /// the module docs), unless the filters name the facts or `all` matches are asked for.
 fn fact_fulltext_clauses(ctx: Ctx<'_>, w: &Where, all: bool) -> String {
     let matches = fulltext_matches(
-        "CALL db.idx.fulltext.queryRelationships('RELATES_TO', $q) YIELD relationship, score",
+        &lexical::FACTS.call(),
         "relationship",
         "f",
         w,
@@ -495,8 +506,9 @@ pub(crate) async fn fact_vector(
 /// the module docs).
 pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<FactHit>> {
     let w = ctx.filters.fact_where(ctx.now);
-    let index = Index::Fulltext("RELATES_TO", false);
-    let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
+    let index = lexical::FACTS.index();
+    let postings = lexical::postings(ctx, lexical::FACTS, q).await?;
+    let params = with(&w).set("k", index_k(n)).set("n", int(n));
     if w.selects_sources() && named_facts(ctx.filters).is_none() {
         let query = format!(
             "{} {}",
@@ -504,19 +516,48 @@ pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec
             fact_tail(&w)
         );
         for k in [index_k(n), index_k(n * WRITER_WIDEN)] {
-            let rows = read(ctx, index, &fixed(&query), &params.clone().set("k", k)).await?;
+            let Some(lex) = postings.pool(usize::try_from(k).ok()) else {
+                return Ok(Vec::new());
+            };
+            let params = lex.params(params.clone().set("k", k));
+            let rows = read(ctx, index, &fixed(&query), &params).await?;
             if rows.len() >= n {
                 return rows.iter().map(fact_hit).collect();
             }
         }
     }
+    let every = w.selects_sources() || named_facts(ctx.filters).is_some();
+    let Some(lex) = postings.pool(pool(every, n)) else {
+        return Ok(Vec::new());
+    };
     let query = format!(
         "{} {}",
         fact_fulltext_clauses(ctx, &w, w.selects_sources()),
         fact_tail(&w)
     );
-    let rows = read(ctx, index, &fixed(&query), &params).await?;
+    let rows = read(ctx, index, &fixed(&query), &lex.params(params)).await?;
     rows.iter().map(fact_hit).collect()
+}
+
+/// How many matches a fulltext method's lexical pool keeps: every one when the
+/// filters run on every match (`every`), else the best `k` the statement keeps.
+fn pool(every: bool, n: usize) -> Option<usize> {
+    (!every).then(|| usize::try_from(index_k(n)).unwrap_or(usize::MAX))
+}
+
+/// The lexical pool of the sanitised query `q` over `target` for a one-statement
+/// hybrid path (`None`: no query, or nothing matched).
+async fn hybrid_lexical(
+    ctx: Ctx<'_>,
+    target: lexical::Target,
+    q: Option<&str>,
+    every: bool,
+    n: usize,
+) -> Result<Option<lexical::Lexical>> {
+    match q {
+        None => Ok(None),
+        Some(q) => Ok(lexical::postings(ctx, target, q).await?.pool(pool(every, n))),
+    }
 }
 
 /// The clauses that end a fact method's statement, with `f` and `score` bound: the
@@ -548,6 +589,8 @@ pub(crate) async fn fact_hybrid_rrf(
     ft_weight: f64,
 ) -> Result<Option<Vec<FactHit>>> {
     let w = ctx.filters.fact_where(ctx.now);
+    let lex = hybrid_lexical(ctx, lexical::FACTS, q, named_facts(ctx.filters).is_some(), n).await?;
+    let q = lex.as_ref().map(|l| l.cover.as_str());
     let ft = match q {
         Some(_) => format!(
             "CALL {{ {} RETURN collect([f, score]) AS ft }}",
@@ -570,8 +613,11 @@ pub(crate) async fn fact_hybrid_rrf(
             sources = fact_sources(&w, ", pos"),
         )
     };
-    let params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit)
+    let mut params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit)
         .set("w_ft", ft_weight);
+    if let Some(lex) = &lex {
+        params = lex.params(params);
+    }
     let indices = [
         (q.is_some(), Index::Fulltext("RELATES_TO", false)),
         (v.is_some(), fact_vector_index(ctx)),
@@ -785,15 +831,14 @@ pub(crate) async fn entity_vector(
 /// Entities matching the fulltext query `q` on name and summary, best first.
 pub(crate) async fn entity_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<EntityHit>> {
     let w = ctx.filters.entity_where();
-    let matches = fulltext_matches(
-        "CALL db.idx.fulltext.queryNodes('Entity', $q) YIELD node, score",
-        "node",
-        "n",
-        &w,
-        named_entities(ctx.filters).is_some(),
-    );
+    let every = named_entities(ctx.filters).is_some();
+    let postings = lexical::postings(ctx, lexical::ENTITIES, q).await?;
+    let Some(lex) = postings.pool(pool(every, n)) else {
+        return Ok(Vec::new());
+    };
+    let matches = fulltext_matches(&lexical::ENTITIES.call(), "node", "n", &w, every);
     let query = format!("{matches} RETURN {ENTITY_COLUMNS} ORDER BY score DESC, uuid LIMIT $n");
-    let params = with(&w).set("q", q).set("k", index_k(n)).set("n", int(n));
+    let params = lex.params(with(&w).set("k", index_k(n)).set("n", int(n)));
     let rows = read(ctx, Index::Fulltext("Entity", true), &fixed(&query), &params).await?;
     rows.iter().map(entity_hit).collect()
 }
@@ -844,14 +889,21 @@ pub(crate) async fn entity_bfs(
 /// a source selection, every match is filtered before the best are kept.
 pub(crate) async fn episode_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<EpisodeHit>> {
     let w = ctx.filters.episode_where();
+    let postings = lexical::postings(ctx, lexical::EPISODES, q).await?;
+    // Every match is filtered before the limit: the pool holds every match when a
+    // condition applies.
+    let Some(lex) = postings.pool(pool(!w.is_empty(), n)) else {
+        return Ok(Vec::new());
+    };
     let query = format!(
-        "CALL db.idx.fulltext.queryNodes('Episodic', $q) YIELD node, score \
+        "{} \
          WITH node AS e, score {} \
          WITH e, score ORDER BY score DESC LIMIT $n \
          RETURN {EPISODE_COLUMNS} ORDER BY score DESC, uuid",
+        lexical::EPISODES.call(),
         w.where_clause()
     );
-    let params = with(&w).set("q", q).set("n", int(n));
+    let params = lex.params(with(&w).set("n", int(n)));
     let rows = read(ctx, Index::Fulltext("Episodic", true), &fixed(&query), &params).await?;
     rows.iter().map(episode_hit).collect()
 }
@@ -928,13 +980,16 @@ pub(crate) async fn episode_hybrid_rrf(
     }
     // The time condition (as of an instant), in both subqueries before their limits.
     let w = ctx.filters.episode_where();
+    let lex = hybrid_lexical(ctx, lexical::EPISODES, q, !w.is_empty(), n).await?;
+    let q = lex.as_ref().map(|l| l.cover.as_str());
     let ft = match q {
         Some(_) => format!(
-            "CALL {{ CALL db.idx.fulltext.queryNodes('Episodic', $q) YIELD node, score \
+            "CALL {{ {} \
              WITH node AS e, score {} \
              WITH e, score ORDER BY score DESC LIMIT $n \
              WITH e, score ORDER BY score DESC, e.uuid \
              RETURN collect([e, score]) AS ft }}",
+            lexical::EPISODES.call(),
             w.where_clause()
         ),
         None => "WITH [] AS ft".to_owned(),
@@ -959,8 +1014,11 @@ pub(crate) async fn episode_hybrid_rrf(
             fused = rrf_fusion("e"),
         )
     };
-    let params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit)
+    let mut params = hybrid_params(with(&w), q, v, n, min_sim, min_score, limit)
         .set("w_ft", ft_weight);
+    if let Some(lex) = &lex {
+        params = lex.params(params);
+    }
     let indices = [
         (q.is_some(), Index::Fulltext("Episodic", true)),
         (v.is_some(), Index::Vector(EPISODE_INDEX)),
@@ -1007,12 +1065,17 @@ pub(crate) async fn community_fulltext(
     q: &str,
     n: usize,
 ) -> Result<Vec<CommunityHit>> {
+    let postings = lexical::postings(ctx, lexical::COMMUNITIES, q).await?;
+    let Some(lex) = postings.pool(pool(false, n)) else {
+        return Ok(Vec::new());
+    };
     let query = format!(
-        "CALL db.idx.fulltext.queryNodes('Community', $q) YIELD node, score \
+        "{} \
          WITH node AS c, score ORDER BY score DESC LIMIT $n \
-         RETURN {COMMUNITY_COLUMNS} ORDER BY score DESC, uuid"
+         RETURN {COMMUNITY_COLUMNS} ORDER BY score DESC, uuid",
+        lexical::COMMUNITIES.call()
     );
-    let params = Params::new().set("q", q).set("n", int(n));
+    let params = lex.params(Params::new().set("n", int(n)));
     let rows = read(ctx, Index::Fulltext("Community", true), &fixed(&query), &params).await?;
     rows.iter().map(community_hit).collect()
 }

@@ -75,6 +75,7 @@
 
 internal_mod!(config);
 internal_mod!(filters);
+mod lexical;
 internal_mod!(methods);
 internal_mod!(rerank);
 internal_mod!(results);
