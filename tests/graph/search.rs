@@ -695,3 +695,130 @@ mod input {
         assert!(w.emb.embedded_texts().is_empty());
     }
 }
+
+/// The fulltext methods rank matches by BM25 (idf of the terms a record matches,
+/// normalised by length), not by FalkorDB's own fulltext score, which ranks a record
+/// matching several query terms below one matching only the rarest of them.
+mod lexical {
+    use super::*;
+    use gralkor::graph::{EntityEdge, EntityNode, Episode, EpisodeState};
+
+    /// A graph of facts with the given texts between two entities; their uuids in order.
+    async fn facts_graph(tag: &str, texts: &[String]) -> (TestGraph, Vec<uuid::Uuid>) {
+        let g = TestGraph::new(tag).await;
+        graph::build_indices(&g.db, &g.name, DIM as u32)
+            .await
+            .unwrap();
+        let (a, b) = (EntityNode::new("Someone"), EntityNode::new("Other"));
+        graph::save_entities(&g.db, &g.name, &[a.clone(), b.clone()])
+            .await
+            .unwrap();
+        let facts: Vec<EntityEdge> = texts
+            .iter()
+            .map(|t| EntityEdge::new(a.uuid, b.uuid, "SAID", t))
+            .collect();
+        for chunk in facts.chunks(200) {
+            graph::save_facts(&g.db, &g.name, chunk).await.unwrap();
+        }
+        (g, facts.iter().map(|f| f.uuid).collect())
+    }
+
+    async fn fulltext_facts(g: &TestGraph, q: &str, limit: usize) -> Vec<uuid::Uuid> {
+        let config = SearchConfig {
+            limit,
+            ..facts_only(Methods::FULLTEXT)
+        };
+        search::search(&g.db, &g.name, &SearchRequest::new(q, config), None, None)
+            .await
+            .unwrap()
+            .facts
+            .iter()
+            .map(|h| h.fact.uuid)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn facts_matching_more_query_terms_rank_above_facts_matching_fewer() {
+        // `pottery` is rarer than `noah`; three facts have both. FalkorDB's own score
+        // put every pottery-only fact above them.
+        let mut texts: Vec<String> = (0..40)
+            .map(|i| format!("Person {i} took a pottery class"))
+            .collect();
+        texts.extend((0..150).map(|i| format!("Noah met friend number {i}")));
+        texts.extend((0..3).map(|i| format!("Noah loves pottery, said witness {i}")));
+        let (g, ids) = facts_graph("gsr-lex-more", &texts).await;
+        let both: Vec<uuid::Uuid> = ids[190..].to_vec();
+        let got = fulltext_facts(&g, "does Noah enjoy pottery", 5).await;
+        assert_eq!(got.len(), 5);
+        let mut top: Vec<uuid::Uuid> = got[..3].to_vec();
+        top.sort();
+        let mut want = both.clone();
+        want.sort();
+        assert_eq!(top, want, "the facts with both terms come first");
+        // Then pottery-only facts (the rarer term) before Noah-only ones.
+        assert!(got[3..].iter().all(|u| ids[..40].contains(u)), "{got:?}");
+    }
+
+    #[tokio::test]
+    async fn a_rare_term_outranks_a_common_one_and_the_shorter_of_equal_matches_comes_first() {
+        let mut texts: Vec<String> = (0..100).map(|i| format!("common word {i}")).collect();
+        texts.push("zebra".to_owned());
+        texts.push(format!(
+            "zebra {}",
+            "and many other words besides ".repeat(8)
+        ));
+        let (g, ids) = facts_graph("gsr-lex-rare", &texts).await;
+        let got = fulltext_facts(&g, "zebra common", 3).await;
+        assert_eq!(
+            got[..2],
+            [ids[100], ids[101]],
+            "rare term first, the short fact first"
+        );
+        assert!(ids[..100].contains(&got[2]));
+    }
+
+    #[tokio::test]
+    async fn episodes_matching_more_query_terms_rank_first() {
+        let g = TestGraph::new("gsr-lex-episodes").await;
+        graph::build_indices(&g.db, &g.name, DIM as u32)
+            .await
+            .unwrap();
+        let t0: gralkor::graph::Timestamp = "2024-01-01T00:00:00Z".parse().unwrap();
+        let mut contents: Vec<String> = (0..20)
+            .map(|i| format!("Session {i}: we talked about the puppy again"))
+            .collect();
+        contents.extend((0..20).map(|i| format!("Session {i}: Lena went hiking")));
+        contents.push("Lena named her puppy Biscuit".to_owned());
+        let mut uuids = Vec::new();
+        for c in &contents {
+            let mut ep = Episode::new(c.as_str(), SourceKind::Message, "chat", t0);
+            ep.state = EpisodeState::Complete;
+            graph::save_episode(&g.db, &g.name, &ep).await.unwrap();
+            uuids.push(ep.uuid);
+        }
+        let config = SearchConfig {
+            facts: None,
+            entities: None,
+            episodes: Some(ScopeConfig::new(Methods::FULLTEXT, RerankerKind::Rrf)),
+            communities: None,
+            limit: 3,
+            min_score: 0.0,
+        };
+        let found = search::search(
+            &g.db,
+            &g.name,
+            &SearchRequest::new("What is Lena's puppy called?", config),
+            None,
+            None,
+        )
+        .await
+        .unwrap()
+        .episodes;
+        assert_eq!(found.len(), 3);
+        assert_eq!(
+            found[0].episode.uuid, uuids[40],
+            "{:?}",
+            found[0].episode.content
+        );
+    }
+}
