@@ -15,7 +15,8 @@
 //!
 //! 1. **Postings** ([`postings`]): for each query term, the ids of the records that
 //!    match it (one procedure call per term, so the index's stemming and tokenizer
-//!    decide what matches, as before), and the number of indexed records `N`.
+//!    decide what matches, as before), and the number of indexed records `N` (the
+//!    index's own count), in one statement.
 //! 2. **Weights** ([`Postings::pool`], in Rust): each term's
 //!    `idf = ln(1 + (N − df + 0.5) / (df + 0.5))`; a record's weight is the sum of the
 //!    idfs of the terms it matches. The pool is the best `pool` records by weight and
@@ -175,34 +176,35 @@ fn terms(q: &str) -> Vec<String> {
     out
 }
 
-/// The postings of the sanitised query `q` over `target`'s index: one statement for
-/// the terms' matches, one for the number of records (both cheap: the procedure walk,
-/// and a count FalkorDB answers from its matrices). No index: no postings.
+/// The postings of the sanitised query `q` over `target`'s index, in one statement:
+/// each term's matching record ids (the procedure's walk) and the index's document
+/// count (`db.indexes()`, which FalkorDB answers from the index's own statistics; a
+/// server that does not report it leaves the number of records matched). No index:
+/// no postings.
 pub(crate) async fn postings(ctx: Ctx<'_>, target: Target, q: &str) -> Result<Postings> {
     let terms = terms(q);
     if terms.is_empty() {
         return Ok(Postings::default());
     }
     let (procedure, label, var) = (target.procedure(), target.label, target.var());
-    let matches = format!(
-        "UNWIND $ft_terms AS ft_t CALL {procedure}('{label}', ft_t) YIELD {var} \
-         RETURN ft_t AS term, collect(id({var})) AS ids"
+    let kind = if target.node { "NODE" } else { "RELATIONSHIP" };
+    let statement = format!(
+        "CALL db.indexes() YIELD label AS ft_l, entitytype AS ft_e, info AS ft_i \
+         WHERE ft_l = '{label}' AND ft_e = '{kind}' \
+         WITH collect(ft_i.numDocuments) AS ft_ns \
+         UNWIND $ft_terms AS ft_t CALL {procedure}('{label}', ft_t) YIELD {var} \
+         RETURN ft_t AS term, ft_ns[0] AS docs, collect(id({var})) AS ids"
     );
-    let count = if target.node {
-        format!("MATCH (x:{label}) RETURN count(x) AS docs")
-    } else {
-        format!("MATCH ()-[x:{label}]->() RETURN count(x) AS docs")
-    };
     let term_list = Value::List(terms.iter().cloned().map(Value::String).collect());
     let params = Params::new().set("ft_terms", term_list);
-    let none = Params::new();
-    // Boxed: the two reads' futures are large, and every fulltext method awaits this.
-    let (rows, counted) = tokio::try_join!(
-        Box::pin(read_fixed(ctx, target.index(), &matches, &params)),
-        Box::pin(read_fixed(ctx, Index::None, &count, &none)),
-    )?;
+    // Boxed: the read's future is large, and every fulltext method awaits this.
+    let rows = Box::pin(read_fixed(ctx, target.index(), &statement, &params)).await?;
+    let mut docs = 0u64;
     let mut by_term: HashMap<String, Vec<i64>> = HashMap::new();
     for row in rows {
+        if let Some(n) = row.get("docs").and_then(Value::as_int) {
+            docs = docs.max(u64::try_from(n).unwrap_or(0));
+        }
         let (Some(term), Some(ids)) = (
             row.get("term").and_then(Value::as_str),
             row.get("ids").and_then(Value::as_list),
@@ -212,26 +214,19 @@ pub(crate) async fn postings(ctx: Ctx<'_>, target: Target, q: &str) -> Result<Po
         let ids: Vec<i64> = ids.iter().filter_map(Value::as_int).collect();
         by_term.insert(term.to_owned(), ids);
     }
-    let mut postings = Postings {
-        docs: counted
-            .first()
-            .and_then(|r| r.get("docs"))
-            .and_then(Value::as_int)
-            .and_then(|n| u64::try_from(n).ok())
-            .unwrap_or(0),
-        terms: terms
-            .into_iter()
-            .filter_map(|t| by_term.remove(&t).map(|ids| (t, ids)))
-            .filter(|(_, ids)| !ids.is_empty())
-            .collect(),
-    };
-    let matched: HashSet<i64> = postings
-        .terms
+    let terms: Vec<(String, Vec<i64>)> = terms
+        .into_iter()
+        .filter_map(|t| by_term.remove(&t).map(|ids| (t, ids)))
+        .filter(|(_, ids)| !ids.is_empty())
+        .collect();
+    let matched: HashSet<i64> = terms
         .iter()
         .flat_map(|(_, ids)| ids.iter().copied())
         .collect();
-    postings.docs = postings.docs.max(matched.len() as u64);
-    Ok(postings)
+    Ok(Postings {
+        docs: docs.max(matched.len() as u64),
+        terms,
+    })
 }
 
 impl Postings {
@@ -306,12 +301,13 @@ mod tests {
 
     #[test]
     fn a_record_matching_more_terms_outweighs_one_matching_fewer() {
-        // 100 records; `rare` matches 1 and 2, `common` matches 1..=50.
-        let p = Postings::new(100, vec![("common", (1..=50).collect()), ("rare", vec![1, 2])]);
+        // 100 records; `rare` matches 1 and 2, `common` matches 1 and 3..=51.
+        let common: Vec<i64> = std::iter::once(1).chain(3..=51).collect();
+        let p = Postings::new(100, vec![("common", common), ("rare", vec![1, 2])]);
         let lex = p.pool(Some(2)).unwrap();
         assert_eq!(lex.pool[0].0, 1, "both terms beat one: {:?}", lex.pool);
         assert_eq!(lex.pool[1].0, 2, "the rare term beats the common one");
-        assert!(lex.pool[0].1 > lex.pool[1].1);
+        assert!(lex.pool[0].1 > lex.pool[1].1, "{:?}", lex.pool);
         // The pool's two records are both held by `rare`: the common term is not walked.
         assert_eq!(lex.cover, "rare");
     }
