@@ -176,12 +176,58 @@ fn terms(q: &str) -> Vec<String> {
     out
 }
 
+/// Postings fetched ahead for one graph — while the query is embedded, see
+/// [`search_many`](super::search_many) — for one query text, per index.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Prefetched {
+    q: String,
+    by_label: Vec<(&'static str, Postings)>,
+}
+
+impl Prefetched {
+    fn get(&self, target: Target, q: &str) -> Option<&Postings> {
+        if self.q != q {
+            return None;
+        }
+        self.by_label
+            .iter()
+            .find(|(label, _)| *label == target.label)
+            .map(|(_, p)| p)
+    }
+}
+
+/// The postings of `q` over each of `targets` in `ctx`'s graph, fetched concurrently.
+/// A failed fetch is left out: the method asks again and reports the error.
+pub(crate) async fn prefetch(ctx: Ctx<'_>, targets: &[Target], q: &str) -> Prefetched {
+    let found = futures_util::future::join_all(
+        targets.iter().map(|&t| Box::pin(fetch(ctx, t, q))),
+    )
+    .await;
+    Prefetched {
+        q: q.to_owned(),
+        by_label: targets
+            .iter()
+            .zip(found)
+            .filter_map(|(t, p)| p.ok().map(|p| (t.label, p)))
+            .collect(),
+    }
+}
+
+/// The postings of the sanitised query `q` over `target`'s index: those fetched ahead
+/// for the search ([`Prefetched`], in `ctx`), else [`fetch`]ed now.
+pub(crate) async fn postings(ctx: Ctx<'_>, target: Target, q: &str) -> Result<Postings> {
+    if let Some(p) = ctx.lexical.and_then(|l| l.get(target, q)) {
+        return Ok(p.clone());
+    }
+    Box::pin(fetch(ctx, target, q)).await
+}
+
 /// The postings of the sanitised query `q` over `target`'s index, in one statement:
 /// each term's matching record ids (the procedure's walk) and the index's document
 /// count (`db.indexes()`, which FalkorDB answers from the index's own statistics; a
 /// server that does not report it leaves the number of records matched). No index:
 /// no postings.
-pub(crate) async fn postings(ctx: Ctx<'_>, target: Target, q: &str) -> Result<Postings> {
+async fn fetch(ctx: Ctx<'_>, target: Target, q: &str) -> Result<Postings> {
     let terms = terms(q);
     if terms.is_empty() {
         return Ok(Postings::default());

@@ -113,6 +113,8 @@ pub(crate) struct Ctx<'a> {
     pub graph: &'a str,
     pub filters: &'a SearchFilters,
     pub now: Timestamp,
+    /// The fulltext postings fetched ahead for this graph, if any.
+    pub lexical: Option<&'a lexical::Prefetched>,
 }
 
 /// The index a method reads, to tell "index missing" from other failures.

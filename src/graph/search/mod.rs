@@ -239,8 +239,17 @@ pub async fn search(
 ) -> Result<SearchResults> {
     request.check(embedder.is_some(), reranker.is_some())?;
     crate::falkordb::physical_graph_name(graph)?;
-    let (vector, degraded) = embed_or_degrade(request, embedder).await;
-    let mut results = run_graph(db, graph, request, vector.as_deref(), reranker).await?;
+    let ((vector, degraded), prefetched) =
+        embed_and_prefetch(db, &[graph], request, embedder).await;
+    let mut results = run_graph(
+        db,
+        graph,
+        request,
+        vector.as_deref(),
+        reranker,
+        prefetched.first(),
+    )
+    .await?;
     results.degraded = degraded;
     Ok(results)
 }
@@ -279,17 +288,54 @@ pub async fn search_many(
     if graphs.is_empty() {
         return Ok(Vec::new());
     }
-    let (vector, degraded) = embed_or_degrade(request, embedder).await;
-    let mut found = try_join_all(
-        graphs
-            .iter()
-            .map(|g| run_graph(db, g, request, vector.as_deref(), reranker)),
-    )
+    let ((vector, degraded), prefetched) =
+        embed_and_prefetch(db, graphs, request, embedder).await;
+    let mut found = try_join_all(graphs.iter().enumerate().map(|(i, g)| {
+        run_graph(
+            db,
+            g,
+            request,
+            vector.as_deref(),
+            reranker,
+            prefetched.get(i),
+        )
+    }))
     .await?;
     for results in &mut found {
         results.degraded.clone_from(&degraded);
     }
     Ok(found)
+}
+
+/// The query embedding (see [`embed_or_degrade`]) and, meanwhile, the fulltext
+/// postings of every graph in `graphs` (the embedder runs off the async threads, so
+/// the server works while it does).
+async fn embed_and_prefetch(
+    db: &FalkorDb,
+    graphs: &[&str],
+    request: &SearchRequest,
+    embedder: Option<&dyn Embedder>,
+) -> ((Option<Vec<f32>>, Option<String>), Vec<lexical::Prefetched>) {
+    let text = search_text(request);
+    let targets = lexical_targets(&request.config);
+    let now = Timestamp::now();
+    let prefetch = async {
+        let Some(q) = text.as_deref().filter(|_| !targets.is_empty()) else {
+            return Vec::new();
+        };
+        futures_util::future::join_all(graphs.iter().map(|graph| {
+            let ctx = Ctx {
+                db,
+                graph,
+                filters: &request.filters,
+                now,
+                lexical: None,
+            };
+            lexical::prefetch(ctx, &targets, q)
+        }))
+        .await
+    };
+    tokio::join!(embed_or_degrade(request, embedder), prefetch)
 }
 
 /// [`embed_query`], degrading instead of failing: when the embedder fails (after its
@@ -327,7 +373,7 @@ pub async fn search_with_vector(
     request.check(query_vector.is_some(), reranker.is_some())?;
     crate::falkordb::physical_graph_name(graph)?;
     let vector = query_vector.or(request.query_vector.as_deref());
-    run_graph(db, graph, request, vector, reranker).await
+    run_graph(db, graph, request, vector, reranker, None).await
 }
 
 /// The query embedding `request` needs: its [`SearchRequest::query_vector`] if given,
@@ -366,6 +412,29 @@ fn check_vector(v: &[f32]) -> Result<()> {
     Ok(())
 }
 
+/// The sanitised fulltext query of `request`, if its text has a searchable word.
+fn search_text(request: &SearchRequest) -> Option<String> {
+    if request.query.trim().is_empty() {
+        None
+    } else {
+        fulltext_query(&request.query, DEFAULT_STOPWORDS)
+    }
+}
+
+/// The fulltext indices `config`'s scopes read.
+fn lexical_targets(config: &SearchConfig) -> Vec<lexical::Target> {
+    [
+        (config.facts, lexical::FACTS),
+        (config.entities, lexical::ENTITIES),
+        (config.episodes, lexical::EPISODES),
+        (config.communities, lexical::COMMUNITIES),
+    ]
+    .into_iter()
+    .filter(|(scope, _)| scope.is_some_and(|s| s.methods.fulltext))
+    .map(|(_, target)| target)
+    .collect()
+}
+
 /// One graph's search, the request checked and the query embedding at hand.
 async fn run_graph(
     db: &FalkorDb,
@@ -373,18 +442,16 @@ async fn run_graph(
     request: &SearchRequest,
     vector: Option<&[f32]>,
     reranker: Option<&dyn Reranker>,
+    prefetched: Option<&lexical::Prefetched>,
 ) -> Result<SearchResults> {
-    let text = if request.query.trim().is_empty() {
-        None
-    } else {
-        fulltext_query(&request.query, DEFAULT_STOPWORDS)
-    };
+    let text = search_text(request);
     let s = Scope {
         ctx: Ctx {
             db,
             graph,
             filters: &request.filters,
             now: Timestamp::now(),
+            lexical: prefetched,
         },
         request,
         vector,
