@@ -778,6 +778,46 @@ mod lexical {
     }
 
     #[tokio::test]
+    async fn postings_fetched_while_the_query_is_embedded_give_the_same_results() {
+        // `search` fetches the fulltext postings while it embeds the query;
+        // `search_with_vector` (the vector given) fetches them in each method.
+        let w = world("gsr-lex-prefetch").await;
+        for q in [
+            "Alice Acme Paris",
+            "Globex manager",
+            "Bob friend university",
+        ] {
+            let req = SearchRequest::new(q, COMBINED_HYBRID_SEARCH_RRF);
+            let ahead = search::search(&w.g.db, &w.g.name, &req, Some(&w.emb), None)
+                .await
+                .unwrap();
+            let v = w.emb.vector(q);
+            let each = search::search_with_vector(&w.g.db, &w.g.name, &req, Some(&v), None)
+                .await
+                .unwrap();
+            let key = |r: &SearchResults| {
+                (
+                    r.facts
+                        .iter()
+                        .map(|h| (h.fact.uuid, h.score.to_bits()))
+                        .collect::<Vec<_>>(),
+                    r.entities.iter().map(|h| h.entity.uuid).collect::<Vec<_>>(),
+                    r.episodes
+                        .iter()
+                        .map(|h| h.episode.uuid)
+                        .collect::<Vec<_>>(),
+                    r.communities
+                        .iter()
+                        .map(|h| h.community.uuid)
+                        .collect::<Vec<_>>(),
+                )
+            };
+            assert!(!ahead.facts.is_empty() && !ahead.entities.is_empty(), "{q}");
+            assert_eq!(key(&ahead), key(&each), "{q}");
+        }
+    }
+
+    #[tokio::test]
     async fn episodes_matching_more_query_terms_rank_first() {
         let g = TestGraph::new("gsr-lex-episodes").await;
         graph::build_indices(&g.db, &g.name, DIM as u32)
