@@ -14,8 +14,8 @@
 //! which together with the indices' `efRuntime` (see
 //! [`index_specs`](crate::graph::index_specs)) gives recall@10 ≥ 0.95 in
 //! `examples/bench_search.rs`. The fulltext procedure has no `k`: it yields every
-//! match, so the statement keeps the best `k` by score the same way, then filters,
-//! then cuts to `n`. The best `k` are collected into a list before the filter: left as
+//! match, so the statement keeps the best `k` by score (BM25, from the postings read
+//! before it: see `lexical.rs`) the same way, then filters, then cuts to `n`. The best `k` are collected into a list before the filter: left as
 //! a plain `WITH … WHERE`, FalkorDB moves the filter in front of the sort, onto every
 //! match (thousands for common words), which made the filter the costliest step.
 //!

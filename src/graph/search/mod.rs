@@ -16,7 +16,12 @@
 //!    field, before any call.
 //! 2. The query is embedded **once**, if any scope needs it and no
 //!    [`SearchRequest::query_vector`] is given — once for every graph of a
-//!    [`search_many`] too, which then searches the graphs concurrently.
+//!    [`search_many`] too, which then searches the graphs concurrently. Meanwhile
+//!    (the embedder runs off the async threads) the fulltext **postings** of every
+//!    graph are fetched: for each query term, the ids of the records matching it, one
+//!    statement per graph and scope. Fulltext matches are ranked by BM25 computed
+//!    from them (`lexical.rs`): FalkorDB's own fulltext score ranks a record
+//!    matching several query terms below one matching only the rarest of them.
 //! 3. The scopes run **concurrently**. Inside a scope, the fulltext and vector
 //!    statements are issued together as two concurrent read-only queries on the
 //!    handle's read connections — as fast as one pipeline in
@@ -26,8 +31,9 @@
 //!    the breadth-first walk if configured (it starts from their hits unless origins
 //!    are given), then the reranker, then [`SearchConfig::min_score`] and the limit.
 //!    Every scope runs this one sequence (the scope runner, parameterised per scope).
-//! 4. Each method is one statement: index call, filters, cut, and — for facts — the
-//!    lookup of their source episodes, all in Cypher ([`methods`] documents
+//! 4. Each method is one statement (the fulltext method after its postings): index
+//!    call, filters, cut, and — for facts — the lookup of their source episodes, all
+//!    in Cypher ([`methods`] documents
 //!    the over-fetch). Rerankers that need the graph (MMR similarities, node
 //!    distances, mention counts) add one statement for the whole candidate list.
 //! 5. The commonest search, facts with RRF and no breadth-first walk
