@@ -37,13 +37,26 @@ use redis::{Arg, Cmd, Pipeline, RedisFuture, Value};
 use super::{EmbeddedServer, FalkorConfig, connection_error};
 use crate::Result;
 
-/// Read connections per handle: one per core but one (left to the application and the
-/// write connection), at least 1 and at most 4. Measured with `bench_load` on 2 shared
-/// cores, a second read connection cut the median search latency under 16 searchers
-/// by a fifth but raised its p95 by a tenth to a fifth. At most 4: `ro_query`'s 8
-/// attempts outlast the one failed request each connection costs after a restart.
+/// Read connections per handle: one per core plus one, at least 2 and at most 4 — 3 on
+/// 2 cores. FalkorDB runs a connection's commands one at a time, on a pool of one
+/// thread per core, so the read connections decide how many of one search's statements
+/// (a recall sends one or two per Destination, each graph's fulltext postings and count
+/// beside it) run side by side: with one connection they queued and only one of the
+/// server's threads ever worked for a search. With more connections than server
+/// threads the server's own queue, not a connection, decides what waits, so a slow
+/// statement does not hold the light ones sent behind it on the same connection.
+///
+/// Measured on 2 shared cores (issue 28; load average 7–9 while three other sessions
+/// built and benchmarked): `bench_recall`'s search alone over 3 × 10,000 facts p50
+/// 28.6 / 30.8 ms with one read connection, 24.0 / 27.3 with two, 25.6 / 23.2 with
+/// three; `bench_load`'s one search at a time p50 12.0 / p95 21.3 ms with one, 9.4 /
+/// 13.5 with two, 10.1 / 12.0 with three, and its 16 searchers' p95 alone 275 / 304 /
+/// 281 ms (its three set-ups) with one, 255 / 246 / 275 with two, 211 / 254 / 272 with
+/// three — the rise of p95 under 16 searchers measured earlier with a second
+/// connection did not recur. At most 4: `ro_query`'s 8 attempts outlast the one failed
+/// request each connection costs after a restart.
 fn read_connections() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| (n.get() - 1).clamp(1, 4))
+    std::thread::available_parallelism().map_or(2, |n| (n.get() + 1).clamp(2, 4))
 }
 
 /// How many times redis-rs retries one request on a cluster (a redirection, a node
