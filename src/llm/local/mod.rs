@@ -42,6 +42,8 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
 mod bert;
+mod kernels;
+mod quantized;
 use bert::{Bert, BertConfig};
 internal_use!(bert::Precision);
 use tokenizers::{Tokenizer, TruncationParams};
@@ -472,18 +474,27 @@ impl Model {
         } else {
             Precision::Full
         });
-        let pass: Vec<&tokenizers::Encoding> = encodings.iter().collect();
-        let vectors = self.pass(&pass, at)?;
+        let vectors = match at {
+            Precision::Full => {
+                let pass: Vec<&tokenizers::Encoding> = encodings.iter().collect();
+                self.pass(&pass)?
+            }
+            Precision::Quantized => encodings
+                .iter()
+                .map(|e| {
+                    self.bert
+                        .quantized()
+                        .embed(e.get_ids())
+                        .map_err(|e| model_error(format!("inference: {e}")))
+                })
+                .collect::<Result<Vec<_>>>()?,
+        };
         super::embedding::check_vectors(PROVIDER, MODEL, DIMENSION, &vectors)?;
         Ok((vectors, read))
     }
 
-    /// One forward pass over `encodings`, padded to the longest.
-    fn pass(
-        &self,
-        encodings: &[&tokenizers::Encoding],
-        precision: Precision,
-    ) -> Result<Vec<Vec<f32>>> {
+    /// One f32 forward pass over `encodings`, padded to the longest.
+    fn pass(&self, encodings: &[&tokenizers::Encoding]) -> Result<Vec<Vec<f32>>> {
         let len = encodings
             .iter()
             .map(|e| e.get_ids().len())
@@ -502,7 +513,7 @@ impl Model {
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
             let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
             let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
-            let hidden = self.bert.forward(&ids, &mask, precision)?; // (n, len, 384)
+            let hidden = self.bert.forward(&ids, &mask)?; // (n, len, 384)
             bert::pool(&hidden, &mask)?.to_vec2::<f32>()
         };
         run().map_err(|e| model_error(format!("inference: {e}")))
