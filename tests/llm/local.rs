@@ -218,7 +218,10 @@ async fn a_short_query_alone_is_quantised_within_a_cosine_of_its_f32_vector_and_
         let one = [q.to_string()];
         let full = e.embed_blocking_at(&one, Precision::Full).unwrap();
         let quantised = e.embed(&one, "test").await.unwrap();
-        assert_eq!(quantised, e.embed_blocking_at(&one, Precision::Quantized).unwrap());
+        assert_eq!(
+            quantised,
+            e.embed_blocking_at(&one, Precision::Quantized).unwrap()
+        );
         let cosine = dot(&full[0], &quantised[0]);
         eprintln!("{q:?}: cosine quantised vs f32 {cosine}");
         assert!(cosine >= QUANTIZED_COSINE, "{q:?}: cosine {cosine}");
@@ -226,9 +229,16 @@ async fn a_short_query_alone_is_quantised_within_a_cosine_of_its_f32_vector_and_
     // Asked for explicitly, a batch is quantised text by text: each as alone.
     let each: Vec<Vec<f32>> = queries
         .iter()
-        .map(|q| e.embed_blocking_at(std::slice::from_ref(q), Precision::Quantized).unwrap()[0].clone())
+        .map(|q| {
+            e.embed_blocking_at(std::slice::from_ref(q), Precision::Quantized)
+                .unwrap()[0]
+                .clone()
+        })
         .collect();
-    assert_eq!(e.embed_blocking_at(&queries, Precision::Quantized).unwrap(), each);
+    assert_eq!(
+        e.embed_blocking_at(&queries, Precision::Quantized).unwrap(),
+        each
+    );
     // One more word piece than QUANTIZED_MAX_TOKENS, a longer text, or a batch: f32.
     for long in [
         "did the landlord fix the heating in my flat last week or not yet again".to_string(),

@@ -244,10 +244,7 @@ impl Bert {
             let attended = layer
                 .attention_norm
                 .forward(&(layer.attention_out.forward(&context)? + &h)?)?;
-            let inner = layer
-                .intermediate
-                .forward(&attended)?
-                .gelu_erf()?;
+            let inner = layer.intermediate.forward(&attended)?.gelu_erf()?;
             h = layer
                 .output_norm
                 .forward(&(layer.output.forward(&inner)? + &attended)?)?;

@@ -130,7 +130,11 @@ fn portable(w: &[i8], a: &[i8], lane_scales: &[f32], out: &mut [f32]) {
     {
         // Four running sums, so the compiler may use vector instructions.
         let mut lanes = [0.0f32; 4];
-        for (b, (wb, ab)) in w.chunks_exact(BLOCK).zip(row.chunks_exact(BLOCK)).enumerate() {
+        for (b, (wb, ab)) in w
+            .chunks_exact(BLOCK)
+            .zip(row.chunks_exact(BLOCK))
+            .enumerate()
+        {
             lanes[b % 4] += block_sum(wb, ab) as f32 * scales[b * LANES];
         }
         *out = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
@@ -337,10 +341,7 @@ mod tests {
 
     /// Each block's scale repeated LANES times.
     fn lanes(block_scales: &[f32]) -> Vec<f32> {
-        block_scales
-            .iter()
-            .flat_map(|&s| [s; LANES])
-            .collect()
+        block_scales.iter().flat_map(|&s| [s; LANES]).collect()
     }
 
     fn dots(kernel: Kernel, w: &[i8], a: &[i8], block_scales: &[f32]) -> Vec<f32> {
@@ -369,14 +370,20 @@ mod tests {
         let w = (0..k).map(|_| rng.i8().max(-127)).collect();
         let a = (0..k * rows).map(|_| rng.i8()).collect();
         let mixed_w = (0..k).map(|i| [127, -127, 0, 1][i % 4]).collect();
-        let mixed_a = (0..k * rows).map(|i| [-128, 127, -128, 0, 5][i % 5]).collect();
+        let mixed_a = (0..k * rows)
+            .map(|i| [-128, 127, -128, 0, 5][i % 5])
+            .collect();
         vec![
             ("random", w, a),
             ("127 × -128", vec![127; k], vec![-128; k * rows]),
             ("-127 × -128", vec![-127; k], vec![-128; k * rows]),
             ("127 × 127", vec![127; k], vec![127; k * rows]),
             ("mixed extremes", mixed_w, mixed_a),
-            ("zeros", (0..k).map(|_| rng.i8().max(-127)).collect(), vec![0; k * rows]),
+            (
+                "zeros",
+                (0..k).map(|_| rng.i8().max(-127)).collect(),
+                vec![0; k * rows],
+            ),
         ]
     }
 

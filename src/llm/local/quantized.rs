@@ -55,11 +55,21 @@ impl Linear {
     /// Quantises `weight` (`outputs × inputs`, row-major f32) per row.
     pub(super) fn quantize(weight: &[f32], bias: Vec<f32>, inputs: usize) -> Linear {
         let outputs = bias.len();
-        assert_eq!(weight.len(), outputs * inputs, "weight is not outputs × inputs");
-        assert!(inputs.is_multiple_of(BLOCK), "inputs {inputs} not whole blocks");
+        assert_eq!(
+            weight.len(),
+            outputs * inputs,
+            "weight is not outputs × inputs"
+        );
+        assert!(
+            inputs.is_multiple_of(BLOCK),
+            "inputs {inputs} not whole blocks"
+        );
         let mut weights = vec![0i8; weight.len()];
         let mut scales = Vec::with_capacity(outputs);
-        for (row, q) in weight.chunks_exact(inputs).zip(weights.chunks_exact_mut(inputs)) {
+        for (row, q) in weight
+            .chunks_exact(inputs)
+            .zip(weights.chunks_exact_mut(inputs))
+        {
             scales.push(quantize_into(row, q));
         }
         Linear {
@@ -111,7 +121,10 @@ fn max_abs(x: &[f32]) -> f32 {
             *l = if v.abs() > *l { v.abs() } else { *l };
         }
     }
-    let rest = chunks.remainder().iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let rest = chunks
+        .remainder()
+        .iter()
+        .fold(0.0f32, |m, v| m.max(v.abs()));
     lanes.iter().fold(rest, |m, &l| m.max(l))
 }
 
@@ -228,12 +241,6 @@ impl Encoder {
             embeddings_norm,
             layers,
         }
-    }
-
-    /// The kernel in use.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(super) fn kernel(&self) -> Kernel {
-        self.kernel
     }
 
     /// The pooled, L2-normalised vector of `ids` (one text, every token attended).
@@ -425,7 +432,9 @@ mod tests {
 
     #[test]
     fn quantising_keeps_values_within_half_a_step_and_never_makes_minus_128() {
-        let x: Vec<f32> = (0..64).map(|i| ((i * 37 % 64) as f32 - 31.5) * 0.7).collect();
+        let x: Vec<f32> = (0..64)
+            .map(|i| ((i * 37 % 64) as f32 - 31.5) * 0.7)
+            .collect();
         let mut q = vec![0i8; 64];
         let scale = quantize_into(&x, &mut q);
         assert!(q.iter().all(|&v| v >= -127));
