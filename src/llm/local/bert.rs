@@ -5,13 +5,17 @@
 //! each), as Hugging Face's `BertModel` computes its last hidden state. The pooler is
 //! not used (sentence-transformers pools the hidden state itself).
 //!
+//! The same weights also make [`quantized::Encoder`](super::quantized::Encoder), the
+//! 8-bit path of one short text, prepared once at load.
+//!
 //! Written here rather than taken from `candle-transformers`, whose one crate holds
 //! every model candle ships and was most of the feature's cold build.
 
-use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{D, DType, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm};
 use serde::Deserialize;
+
+use super::quantized;
 
 /// The fields of a BERT `config.json` the encoder needs.
 #[derive(Debug, Clone, Deserialize)]
@@ -27,59 +31,61 @@ pub(crate) struct BertConfig {
     pub layer_norm_eps: f64,
 }
 
-/// How the layers' matrix products are computed.
+/// How a text's linear layers are computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {
-    /// f32 weights (candle's gemm): exactly what sentence-transformers computes.
+    /// f32 weights (candle's gemm), the texts of a call padded into batches: exactly
+    /// what sentence-transformers computes.
     Full,
-    /// The same weights quantised once at load to 8 bits per weight in blocks of 32
-    /// (GGML's Q8_0, an f16 scale per block), the activations likewise per product:
-    /// integer dot kernels that read a quarter of the bytes and never repack the
-    /// weights, which is most of a short input's cost in f32.
+    /// Each text alone on plain buffers, one thread: the linear weights quantised once
+    /// at load to 8 bits with a scale per output row, each product's input per token in
+    /// blocks of 32 values, integer dot products by a SIMD kernel chosen at run time
+    /// (AVX-512 VNNI, AVX2, or portable); embeddings, LayerNorm, attention and GELU in
+    /// f32. What one short text (a search query) gets.
     Quantized,
 }
 
-/// A linear layer held both ways: the f32 weight and its Q8_0 copy (a quarter of
-/// its size), with the one bias.
-struct Proj {
-    full: Linear,
-    quantized: QMatMul,
-    bias: Tensor,
+/// The f32 linear layer and its 8-bit copy for the short-query path.
+fn both(weight: Tensor, bias: Tensor) -> Result<(Linear, quantized::Linear)> {
+    let inputs = weight.dim(1)?;
+    let quantized = quantized::Linear::quantize(
+        &weight.flatten_all()?.to_vec1::<f32>()?,
+        bias.to_vec1::<f32>()?,
+        inputs,
+    );
+    Ok((Linear::new(weight, Some(bias)), quantized))
 }
 
-impl Proj {
-    fn new(weight: Tensor, bias: Tensor) -> Result<Proj> {
-        let quantized = QMatMul::from_qtensor(QTensor::quantize(&weight, GgmlDType::Q8_0)?)?;
-        Ok(Proj {
-            full: Linear::new(weight, Some(bias.clone())),
-            quantized,
-            bias,
-        })
-    }
+fn load_both(
+    vb: VarBuilder<'_>,
+    inputs: usize,
+    outputs: usize,
+) -> Result<(Linear, quantized::Linear)> {
+    both(
+        vb.get((outputs, inputs), "weight")?,
+        vb.get(outputs, "bias")?,
+    )
+}
 
-    fn load(vb: VarBuilder<'_>, inputs: usize, outputs: usize) -> Result<Proj> {
-        Proj::new(
-            vb.get((outputs, inputs), "weight")?,
-            vb.get(outputs, "bias")?,
-        )
-    }
-
-    fn forward(&self, x: &Tensor, precision: Precision) -> Result<Tensor> {
-        match precision {
-            Precision::Full => self.full.forward(x),
-            Precision::Quantized => self.quantized.forward(x)?.broadcast_add(&self.bias),
-        }
-    }
+fn norm_of(norm: &LayerNorm) -> Result<quantized::Norm> {
+    let bias = match norm.bias() {
+        Some(b) => b.to_vec1::<f32>()?,
+        None => vec![0.0; norm.weight().dim(0)?],
+    };
+    Ok(quantized::Norm {
+        weight: norm.weight().to_vec1::<f32>()?,
+        bias,
+    })
 }
 
 struct Layer {
     /// The query, key and value projections as one `(3 × hidden, hidden)` linear
     /// layer: one matrix product per layer instead of three.
-    qkv: Proj,
-    attention_out: Proj,
+    qkv: Linear,
+    attention_out: Linear,
     attention_norm: LayerNorm,
-    intermediate: Proj,
-    output: Proj,
+    intermediate: Linear,
+    output: Linear,
     output_norm: LayerNorm,
 }
 
@@ -92,6 +98,8 @@ pub(crate) struct Bert {
     layers: Vec<Layer>,
     heads: usize,
     head_dim: usize,
+    /// The same model for one text with 8-bit weights.
+    quantized: quantized::Encoder,
 }
 
 impl Bert {
@@ -131,6 +139,7 @@ impl Bert {
         let token_types = embedding(config.type_vocab_size, h, e.pp("token_type_embeddings"))?;
         let embeddings_norm = layer_norm(h, eps, e.pp("LayerNorm"))?;
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        let mut quantized_layers = Vec::with_capacity(config.num_hidden_layers);
         for i in 0..config.num_hidden_layers {
             let l = vb.pp(format!("encoder.layer.{i}"));
             let a = l.pp("attention");
@@ -139,19 +148,48 @@ impl Bert {
                 Ok((p.get((h, h), "weight")?, p.get(h, "bias")?))
             };
             let (q, k, v) = (part("query")?, part("key")?, part("value")?);
-            let qkv = Proj::new(
+            let (qkv, qkv_quantized) = both(
                 Tensor::cat(&[&q.0, &k.0, &v.0], 0)?,
                 Tensor::cat(&[&q.1, &k.1, &v.1], 0)?,
             )?;
+            let (attention_out, attention_out_quantized) = load_both(a.pp("output.dense"), h, h)?;
+            let (intermediate, intermediate_quantized) =
+                load_both(l.pp("intermediate.dense"), h, config.intermediate_size)?;
+            let (output, output_quantized) =
+                load_both(l.pp("output.dense"), config.intermediate_size, h)?;
+            let attention_norm = layer_norm(h, eps, a.pp("output.LayerNorm"))?;
+            let output_norm = layer_norm(h, eps, l.pp("output.LayerNorm"))?;
+            quantized_layers.push(quantized::Layer {
+                qkv: qkv_quantized,
+                attention_out: attention_out_quantized,
+                attention_norm: norm_of(&attention_norm)?,
+                intermediate: intermediate_quantized,
+                output: output_quantized,
+                output_norm: norm_of(&output_norm)?,
+            });
             layers.push(Layer {
                 qkv,
-                attention_out: Proj::load(a.pp("output.dense"), h, h)?,
-                attention_norm: layer_norm(h, eps, a.pp("output.LayerNorm"))?,
-                intermediate: Proj::load(l.pp("intermediate.dense"), h, config.intermediate_size)?,
-                output: Proj::load(l.pp("output.dense"), config.intermediate_size, h)?,
-                output_norm: layer_norm(h, eps, l.pp("output.LayerNorm"))?,
+                attention_out,
+                attention_norm,
+                intermediate,
+                output,
+                output_norm,
             });
         }
+        // Position p's embedding plus token type 0's, as the short path adds them.
+        let positions_and_type = positions
+            .embeddings()
+            .broadcast_add(&token_types.embeddings().get(0)?)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        let quantized = quantized::Encoder::new(
+            words.embeddings().contiguous()?,
+            positions_and_type,
+            norm_of(&embeddings_norm)?,
+            quantized_layers,
+            config.num_attention_heads,
+            eps,
+        );
         Ok(Bert {
             words,
             positions,
@@ -160,18 +198,19 @@ impl Bert {
             layers,
             heads: config.num_attention_heads,
             head_dim: h / config.num_attention_heads,
+            quantized,
         })
     }
 
+    /// The encoder of one text with 8-bit weights ([`Precision::Quantized`]).
+    pub(crate) fn quantized(&self) -> &quantized::Encoder {
+        &self.quantized
+    }
+
     /// The last hidden state, `(batch, len, hidden)`, of `ids` (`(batch, len)`, u32)
-    /// with `mask` (`(batch, len)`, 1 for a token, 0 for padding), the linear layers
-    /// computed at `precision`. Token type 0 everywhere.
-    pub(crate) fn forward(
-        &self,
-        ids: &Tensor,
-        mask: &Tensor,
-        precision: Precision,
-    ) -> Result<Tensor> {
+    /// with `mask` (`(batch, len)`, 1 for a token, 0 for padding), in f32. Token type 0
+    /// everywhere.
+    pub(crate) fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
         let (batch, len) = ids.dims2()?;
         let positions = Tensor::arange(0u32, len as u32, ids.device())?;
         let types = Tensor::zeros(len, DType::U32, ids.device())?;
@@ -190,7 +229,7 @@ impl Bert {
                     .transpose(1, 2)?
                     .contiguous()
             };
-            let qkv = layer.qkv.forward(&h, precision)?; // (batch, len, 3 × hidden)
+            let qkv = layer.qkv.forward(&h)?; // (batch, len, 3 × hidden)
             let hidden = self.heads * self.head_dim;
             let q = heads(qkv.narrow(D::Minus1, 0, hidden)?)?;
             let k = heads(qkv.narrow(D::Minus1, hidden, hidden)?)?;
@@ -204,14 +243,11 @@ impl Bert {
             ))?;
             let attended = layer
                 .attention_norm
-                .forward(&(layer.attention_out.forward(&context, precision)? + &h)?)?;
-            let inner = layer
-                .intermediate
-                .forward(&attended, precision)?
-                .gelu_erf()?;
+                .forward(&(layer.attention_out.forward(&context)? + &h)?)?;
+            let inner = layer.intermediate.forward(&attended)?.gelu_erf()?;
             h = layer
                 .output_norm
-                .forward(&(layer.output.forward(&inner, precision)? + &attended)?)?;
+                .forward(&(layer.output.forward(&inner)? + &attended)?)?;
         }
         Ok(h)
     }

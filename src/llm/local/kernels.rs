@@ -1,0 +1,484 @@
+//! The integer dot products of the short-query path ([`super::quantized`]): one weight
+//! row of 8-bit integers against the 8-bit rows of several tokens. Each row is summed
+//! in blocks of [`BLOCK`] values as exact 32-bit integers; each block's sum is scaled
+//! by that token's scale for the block, and the scaled sums added in f32.
+//!
+//! Three kernels compute the same integer sums: a portable one (any CPU), AVX2, and
+//! AVX-512 VNNI (`vpdpbusd`: four byte products added into each 32-bit lane in one
+//! instruction, 64 bytes at a time); [`Kernel::detect`] picks the best the CPU has at
+//! run time. They may add the scaled sums in different orders (f32 rounding).
+//!
+//! The one contract: a weight is never `-128` (the quantiser clamps to `-127..=127`),
+//! because the AVX2 kernel multiplies `|a|` by `w` with `a`'s sign moved onto `w`, and
+//! `-(-128)` does not fit in an `i8`. Activations may take any `i8` value.
+
+/// Values per block: each block of a token's row has a scale of its own.
+pub(crate) const BLOCK: usize = 32;
+
+/// Scales per block in `lane_scales`: one per four values (a 32-bit vector lane).
+pub(crate) const LANES: usize = BLOCK / 4;
+
+/// The longest row the AVX-512 kernel takes (its per-row corrections live on the stack).
+const MAX_ROW: usize = 4096;
+
+/// An implementation of [`Kernel::dot_rows`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// Plain Rust: every CPU.
+    Portable,
+    /// x86-64 AVX2 and FMA (`vpmaddubsw`, `vpmaddwd`), 32 bytes at a time.
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    /// x86-64 AVX-512 F/BW with VNNI (`vpdpbusd`), 64 bytes at a time.
+    #[cfg(target_arch = "x86_64")]
+    Avx512Vnni,
+}
+
+impl Kernel {
+    /// Every kernel this build knows, the portable one first.
+    pub(crate) const ALL: &'static [Kernel] = &[
+        Kernel::Portable,
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2,
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512Vnni,
+    ];
+
+    /// The fastest kernel this CPU runs.
+    pub(crate) fn detect() -> Kernel {
+        Kernel::ALL
+            .iter()
+            .rev()
+            .copied()
+            .find(|k| k.available())
+            .unwrap_or(Kernel::Portable)
+    }
+
+    /// Whether this CPU runs the kernel.
+    pub(crate) fn available(self) -> bool {
+        match self {
+            Kernel::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512Vnni => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512vnni")
+            }
+        }
+    }
+
+    /// For each token row `t` of `a` (rows as long as `w`):
+    /// `out[t] = Σ_b lane_scales[t][b·LANES] · Σ_{i in block b} w[i]·a[t][i]`, each
+    /// block's scale repeated [`LANES`] times in `lane_scales` (one per four values:
+    /// what the vector kernels load). `w.len()` is a multiple of [`BLOCK`] (at most
+    /// 4096) and no weight is `-128`.
+    ///
+    /// # Panics
+    /// If the lengths do not fit, or the kernel is not [`available`](Self::available).
+    pub(crate) fn dot_rows(self, w: &[i8], a: &[i8], lane_scales: &[f32], out: &mut [f32]) {
+        let k = w.len();
+        assert!(
+            k > 0 && k.is_multiple_of(BLOCK) && k <= MAX_ROW,
+            "a weight row of {k} values is not a whole number of blocks (at most {MAX_ROW})"
+        );
+        assert!(
+            a.len() == out.len() * k && lane_scales.len() * 4 == a.len(),
+            "{} activations, {} scales and {} outputs do not fit rows of {k}",
+            a.len(),
+            lane_scales.len(),
+            out.len()
+        );
+        match self {
+            Kernel::Portable => portable(w, a, lane_scales, out),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => {
+                assert!(self.available(), "this CPU has no AVX2 and FMA");
+                // SAFETY: the CPU has AVX2 and FMA (checked above); the lengths were
+                // checked above as the function requires.
+                unsafe { x86::avx2(w, a, lane_scales, out) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512Vnni => {
+                assert!(self.available(), "this CPU has no AVX-512 F/BW/VNNI");
+                // SAFETY: the CPU has AVX-512 F, BW and VNNI (checked above); the
+                // lengths were checked above as the function requires.
+                unsafe { x86::avx512_vnni(w, a, lane_scales, out) }
+            }
+        }
+    }
+}
+
+/// The integer sum of each block, exactly.
+pub(crate) fn block_sum(w: &[i8], a: &[i8]) -> i32 {
+    w.iter()
+        .zip(a)
+        .map(|(&x, &y)| i32::from(x) * i32::from(y))
+        .sum()
+}
+
+fn portable(w: &[i8], a: &[i8], lane_scales: &[f32], out: &mut [f32]) {
+    let k = w.len();
+    for ((row, scales), out) in a
+        .chunks_exact(k)
+        .zip(lane_scales.chunks_exact(k / 4))
+        .zip(out.iter_mut())
+    {
+        // Four running sums, so the compiler may use vector instructions.
+        let mut lanes = [0.0f32; 4];
+        for (b, (wb, ab)) in w
+            .chunks_exact(BLOCK)
+            .zip(row.chunks_exact(BLOCK))
+            .enumerate()
+        {
+            lanes[b % 4] += block_sum(wb, ab) as f32 * scales[b * LANES];
+        }
+        *out = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::{BLOCK, MAX_ROW};
+
+    /// AVX2: per block of 32 bytes, `vpmaddubsw` multiplies `|a|` (unsigned) by `w`
+    /// signed as `a` and adds pairs into 16 bits (at most 2 × 128 × 127: never
+    /// saturates), `vpmaddwd` adds pairs of those into eight 32-bit lanes; the lanes
+    /// (exact integers below 2^24) go to f32 times the block's scale.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA; `w.len()` is a multiple of `BLOCK`,
+    /// `a.len() == out.len() * w.len()` and `lane_scales.len() * 4 == a.len()`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn avx2(w: &[i8], a: &[i8], lane_scales: &[f32], out: &mut [f32]) {
+        let k = w.len();
+        let ones = _mm256_set1_epi16(1);
+        let (wp, ap, sp) = (w.as_ptr(), a.as_ptr(), lane_scales.as_ptr());
+        // Block `b` of token row `t` into `acc`.
+        let block = |t: usize, b: usize, acc: __m256| -> __m256 {
+            // SAFETY: block `b` of the weight row and of token row `t` (32 bytes at
+            // `b * 32` and `t * k + b * 32`) and its eight scales (at
+            // `(t * k + b * 32) / 4`) are within the slices, as the caller guarantees;
+            // unaligned loads.
+            let (wv, av, scale) = unsafe {
+                (
+                    _mm256_loadu_si256(wp.add(b * BLOCK).cast::<__m256i>()),
+                    _mm256_loadu_si256(ap.add(t * k + b * BLOCK).cast::<__m256i>()),
+                    _mm256_loadu_ps(sp.add((t * k + b * BLOCK) / 4)),
+                )
+            };
+            let pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(av), _mm256_sign_epi8(wv, av));
+            let lanes = _mm256_madd_epi16(pairs, ones);
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), scale, acc)
+        };
+        let blocks = k / BLOCK;
+        for (t, out) in out.iter_mut().enumerate() {
+            let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+            let mut b = 0;
+            while b + 2 <= blocks {
+                acc0 = block(t, b, acc0);
+                acc1 = block(t, b + 1, acc1);
+                b += 2;
+            }
+            if b < blocks {
+                acc0 = block(t, b, acc0);
+            }
+            let sum = _mm256_add_ps(acc0, acc1);
+            let s = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps::<1>(sum));
+            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+            let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+            *out = _mm_cvtss_f32(s);
+        }
+    }
+
+    /// AVX-512 VNNI: per 64 bytes (two blocks), `vpdpbusd` multiplies `a + 128`
+    /// (unsigned: `a` with its top bit flipped) by `w` (signed) and adds four products
+    /// into each of sixteen 32-bit lanes, starting from `-128 × Σ w` of the lane's four
+    /// weights (made once per row), so each lane ends as exactly `Σ a·w` of its four
+    /// values; the lanes go to f32 times their block's scale.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F, BW and VNNI; `w.len()` is a multiple of `BLOCK` and at
+    /// most `MAX_ROW`, `a.len() == out.len() * w.len()` and
+    /// `lane_scales.len() * 4 == a.len()`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn avx512_vnni(w: &[i8], a: &[i8], lane_scales: &[f32], out: &mut [f32]) {
+        let k = w.len();
+        let full = k / 64;
+        let (wp, ap, sp) = (w.as_ptr(), a.as_ptr(), lane_scales.as_ptr());
+        let flip = _mm512_set1_epi8(-128);
+        // `-128 × Σ w` per lane of each 64 bytes of the row (a last lone block: the
+        // low half, zeros above), left uninitialised past the row.
+        let mut starts = [std::mem::MaybeUninit::<__m512i>::uninit(); MAX_ROW / 64];
+        let chunks = k.div_ceil(64);
+        for (j, start) in starts.iter_mut().enumerate().take(chunks) {
+            let wv = load_row_part(wp, j, k);
+            // `flip` read as unsigned is 128 in every byte.
+            start.write(_mm512_sub_epi32(
+                _mm512_setzero_si512(),
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, wv),
+            ));
+        }
+        for (t, out) in out.iter_mut().enumerate() {
+            let row = t * k;
+            let (mut acc0, mut acc1) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+            let mut j = 0;
+            while j + 2 <= full {
+                // SAFETY: chunks `j` and `j + 1` are whole (`j + 2 <= full`) and their
+                // starts were written above; `row` is token `t`'s row, in bounds as the
+                // caller guarantees.
+                unsafe {
+                    acc0 = chunk(wp, ap, sp, &starts, row, j, acc0);
+                    acc1 = chunk(wp, ap, sp, &starts, row, j + 1, acc1);
+                }
+                j += 2;
+            }
+            if j < full {
+                // SAFETY: as above, for one whole chunk.
+                acc0 = unsafe { chunk(wp, ap, sp, &starts, row, j, acc0) };
+                j += 1;
+            }
+            if j < chunks {
+                // A last lone block: 32 bytes and 8 scales, zeros above (the high lanes
+                // then add `0 × 0`).
+                // SAFETY: the block at `row + 64 j` (32 bytes of `a`, 8 scales at
+                // `(row + 64 j) / 4`) is within the slices as the caller guarantees;
+                // its start was written above; unaligned loads.
+                unsafe {
+                    let av = _mm512_zextsi256_si512(_mm256_loadu_si256(
+                        ap.add(row + j * 64).cast::<__m256i>(),
+                    ));
+                    let scale = _mm512_zextps256_ps512(_mm256_loadu_ps(sp.add((row + j * 64) / 4)));
+                    let wv = _mm512_zextsi256_si512(_mm256_loadu_si256(
+                        wp.add(j * 64).cast::<__m256i>(),
+                    ));
+                    let lanes = _mm512_dpbusd_epi32(
+                        starts[j].assume_init(),
+                        _mm512_xor_si512(av, _mm512_set1_epi8(-128)),
+                        wv,
+                    );
+                    acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lanes), scale, acc1);
+                }
+            }
+            *out = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+        }
+    }
+
+    /// Whole chunk `j` (64 bytes, two blocks) of the token row at `row` into `acc`.
+    ///
+    /// # Safety
+    /// `w` holds bytes `64 j .. 64 j + 64`; `a` bytes `row + 64 j ..` (64) and `scales`
+    /// 16 values from `(row + 64 j) / 4`; `starts[j]` was written.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    unsafe fn chunk(
+        wp: *const i8,
+        ap: *const i8,
+        sp: *const f32,
+        starts: &[std::mem::MaybeUninit<__m512i>],
+        row: usize,
+        j: usize,
+        acc: __m512,
+    ) -> __m512 {
+        // SAFETY: as the caller guarantees; unaligned loads.
+        unsafe {
+            let wv = _mm512_loadu_si512(wp.add(j * 64).cast::<__m512i>());
+            let av = _mm512_loadu_si512(ap.add(row + j * 64).cast::<__m512i>());
+            let scale = _mm512_loadu_ps(sp.add((row + j * 64) / 4));
+            let lanes = _mm512_dpbusd_epi32(
+                starts[j].assume_init(),
+                _mm512_xor_si512(av, _mm512_set1_epi8(-128)),
+                wv,
+            );
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(lanes), scale, acc)
+        }
+    }
+
+    /// Bytes `64 j ..` of the weight row: 64 of them, or 32 (zeros above) for a last
+    /// lone block.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    fn load_row_part(wp: *const i8, j: usize, k: usize) -> __m512i {
+        // SAFETY: `wp` points at `k` bytes (a whole number of blocks); `64 j + 64 <= k`
+        // for a whole chunk, else `64 j + 32 == k`; unaligned loads.
+        unsafe {
+            if j * 64 + 64 <= k {
+                _mm512_loadu_si512(wp.add(j * 64).cast::<__m512i>())
+            } else {
+                _mm512_zextsi256_si512(_mm256_loadu_si256(wp.add(j * 64).cast::<__m256i>()))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (xorshift64*), so a failure repeats.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        fn i8(&mut self) -> i8 {
+            (self.next() >> 56) as u8 as i8
+        }
+        fn unit(&mut self) -> f32 {
+            (self.next() >> 40) as f32 / (1u64 << 24) as f32
+        }
+    }
+
+    /// Each block's scale repeated LANES times.
+    fn lanes(block_scales: &[f32]) -> Vec<f32> {
+        block_scales.iter().flat_map(|&s| [s; LANES]).collect()
+    }
+
+    fn dots(kernel: Kernel, w: &[i8], a: &[i8], block_scales: &[f32]) -> Vec<f32> {
+        let mut out = vec![f32::NAN; a.len() / w.len()];
+        kernel.dot_rows(w, a, &lanes(block_scales), &mut out);
+        out
+    }
+
+    /// The kernels this CPU runs, naming (on stderr) each it must skip.
+    fn runnable() -> Vec<Kernel> {
+        Kernel::ALL
+            .iter()
+            .copied()
+            .filter(|k| {
+                let ok = k.available();
+                if !ok {
+                    eprintln!("skipped: this CPU does not run the {k:?} kernel");
+                }
+                ok
+            })
+            .collect()
+    }
+
+    /// Weights (never -128) and activations: random, and the extremes.
+    fn cases(rng: &mut Rng, k: usize, rows: usize) -> Vec<(&'static str, Vec<i8>, Vec<i8>)> {
+        let w = (0..k).map(|_| rng.i8().max(-127)).collect();
+        let a = (0..k * rows).map(|_| rng.i8()).collect();
+        let mixed_w = (0..k).map(|i| [127, -127, 0, 1][i % 4]).collect();
+        let mixed_a = (0..k * rows)
+            .map(|i| [-128, 127, -128, 0, 5][i % 5])
+            .collect();
+        vec![
+            ("random", w, a),
+            ("127 × -128", vec![127; k], vec![-128; k * rows]),
+            ("-127 × -128", vec![-127; k], vec![-128; k * rows]),
+            ("127 × 127", vec![127; k], vec![127; k * rows]),
+            ("mixed extremes", mixed_w, mixed_a),
+            (
+                "zeros",
+                (0..k).map(|_| rng.i8().max(-127)).collect(),
+                vec![0; k * rows],
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_kernel_gives_the_exact_integer_dot_products_on_random_and_extreme_inputs() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let kernels = runnable();
+        eprintln!("detected: {:?}; checked: {kernels:?}", Kernel::detect());
+        // 1 to 48 blocks (12 and 48 are the model's rows), 1 to 17 token rows. Block
+        // scales of +1 and -1 in turn keep every partial sum an integer below 2^24,
+        // exact in f32 whatever the order of addition, so the results must be the
+        // integer sums exactly.
+        for blocks in [1usize, 2, 3, 4, 5, 7, 8, 12, 13, 48] {
+            for rows in [1usize, 2, 5, 17] {
+                let k = blocks * BLOCK;
+                let signs: Vec<f32> = (0..blocks * rows)
+                    .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+                    .collect();
+                for (name, w, a) in cases(&mut rng, k, rows) {
+                    let exact: Vec<f32> = a
+                        .chunks(k)
+                        .enumerate()
+                        .map(|(t, row)| {
+                            let sum: i64 = (0..blocks)
+                                .map(|b| {
+                                    let r = b * BLOCK..(b + 1) * BLOCK;
+                                    let s: i64 = w[r.clone()]
+                                        .iter()
+                                        .zip(&row[r])
+                                        .map(|(&x, &y)| i64::from(x) * i64::from(y))
+                                        .sum();
+                                    s * signs[t * blocks + b] as i64
+                                })
+                                .sum();
+                            sum as f32
+                        })
+                        .collect();
+                    for &kernel in &kernels {
+                        assert_eq!(
+                            dots(kernel, &w, &a, &signs),
+                            exact,
+                            "{kernel:?}, {name}, {blocks} blocks × {rows} rows"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_kernel_scales_each_block_as_the_portable_one_within_f32_rounding() {
+        let mut rng = Rng(42);
+        let kernels = runnable();
+        for blocks in [1usize, 3, 12, 48] {
+            let rows = 9;
+            let k = blocks * BLOCK;
+            let scales: Vec<f32> = (0..blocks * rows).map(|_| rng.unit() * 0.1).collect();
+            for (name, w, a) in cases(&mut rng, k, rows) {
+                let expected = dots(Kernel::Portable, &w, &a, &scales);
+                // The largest possible magnitude of a result, for the tolerance.
+                let bound: f32 = scales.iter().map(|s| s * 32.0 * 128.0 * 127.0).sum();
+                for &kernel in &kernels {
+                    for (got, want) in dots(kernel, &w, &a, &scales).iter().zip(&expected) {
+                        assert!(
+                            (got - want).abs() <= bound * 1e-6,
+                            "{kernel:?}, {name}, {blocks} blocks: {got} vs {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_detected_kernel_runs_here_and_is_the_best_available() {
+        let detected = Kernel::detect();
+        assert!(detected.available());
+        eprintln!("detected: {detected:?}");
+        #[cfg(target_arch = "x86_64")]
+        {
+            if Kernel::Avx512Vnni.available() {
+                assert_eq!(detected, Kernel::Avx512Vnni);
+            } else if Kernel::Avx2.available() {
+                assert_eq!(detected, Kernel::Avx2);
+            } else {
+                assert_eq!(detected, Kernel::Portable);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        assert_eq!(detected, Kernel::Portable);
+    }
+
+    #[test]
+    #[should_panic(expected = "not a whole number of blocks")]
+    fn a_row_that_is_not_whole_blocks_is_refused() {
+        Kernel::detect().dot_rows(&[0; 40], &[0; 40], &[0.0; 10], &mut [0.0; 1]);
+    }
+}
