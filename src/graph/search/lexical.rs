@@ -269,14 +269,16 @@ async fn fetch(ctx: Ctx<'_>, target: Target, q: &str) -> Result<Postings> {
         .filter_map(|t| by_term.remove(&t).map(|ids| (t, ids)))
         .filter(|(_, ids)| !ids.is_empty())
         .collect();
-    let matched: HashSet<i64> = terms
-        .iter()
-        .flat_map(|(_, ids)| ids.iter().copied())
-        .collect();
-    Ok(Postings {
-        docs: docs.max(matched.len() as u64),
-        terms,
-    })
+    // The index's count holds every match; only a server that does not report it
+    // needs the matches counted.
+    if docs == 0 {
+        let matched: HashSet<i64> = terms
+            .iter()
+            .flat_map(|(_, ids)| ids.iter().copied())
+            .collect();
+        docs = matched.len() as u64;
+    }
+    Ok(Postings { docs, terms })
 }
 
 impl Postings {
