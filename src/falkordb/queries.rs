@@ -191,6 +191,7 @@ impl FalkorDb {
             .lock()
             .expect("prepared set poisoned")
             .retain(|(g, _)| g != graph);
+        self.inner.term_stats.forget(graph);
         let mut cmd = redis::cmd("GRAPH.DELETE");
         cmd.arg(&name);
         let res: Result<redis::Value> = self.send(graph, &cmd).await;

@@ -778,6 +778,60 @@ mod lexical {
     }
 
     #[tokio::test]
+    async fn a_repeated_query_ranks_the_same_once_its_common_terms_are_counted() {
+        // The first search counts every term; the next ones read `alpha` and `beta`
+        // (common, together worth less than `zebra`) only where they meet `zebra`.
+        let mut texts: Vec<String> = (0..30).map(|i| format!("zebra seen {i}")).collect();
+        texts.extend((0..400).map(|i| format!("alpha thing {i}")));
+        texts.extend((0..400).map(|i| format!("beta thing {i}")));
+        texts.extend((0..20).map(|i| format!("alpha beta combo {i}")));
+        texts.extend((0..3).map(|i| format!("zebra alpha beta {i}")));
+        texts.extend((0..2).map(|i| format!("zebra alpha {i}")));
+        let (g, ids) = facts_graph("gsr-lex-repeat", &texts).await;
+        let scored = |g: &TestGraph| {
+            let (db, name) = (g.db.clone(), g.name.clone());
+            async move {
+                let config = SearchConfig {
+                    limit: 8,
+                    ..facts_only(Methods::FULLTEXT)
+                };
+                search::search(
+                    &db,
+                    &name,
+                    &SearchRequest::new("zebra alpha beta", config),
+                    None,
+                    None,
+                )
+                .await
+                .unwrap()
+                .facts
+                .iter()
+                .map(|h| (h.fact.uuid, h.score.to_bits()))
+                .collect::<Vec<_>>()
+            }
+        };
+        let first = scored(&g).await;
+        let all_three: Vec<uuid::Uuid> = ids[850..853].to_vec();
+        let zebra_alpha: Vec<uuid::Uuid> = ids[853..855].to_vec();
+        let mut top: Vec<uuid::Uuid> = first[..3].iter().map(|x| x.0).collect();
+        top.sort();
+        let mut want = all_three.clone();
+        want.sort();
+        assert_eq!(top, want, "all three terms first: {first:?}");
+        assert!(
+            first[3..5].iter().all(|x| zebra_alpha.contains(&x.0)),
+            "{first:?}"
+        );
+        assert!(
+            first[5..].iter().all(|x| ids[..30].contains(&x.0)),
+            "then zebra alone"
+        );
+        for _ in 0..2 {
+            assert_eq!(scored(&g).await, first);
+        }
+    }
+
+    #[tokio::test]
     async fn postings_fetched_while_the_query_is_embedded_give_the_same_results() {
         // `search` fetches the fulltext postings while it embeds the query;
         // `search_with_vector` (the vector given) fetches them in each method.

@@ -38,7 +38,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::Result;
-use crate::falkordb::{Params, Value};
+use crate::falkordb::{Observed, Params, Value};
 
 use super::methods::{Ctx, Index, read_fixed};
 
@@ -135,8 +135,23 @@ impl Target {
 pub(crate) struct Postings {
     /// The records the index holds (at least every record matched).
     docs: u64,
-    /// `(term, ids)` for every term that matched something, in query order.
-    terms: Vec<(String, Vec<i64>)>,
+    /// Every term that matched something, in query order.
+    terms: Vec<Term>,
+    /// The most a record outside these postings can weigh: the idfs of the terms read
+    /// only where they meet the others summed (0 when every term was read whole).
+    bound: f64,
+}
+
+/// One query term's matches.
+#[derive(Debug, Clone)]
+struct Term {
+    term: String,
+    /// The matching records read: all of them when `whole`, else those that also
+    /// match a term read whole.
+    ids: Vec<i64>,
+    /// The records matching the term (counted now when `whole`, else observed lately).
+    df: u64,
+    whole: bool,
 }
 
 /// The pooled records' weights and the covering terms: what the method's statement
@@ -196,11 +211,17 @@ impl Prefetched {
     }
 }
 
-/// The postings of `q` over each of `targets` in `ctx`'s graph, fetched concurrently.
-/// A failed fetch is left out: the method asks again and reports the error.
-pub(crate) async fn prefetch(ctx: Ctx<'_>, targets: &[Target], q: &str) -> Prefetched {
+/// The postings of `q` over each of `targets` in `ctx`'s graph, fetched concurrently,
+/// exact for pools of up to `need` records (`None`: every match). A failed fetch is
+/// left out: the method asks again and reports the error.
+pub(crate) async fn prefetch(
+    ctx: Ctx<'_>,
+    targets: &[Target],
+    q: &str,
+    need: Option<usize>,
+) -> Prefetched {
     let found = futures_util::future::join_all(
-        targets.iter().map(|&t| Box::pin(fetch(ctx, t, q))),
+        targets.iter().map(|&t| Box::pin(fetch(ctx, t, q, need))),
     )
     .await;
     Prefetched {
@@ -213,28 +234,211 @@ pub(crate) async fn prefetch(ctx: Ctx<'_>, targets: &[Target], q: &str) -> Prefe
     }
 }
 
-/// The postings of the sanitised query `q` over `target`'s index: those fetched ahead
-/// for the search ([`Prefetched`], in `ctx`), else [`fetch`]ed now.
-pub(crate) async fn postings(ctx: Ctx<'_>, target: Target, q: &str) -> Result<Postings> {
-    if let Some(p) = ctx.lexical.and_then(|l| l.get(target, q)) {
+/// The postings of the sanitised query `q` over `target`'s index, exact for a pool of
+/// up to `need` records (`None`: every match): those fetched ahead for the search
+/// ([`Prefetched`], in `ctx`) when they are, else [`fetch`]ed now.
+pub(crate) async fn postings(
+    ctx: Ctx<'_>,
+    target: Target,
+    q: &str,
+    need: Option<usize>,
+) -> Result<Postings> {
+    if let Some(p) = ctx
+        .lexical
+        .and_then(|l| l.get(target, q))
+        .filter(|p| p.exact_for(need))
+    {
         return Ok(p.clone());
     }
-    Box::pin(fetch(ctx, target, q)).await
+    Box::pin(fetch(ctx, target, q, need)).await
 }
 
-/// The postings of the sanitised query `q` over `target`'s index, in one statement:
-/// each term's matching record ids (the procedure's walk) and the index's document
-/// count (`db.indexes()`, which FalkorDB answers from the index's own statistics; a
-/// server that does not report it leaves the number of records matched). No index:
-/// no postings. The ids travel as one comma-separated string per term: thousands of
-/// them as a list cost the server and the client more than the walk (measured on
-/// `bench_recall`'s data: a postings round trip 7.3 ms with a list, 1.7 ms with the
-/// string, from a Python client; the server's own time 1.53 and 1.42 ms).
-async fn fetch(ctx: Ctx<'_>, target: Target, q: &str) -> Result<Postings> {
+/// The postings of the sanitised query `q` over `target`'s index, exact for a pool of
+/// up to `need` records (`None`: every match). No index: no postings.
+///
+/// Every term's matches are read whole, unless the term counts observed lately
+/// ([`TermStats`](crate::falkordb::TermStats)) show that the commonest terms cannot
+/// lift a record into the pool by themselves ([`split`]): those are read only where
+/// they meet the others (`common (rare1 | rare2)`, which the index answers by skipping
+/// through the rarer lists). The pool is then checked against the counts just made;
+/// when it might miss a record, the common terms are read whole after all.
+async fn fetch(ctx: Ctx<'_>, target: Target, q: &str, need: Option<usize>) -> Result<Postings> {
     let terms = terms(q);
     if terms.is_empty() {
         return Ok(Postings::default());
     }
+    let stats = ctx.db.term_stats();
+    let seen = |t: &str| stats.get(ctx.graph, target.label, t);
+    let Some(Split { whole, met }) = need.and_then(|p| split(&terms, p, seen)) else {
+        let (docs, mut got) = read_postings(ctx, target, &terms).await?;
+        let read: Vec<Term> = terms
+            .iter()
+            .map(|t| whole_term(t, got.remove(t).unwrap_or_default()))
+            .collect();
+        return Ok(assemble(ctx, target, docs, read));
+    };
+    let union = whole
+        .iter()
+        .map(|t| format!("({t})"))
+        .collect::<Vec<_>>()
+        .join(" | ");
+    let mut queries = whole.clone();
+    queries.extend(met.iter().map(|(t, _)| format!("({t}) ({union})")));
+    let (docs, mut got) = read_postings(ctx, target, &queries).await?;
+    // Observations made over a markedly different index are not trusted.
+    let fresh = docs > 0
+        && met
+            .iter()
+            .all(|(_, o)| o.docs.abs_diff(docs) as f64 <= DF_DRIFT * o.docs as f64);
+    let mut read: Vec<Term> = Vec::with_capacity(terms.len());
+    for t in &terms {
+        if let Some((_, o)) = met.iter().find(|(m, _)| m == t) {
+            let ids = got.remove(&format!("({t}) ({union})")).unwrap_or_default();
+            read.push(Term {
+                term: t.clone(),
+                ids,
+                df: o.df,
+                whole: false,
+            });
+        } else {
+            read.push(whole_term(t, got.remove(t).unwrap_or_default()));
+        }
+    }
+    let postings = assemble(ctx, target, docs, read);
+    if fresh && need.is_some_and(|p| postings.exact_for(Some(p))) {
+        return Ok(postings);
+    }
+    let common: Vec<String> = met.into_iter().map(|(t, _)| t).collect();
+    let (more, mut got) = read_postings(ctx, target, &common).await?;
+    let read: Vec<Term> = postings
+        .terms
+        .into_iter()
+        .filter(|t| t.whole)
+        .chain(
+            common
+                .iter()
+                .map(|t| whole_term(t, got.remove(t).unwrap_or_default())),
+        )
+        .collect();
+    let mut postings = assemble(ctx, target, docs.max(more), read);
+    postings
+        .terms
+        .sort_by_key(|t| terms.iter().position(|q| *q == t.term));
+    Ok(postings)
+}
+
+/// How far an index's record count may have moved since a term was counted for the
+/// count to weigh the term still.
+const DF_DRIFT: f64 = 0.1;
+
+fn whole_term(term: &str, ids: Vec<i64>) -> Term {
+    Term {
+        term: term.to_owned(),
+        df: ids.len() as u64,
+        ids,
+        whole: true,
+    }
+}
+
+/// Postings from the terms read (those that matched nothing dropped), the terms read
+/// whole recorded in the handle's observations, and the bound of those read in part.
+/// A server that does not report the index's count (`docs` 0) counts the matches.
+fn assemble(ctx: Ctx<'_>, target: Target, mut docs: u64, read: Vec<Term>) -> Postings {
+    if docs == 0 {
+        let matched: HashSet<i64> = read
+            .iter()
+            .flat_map(|t| t.ids.iter().copied())
+            .collect();
+        docs = matched.len() as u64;
+    }
+    let stats = ctx.db.term_stats();
+    let mut bound = 0.0;
+    for t in &read {
+        if t.whole {
+            stats.put(ctx.graph, target.label, &t.term, t.df, docs);
+        } else {
+            bound += idf(docs, t.df);
+        }
+    }
+    Postings {
+        docs,
+        terms: read.into_iter().filter(|t| !t.ids.is_empty()).collect(),
+        bound,
+    }
+}
+
+/// The terms of a query split by their observed counts (step 1 of the module docs).
+#[derive(Debug, PartialEq)]
+struct Split {
+    /// Read whole: the rarer terms, and any term not observed lately.
+    whole: Vec<String>,
+    /// Read where they meet `whole`: the commonest terms, whose idfs summed stay
+    /// below what the pool's last record weighs at least.
+    met: Vec<(String, Observed)>,
+}
+
+/// Which of `terms` a pool of `pool` records needs whole, by the counts `seen`
+/// observed lately; `None` when all of them.
+///
+/// A term matching at least `pool` records gives that many records at least its idf,
+/// so the pool's last record weighs at least the largest such idf (the floor). A
+/// record matching only terms whose idfs sum below the floor cannot enter the pool:
+/// those terms — the commonest first, while the sum stays below — are read only where
+/// they meet the others.
+fn split(terms: &[String], pool: usize, seen: impl Fn(&str) -> Option<Observed>) -> Option<Split> {
+    let seen: Vec<Option<Observed>> = terms.iter().map(|t| seen(t)).collect();
+    let floor = seen
+        .iter()
+        .flatten()
+        .filter(|o| o.df >= pool as u64)
+        .map(|o| idf(o.docs, o.df))
+        .fold(f64::NEG_INFINITY, f64::max);
+    if !floor.is_finite() {
+        return None;
+    }
+    let mut by_count: Vec<(usize, Observed)> = seen
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| o.map(|o| (i, o)))
+        .collect();
+    by_count.sort_by(|a, b| b.1.df.cmp(&a.1.df).then(a.0.cmp(&b.0)));
+    let mut sum = 0.0;
+    let mut met: Vec<usize> = Vec::new();
+    for (i, o) in by_count {
+        let w = idf(o.docs, o.df);
+        if sum + w >= floor {
+            break;
+        }
+        sum += w;
+        met.push(i);
+    }
+    if met.is_empty() {
+        return None;
+    }
+    Some(Split {
+        whole: (0..terms.len())
+            .filter(|i| !met.contains(i))
+            .map(|i| terms[i].clone())
+            .collect(),
+        met: met
+            .into_iter()
+            .map(|i| (terms[i].clone(), seen[i].expect("observed")))
+            .collect(),
+    })
+}
+
+/// One statement: for each of `queries` (a term, or a term met with others), the ids
+/// of the records matching it, and the index's record count (`db.indexes()`, which
+/// FalkorDB answers from the index's own statistics; 0 from a server that does not
+/// report it). The ids travel as one comma-separated string per query: thousands of
+/// them as a list cost the server and the client more than the walk (measured on
+/// `bench_recall`'s data: a postings round trip 7.3 ms with a list, 1.7 ms with the
+/// string, from a Python client; the server's own time 1.53 and 1.42 ms).
+async fn read_postings(
+    ctx: Ctx<'_>,
+    target: Target,
+    queries: &[String],
+) -> Result<(u64, HashMap<String, Vec<i64>>)> {
     let (procedure, label, var) = (target.procedure(), target.label, target.var());
     let kind = if target.node { "NODE" } else { "RELATIONSHIP" };
     let statement = format!(
@@ -245,12 +449,12 @@ async fn fetch(ctx: Ctx<'_>, target: Target, q: &str) -> Result<Postings> {
          RETURN ft_t AS term, ft_ns[0] AS docs, \
          string.join(collect(toString(id({var}))), ',') AS ids"
     );
-    let term_list = Value::List(terms.iter().cloned().map(Value::String).collect());
-    let params = Params::new().set("ft_terms", term_list);
+    let list = Value::List(queries.iter().cloned().map(Value::String).collect());
+    let params = Params::new().set("ft_terms", list);
     // Boxed: the read's future is large, and every fulltext method awaits this.
     let rows = Box::pin(read_fixed(ctx, target.index(), &statement, &params)).await?;
     let mut docs = 0u64;
-    let mut by_term: HashMap<String, Vec<i64>> = HashMap::new();
+    let mut by_query: HashMap<String, Vec<i64>> = HashMap::new();
     for row in rows {
         if let Some(n) = row.get("docs").and_then(Value::as_int) {
             docs = docs.max(u64::try_from(n).unwrap_or(0));
@@ -262,23 +466,16 @@ async fn fetch(ctx: Ctx<'_>, target: Target, q: &str) -> Result<Postings> {
             continue;
         };
         let ids: Vec<i64> = ids.split(',').filter_map(|i| i.parse().ok()).collect();
-        by_term.insert(term.to_owned(), ids);
+        by_query.insert(term.to_owned(), ids);
     }
-    let terms: Vec<(String, Vec<i64>)> = terms
-        .into_iter()
-        .filter_map(|t| by_term.remove(&t).map(|ids| (t, ids)))
-        .filter(|(_, ids)| !ids.is_empty())
-        .collect();
-    // The index's count holds every match; only a server that does not report it
-    // needs the matches counted.
-    if docs == 0 {
-        let matched: HashSet<i64> = terms
-            .iter()
-            .flat_map(|(_, ids)| ids.iter().copied())
-            .collect();
-        docs = matched.len() as u64;
-    }
-    Ok(Postings { docs, terms })
+    Ok((docs, by_query))
+}
+
+/// A term's idf for `df` matches among `docs` records.
+fn idf(docs: u64, df: u64) -> f64 {
+    let n = docs.max(df) as f64;
+    let df = df as f64;
+    ((n - df + 0.5) / (df + 0.5)).ln_1p()
 }
 
 impl Postings {
@@ -290,54 +487,72 @@ impl Postings {
             docs,
             terms: terms
                 .into_iter()
-                .map(|(t, ids)| (t.to_owned(), ids))
+                .map(|(t, ids)| whole_term(t, ids))
                 .collect(),
+            bound: 0.0,
         }
     }
 
-    /// A term's idf for `df` matches among the records.
-    fn idf(&self, df: usize) -> f64 {
-        let n = self.docs.max(df as u64) as f64;
-        let df = df as f64;
-        ((n - df + 0.5) / (df + 0.5)).ln_1p()
+    /// Every matched record read, by weight, best first (ties by id).
+    fn ranked(&self) -> Vec<(i64, f64)> {
+        let mut weight: HashMap<i64, f64> = HashMap::new();
+        for t in &self.terms {
+            let idf = idf(self.docs, t.df);
+            for &id in &t.ids {
+                *weight.entry(id).or_insert(0.0) += idf;
+            }
+        }
+        let mut ranked: Vec<(i64, f64)> = weight.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked
+    }
+
+    /// Whether the pool of the best `pool` records (every match when `None`) is exact:
+    /// always when every term was read whole; else when the pool's last record
+    /// outweighs any record these postings do not hold.
+    fn exact_for(&self, pool: Option<usize>) -> bool {
+        if self.terms.iter().all(|t| t.whole) && self.bound == 0.0 {
+            return true;
+        }
+        let Some(p) = pool else {
+            return false;
+        };
+        let ranked = self.ranked();
+        ranked
+            .get(p.max(1) - 1)
+            .is_some_and(|&(_, last)| last > self.bound)
     }
 
     /// The pool of the best `pool` records by weight (every match when `None`) and
     /// their covering terms (step 2 of the module docs); `None` when nothing matched.
     pub(crate) fn pool(&self, pool: Option<usize>) -> Option<Lexical> {
-        let mut weight: HashMap<i64, f64> = HashMap::new();
-        for (_, ids) in &self.terms {
-            let idf = self.idf(ids.len());
-            for &id in ids {
-                *weight.entry(id).or_insert(0.0) += idf;
-            }
-        }
-        if weight.is_empty() {
+        debug_assert!(self.exact_for(pool), "postings read for a smaller pool");
+        let mut ranked = self.ranked();
+        if ranked.is_empty() {
             return None;
         }
-        let mut ranked: Vec<(i64, f64)> = weight.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         if let Some(p) = pool {
             let p = p.max(1).min(ranked.len());
             let last = ranked[p - 1].1;
             let tied = ranked.iter().take_while(|x| x.1 >= last).count();
             ranked.truncate(tied.min(p.saturating_mul(TIE_CAP)).max(p));
         }
-        // The rarest terms first, each kept when it holds a pooled record not yet held.
+        // The rarest terms read whole first, each kept when it holds a pooled record
+        // not yet held (the pool's records all match a term read whole).
         let mut left: HashSet<i64> = ranked.iter().map(|x| x.0).collect();
-        let mut by_rarity: Vec<&(String, Vec<i64>)> = self.terms.iter().collect();
-        by_rarity.sort_by_key(|(_, ids)| ids.len());
+        let mut by_rarity: Vec<&Term> = self.terms.iter().filter(|t| t.whole).collect();
+        by_rarity.sort_by_key(|t| t.df);
         let mut cover: Vec<&str> = Vec::new();
-        for (term, ids) in by_rarity {
+        for t in by_rarity {
             if left.is_empty() {
                 break;
             }
             let before = left.len();
-            for id in ids {
+            for id in &t.ids {
                 left.remove(id);
             }
             if left.len() < before {
-                cover.push(term);
+                cover.push(&t.term);
             }
         }
         Some(Lexical {
@@ -397,6 +612,91 @@ mod tests {
         let lex = p.pool(None).unwrap();
         assert!(lex.pool.iter().all(|x| x.1 > 0.0), "{:?}", lex.pool);
         assert_eq!(lex.pool[0].0, 3);
+    }
+
+    fn observed(df: u64, docs: u64) -> Option<Observed> {
+        let s = crate::falkordb::TermStats::default();
+        s.put("g", "L", "t", df, docs);
+        s.get("g", "L", "t")
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn common_terms_whose_idfs_stay_below_the_floor_are_read_where_they_meet_the_rare_ones() {
+        // 10,000 records: `pottery` 133 (idf 4.3), `noah` 598 (2.8), `brown` 941 (2.4),
+        // `enjoy` 1,728 (1.8). A pool of 40: `pottery` alone gives 133 records 4.3, so
+        // `enjoy` + `brown` (4.1) cannot lift a record in; adding `noah` (6.9) could.
+        let terms = strings(&["noah", "brown", "enjoy", "pottery"]);
+        let seen = |t: &str| match t {
+            "pottery" => observed(133, 10_000),
+            "noah" => observed(598, 10_000),
+            "brown" => observed(941, 10_000),
+            "enjoy" => observed(1728, 10_000),
+            _ => None,
+        };
+        let split = split(&terms, 40, seen).unwrap();
+        assert_eq!(split.whole, ["noah", "pottery"]);
+        let met: Vec<&str> = split.met.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(met, ["enjoy", "brown"]);
+    }
+
+    #[test]
+    fn every_term_is_read_whole_without_counts_to_go_by() {
+        let terms = strings(&["a", "b"]);
+        // Nothing observed.
+        assert_eq!(split(&terms, 10, |_| None), None);
+        // No term matches as many records as the pool holds: no floor.
+        assert_eq!(split(&terms, 10, |_| observed(5, 1000)), None);
+        // One term only: it is its own floor.
+        assert_eq!(split(&strings(&["a"]), 10, |_| observed(50, 1000)), None);
+        // A term not observed lately is read whole, whatever the others.
+        let seen = |t: &str| (t == "a").then(|| observed(900, 1000)).flatten();
+        assert_eq!(split(&strings(&["a", "b", "c"]), 10, seen), None);
+        let seen = |t: &str| if t == "c" { None } else if t == "a" { observed(900, 1000) } else { observed(20, 1000) };
+        let split = split(&strings(&["a", "b", "c"]), 10, seen).unwrap();
+        assert_eq!(split.whole, ["b", "c"]);
+    }
+
+    /// Postings with `common` read only where it meets `rare`: `common` matches `df`
+    /// of 1,000 records, of which `met` match `rare` too.
+    fn partial(rare: Vec<i64>, met: Vec<i64>, df: u64) -> Postings {
+        let bound = idf(1000, df);
+        Postings {
+            docs: 1000,
+            terms: vec![
+                whole_term("rare", rare),
+                Term {
+                    term: "common".into(),
+                    ids: met,
+                    df,
+                    whole: false,
+                },
+            ],
+            bound,
+        }
+    }
+
+    #[test]
+    fn a_partly_read_pool_is_exact_only_when_its_last_record_outweighs_the_unread() {
+        // `rare` matches 50 records (idf 3.0), `common` 600 (0.4): the 10th best weighs
+        // at least 3.0 > 0.4.
+        let p = partial((1..=50).collect(), vec![1, 2, 3], 600);
+        assert!(p.exact_for(Some(10)));
+        assert!(p.exact_for(Some(50)));
+        // Fewer matches read than the pool: a common-only record could be in it.
+        assert!(!p.exact_for(Some(51)));
+        assert!(!p.exact_for(None), "every match needs every term whole");
+        let lex = p.pool(Some(2)).unwrap();
+        assert_eq!(lex.pool.iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(lex.cover, "rare", "the cover is read from whole terms only");
+        // A common term worth more than the rare one: not exact.
+        let p = partial((1..=50).collect(), vec![1], 10);
+        assert!(!p.exact_for(Some(10)));
+        // Whole postings are exact for any pool.
+        assert!(Postings::new(1000, vec![("x", vec![1])]).exact_for(None));
     }
 
     #[test]

@@ -509,7 +509,8 @@ pub(crate) async fn fact_vector(
 pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<FactHit>> {
     let w = ctx.filters.fact_where(ctx.now);
     let index = lexical::FACTS.index();
-    let postings = lexical::postings(ctx, lexical::FACTS, q).await?;
+    let every = w.selects_sources() || named_facts(ctx.filters).is_some();
+    let postings = lexical::postings(ctx, lexical::FACTS, q, pool(every, n)).await?;
     let params = with(&w).set("k", index_k(n)).set("n", int(n));
     if w.selects_sources() && named_facts(ctx.filters).is_none() {
         let query = format!(
@@ -528,7 +529,6 @@ pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec
             }
         }
     }
-    let every = w.selects_sources() || named_facts(ctx.filters).is_some();
     let Some(lex) = postings.pool(pool(every, n)) else {
         return Ok(Vec::new());
     };
@@ -543,7 +543,7 @@ pub(crate) async fn fact_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec
 
 /// How many matches a fulltext method's lexical pool keeps: every one when the
 /// filters run on every match (`every`), else the best `k` the statement keeps.
-fn pool(every: bool, n: usize) -> Option<usize> {
+pub(crate) fn pool(every: bool, n: usize) -> Option<usize> {
     (!every).then(|| usize::try_from(index_k(n)).unwrap_or(usize::MAX))
 }
 
@@ -558,7 +558,10 @@ async fn hybrid_lexical(
 ) -> Result<Option<lexical::Lexical>> {
     match q {
         None => Ok(None),
-        Some(q) => Ok(lexical::postings(ctx, target, q).await?.pool(pool(every, n))),
+        Some(q) => {
+            let need = pool(every, n);
+            Ok(lexical::postings(ctx, target, q, need).await?.pool(need))
+        }
     }
 }
 
@@ -834,8 +837,9 @@ pub(crate) async fn entity_vector(
 pub(crate) async fn entity_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<EntityHit>> {
     let w = ctx.filters.entity_where();
     let every = named_entities(ctx.filters).is_some();
-    let postings = lexical::postings(ctx, lexical::ENTITIES, q).await?;
-    let Some(lex) = postings.pool(pool(every, n)) else {
+    let need = pool(every, n);
+    let postings = lexical::postings(ctx, lexical::ENTITIES, q, need).await?;
+    let Some(lex) = postings.pool(need) else {
         return Ok(Vec::new());
     };
     let matches = fulltext_matches(&lexical::ENTITIES.call(), "node", "n", &w, every);
@@ -891,10 +895,11 @@ pub(crate) async fn entity_bfs(
 /// a source selection, every match is filtered before the best are kept.
 pub(crate) async fn episode_fulltext(ctx: Ctx<'_>, q: &str, n: usize) -> Result<Vec<EpisodeHit>> {
     let w = ctx.filters.episode_where();
-    let postings = lexical::postings(ctx, lexical::EPISODES, q).await?;
     // Every match is filtered before the limit: the pool holds every match when a
     // condition applies.
-    let Some(lex) = postings.pool(pool(!w.is_empty(), n)) else {
+    let need = pool(!w.is_empty(), n);
+    let postings = lexical::postings(ctx, lexical::EPISODES, q, need).await?;
+    let Some(lex) = postings.pool(need) else {
         return Ok(Vec::new());
     };
     let query = format!(
@@ -1067,8 +1072,9 @@ pub(crate) async fn community_fulltext(
     q: &str,
     n: usize,
 ) -> Result<Vec<CommunityHit>> {
-    let postings = lexical::postings(ctx, lexical::COMMUNITIES, q).await?;
-    let Some(lex) = postings.pool(pool(false, n)) else {
+    let need = pool(false, n);
+    let postings = lexical::postings(ctx, lexical::COMMUNITIES, q, need).await?;
+    let Some(lex) = postings.pool(need) else {
         return Ok(Vec::new());
     };
     let query = format!(

@@ -325,6 +325,9 @@ async fn embed_and_prefetch(
     let text = search_text(request);
     let targets = lexical_targets(&request.config);
     let now = Timestamp::now();
+    // The pool every method keeps without filters over every match (a method that
+    // filters every match reads the postings whole itself).
+    let need = methods::pool(false, 2 * request.config.limit);
     let prefetch = async {
         let Some(q) = text.as_deref().filter(|_| !targets.is_empty()) else {
             return Vec::new();
@@ -337,7 +340,7 @@ async fn embed_and_prefetch(
                 now,
                 lexical: None,
             };
-            lexical::prefetch(ctx, &targets, q)
+            lexical::prefetch(ctx, &targets, q, need)
         }))
         .await
     };
