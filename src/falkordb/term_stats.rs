@@ -26,8 +26,11 @@ pub(crate) struct Observed {
 #[derive(Debug, Default)]
 pub(crate) struct TermStats {
     /// graph → (index label, term) → observation.
-    graphs: Mutex<HashMap<String, HashMap<(&'static str, String), Observed>>>,
+    graphs: Mutex<HashMap<String, GraphTerms>>,
 }
+
+/// One graph's observations: (index label, term) → observation.
+type GraphTerms = HashMap<(&'static str, String), Observed>;
 
 impl TermStats {
     /// How long an observation stands for a fresh count.
