@@ -471,6 +471,47 @@ async fn read_postings(
     Ok((docs, by_query))
 }
 
+/// At most this many conjunctions make a pool's cover; more take the covering terms.
+const MAX_CONJUNCTIONS: usize = 16;
+
+/// The cover of `pool` as a fulltext query of conjunctions: for each distinct set of
+/// terms a pooled record matches, those terms together (`(a b) | (c)`), a set that
+/// holds another left out. The index walks little more than the pool itself: a
+/// record matching all of a pooled record's terms weighs at least as much, so it is
+/// pooled too (unless cut as a tie). `None` when there are more than
+/// [`MAX_CONJUNCTIONS`] sets (or more than 64 terms).
+fn conjunctions(terms: &[Term], pool: &[(i64, f64)]) -> Option<String> {
+    if terms.len() > 64 {
+        return None;
+    }
+    let pooled: HashSet<i64> = pool.iter().map(|x| x.0).collect();
+    let mut matched: HashMap<i64, u64> = HashMap::new();
+    for (i, t) in terms.iter().enumerate() {
+        for id in t.ids.iter().filter(|id| pooled.contains(id)) {
+            *matched.entry(*id).or_default() |= 1 << i;
+        }
+    }
+    let mut sets: Vec<u64> = matched.into_values().collect();
+    sets.sort_unstable();
+    sets.dedup();
+    let least: Vec<u64> = sets
+        .iter()
+        .copied()
+        .filter(|&s| !sets.iter().any(|&o| o != s && o & s == o))
+        .collect();
+    if least.is_empty() || least.len() > MAX_CONJUNCTIONS {
+        return None;
+    }
+    let each = least.iter().map(|&set| {
+        let words: Vec<&str> = (0..terms.len())
+            .filter(|i| set >> i & 1 == 1)
+            .map(|i| terms[i].term.as_str())
+            .collect();
+        format!("({})", words.join(" "))
+    });
+    Some(each.collect::<Vec<_>>().join(" | "))
+}
+
 /// A term's idf for `df` matches among `docs` records.
 fn idf(docs: u64, df: u64) -> f64 {
     let n = docs.max(df) as f64;
@@ -537,26 +578,29 @@ impl Postings {
             let tied = ranked.iter().take_while(|x| x.1 >= last).count();
             ranked.truncate(tied.min(p.saturating_mul(TIE_CAP)).max(p));
         }
-        // The rarest terms read whole first, each kept when it holds a pooled record
-        // not yet held (the pool's records all match a term read whole).
-        let mut left: HashSet<i64> = ranked.iter().map(|x| x.0).collect();
-        let mut by_rarity: Vec<&Term> = self.terms.iter().filter(|t| t.whole).collect();
-        by_rarity.sort_by_key(|t| t.df);
-        let mut cover: Vec<&str> = Vec::new();
-        for t in by_rarity {
-            if left.is_empty() {
-                break;
+        let cover = conjunctions(&self.terms, &ranked).unwrap_or_else(|| {
+            // The rarest terms read whole first, each kept when it holds a pooled
+            // record not yet held (the pool's records all match a term read whole).
+            let mut left: HashSet<i64> = ranked.iter().map(|x| x.0).collect();
+            let mut by_rarity: Vec<&Term> = self.terms.iter().filter(|t| t.whole).collect();
+            by_rarity.sort_by_key(|t| t.df);
+            let mut cover: Vec<&str> = Vec::new();
+            for t in by_rarity {
+                if left.is_empty() {
+                    break;
+                }
+                let before = left.len();
+                for id in &t.ids {
+                    left.remove(id);
+                }
+                if left.len() < before {
+                    cover.push(&t.term);
+                }
             }
-            let before = left.len();
-            for id in &t.ids {
-                left.remove(id);
-            }
-            if left.len() < before {
-                cover.push(&t.term);
-            }
-        }
+            cover.join(" | ")
+        });
         Some(Lexical {
-            cover: cover.join(" | "),
+            cover,
             pool: ranked,
         })
     }
@@ -576,7 +620,7 @@ mod tests {
         assert_eq!(lex.pool[1].0, 2, "the rare term beats the common one");
         assert!(lex.pool[0].1 > lex.pool[1].1, "{:?}", lex.pool);
         // The pool's two records are both held by `rare`: the common term is not walked.
-        assert_eq!(lex.cover, "rare");
+        assert_eq!(lex.cover, "(rare)");
     }
 
     #[test]
@@ -586,7 +630,7 @@ mod tests {
         assert_eq!(lex.pool[0].0, 1);
         assert!(lex.pool[0].1 > lex.pool[1].1 * 3.0, "{:?}", &lex.pool[..2]);
         assert_eq!(lex.pool.len(), 400, "every match without a pool size");
-        assert_eq!(lex.cover, "a | b");
+        assert_eq!(lex.cover, "(a) | (b)");
     }
 
     #[test]
@@ -691,12 +735,34 @@ mod tests {
         assert!(!p.exact_for(None), "every match needs every term whole");
         let lex = p.pool(Some(2)).unwrap();
         assert_eq!(lex.pool.iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2, 3]);
-        assert_eq!(lex.cover, "rare", "the cover is read from whole terms only");
+        assert_eq!(lex.cover, "(rare common)", "the pool's terms together");
         // A common term worth more than the rare one: not exact.
         let p = partial((1..=50).collect(), vec![1], 10);
         assert!(!p.exact_for(Some(10)));
         // Whole postings are exact for any pool.
         assert!(Postings::new(1000, vec![("x", vec![1])]).exact_for(None));
+    }
+
+    #[test]
+    fn the_cover_is_each_pooled_set_of_terms_together_a_set_holding_another_left_out() {
+        // 1: a b c; 2: a b; 3: c; 4: a b (so `a b c` holds `a b`).
+        let p = Postings::new(
+            1000,
+            vec![("a", vec![1, 2, 4]), ("b", vec![1, 2, 4]), ("c", vec![1, 3])],
+        );
+        let lex = p.pool(None).unwrap();
+        assert_eq!(lex.cover, "(a b) | (c)");
+        // More sets than conjunctions allowed: the covering terms, rarest first.
+        let terms: Vec<(String, Vec<i64>)> = (0..=MAX_CONJUNCTIONS as i64)
+            .map(|i| (format!("t{i}"), vec![i]))
+            .collect();
+        let p = Postings::new(
+            1000,
+            terms.iter().map(|(t, ids)| (t.as_str(), ids.clone())).collect(),
+        );
+        let lex = p.pool(None).unwrap();
+        assert_eq!(lex.cover.split(" | ").count(), MAX_CONJUNCTIONS + 1);
+        assert!(!lex.cover.contains('('), "{}", lex.cover);
     }
 
     #[test]
