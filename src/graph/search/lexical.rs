@@ -257,11 +257,15 @@ pub(crate) async fn postings(
 /// up to `need` records (`None`: every match). No index: no postings.
 ///
 /// Every term's matches are read whole, unless the term counts observed lately
-/// ([`TermStats`](crate::falkordb::TermStats)) show that the commonest terms cannot
-/// lift a record into the pool by themselves ([`split`]): those are read only where
-/// they meet the others (`common (rare1 | rare2)`, which the index answers by skipping
-/// through the rarer lists). The pool is then checked against the counts just made;
-/// when it might miss a record, the common terms are read whole after all.
+/// ([`TermStats`](crate::falkordb::TermStats)) name terms commoner than one that alone
+/// matches a pool's worth of records ([`split`]): those are read only where they meet
+/// the rarer ones (`common ((rare1) | (rare2))`, which the index answers by skipping
+/// through the rarer lists). The pool is then checked: its last record must outweigh
+/// any record matching only terms read in part. When it does not, the commonest of
+/// those terms whose idfs still sum below that last weight stay read in part, the
+/// others are read whole (a second statement; the last weight can only grow, so the
+/// pool is then exact); and when even that fails — counts gone stale — every term is
+/// read whole.
 async fn fetch(ctx: Ctx<'_>, target: Target, q: &str, need: Option<usize>) -> Result<Postings> {
     let terms = terms(q);
     if terms.is_empty() {
@@ -269,62 +273,45 @@ async fn fetch(ctx: Ctx<'_>, target: Target, q: &str, need: Option<usize>) -> Re
     }
     let stats = ctx.db.term_stats();
     let seen = |t: &str| stats.get(ctx.graph, target.label, t);
-    let Some(Split { whole, met }) = need.and_then(|p| split(&terms, p, seen)) else {
-        let (docs, mut got) = read_postings(ctx, target, &terms).await?;
-        let read: Vec<Term> = terms
-            .iter()
-            .map(|t| whole_term(t, got.remove(t).unwrap_or_default()))
-            .collect();
-        return Ok(assemble(ctx, target, docs, read));
+    let plan = need.and_then(|p| split(&terms, p, seen).map(|s| (p, s)));
+    let Some((p, Split { whole, met })) = plan else {
+        let (docs, read) = read_terms(ctx, target, &terms, &[]).await?;
+        return Ok(finish(ctx, target, &terms, docs, read));
     };
-    let union = whole
-        .iter()
-        .map(|t| format!("({t})"))
-        .collect::<Vec<_>>()
-        .join(" | ");
-    let mut queries = whole.clone();
-    queries.extend(met.iter().map(|(t, _)| format!("({t}) ({union})")));
-    let (docs, mut got) = read_postings(ctx, target, &queries).await?;
+    let (docs, mut read) = read_terms(ctx, target, &whole, &met).await?;
     // Observations made over a markedly different index are not trusted.
     let fresh = docs > 0
         && met
             .iter()
             .all(|(_, o)| o.docs.abs_diff(docs) as f64 <= DF_DRIFT * o.docs as f64);
-    let mut read: Vec<Term> = Vec::with_capacity(terms.len());
-    for t in &terms {
-        if let Some((_, o)) = met.iter().find(|(m, _)| m == t) {
-            let ids = got.remove(&format!("({t}) ({union})")).unwrap_or_default();
-            read.push(Term {
-                term: t.clone(),
-                ids,
-                df: o.df,
-                whole: false,
-            });
-        } else {
-            read.push(whole_term(t, got.remove(t).unwrap_or_default()));
+    let mut partly: Vec<(String, Observed)> = met;
+    if fresh {
+        let first = Postings::of(docs, read.clone());
+        if first.exact_for(Some(p)) {
+            return Ok(finish(ctx, target, &terms, docs, read));
+        }
+        // The commonest terms stay read in part while their idfs sum below the last
+        // pooled weight so far; the others are read whole.
+        let last = first.last_weight(p).unwrap_or(f64::NEG_INFINITY);
+        let mut sum = 0.0;
+        let stay = partly
+            .iter()
+            .take_while(|(_, o)| {
+                sum += idf(docs, o.df);
+                sum < last
+            })
+            .count();
+        let go: Vec<String> = partly.split_off(stay).into_iter().map(|(t, _)| t).collect();
+        let (_, more) = read_terms(ctx, target, &go, &partly).await?;
+        merge(&mut read, more);
+        if Postings::of(docs, read.clone()).exact_for(Some(p)) {
+            return Ok(finish(ctx, target, &terms, docs, read));
         }
     }
-    let postings = assemble(ctx, target, docs, read);
-    if fresh && need.is_some_and(|p| postings.exact_for(Some(p))) {
-        return Ok(postings);
-    }
-    let common: Vec<String> = met.into_iter().map(|(t, _)| t).collect();
-    let (more, mut got) = read_postings(ctx, target, &common).await?;
-    let read: Vec<Term> = postings
-        .terms
-        .into_iter()
-        .filter(|t| t.whole)
-        .chain(
-            common
-                .iter()
-                .map(|t| whole_term(t, got.remove(t).unwrap_or_default())),
-        )
-        .collect();
-    let mut postings = assemble(ctx, target, docs.max(more), read);
-    postings
-        .terms
-        .sort_by_key(|t| terms.iter().position(|q| *q == t.term));
-    Ok(postings)
+    let rest: Vec<String> = partly.into_iter().map(|(t, _)| t).collect();
+    let (more, whole) = read_terms(ctx, target, &rest, &[]).await?;
+    merge(&mut read, whole);
+    Ok(finish(ctx, target, &terms, docs.max(more), read))
 }
 
 /// How far an index's record count may have moved since a term was counted for the
@@ -340,10 +327,60 @@ fn whole_term(term: &str, ids: Vec<i64>) -> Term {
     }
 }
 
-/// Postings from the terms read (those that matched nothing dropped), the terms read
-/// whole recorded in the handle's observations, and the bound of those read in part.
-/// A server that does not report the index's count (`docs` 0) counts the matches.
-fn assemble(ctx: Ctx<'_>, target: Target, mut docs: u64, read: Vec<Term>) -> Postings {
+/// Reads `whole` whole and each of `met` where it meets `whole` (read whole itself
+/// when `whole` is empty), in one statement: the index's record count and the terms.
+async fn read_terms(
+    ctx: Ctx<'_>,
+    target: Target,
+    whole: &[String],
+    met: &[(String, Observed)],
+) -> Result<(u64, Vec<Term>)> {
+    if whole.is_empty() {
+        let all: Vec<String> = met.iter().map(|(t, _)| t.clone()).collect();
+        return Box::pin(read_terms(ctx, target, &all, &[])).await;
+    }
+    let union = whole
+        .iter()
+        .map(|t| format!("({t})"))
+        .collect::<Vec<_>>()
+        .join(" | ");
+    let meet = |t: &str| format!("({t}) ({union})");
+    let mut queries = whole.to_vec();
+    queries.extend(met.iter().map(|(t, _)| meet(t)));
+    let (docs, mut got) = read_postings(ctx, target, &queries).await?;
+    let mut read: Vec<Term> = whole
+        .iter()
+        .map(|t| whole_term(t, got.remove(t).unwrap_or_default()))
+        .collect();
+    read.extend(met.iter().map(|(t, o)| Term {
+        term: t.clone(),
+        ids: got.remove(&meet(t)).unwrap_or_default(),
+        df: o.df,
+        whole: false,
+    }));
+    Ok((docs, read))
+}
+
+/// `more` merged into `read`: a term read whole replaces what was read of it; a term
+/// read in part again adds the matches found.
+fn merge(read: &mut Vec<Term>, more: Vec<Term>) {
+    for m in more {
+        match read.iter_mut().find(|t| t.term == m.term) {
+            Some(t) if m.whole => *t = m,
+            Some(t) => {
+                t.ids.extend(m.ids);
+                t.ids.sort_unstable();
+                t.ids.dedup();
+            }
+            None => read.push(m),
+        }
+    }
+}
+
+/// The postings of the terms read, in query order; the terms read whole recorded in
+/// the handle's observations. A server that does not report the index's count
+/// (`docs` 0) counts the matches.
+fn finish(ctx: Ctx<'_>, target: Target, order: &[String], mut docs: u64, mut read: Vec<Term>) -> Postings {
     if docs == 0 {
         let matched: HashSet<i64> = read
             .iter()
@@ -352,19 +389,11 @@ fn assemble(ctx: Ctx<'_>, target: Target, mut docs: u64, read: Vec<Term>) -> Pos
         docs = matched.len() as u64;
     }
     let stats = ctx.db.term_stats();
-    let mut bound = 0.0;
-    for t in &read {
-        if t.whole {
-            stats.put(ctx.graph, target.label, &t.term, t.df, docs);
-        } else {
-            bound += idf(docs, t.df);
-        }
+    for t in read.iter().filter(|t| t.whole) {
+        stats.put(ctx.graph, target.label, &t.term, t.df, docs);
     }
-    Postings {
-        docs,
-        terms: read.into_iter().filter(|t| !t.ids.is_empty()).collect(),
-        bound,
-    }
+    read.sort_by_key(|t| order.iter().position(|q| *q == t.term));
+    Postings::of(docs, read)
 }
 
 /// The terms of a query split by their observed counts (step 1 of the module docs).
@@ -372,58 +401,40 @@ fn assemble(ctx: Ctx<'_>, target: Target, mut docs: u64, read: Vec<Term>) -> Pos
 struct Split {
     /// Read whole: the rarer terms, and any term not observed lately.
     whole: Vec<String>,
-    /// Read where they meet `whole`: the commonest terms, whose idfs summed stay
-    /// below what the pool's last record weighs at least.
+    /// Read where they meet `whole`, commonest first.
     met: Vec<(String, Observed)>,
 }
 
-/// Which of `terms` a pool of `pool` records needs whole, by the counts `seen`
+/// Which of `terms` to read whole for a pool of `pool` records, by the counts `seen`
 /// observed lately; `None` when all of them.
 ///
-/// A term matching at least `pool` records gives that many records at least its idf,
-/// so the pool's last record weighs at least the largest such idf (the floor). A
-/// record matching only terms whose idfs sum below the floor cannot enter the pool:
-/// those terms — the commonest first, while the sum stays below — are read only where
-/// they meet the others.
+/// The anchor is the rarest term observed to match at least `pool` records: it alone
+/// fills the pool, so the pool's last record weighs at least its idf. The anchor, the
+/// rarer terms and the terms not observed are read whole; the commoner ones where they
+/// meet those ([`fetch`] checks the pool and reads more when needed).
 fn split(terms: &[String], pool: usize, seen: impl Fn(&str) -> Option<Observed>) -> Option<Split> {
     let seen: Vec<Option<Observed>> = terms.iter().map(|t| seen(t)).collect();
-    let floor = seen
+    let anchor = seen
         .iter()
         .flatten()
         .filter(|o| o.df >= pool as u64)
-        .map(|o| idf(o.docs, o.df))
-        .fold(f64::NEG_INFINITY, f64::max);
-    if !floor.is_finite() {
-        return None;
-    }
-    let mut by_count: Vec<(usize, Observed)> = seen
+        .map(|o| o.df)
+        .min()?;
+    let mut met: Vec<(usize, Observed)> = seen
         .iter()
         .enumerate()
-        .filter_map(|(i, o)| o.map(|o| (i, o)))
+        .filter_map(|(i, o)| o.filter(|o| o.df > anchor).map(|o| (i, o)))
         .collect();
-    by_count.sort_by(|a, b| b.1.df.cmp(&a.1.df).then(a.0.cmp(&b.0)));
-    let mut sum = 0.0;
-    let mut met: Vec<usize> = Vec::new();
-    for (i, o) in by_count {
-        let w = idf(o.docs, o.df);
-        if sum + w >= floor {
-            break;
-        }
-        sum += w;
-        met.push(i);
-    }
     if met.is_empty() {
         return None;
     }
+    met.sort_by(|a, b| b.1.df.cmp(&a.1.df).then(a.0.cmp(&b.0)));
     Some(Split {
         whole: (0..terms.len())
-            .filter(|i| !met.contains(i))
+            .filter(|i| !met.iter().any(|(m, _)| m == i))
             .map(|i| terms[i].clone())
             .collect(),
-        met: met
-            .into_iter()
-            .map(|i| (terms[i].clone(), seen[i].expect("observed")))
-            .collect(),
+        met: met.into_iter().map(|(i, o)| (terms[i].clone(), o)).collect(),
     })
 }
 
@@ -534,6 +545,21 @@ impl Postings {
         }
     }
 
+    /// Postings of the terms read; the bound is the idfs of those read in part.
+    fn of(docs: u64, terms: Vec<Term>) -> Postings {
+        let bound = terms
+            .iter()
+            .filter(|t| !t.whole)
+            .map(|t| idf(docs, t.df))
+            .sum();
+        Postings { docs, terms, bound }
+    }
+
+    /// The weight of the `pool`-th best record read, if that many were.
+    fn last_weight(&self, pool: usize) -> Option<f64> {
+        self.ranked().get(pool.max(1) - 1).map(|x| x.1)
+    }
+
     /// Every matched record read, by weight, best first (ties by id).
     fn ranked(&self) -> Vec<(i64, f64)> {
         let mut weight: HashMap<i64, f64> = HashMap::new();
@@ -558,10 +584,7 @@ impl Postings {
         let Some(p) = pool else {
             return false;
         };
-        let ranked = self.ranked();
-        ranked
-            .get(p.max(1) - 1)
-            .is_some_and(|&(_, last)| last > self.bound)
+        self.last_weight(p).is_some_and(|last| last > self.bound)
     }
 
     /// The pool of the best `pool` records by weight (every match when `None`) and
@@ -669,11 +692,10 @@ mod tests {
     }
 
     #[test]
-    fn common_terms_whose_idfs_stay_below_the_floor_are_read_where_they_meet_the_rare_ones() {
-        // 10,000 records: `pottery` 133 (idf 4.3), `noah` 598 (2.8), `brown` 941 (2.4),
-        // `enjoy` 1,728 (1.8). A pool of 40: `pottery` alone gives 133 records 4.3, so
-        // `enjoy` + `brown` (4.1) cannot lift a record in; adding `noah` (6.9) could.
-        let terms = strings(&["noah", "brown", "enjoy", "pottery"]);
+    fn terms_commoner_than_one_that_fills_the_pool_are_read_where_they_meet_the_rarer() {
+        // 10,000 records: `pottery` 133, `noah` 598, `brown` 941, `enjoy` 1,728; `does`
+        // not observed. A pool of 40: `pottery` alone fills it.
+        let terms = strings(&["does", "noah", "brown", "enjoy", "pottery"]);
         let seen = |t: &str| match t {
             "pottery" => observed(133, 10_000),
             "noah" => observed(598, 10_000),
@@ -682,9 +704,12 @@ mod tests {
             _ => None,
         };
         let split = split(&terms, 40, seen).unwrap();
-        assert_eq!(split.whole, ["noah", "pottery"]);
+        assert_eq!(split.whole, ["does", "pottery"]);
         let met: Vec<&str> = split.met.iter().map(|(t, _)| t.as_str()).collect();
-        assert_eq!(met, ["enjoy", "brown"]);
+        assert_eq!(met, ["enjoy", "brown", "noah"], "commonest first");
+        // A pool larger than `pottery`'s matches: `noah` is the anchor.
+        let larger = super::split(&terms, 200, seen).unwrap();
+        assert_eq!(larger.whole, ["does", "noah", "pottery"]);
     }
 
     #[test]
