@@ -44,7 +44,6 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
 mod bert;
-mod kernels;
 mod quantized;
 use bert::{Bert, BertConfig};
 internal_use!(bert::Precision);

@@ -16,7 +16,7 @@
 
 use candle_core::{Storage, Tensor};
 
-use super::kernels::{BLOCK, Kernel, LANES};
+use gralkor_kernels::{BLOCK, Kernel, LANES};
 
 /// A LayerNorm's weight and bias.
 pub(super) struct Norm {

@@ -1,4 +1,4 @@
-//! The integer dot products of the short-query path ([`super::quantized`]): one weight
+//! The integer dot products of gralkor's short-query embedding path (`gralkor::llm::local`): one weight
 //! row of 8-bit integers against the 8-bit rows of several tokens. Each row is summed
 //! in blocks of [`BLOCK`] values as exact 32-bit integers; each block's sum is scaled
 //! by that token's scale for the block, and the scaled sums added in f32.
@@ -13,17 +13,17 @@
 //! `-(-128)` does not fit in an `i8`. Activations may take any `i8` value.
 
 /// Values per block: each block of a token's row has a scale of its own.
-pub(crate) const BLOCK: usize = 32;
+pub const BLOCK: usize = 32;
 
 /// Scales per block in `lane_scales`: one per four values (a 32-bit vector lane).
-pub(crate) const LANES: usize = BLOCK / 4;
+pub const LANES: usize = BLOCK / 4;
 
 /// The longest row the AVX-512 kernel takes (its per-row corrections live on the stack).
 const MAX_ROW: usize = 4096;
 
 /// An implementation of [`Kernel::dot_rows`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kernel {
+pub enum Kernel {
     /// Plain Rust: every CPU.
     Portable,
     /// x86-64 AVX2 and FMA (`vpmaddubsw`, `vpmaddwd`), 32 bytes at a time.
@@ -36,7 +36,7 @@ pub(crate) enum Kernel {
 
 impl Kernel {
     /// Every kernel this build knows, the portable one first.
-    pub(crate) const ALL: &'static [Kernel] = &[
+    pub const ALL: &'static [Kernel] = &[
         Kernel::Portable,
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2,
@@ -45,7 +45,7 @@ impl Kernel {
     ];
 
     /// The fastest kernel this CPU runs.
-    pub(crate) fn detect() -> Kernel {
+    pub fn detect() -> Kernel {
         Kernel::ALL
             .iter()
             .rev()
@@ -55,7 +55,7 @@ impl Kernel {
     }
 
     /// Whether this CPU runs the kernel.
-    pub(crate) fn available(self) -> bool {
+    pub fn available(self) -> bool {
         match self {
             Kernel::Portable => true,
             #[cfg(target_arch = "x86_64")]
@@ -80,7 +80,7 @@ impl Kernel {
     ///
     /// # Panics
     /// If the lengths do not fit, or the kernel is not [`available`](Self::available).
-    pub(crate) fn dot_rows(self, w: &[i8], a: &[i8], lane_scales: &[f32], out: &mut [f32]) {
+    pub fn dot_rows(self, w: &[i8], a: &[i8], lane_scales: &[f32], out: &mut [f32]) {
         let k = w.len();
         assert!(
             k > 0 && k.is_multiple_of(BLOCK) && k <= MAX_ROW,
@@ -114,7 +114,7 @@ impl Kernel {
 }
 
 /// The integer sum of each block, exactly.
-pub(crate) fn block_sum(w: &[i8], a: &[i8]) -> i32 {
+pub fn block_sum(w: &[i8], a: &[i8]) -> i32 {
     w.iter()
         .zip(a)
         .map(|(&x, &y)| i32::from(x) * i32::from(y))
