@@ -140,6 +140,8 @@ pub(crate) struct Postings {
     /// The most a record outside these postings can weigh: the idfs of the terms read
     /// only where they meet the others summed (0 when every term was read whole).
     bound: f64,
+    /// Every matched record read, by weight, best first (ties by id).
+    ranked: Vec<(i64, f64)>,
 }
 
 /// One query term's matches.
@@ -535,14 +537,11 @@ impl Postings {
     /// reasoning in the module docs).
     #[cfg(test)]
     pub(crate) fn new(docs: u64, terms: Vec<(&str, Vec<i64>)>) -> Postings {
-        Postings {
-            docs,
-            terms: terms
-                .into_iter()
-                .map(|(t, ids)| whole_term(t, ids))
-                .collect(),
-            bound: 0.0,
-        }
+        let terms = terms
+            .into_iter()
+            .map(|(t, ids)| whole_term(t, ids))
+            .collect();
+        Postings::of(docs, terms)
     }
 
     /// Postings of the terms read; the bound is the idfs of those read in part.
@@ -552,24 +551,36 @@ impl Postings {
             .filter(|t| !t.whole)
             .map(|t| idf(docs, t.df))
             .sum();
-        Postings { docs, terms, bound }
+        let ranked = Postings::rank(docs, &terms);
+        Postings {
+            docs,
+            terms,
+            bound,
+            ranked,
+        }
     }
 
     /// The weight of the `pool`-th best record read, if that many were.
     fn last_weight(&self, pool: usize) -> Option<f64> {
-        self.ranked().get(pool.max(1) - 1).map(|x| x.1)
+        self.ranked.get(pool.max(1) - 1).map(|x| x.1)
     }
 
-    /// Every matched record read, by weight, best first (ties by id).
-    fn ranked(&self) -> Vec<(i64, f64)> {
-        let mut weight: HashMap<i64, f64> = HashMap::new();
-        for t in &self.terms {
-            let idf = idf(self.docs, t.df);
-            for &id in &t.ids {
-                *weight.entry(id).or_insert(0.0) += idf;
+    /// Every matched record of `terms`, by weight, best first (ties by id): the
+    /// (id, idf) pairs sorted by id and summed per id.
+    fn rank(docs: u64, terms: &[Term]) -> Vec<(i64, f64)> {
+        let mut pairs: Vec<(i64, f64)> = Vec::with_capacity(terms.iter().map(|t| t.ids.len()).sum());
+        for t in terms {
+            let idf = idf(docs, t.df);
+            pairs.extend(t.ids.iter().map(|&id| (id, idf)));
+        }
+        pairs.sort_unstable_by_key(|x| x.0);
+        let mut ranked: Vec<(i64, f64)> = Vec::with_capacity(pairs.len());
+        for (id, w) in pairs {
+            match ranked.last_mut() {
+                Some(last) if last.0 == id => last.1 += w,
+                _ => ranked.push((id, w)),
             }
         }
-        let mut ranked: Vec<(i64, f64)> = weight.into_iter().collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked
     }
@@ -591,7 +602,7 @@ impl Postings {
     /// their covering terms (step 2 of the module docs); `None` when nothing matched.
     pub(crate) fn pool(&self, pool: Option<usize>) -> Option<Lexical> {
         debug_assert!(self.exact_for(pool), "postings read for a smaller pool");
-        let mut ranked = self.ranked();
+        let mut ranked = self.ranked.clone();
         if ranked.is_empty() {
             return None;
         }
@@ -732,10 +743,9 @@ mod tests {
     /// Postings with `common` read only where it meets `rare`: `common` matches `df`
     /// of 1,000 records, of which `met` match `rare` too.
     fn partial(rare: Vec<i64>, met: Vec<i64>, df: u64) -> Postings {
-        let bound = idf(1000, df);
-        Postings {
-            docs: 1000,
-            terms: vec![
+        let p = Postings::of(
+            1000,
+            vec![
                 whole_term("rare", rare),
                 Term {
                     term: "common".into(),
@@ -744,8 +754,9 @@ mod tests {
                     whole: false,
                 },
             ],
-            bound,
-        }
+        );
+        assert_eq!(p.bound, idf(1000, df));
+        p
     }
 
     #[test]
