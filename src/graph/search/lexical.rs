@@ -133,8 +133,6 @@ impl Target {
 /// Each query term's matching records (step 1 of the module docs).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Postings {
-    /// The records the index holds (at least every record matched).
-    docs: u64,
     /// Every term that matched something, in query order.
     terms: Vec<Term>,
     /// The most a record outside these postings can weigh: the idfs of the terms read
@@ -553,7 +551,6 @@ impl Postings {
             .sum();
         let ranked = Postings::rank(docs, &terms);
         Postings {
-            docs,
             terms,
             bound,
             ranked,
