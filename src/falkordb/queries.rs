@@ -24,9 +24,14 @@ impl FalkorDb {
         statement::check(query, "query")?;
         let text = params::build_query(query, params)?;
         let span = tracing::debug_span!("falkordb.query", graph, ro = false);
-        self.run(graph, &name, "GRAPH.QUERY", &text)
+        let res = self
+            .run(graph, &name, "GRAPH.QUERY", &text)
             .instrument(span)
-            .await
+            .await;
+        // A write may change what the fulltext indices hold: the term counts observed
+        // in this graph go (so a later search counts again).
+        self.inner.term_stats.forget(graph);
+        res
     }
     }
 
@@ -101,6 +106,7 @@ impl FalkorDb {
                 .arg("--compact");
         }
         let span = tracing::debug_span!("falkordb.pipeline", graph, statements = statements.len());
+        let _forget = ForgetTermCounts(self, graph);
         async {
             let replies: Vec<redis::Value> = self
                 .refusals_retried(graph, || async {
@@ -379,5 +385,15 @@ impl FalkorDb {
             return unavailable;
         }
         map_redis_error(graph, e, self.inner.response_timeout)
+    }
+}
+
+/// Forgets the term counts observed in a graph when dropped: after a pipeline of
+/// writes, however it ends (see [`FalkorDb::query`]).
+struct ForgetTermCounts<'a>(&'a FalkorDb, &'a str);
+
+impl Drop for ForgetTermCounts<'_> {
+    fn drop(&mut self) {
+        self.0.inner.term_stats.forget(self.1);
     }
 }

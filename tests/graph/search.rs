@@ -853,6 +853,40 @@ mod lexical {
     }
 
     #[tokio::test]
+    async fn a_write_through_the_handle_makes_the_next_search_count_its_terms_again() {
+        // `alpha` is common when first counted; a write then renames it out of 400 facts
+        // (the number of facts unchanged). The next search must weigh `alpha` as rare:
+        // the 20 `alpha beta` facts now outrank the facts with `zebra` alone.
+        let mut texts: Vec<String> = (0..30).map(|i| format!("zebra seen {i}")).collect();
+        texts.extend((0..400).map(|i| format!("alpha thing {i}")));
+        texts.extend((0..400).map(|i| format!("beta thing {i}")));
+        texts.extend((0..20).map(|i| format!("alpha beta combo {i}")));
+        texts.extend((0..3).map(|i| format!("zebra alpha beta {i}")));
+        texts.extend((0..2).map(|i| format!("zebra alpha {i}")));
+        let (g, ids) = facts_graph("gsr-lex-write", &texts).await;
+        let first = scored(&g, "zebra alpha beta", 8).await;
+        assert!(
+            holds(&ids[..30], &first[5..]),
+            "zebra alone after the best: {first:?}"
+        );
+        g.db.query(
+            &g.name,
+            "MATCH ()-[f:RELATES_TO]->() WHERE f.fact STARTS WITH 'alpha thing' \
+             SET f.fact = replace(f.fact, 'alpha', 'gamma')",
+            &gralkor::falkordb::Params::new(),
+        )
+        .await
+        .unwrap();
+        let after = scored(&g, "zebra alpha beta", 8).await;
+        // `zebra alpha` (short) and `zebra alpha beta` first, in either order.
+        assert!(holds(&ids[850..855], &after[..5]), "{after:?}");
+        assert!(
+            holds(&ids[830..850], &after[5..]),
+            "then alpha and beta: {after:?}"
+        );
+    }
+
+    #[tokio::test]
     async fn postings_fetched_while_the_query_is_embedded_give_the_same_results() {
         // `search` fetches the fulltext postings while it embeds the query;
         // `search_with_vector` (the vector given) fetches them in each method.
