@@ -16,15 +16,18 @@
 //! 1. **Postings** ([`postings`]): for each query term, the ids of the records that
 //!    match it (one procedure call per term, so the index's stemming and tokenizer
 //!    decide what matches, as before), and the number of indexed records `N` (the
-//!    index's own count), in one statement.
+//!    index's own count), in one statement. A term commoner than the rarest term that
+//!    alone fills the pool — by the counts observed lately in this graph
+//!    ([`TermStats`](crate::falkordb::TermStats)) — is read only where it meets the
+//!    rarer ones; the pool is then checked exact, else more is read ([`fetch`]).
 //! 2. **Weights** ([`Postings::pool`], in Rust): each term's
 //!    `idf = ln(1 + (N − df + 0.5) / (df + 0.5))`; a record's weight is the sum of the
 //!    idfs of the terms it matches. The pool is the best `pool` records by weight and
 //!    every record tied with the last of them (at most [`TIE_CAP`] × `pool`); ties by
-//!    id. The covering terms are the rarest terms whose postings together hold every
-//!    pooled record.
-//! 3. **The method's own statement** calls the procedure with the covering terms only
-//!    ([`Target::call`]) — a pool of rare-term matches walks few postings — keeps the
+//!    id. The cover is a fulltext query that every pooled record matches: each distinct
+//!    set of terms a pooled record matches, together (`(a b) | (c)`).
+//! 3. **The method's own statement** calls the procedure with the cover
+//!    ([`Target::call`]) — it walks little more than the pool — keeps the
 //!    pooled records (their weights travel in the parameter `$ft_scores`), and
 //!    normalises each weight by the record's text length against the pool's mean:
 //!    `weight × (k1 + 1) / (1 + k1 × (1 − b + b × len / mean))`, with `k1` [`K1`] and `b`
