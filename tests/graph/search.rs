@@ -796,16 +796,25 @@ mod lexical {
         got.iter().all(|x| range.contains(&x.0))
     }
 
+    /// Facts for the `zebra alpha beta` queries, in this order: 30 `zebra` only,
+    /// `alpha` only, `beta` only, 20 `alpha beta`, 3 `zebra alpha beta`, 2 `zebra
+    /// alpha`, then `filler` facts with none of the terms.
+    fn zebra_texts(alpha: usize, beta: usize, filler: usize) -> Vec<String> {
+        let mut texts: Vec<String> = (0..30).map(|i| format!("zebra seen {i}")).collect();
+        texts.extend((0..alpha).map(|i| format!("alpha thing {i}")));
+        texts.extend((0..beta).map(|i| format!("beta thing {i}")));
+        texts.extend((0..20).map(|i| format!("alpha beta combo {i}")));
+        texts.extend((0..3).map(|i| format!("zebra alpha beta {i}")));
+        texts.extend((0..2).map(|i| format!("zebra alpha {i}")));
+        texts.extend((0..filler).map(|i| format!("filler line {i}")));
+        texts
+    }
+
     #[tokio::test]
     async fn a_repeated_query_ranks_the_same_once_its_common_terms_are_counted() {
         // The first search counts every term; the next ones read `alpha` and `beta`
         // (common, together worth less than `zebra`) only where they meet `zebra`.
-        let mut texts: Vec<String> = (0..30).map(|i| format!("zebra seen {i}")).collect();
-        texts.extend((0..400).map(|i| format!("alpha thing {i}")));
-        texts.extend((0..400).map(|i| format!("beta thing {i}")));
-        texts.extend((0..20).map(|i| format!("alpha beta combo {i}")));
-        texts.extend((0..3).map(|i| format!("zebra alpha beta {i}")));
-        texts.extend((0..2).map(|i| format!("zebra alpha {i}")));
+        let texts = zebra_texts(400, 400, 0);
         let (g, ids) = facts_graph("gsr-lex-repeat", &texts).await;
         let first = scored(&g, "zebra alpha beta", 8).await;
         assert_eq!(first.len(), 8);
@@ -828,13 +837,7 @@ mod lexical {
         // 855 facts: `zebra` 35, `alpha` 65, `beta` 63. Once counted, `zebra` (35 ≥ the
         // pool of 32) is read whole first; `alpha` and `beta` together (5.3) outweigh
         // `zebra` (3.2), so `beta` is read whole in a second statement.
-        let mut texts: Vec<String> = (0..30).map(|i| format!("zebra seen {i}")).collect();
-        texts.extend((0..40).map(|i| format!("alpha thing {i}")));
-        texts.extend((0..40).map(|i| format!("beta thing {i}")));
-        texts.extend((0..20).map(|i| format!("alpha beta combo {i}")));
-        texts.extend((0..3).map(|i| format!("zebra alpha beta {i}")));
-        texts.extend((0..2).map(|i| format!("zebra alpha {i}")));
-        texts.extend((0..720).map(|i| format!("filler line {i}")));
+        let texts = zebra_texts(40, 40, 720);
         let (g, ids) = facts_graph("gsr-lex-outweigh", &texts).await;
         let first = scored(&g, "zebra alpha beta", 8).await;
         assert_eq!(first.len(), 8);
@@ -857,12 +860,7 @@ mod lexical {
         // `alpha` is common when first counted; a write then renames it out of 400 facts
         // (the number of facts unchanged). The next search must weigh `alpha` as rare:
         // the 20 `alpha beta` facts now outrank the facts with `zebra` alone.
-        let mut texts: Vec<String> = (0..30).map(|i| format!("zebra seen {i}")).collect();
-        texts.extend((0..400).map(|i| format!("alpha thing {i}")));
-        texts.extend((0..400).map(|i| format!("beta thing {i}")));
-        texts.extend((0..20).map(|i| format!("alpha beta combo {i}")));
-        texts.extend((0..3).map(|i| format!("zebra alpha beta {i}")));
-        texts.extend((0..2).map(|i| format!("zebra alpha {i}")));
+        let texts = zebra_texts(400, 400, 0);
         let (g, ids) = facts_graph("gsr-lex-write", &texts).await;
         let first = scored(&g, "zebra alpha beta", 8).await;
         assert!(
