@@ -1154,12 +1154,16 @@ async fn stale_vector_entries_past_the_threshold_rebuild_the_index() {
     let mut options = EngineOptions::default();
     options.vector_rebuild_threshold = 32;
     let (w, ada) = ada_mentioned_a_hundred_times(&g, options).await;
-    // Rebuilt after the 32nd, 64th and 96th update of Ada: 99 - 96 remain.
+    // Rebuilt after the 32nd, 64th and 96th update of Ada: 99 - 96 remain. A rebuild
+    // that fails (a slow server under load) is retried by the next commit, which
+    // moves the later ones by one each time: 1 or 2 remain then (seen once in CI:
+    // 2). Without rebuilds, 99 would.
     let debt = graph::store::vector_debt(&g.db, &g.name).await.unwrap();
-    assert!(
-        debt.contains(&(graph::store::VectorIndex::Entity, 3)),
-        "{debt:?}"
-    );
+    let entity = debt
+        .iter()
+        .find(|(i, _)| *i == graph::store::VectorIndex::Entity)
+        .map(|x| x.1);
+    assert!(entity.is_some_and(|s| (1..=3).contains(&s)), "{debt:?}");
     let found = nearest_five(&g, &w).await;
     assert!(found.contains(&ada), "{found:?}");
 }
