@@ -24,14 +24,10 @@ impl FalkorDb {
         statement::check(query, "query")?;
         let text = params::build_query(query, params)?;
         let span = tracing::debug_span!("falkordb.query", graph, ro = false);
-        let res = self
-            .run(graph, &name, "GRAPH.QUERY", &text)
+        let _forget = ForgetTermCounts(self, graph);
+        self.run(graph, &name, "GRAPH.QUERY", &text)
             .instrument(span)
-            .await;
-        // A write may change what the fulltext indices hold: the term counts observed
-        // in this graph go (so a later search counts again).
-        self.inner.term_stats.forget(graph);
-        res
+            .await
     }
     }
 
@@ -388,8 +384,9 @@ impl FalkorDb {
     }
 }
 
-/// Forgets the term counts observed in a graph when dropped: after a pipeline of
-/// writes, however it ends (see [`FalkorDb::query`]).
+/// Forgets the term counts observed in a graph when dropped: after a write, however it
+/// ends (done, failed or cancelled once sent), since it may have changed what the
+/// fulltext indices hold; a later search counts again.
 struct ForgetTermCounts<'a>(&'a FalkorDb, &'a str);
 
 impl Drop for ForgetTermCounts<'_> {

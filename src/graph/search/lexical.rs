@@ -136,7 +136,7 @@ impl Target {
 /// Each query term's matching records (step 1 of the module docs).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Postings {
-    /// Every term that matched something, in query order.
+    /// Every term read, in query order.
     terms: Vec<Term>,
     /// The most a record outside these postings can weigh: the idfs of the terms read
     /// only where they meet the others summed (0 when every term was read whole).
@@ -281,21 +281,21 @@ async fn fetch(ctx: Ctx<'_>, target: Target, q: &str, need: Option<usize>) -> Re
         let (docs, read) = read_terms(ctx, target, &terms, &[]).await?;
         return Ok(finish(ctx, target, &terms, docs, read));
     };
-    let (docs, mut read) = read_terms(ctx, target, &whole, &met).await?;
+    let (docs, read) = read_terms(ctx, target, &whole, &met).await?;
     // Observations made over a markedly different index are not trusted.
     let fresh = docs > 0
         && met
             .iter()
             .all(|(_, o)| o.docs.abs_diff(docs) as f64 <= DF_DRIFT * o.docs as f64);
     let mut partly: Vec<(String, Observed)> = met;
+    let mut postings = Postings::of(docs, read);
     if fresh {
-        let first = Postings::of(docs, read.clone());
-        if first.exact_for(Some(p)) {
-            return Ok(finish(ctx, target, &terms, docs, read));
+        if postings.exact_for(Some(p)) {
+            return Ok(recorded(ctx, target, &terms, docs, postings));
         }
         // The commonest terms stay read in part while their idfs sum below the last
         // pooled weight so far; the others are read whole.
-        let last = first.last_weight(p).unwrap_or(f64::NEG_INFINITY);
+        let last = postings.last_weight(p).unwrap_or(f64::NEG_INFINITY);
         let mut sum = 0.0;
         let stay = partly
             .iter()
@@ -306,14 +306,14 @@ async fn fetch(ctx: Ctx<'_>, target: Target, q: &str, need: Option<usize>) -> Re
             .count();
         let go: Vec<String> = partly.split_off(stay).into_iter().map(|(t, _)| t).collect();
         let (_, more) = read_terms(ctx, target, &go, &partly).await?;
-        merge(&mut read, more);
-        if Postings::of(docs, read.clone()).exact_for(Some(p)) {
-            return Ok(finish(ctx, target, &terms, docs, read));
+        postings = Postings::of(docs, merge(postings.terms, more));
+        if postings.exact_for(Some(p)) {
+            return Ok(recorded(ctx, target, &terms, docs, postings));
         }
     }
     let rest: Vec<String> = partly.into_iter().map(|(t, _)| t).collect();
     let (more, whole) = read_terms(ctx, target, &rest, &[]).await?;
-    merge(&mut read, whole);
+    let read = merge(postings.terms, whole);
     Ok(finish(ctx, target, &terms, docs.max(more), read))
 }
 
@@ -330,7 +330,7 @@ fn whole_term(term: &str, ids: Vec<i64>) -> Term {
     }
 }
 
-/// Reads `whole` whole and each of `met` where it meets `whole` (read whole itself
+/// Reads `whole` whole and each of `met` where it meets `whole` (every term whole
 /// when `whole` is empty), in one statement: the index's record count and the terms.
 async fn read_terms(
     ctx: Ctx<'_>,
@@ -338,17 +338,18 @@ async fn read_terms(
     whole: &[String],
     met: &[(String, Observed)],
 ) -> Result<(u64, Vec<Term>)> {
-    if whole.is_empty() {
-        let all: Vec<String> = met.iter().map(|(t, _)| t.clone()).collect();
-        return Box::pin(read_terms(ctx, target, &all, &[])).await;
-    }
+    let (whole, met): (Vec<String>, &[(String, Observed)]) = if whole.is_empty() {
+        (met.iter().map(|(t, _)| t.clone()).collect(), &[])
+    } else {
+        (whole.to_vec(), met)
+    };
     let union = whole
         .iter()
         .map(|t| format!("({t})"))
         .collect::<Vec<_>>()
         .join(" | ");
     let meet = |t: &str| format!("({t}) ({union})");
-    let mut queries = whole.to_vec();
+    let mut queries = whole.clone();
     queries.extend(met.iter().map(|(t, _)| meet(t)));
     let (docs, mut got) = read_postings(ctx, target, &queries).await?;
     let mut read: Vec<Term> = whole
@@ -366,7 +367,7 @@ async fn read_terms(
 
 /// `more` merged into `read`: a term read whole replaces what was read of it; a term
 /// read in part again adds the matches found.
-fn merge(read: &mut Vec<Term>, more: Vec<Term>) {
+fn merge(mut read: Vec<Term>, more: Vec<Term>) -> Vec<Term> {
     for m in more {
         match read.iter_mut().find(|t| t.term == m.term) {
             Some(t) if m.whole => *t = m,
@@ -378,12 +379,12 @@ fn merge(read: &mut Vec<Term>, more: Vec<Term>) {
             None => read.push(m),
         }
     }
+    read
 }
 
-/// The postings of the terms read, in query order; the terms read whole recorded in
-/// the handle's observations. A server that does not report the index's count
-/// (`docs` 0) counts the matches.
-fn finish(ctx: Ctx<'_>, target: Target, order: &[String], mut docs: u64, mut read: Vec<Term>) -> Postings {
+/// The postings of the terms read, ranked once (see [`recorded`]). A server that does
+/// not report the index's count (`docs` 0) counts the matches.
+fn finish(ctx: Ctx<'_>, target: Target, order: &[String], mut docs: u64, read: Vec<Term>) -> Postings {
     if docs == 0 {
         let matched: HashSet<i64> = read
             .iter()
@@ -391,12 +392,20 @@ fn finish(ctx: Ctx<'_>, target: Target, order: &[String], mut docs: u64, mut rea
             .collect();
         docs = matched.len() as u64;
     }
+    recorded(ctx, target, order, docs, Postings::of(docs, read))
+}
+
+/// `postings`, its terms read whole recorded in the handle's observations (over `docs`
+/// records) and put in query order (the ranking does not depend on it).
+fn recorded(ctx: Ctx<'_>, target: Target, order: &[String], docs: u64, mut postings: Postings) -> Postings {
     let stats = ctx.db.term_stats();
-    for t in read.iter().filter(|t| t.whole) {
+    for t in postings.terms.iter().filter(|t| t.whole) {
         stats.put(ctx.graph, target.label, &t.term, t.df, docs);
     }
-    read.sort_by_key(|t| order.iter().position(|q| *q == t.term));
-    Postings::of(docs, read)
+    postings
+        .terms
+        .sort_by_key(|t| order.iter().position(|q| *q == t.term));
+    postings
 }
 
 /// The terms of a query split by their observed counts (step 1 of the module docs).
@@ -589,7 +598,7 @@ impl Postings {
     /// always when every term was read whole; else when the pool's last record
     /// outweighs any record these postings do not hold.
     fn exact_for(&self, pool: Option<usize>) -> bool {
-        if self.terms.iter().all(|t| t.whole) && self.bound == 0.0 {
+        if self.terms.iter().all(|t| t.whole) {
             return true;
         }
         let Some(p) = pool else {
@@ -602,16 +611,20 @@ impl Postings {
     /// their covering terms (step 2 of the module docs); `None` when nothing matched.
     pub(crate) fn pool(&self, pool: Option<usize>) -> Option<Lexical> {
         debug_assert!(self.exact_for(pool), "postings read for a smaller pool");
-        let mut ranked = self.ranked.clone();
-        if ranked.is_empty() {
+        let all = &self.ranked;
+        if all.is_empty() {
             return None;
         }
-        if let Some(p) = pool {
-            let p = p.max(1).min(ranked.len());
-            let last = ranked[p - 1].1;
-            let tied = ranked.iter().take_while(|x| x.1 >= last).count();
-            ranked.truncate(tied.min(p.saturating_mul(TIE_CAP)).max(p));
-        }
+        let kept = match pool {
+            None => all.len(),
+            Some(p) => {
+                let p = p.max(1).min(all.len());
+                let last = all[p - 1].1;
+                let tied = all.iter().take_while(|x| x.1 >= last).count();
+                tied.min(p.saturating_mul(TIE_CAP)).max(p)
+            }
+        };
+        let ranked = all[..kept].to_vec();
         let cover = conjunctions(&self.terms, &ranked).unwrap_or_else(|| {
             // The rarest terms read whole first, each kept when it holds a pooled
             // record not yet held (the pool's records all match a term read whole).

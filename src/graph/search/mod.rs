@@ -327,7 +327,7 @@ async fn embed_and_prefetch(
     let now = Timestamp::now();
     // The pool every method keeps without filters over every match (a method that
     // filters every match reads the postings whole itself).
-    let need = methods::pool(false, 2 * request.config.limit);
+    let need = methods::pool(false, scope::candidates(request.config.limit));
     let prefetch = async {
         let Some(q) = text.as_deref().filter(|_| !targets.is_empty()) else {
             return Vec::new();

@@ -298,6 +298,12 @@ pub(crate) struct Scope<'a> {
     pub(crate) reranker: Option<&'a dyn Reranker>,
 }
 
+/// Candidates per method for a search of `limit` results: twice the limit, as
+/// Graphiti.
+pub(crate) fn candidates(limit: usize) -> usize {
+    2 * limit
+}
+
 /// `fut.await` when `run`, else an empty list — for `try_join!`.
 async fn maybe<T, F>(run: bool, fut: F) -> Result<Vec<T>>
 where
@@ -311,9 +317,9 @@ impl Scope<'_> {
         self.request.config.limit
     }
 
-    /// Candidates per method: twice the limit, as Graphiti.
+    /// Candidates per method ([`candidates`]).
     fn n(&self) -> usize {
-        2 * self.limit()
+        candidates(self.limit())
     }
 
     /// Runs scope `S` (nothing when the configuration leaves it out).
