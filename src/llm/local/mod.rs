@@ -421,7 +421,8 @@ impl LocalEmbedder {
 
     internal_item! {
     /// Embeds `texts` (blocking) with every text at `precision`, whatever its length:
-    /// for comparing the two paths.
+    /// for comparing the two paths (the tests and `bench_embed` call it).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn embed_blocking_at(&self, texts: &[String], precision: Precision) -> Result<Vec<Vec<f32>>> {
         self.embed_with(texts, Some(precision)).map(|(vectors, _)| vectors)
     }
