@@ -113,6 +113,117 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// For each weight row `n` of `w` (`w.len() / k` rows of `k` values) and each token
+    /// row `t` of `a` (rows of `k`): `out[t · rows + n]` is [`dot_rows`](Self::dot_rows)'s
+    /// value for that pair — a whole matrix product. The AVX2 kernel computes four
+    /// weight rows against one token at a time, each token block's magnitudes and
+    /// scale loaded once for the four (a per-row call would load and take the absolute
+    /// value of the token's bytes once per row).
+    ///
+    /// # Panics
+    /// As [`dot_rows`](Self::dot_rows), and if `w` is not whole rows of `k` or `out`
+    /// does not hold one value per pair.
+    pub fn dot_matrix(self, w: &[i8], k: usize, a: &[i8], lane_scales: &[f32], out: &mut [f32]) {
+        assert!(
+            k > 0 && k.is_multiple_of(BLOCK) && k <= MAX_ROW && w.len().is_multiple_of(k),
+            "{} weights are not whole rows of {k} values in whole blocks",
+            w.len()
+        );
+        let (rows, tokens) = (w.len() / k, a.len() / k);
+        assert!(
+            a.len() == tokens * k && lane_scales.len() * 4 == a.len() && out.len() == rows * tokens,
+            "{} activations, {} scales and {} outputs do not fit {rows} rows of {k}",
+            a.len(),
+            lane_scales.len(),
+            out.len()
+        );
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => {
+                assert!(self.available(), "this CPU has no AVX2 and FMA");
+                let magnitudes: Vec<u8> = a.iter().map(|v| v.unsigned_abs()).collect();
+                // SAFETY: the CPU has AVX2 and FMA (checked above); the lengths were
+                // checked above as the function requires.
+                unsafe { x86::avx2_matrix(w, k, a, &magnitudes, lane_scales, out) }
+            }
+            _ => {
+                let mut dots = vec![0.0f32; tokens];
+                for (n, row) in w.chunks_exact(k).enumerate() {
+                    self.dot_rows(row, a, lane_scales, &mut dots);
+                    for (t, d) in dots.iter().enumerate() {
+                        out[t * rows + n] = *d;
+                    }
+                }
+            }
+        }
+    }
+
+    /// GELU in place, the erf form BERT uses: `x/2 · (1 + erf(x/√2))`, erf by
+    /// Abramowitz and Stegun's formula 7.1.26 (absolute error below 1.5e-7) and its
+    /// exponential by [`exp`]'s arithmetic, so the loop needs no library call and the
+    /// compiler runs it in vector registers (eight values at a time with AVX2).
+    pub fn gelu(self, xs: &mut [f32]) {
+        match self {
+            Kernel::Portable => xs.iter_mut().for_each(|x| *x = gelu(*x)),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 | Kernel::Avx512Vnni => {
+                assert!(Kernel::Avx2.available(), "this CPU has no AVX2 and FMA");
+                // SAFETY: the CPU has AVX2 and FMA (checked above).
+                unsafe { x86::gelu_avx2(xs) }
+            }
+        }
+    }
+}
+
+/// GELU of one value (see [`Kernel::gelu`]).
+#[inline(always)]
+pub fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+/// erf by Abramowitz and Stegun's formula 7.1.26 (absolute error below 1.5e-7).
+#[inline(always)]
+pub fn erf(x: f32) -> f32 {
+    let a = x.abs();
+    let t = 1.0 / (1.0 + 0.327_591_1 * a);
+    let poly = t
+        * (0.254_829_6
+            + t * (-0.284_496_74 + t * (1.421_413_8 + t * (-1.453_152_1 + t * 1.061_405_4))));
+    (1.0 - poly * exp(-a * a)).copysign(x)
+}
+
+/// `e^x` in plain arithmetic (no library call, no branch): `x = n ln 2 + r` with `n`
+/// rounded to the nearest integer by adding and subtracting `1.5 × 2^23`, `e^r` by a
+/// polynomial of degree 7 on `|r| ≤ ln 2 / 2` (relative error below 1e-7 as tested),
+/// times `2^n`
+/// made from its exponent bits. `x` is clamped to `[-87, 88]`, where `2^n` is a
+/// normal f32: below, the result is about 1.6e-38, not 0.
+#[inline(always)]
+pub fn exp(x: f32) -> f32 {
+    const SHIFTER: f32 = 12_582_912.0; // 1.5 × 2^23
+    let x = x.clamp(-87.0, 88.0);
+    let t = x * std::f32::consts::LOG2_E + SHIFTER;
+    let n = t - SHIFTER;
+    // ln 2 in two parts: the first (0.693359375 = 355/512) exact in few bits, so
+    // `n` times it is exact.
+    let r = (x - n * 0.693_359_4) + n * 2.121_944_4e-4;
+    let p = 1.987_569_1e-4;
+    let p = p * r + 1.398_2e-3;
+    let p = p * r + 8.333_452e-3;
+    let p = p * r + 4.166_579_6e-2;
+    let p = p * r + 1.666_666_5e-1;
+    let p = p * r + 0.5;
+    let e = p * r * r + r + 1.0;
+    // `t`'s low mantissa bits hold `n` (plus 2^22): `n + 127` into the exponent.
+    let bits = t
+        .to_bits()
+        .wrapping_sub(SHIFTER.to_bits())
+        .wrapping_add(127)
+        << 23;
+    e * f32::from_bits(bits)
+}
+
 /// The integer sum of each block, exactly.
 pub fn block_sum(w: &[i8], a: &[i8]) -> i32 {
     w.iter()
@@ -197,6 +308,77 @@ mod x86 {
         }
     }
 
+    /// AVX2, a whole matrix: four weight rows against one token row at a time (see
+    /// [`avx2`] for one block's arithmetic, here with the token's magnitudes `|a|`
+    /// made once, in `magnitudes`); a last one to three rows by [`avx2`].
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA; `k` is a multiple of `BLOCK`, `w.len()` a multiple
+    /// of `k`, `a.len()` too and equal to `magnitudes.len()`, `lane_scales.len() * 4
+    /// == a.len()` and `out.len() == (w.len() / k) * (a.len() / k)`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn avx2_matrix(
+        w: &[i8],
+        k: usize,
+        a: &[i8],
+        magnitudes: &[u8],
+        lane_scales: &[f32],
+        out: &mut [f32],
+    ) {
+        let (rows, tokens, blocks) = (w.len() / k, a.len() / k, k / BLOCK);
+        let ones = _mm256_set1_epi16(1);
+        let (wp, ap, mp, sp) = (
+            w.as_ptr(),
+            a.as_ptr(),
+            magnitudes.as_ptr(),
+            lane_scales.as_ptr(),
+        );
+        let whole = rows - rows % 4;
+        let mut n = 0;
+        while n < whole {
+            for t in 0..tokens {
+                let mut acc = [_mm256_setzero_ps(); 4];
+                for b in 0..blocks {
+                    let at = t * k + b * BLOCK;
+                    // SAFETY: block `b` of token row `t` (32 bytes of `a` and of
+                    // `magnitudes` at `at`, 8 scales at `at / 4`) and of weight rows
+                    // `n .. n + 4` (32 bytes at `(n + r) * k + b * 32`) are within the
+                    // slices, as the caller guarantees; unaligned loads.
+                    unsafe {
+                        let av = _mm256_loadu_si256(ap.add(at).cast::<__m256i>());
+                        let mv = _mm256_loadu_si256(mp.add(at).cast::<__m256i>());
+                        let scale = _mm256_loadu_ps(sp.add(at / 4));
+                        for (r, acc) in acc.iter_mut().enumerate() {
+                            let wv = _mm256_loadu_si256(
+                                wp.add((n + r) * k + b * BLOCK).cast::<__m256i>(),
+                            );
+                            let pairs = _mm256_maddubs_epi16(mv, _mm256_sign_epi8(wv, av));
+                            let lanes = _mm256_madd_epi16(pairs, ones);
+                            *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), scale, *acc);
+                        }
+                    }
+                }
+                // The four rows' eight lanes summed: pairs, pairs of pairs, halves.
+                let h = _mm256_hadd_ps(
+                    _mm256_hadd_ps(acc[0], acc[1]),
+                    _mm256_hadd_ps(acc[2], acc[3]),
+                );
+                let sums = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps::<1>(h));
+                // SAFETY: `out` holds `tokens × rows` values; `n + 4 <= rows`.
+                unsafe { _mm_storeu_ps(out.as_mut_ptr().add(t * rows + n), sums) };
+            }
+            n += 4;
+        }
+        let mut dots = vec![0.0f32; tokens];
+        for n in whole..rows {
+            // SAFETY: as the caller guarantees, for one weight row.
+            unsafe { avx2(&w[n * k..(n + 1) * k], a, lane_scales, &mut dots) };
+            for (t, d) in dots.iter().enumerate() {
+                out[t * rows + n] = *d;
+            }
+        }
+    }
+
     /// AVX-512 VNNI: per 64 bytes (two blocks), `vpdpbusd` multiplies `a + 128`
     /// (unsigned: `a` with its top bit flipped) by `w` (signed) and adds four products
     /// into each of sixteen 32-bit lanes, starting from `-128 × Σ w` of the lane's four
@@ -267,6 +449,18 @@ mod x86 {
                 }
             }
             *out = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+        }
+    }
+
+    /// [`super::gelu`] over `xs`, compiled for AVX2 and FMA (the compiler
+    /// vectorises the loop).
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn gelu_avx2(xs: &mut [f32]) {
+        for x in xs {
+            *x = super::gelu(*x);
         }
     }
 
@@ -455,6 +649,154 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn erf_is_within_2e_7_of_known_values() {
+        // erf at 0, 0.1, 0.5, 1, 2, 3, from tables.
+        for (x, expected) in [
+            (0.0f32, 0.0f64),
+            (0.1, 0.112_462_916_018_284_9),
+            (0.5, 0.520_499_877_813_046_5),
+            (1.0, 0.842_700_792_949_714_9),
+            (2.0, 0.995_322_265_018_952_7),
+            (3.0, 0.999_977_909_503_001_4),
+        ] {
+            for (x, expected) in [(x, expected), (-x, -expected)] {
+                let got = erf(x);
+                assert!(
+                    (f64::from(got) - expected).abs() < 2e-7,
+                    "erf({x}) = {got}, not {expected}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn exp_is_within_4e_7_relative_of_the_library_exp_where_gelu_reads_it() {
+        // erf reads e^(-a²) for every a ≥ 0: x from -87 to 0; and some positive x.
+        let mut worst = 0.0f64;
+        let mut x = -87.0f32;
+        while x <= 10.0 {
+            let want = f64::from(x).exp();
+            let got = f64::from(exp(x));
+            worst = worst.max((got - want).abs() / want);
+            x += 0.001_3;
+        }
+        eprintln!("exp: worst relative error {worst:e}");
+        assert!(worst < 4e-7, "exp: relative error {worst:e}");
+        assert_eq!(exp(0.0), 1.0);
+        // Below the clamp, a tiny normal number rather than 0 or garbage.
+        assert!(exp(-1000.0) > 0.0 && exp(-1000.0) < 1e-37);
+        assert!(exp(f32::NEG_INFINITY) < 1e-37);
+    }
+
+    #[test]
+    fn every_kernel_computes_gelu_as_the_portable_one() {
+        let xs: Vec<f32> = (0..4099)
+            .map(|i| (i as f32 - 2049.0) * 0.004_7)
+            .chain([0.0, -0.0, 30.0, -30.0, 1e-30, -1e-30])
+            .collect();
+        let mut want = xs.clone();
+        Kernel::Portable.gelu(&mut want);
+        for (x, g) in xs.iter().zip(&want) {
+            // GELU's own values: 0 at 0, x for large x, 0 for very negative x.
+            let reference = 0.5 * f64::from(*x) * (1.0 + erf_f64(f64::from(*x) / 2f64.sqrt()));
+            assert!(
+                (f64::from(*g) - reference).abs() <= 4e-7 * f64::from(x.abs()).max(1.0),
+                "gelu({x}) = {g}, not {reference}"
+            );
+        }
+        for kernel in runnable() {
+            let mut got = xs.clone();
+            kernel.gelu(&mut got);
+            for ((x, g), w) in xs.iter().zip(&got).zip(&want) {
+                assert!(
+                    (g - w).abs() <= 1e-6 * w.abs().max(1.0),
+                    "{kernel:?}: gelu({x}) = {g}, the portable one {w}"
+                );
+            }
+        }
+    }
+
+    /// erf in f64 by its Maclaurin series (|x| ≤ 3), else `1 − erfc` by erfc's
+    /// asymptotic series (erfc(3) is 2.2e-5: four terms leave an error below 1e-8).
+    fn erf_f64(x: f64) -> f64 {
+        if x.abs() > 3.0 {
+            let (a, z) = (x.abs(), 1.0 / (2.0 * x * x));
+            let series = 1.0 - z + 3.0 * z * z - 15.0 * z * z * z;
+            let erfc = (-a * a).exp() / (a * std::f64::consts::PI.sqrt()) * series;
+            return (1.0 - erfc).copysign(x);
+        }
+        // Σ (-1)^n x^(2n+1) / (n! (2n+1)), 2/√π in front.
+        let (mut term, mut sum, mut n) = (x, x, 0.0);
+        while term.abs() > 1e-17 * sum.abs().max(1e-300) {
+            n += 1.0;
+            term *= -x * x / n;
+            sum += term / (2.0 * n + 1.0);
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    }
+
+    #[test]
+    fn every_kernel_computes_a_whole_matrix_as_its_rows_one_by_one() {
+        let mut rng = Rng(7);
+        for (rows, blocks, tokens) in [
+            (1, 1, 1),
+            (3, 2, 4),
+            (4, 12, 9),
+            (7, 3, 1),
+            (12, 48, 5),
+            (9, 5, 16),
+        ] {
+            let k = blocks * BLOCK;
+            let w: Vec<i8> = (0..rows * k).map(|_| rng.i8().max(-127)).collect();
+            for (name, a) in [
+                (
+                    "random",
+                    (0..tokens * k).map(|_| rng.i8()).collect::<Vec<i8>>(),
+                ),
+                ("-128", vec![-128; tokens * k]),
+            ] {
+                // ±1 scales: every partial sum an exact integer, so any order of
+                // addition gives the same result.
+                let signs: Vec<f32> = (0..tokens * blocks)
+                    .map(|i| if i % 3 == 0 { -1.0 } else { 1.0 })
+                    .collect();
+                let scales: Vec<f32> = (0..tokens * blocks).map(|_| rng.unit() * 0.1).collect();
+                for kernel in runnable() {
+                    for (exact, block_scales) in [(true, &signs), (false, &scales)] {
+                        let lane = lanes(block_scales);
+                        let mut got = vec![f32::NAN; rows * tokens];
+                        kernel.dot_matrix(&w, k, &a, &lane, &mut got);
+                        for (n, row) in w.chunks_exact(k).enumerate() {
+                            let mut want = vec![f32::NAN; tokens];
+                            Kernel::Portable.dot_rows(row, &a, &lane, &mut want);
+                            for (t, want) in want.iter().enumerate() {
+                                let got = got[t * rows + n];
+                                // The largest magnitude the token's blocks can sum to,
+                                // for f32 rounding in another order.
+                                let most: f32 = block_scales[t * blocks..(t + 1) * blocks]
+                                    .iter()
+                                    .map(|s| s.abs() * 32.0 * 128.0 * 127.0)
+                                    .sum();
+                                let bound = if exact { 0.0 } else { most * 1e-6 };
+                                assert!(
+                                    (got - want).abs() <= bound,
+                                    "{kernel:?}, {name}, {rows}×{k} by {tokens}: row {n} token {t}: {got} vs {want}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "not whole rows")]
+    fn a_matrix_that_is_not_whole_rows_is_refused() {
+        Kernel::detect().dot_matrix(&[0; 40], 32, &[0; 32], &[0.0; 8], &mut [0.0; 1]);
     }
 
     #[test]

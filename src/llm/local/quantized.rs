@@ -81,19 +81,17 @@ impl Linear {
         }
     }
 
-    /// `out = x · Wᵀ + bias` for the `x.tokens` rows of `x` (already quantised);
-    /// `dots` holds at least one value per token.
-    fn forward(&self, kernel: Kernel, x: &Quantized, dots: &mut [f32], out: &mut [f32]) {
+    /// `out = x · Wᵀ + bias` for the `x.tokens` rows of `x` (already quantised).
+    fn forward(&self, kernel: Kernel, x: &Quantized, out: &mut [f32]) {
         let tokens = x.tokens;
         debug_assert_eq!(x.width, self.inputs);
-        let dots = &mut dots[..tokens];
         let values = &x.values[..tokens * self.inputs];
         let lane_scales = &x.lane_scales[..tokens * self.inputs / 4];
-        for (n, w) in self.weights.chunks_exact(self.inputs).enumerate() {
-            kernel.dot_rows(w, values, lane_scales, dots);
-            let (scale, bias) = (self.scales[n], self.bias[n]);
-            for (t, dot) in dots.iter().enumerate() {
-                out[t * self.outputs + n] = dot * scale + bias;
+        let out = &mut out[..tokens * self.outputs];
+        kernel.dot_matrix(&self.weights, self.inputs, values, lane_scales, out);
+        for row in out.chunks_exact_mut(self.outputs) {
+            for ((v, scale), bias) in row.iter_mut().zip(&self.scales).zip(&self.bias) {
+                *v = *v * scale + bias;
             }
         }
     }
@@ -213,7 +211,6 @@ struct Scratch {
     projected: Vec<f32>,
     inner: Vec<f32>,
     quantized: Quantized,
-    dots: Vec<f32>,
     scores: Vec<f32>,
 }
 
@@ -266,7 +263,6 @@ impl Encoder {
             projected: vec![0.0; len * hidden],
             inner: vec![0.0; len * inner_width],
             quantized: Quantized::with_capacity(len, inner_width.max(hidden)),
-            dots: vec![0.0; len],
             scores: vec![0.0; len],
         };
         self.embeddings(ids, &mut s.h)?;
@@ -323,14 +319,12 @@ impl Encoder {
         let (hidden, kernel) = (self.hidden, self.kernel);
         let len = s.h.len() / hidden;
         s.quantized.set(&s.h, hidden);
-        layer
-            .qkv
-            .forward(kernel, &s.quantized, &mut s.dots, &mut s.qkv);
+        layer.qkv.forward(kernel, &s.quantized, &mut s.qkv);
         self.attention(&s.qkv, &mut s.context, &mut s.scores, len);
         s.quantized.set(&s.context, hidden);
         layer
             .attention_out
-            .forward(kernel, &s.quantized, &mut s.dots, &mut s.projected);
+            .forward(kernel, &s.quantized, &mut s.projected);
         for (p, h) in s.projected.iter_mut().zip(&s.h) {
             *p += h;
         }
@@ -339,14 +333,10 @@ impl Encoder {
         s.quantized.set(&s.projected, hidden);
         layer
             .intermediate
-            .forward(kernel, &s.quantized, &mut s.dots, &mut s.inner);
-        for v in &mut s.inner {
-            *v = gelu(*v);
-        }
+            .forward(kernel, &s.quantized, &mut s.inner);
+        kernel.gelu(&mut s.inner);
         s.quantized.set(&s.inner, layer.intermediate.outputs);
-        layer
-            .output
-            .forward(kernel, &s.quantized, &mut s.dots, &mut s.h);
+        layer.output.forward(kernel, &s.quantized, &mut s.h);
         for (h, a) in s.h.iter_mut().zip(&s.projected) {
             *h += a;
         }
@@ -390,45 +380,9 @@ impl Encoder {
     }
 }
 
-/// GELU, the erf form BERT uses: `x/2 · (1 + erf(x/√2))`.
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
-}
-
-/// erf by Abramowitz and Stegun's formula 7.1.26 (absolute error below 1.5e-7).
-fn erf(x: f32) -> f32 {
-    let a = x.abs();
-    let t = 1.0 / (1.0 + 0.327_591_1 * a);
-    let poly = t
-        * (0.254_829_6
-            + t * (-0.284_496_74 + t * (1.421_413_8 + t * (-1.453_152_1 + t * 1.061_405_4))));
-    (1.0 - poly * (-a * a).exp()).copysign(x)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn erf_is_within_2e_7_of_known_values() {
-        // erf at 0, 0.1, 0.5, 1, 2, 3, from tables.
-        for (x, expected) in [
-            (0.0f32, 0.0f64),
-            (0.1, 0.112_462_916_018_284_9),
-            (0.5, 0.520_499_877_813_046_5),
-            (1.0, 0.842_700_792_949_714_9),
-            (2.0, 0.995_322_265_018_952_7),
-            (3.0, 0.999_977_909_503_001_4),
-        ] {
-            for (x, expected) in [(x, expected), (-x, -expected)] {
-                let got = erf(x);
-                assert!(
-                    (f64::from(got) - expected).abs() < 2e-7,
-                    "erf({x}) = {got}, not {expected}"
-                );
-            }
-        }
-    }
 
     #[test]
     fn quantising_keeps_values_within_half_a_step_and_never_makes_minus_128() {
