@@ -196,9 +196,8 @@ pub fn erf(x: f32) -> f32 {
 /// `e^x` in plain arithmetic (no library call, no branch): `x = n ln 2 + r` with `n`
 /// rounded to the nearest integer by adding and subtracting `1.5 × 2^23`, `e^r` by a
 /// polynomial of degree 7 on `|r| ≤ ln 2 / 2` (relative error below 1e-7 as tested),
-/// times `2^n`
-/// made from its exponent bits. `x` is clamped to `[-87, 88]`, where `2^n` is a
-/// normal f32: below, the result is about 1.6e-38, not 0.
+/// times `2^n` made from its exponent bits. `x` is clamped to `[-87, 88]`, where
+/// `2^n` is a normal f32: below, the result is about 1.6e-38, not 0.
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
     const SHIFTER: f32 = 12_582_912.0; // 1.5 × 2^23
