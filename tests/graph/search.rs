@@ -835,8 +835,8 @@ mod lexical {
     #[tokio::test]
     async fn a_repeated_query_whose_common_terms_together_outweigh_its_rarest_ranks_the_same() {
         // 855 facts: `zebra` 35, `alpha` 65, `beta` 63. Once counted, `zebra` (35 ≥ the
-        // pool of 32) is read whole first; `alpha` and `beta` together (5.3) outweigh
-        // `zebra` (3.2), so `beta` is read whole in a second statement.
+        // pool of 32) is the anchor; `alpha` and `beta` together (5.3) outweigh `zebra`
+        // (3.2), so only `alpha` (2.6) is read where it meets the others, `beta` whole.
         let texts = zebra_texts(40, 40, 720);
         let (g, ids) = facts_graph("gsr-lex-outweigh", &texts).await;
         let first = scored(&g, "zebra alpha beta", 8).await;
@@ -853,6 +853,42 @@ mod lexical {
         for _ in 0..2 {
             assert_eq!(scored(&g, "zebra alpha beta", 8).await, first);
         }
+    }
+
+    #[tokio::test]
+    async fn a_query_whose_anchor_another_handle_made_rare_still_ranks_exactly() {
+        // Counted by this handle: `zebra` 35 (the anchor for a pool of 32), `alpha` 425
+        // and `beta` 423 (together 1.4, below `zebra`'s 3.2: read only where they meet
+        // it). Another handle (whose writes this one does not see) then renames `zebra`
+        // out of 30 facts, the number of facts unchanged. This handle's next search
+        // still goes by its counts, finds only 5 `zebra` facts where it needed 32, and
+        // must read the rest whole: the ranking a handle without counts gives.
+        let texts = zebra_texts(400, 400, 0);
+        let (g, ids) = facts_graph("gsr-lex-stale", &texts).await;
+        let first = scored(&g, "zebra alpha beta", 8).await;
+        assert!(holds(&ids[..30], &first[5..]), "{first:?}");
+        let other = common::db().await;
+        other
+            .query(
+                &g.name,
+                "MATCH ()-[f:RELATES_TO]->() WHERE f.fact STARTS WITH 'zebra seen' \
+                 SET f.fact = replace(f.fact, 'zebra', 'yak')",
+                &gralkor::falkordb::Params::new(),
+            )
+            .await
+            .unwrap();
+        let after = scored(&g, "zebra alpha beta", 8).await;
+        assert_eq!(after.len(), 8, "{after:?}");
+        assert!(holds(&ids[850..855], &after[..5]), "{after:?}");
+        assert!(
+            holds(&ids[830..850], &after[5..]),
+            "then alpha and beta: {after:?}"
+        );
+        let fresh = TestGraph {
+            db: common::db().await,
+            name: g.name.clone(),
+        };
+        assert_eq!(scored(&fresh, "zebra alpha beta", 8).await, after);
     }
 
     #[tokio::test]
