@@ -422,37 +422,25 @@ struct Split {
 ///
 /// The anchor is the rarest term observed to match at least `pool` records: it alone
 /// fills the pool, so the pool's last record weighs at least its idf. The anchor, the
-/// rarer terms and the terms not observed are read whole. Of the commoner ones, the
-/// commonest are read only where they meet those, as long as their idfs sum below the
-/// anchor's: a record matching none of the terms read whole then weighs less than the
-/// pool's last, so the pool is exact for these counts in one statement. The others are
-/// read whole too. ([`fetch`] still checks the pool, for counts gone stale.)
+/// rarer terms and the terms not observed are read whole; the commoner ones where they
+/// meet those ([`fetch`] checks the pool and reads more when needed).
 fn split(terms: &[String], pool: usize, seen: impl Fn(&str) -> Option<Observed>) -> Option<Split> {
     let seen: Vec<Option<Observed>> = terms.iter().map(|t| seen(t)).collect();
     let anchor = seen
         .iter()
         .flatten()
         .filter(|o| o.df >= pool as u64)
-        .min_by_key(|o| o.df)?;
+        .map(|o| o.df)
+        .min()?;
     let mut met: Vec<(usize, Observed)> = seen
         .iter()
         .enumerate()
-        .filter_map(|(i, o)| o.filter(|o| o.df > anchor.df).map(|o| (i, o)))
+        .filter_map(|(i, o)| o.filter(|o| o.df > anchor).map(|o| (i, o)))
         .collect();
-    met.sort_by(|a, b| b.1.df.cmp(&a.1.df).then(a.0.cmp(&b.0)));
-    let floor = idf(anchor.docs, anchor.df);
-    let mut sum = 0.0;
-    let within = met
-        .iter()
-        .take_while(|(_, o)| {
-            sum += idf(o.docs, o.df);
-            sum < floor
-        })
-        .count();
-    met.truncate(within);
     if met.is_empty() {
         return None;
     }
+    met.sort_by(|a, b| b.1.df.cmp(&a.1.df).then(a.0.cmp(&b.0)));
     Some(Split {
         whole: (0..terms.len())
             .filter(|i| !met.iter().any(|(m, _)| m == i))
@@ -739,20 +727,13 @@ mod tests {
             "enjoy" => observed(1728, 10_000),
             _ => None,
         };
-        // idfs: `pottery` 4.32, `noah` 2.82, `brown` 2.36, `enjoy` 1.76. `enjoy` and
-        // `brown` together (4.12) weigh less than `pottery` alone: a record matching
-        // only them cannot reach the pool. With `noah` (6.93) one could: `noah` is read
-        // whole.
         let split = split(&terms, 40, seen).unwrap();
-        assert_eq!(split.whole, ["does", "noah", "pottery"]);
+        assert_eq!(split.whole, ["does", "pottery"]);
         let met: Vec<&str> = split.met.iter().map(|(t, _)| t.as_str()).collect();
-        assert_eq!(met, ["enjoy", "brown"], "commonest first");
-        // A pool larger than `pottery`'s matches: `noah` is the anchor, and only
-        // `enjoy` weighs less.
+        assert_eq!(met, ["enjoy", "brown", "noah"], "commonest first");
+        // A pool larger than `pottery`'s matches: `noah` is the anchor.
         let larger = super::split(&terms, 200, seen).unwrap();
-        assert_eq!(larger.whole, ["does", "noah", "brown", "pottery"]);
-        let met: Vec<&str> = larger.met.iter().map(|(t, _)| t.as_str()).collect();
-        assert_eq!(met, ["enjoy"]);
+        assert_eq!(larger.whole, ["does", "noah", "pottery"]);
     }
 
     #[test]
