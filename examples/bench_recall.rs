@@ -42,6 +42,10 @@
 //!   query vector computed beforehand (facts only; facts and episodes);
 //! * **the query embedding alone**, for scale.
 //!
+//! Each row also gives the CPU used per sample, in milliseconds, by the embedded server
+//! (`server`) and by this process (`client`), read from `/proc` (0 elsewhere): on a
+//! shared machine these move far less than the latencies do.
+//!
 //! Figures only, never assertions.
 
 use std::sync::Arc;
@@ -161,13 +165,70 @@ fn pct(sorted: &[Duration], q: f64) -> f64 {
     sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)].as_secs_f64() * 1e3
 }
 
-fn row(name: &str, mut samples: Vec<Duration>) {
+/// Latencies and the CPU both processes used over them.
+struct Measured {
+    samples: Vec<Duration>,
+    /// Milliseconds of CPU per sample: the embedded server's, this process's.
+    server: f64,
+    client: f64,
+}
+
+/// CPU seconds (user + system) a process has used so far, from its `/proc` stat
+/// (0 where there is none).
+fn cpu_seconds(stat: &str) -> f64 {
+    let text = std::fs::read_to_string(stat).unwrap_or_default();
+    // The fields after the command name (which may hold spaces) close with ')'.
+    let fields: Vec<&str> = text
+        .rsplit_once(')')
+        .map(|(_, r)| r.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (ticks(11) + ticks(12)) / hz
+}
+
+/// Times `each` over `items`, and the CPU the server (`server_stat`) and this process
+/// used meanwhile: steadier than latency on a shared machine.
+async fn measure<T, F, Fut>(
+    server_stat: &str,
+    items: &[T],
+    mut each: F,
+) -> gralkor::Result<Measured>
+where
+    F: FnMut(&T) -> Fut,
+    Fut: std::future::Future<Output = gralkor::Result<()>>,
+{
+    let (server0, client0) = (cpu_seconds(server_stat), cpu_seconds("/proc/self/stat"));
+    let mut samples = Vec::with_capacity(items.len());
+    for item in items {
+        let t = Instant::now();
+        each(item).await?;
+        samples.push(t.elapsed());
+    }
+    let per = |used: f64| used * 1e3 / items.len().max(1) as f64;
+    Ok(Measured {
+        server: per(cpu_seconds(server_stat) - server0),
+        client: per(cpu_seconds("/proc/self/stat") - client0),
+        samples,
+    })
+}
+
+fn row(name: &str, measured: Measured) {
+    let mut samples = measured.samples;
     samples.sort();
     println!(
-        "| {name:<40} | {:>8.2} | {:>8.2} | {:>8.2} |",
+        "| {name:<40} | {:>8.2} | {:>8.2} | {:>8.2} | {:>8.2} | {:>8.2} |",
         pct(&samples, 0.50),
         pct(&samples, 0.95),
-        pct(&samples, 0.99)
+        pct(&samples, 0.99),
+        measured.server,
+        measured.client,
     );
 }
 
@@ -330,27 +391,40 @@ async fn run() -> gralkor::Result<()> {
         recall(&extracting, &op, "bench", Some("s"), q, &default).await?;
     }
 
-    let mut facts_only = Vec::with_capacity(samples);
-    for q in &queries {
-        let t = Instant::now();
-        recall(&extracting, &op, "bench", Some("s"), q, &default).await?;
-        facts_only.push(t.elapsed());
-    }
-
-    let mut full = Vec::with_capacity(samples);
-    let mut facts_seen = 0;
-    for q in &queries {
-        let t = Instant::now();
-        let r = recall(&client, &op, "bench", Some("s"), q, &default).await?;
-        full.push(t.elapsed());
-        facts_seen += r.facts.len();
-    }
-    let mut part = Vec::with_capacity(samples);
-    for q in &queries {
-        let t = Instant::now();
-        recall(&client, &op, "bench", Some("s"), q, &partial).await?;
-        part.push(t.elapsed());
-    }
+    let server_stat = format!(
+        "/proc/{}/stat",
+        db.embedded_server().and_then(|s| s.pid()).unwrap_or(0)
+    );
+    let stat = server_stat.as_str();
+    let facts_only = measure(stat, &queries, |q| {
+        let q = q.clone();
+        let (extracting, op, default) = (&extracting, &op, &default);
+        async move {
+            recall(extracting, op, "bench", Some("s"), &q, default).await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let facts_seen = std::cell::Cell::new(0);
+    let full = measure(stat, &queries, |q| {
+        let q = q.clone();
+        let (client, op, default, seen) = (&client, &op, &default, &facts_seen);
+        async move {
+            let r = recall(client, op, "bench", Some("s"), &q, default).await?;
+            seen.set(seen.get() + r.facts.len());
+            Ok(())
+        }
+    })
+    .await?;
+    let part = measure(stat, &queries, |q| {
+        let q = q.clone();
+        let (client, op, partial) = (&client, &op, &partial);
+        async move {
+            recall(client, op, "bench", Some("s"), &q, partial).await?;
+            Ok(())
+        }
+    })
+    .await?;
     // The same engine search the client runs (facts and not-yet-extracted episodes,
     // hybrid, RRF, 10 per graph, over the three graphs), its query vector computed
     // beforehand: the search's own share.
@@ -365,32 +439,30 @@ async fn run() -> gralkor::Result<()> {
         min_score: 0.0,
     };
     let names: Vec<&str> = graphs.iter().map(String::as_str).collect();
-    let mut search_only = Vec::with_capacity(samples);
+    let mut vectors = Vec::with_capacity(samples);
     for q in &queries {
         let v = local
             .embed(std::slice::from_ref(q), "bench")
             .await?
             .remove(0);
-        let request = SearchRequest::new(q.clone(), config).query_vector(v);
-        let t = Instant::now();
-        engine.search_many(&names, &request).await?;
-        search_only.push(t.elapsed());
+        vectors.push((q.clone(), v));
     }
+    let search = |config: SearchConfig| {
+        let (engine, names) = (&engine, &names);
+        move |(q, v): &(String, Vec<f32>)| {
+            let request = SearchRequest::new(q.clone(), config).query_vector(v.clone());
+            async move {
+                engine.search_many(names, &request).await?;
+                Ok(())
+            }
+        }
+    };
+    let search_only = measure(stat, &vectors, search(config)).await?;
     let facts_config = SearchConfig {
         episodes: None,
         ..config
     };
-    let mut search_facts = Vec::with_capacity(samples);
-    for q in &queries {
-        let v = local
-            .embed(std::slice::from_ref(q), "bench")
-            .await?
-            .remove(0);
-        let request = SearchRequest::new(q.clone(), facts_config).query_vector(v);
-        let t = Instant::now();
-        engine.search_many(&names, &request).await?;
-        search_facts.push(t.elapsed());
-    }
+    let search_facts = measure(stat, &vectors, search(facts_config)).await?;
     // The facts search by one method at a time: where the search's time goes.
     let mut by_method = Vec::new();
     for methods in [Methods::FULLTEXT, Methods::VECTOR] {
@@ -398,43 +470,38 @@ async fn run() -> gralkor::Result<()> {
             facts: Some(ScopeConfig::new(methods, RerankerKind::Rrf)),
             ..facts_config
         };
-        let mut times = Vec::with_capacity(samples);
-        for q in &queries {
-            let v = local
-                .embed(std::slice::from_ref(q), "bench")
-                .await?
-                .remove(0);
-            let request = SearchRequest::new(q.clone(), one).query_vector(v);
-            let t = Instant::now();
-            engine.search_many(&names, &request).await?;
-            times.push(t.elapsed());
+        by_method.push(measure(stat, &vectors, search(one)).await?);
+    }
+    let embed = measure(stat, &queries, |q| {
+        let q = q.clone();
+        let local = &local;
+        async move {
+            local.embed(std::slice::from_ref(&q), "bench").await?;
+            Ok(())
         }
-        by_method.push(times);
-    }
-    let mut embed = Vec::with_capacity(samples);
-    for q in &queries {
-        let t = Instant::now();
-        local.embed(std::slice::from_ref(q), "bench").await?;
-        embed.push(t.elapsed());
-    }
+    })
+    .await?;
     println!(
         "mean facts per block: {:.1}",
-        facts_seen as f64 / samples as f64
+        facts_seen.get() as f64 / samples as f64
     );
     println!(
-        "| {:<40} | {:>8} | {:>8} | {:>8} |",
-        "ms", "p50", "p95", "p99"
+        "| {:<40} | {:>8} | {:>8} | {:>8} | {:>8} | {:>8} |",
+        "ms", "p50", "p95", "p99", "server", "client"
     );
-    println!("|{:-<42}|{:->10}|{:->10}|{:->10}|", "", "", "", "");
+    println!(
+        "|{:-<42}|{:->10}|{:->10}|{:->10}|{:->10}|{:->10}|",
+        "", "", "", "", "", ""
+    );
     row("recall, extracting (facts only)", facts_only);
     row("recall, offline (facts + episodes)", full);
     row("recall, offline, partial (3 searches)", part);
     row("search alone, facts only", search_facts);
     row("search alone, facts + episodes", search_only);
-    let vector_only = by_method.pop().unwrap_or_default();
+    let vector_only = by_method.pop().expect("two methods measured");
     row(
         "search alone, facts, fulltext only",
-        by_method.pop().unwrap_or_default(),
+        by_method.pop().expect("two methods measured"),
     );
     row("search alone, facts, vector only", vector_only);
     row("query embedding alone", embed);
