@@ -30,7 +30,6 @@
 //!
 //! Figures only, never assertions.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -43,7 +42,7 @@ use gralkor::llm::{GenerateRequest, Generation, LanguageModel, ModelSize};
 use serde_json::Value as Json;
 
 mod support;
-use support::{Rng, map, percentile};
+use support::{Rng, cpu_seconds, map, percentile};
 
 const SEARCHERS: usize = 16;
 const WRITERS: usize = 2;
@@ -191,25 +190,6 @@ struct Writers<'a> {
     next: &'a AtomicUsize,
 }
 
-/// CPU seconds (user + system) a process has used so far.
-fn cpu_seconds(stat: &Path) -> f64 {
-    let text = std::fs::read_to_string(stat).unwrap_or_default();
-    // The fields after the command name (which may hold spaces) close with ')'.
-    let fields: Vec<&str> = text
-        .rsplit_once(')')
-        .map(|(_, r)| r.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    (ticks(11) + ticks(12)) / hz
-}
-
 struct Phase {
     latencies: Vec<Duration>,
     writes: usize,
@@ -231,8 +211,8 @@ async fn phase(
         db.embedded_server().and_then(|s| s.pid()).unwrap_or(0)
     );
     let (server0, client0, t0) = (
-        cpu_seconds(Path::new(&server_stat)),
-        cpu_seconds(Path::new("/proc/self/stat")),
+        cpu_seconds(&server_stat),
+        cpu_seconds("/proc/self/stat"),
         Instant::now(),
     );
     let stop = Arc::new(AtomicBool::new(false));
@@ -325,10 +305,7 @@ async fn phase(
         latencies.extend(s.await.expect("searcher")?);
     }
     let wall = t0.elapsed().as_secs_f64();
-    let (server1, client1) = (
-        cpu_seconds(Path::new(&server_stat)),
-        cpu_seconds(Path::new("/proc/self/stat")),
-    );
+    let (server1, client1) = (cpu_seconds(&server_stat), cpu_seconds("/proc/self/stat"));
     let mut writes = 0;
     for w in writing {
         writes += w.await.expect("writer")?;

@@ -67,7 +67,7 @@ use gralkor::provenance::Writer;
 use gralkor::runtime::{Runtime, RuntimeConfig};
 
 mod support;
-use support::Rng;
+use support::{Rng, cpu_seconds};
 
 const DIM: usize = 384;
 const FIRST: &[&str] = &[
@@ -171,26 +171,6 @@ struct Measured {
     /// Milliseconds of CPU per sample: the embedded server's, this process's.
     server: f64,
     client: f64,
-}
-
-/// CPU seconds (user + system) a process has used so far, from its `/proc` stat
-/// (0 where there is none).
-fn cpu_seconds(stat: &str) -> f64 {
-    let text = std::fs::read_to_string(stat).unwrap_or_default();
-    // The fields after the command name (which may hold spaces) close with ')'.
-    let fields: Vec<&str> = text
-        .rsplit_once(')')
-        .map(|(_, r)| r.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    (ticks(11) + ticks(12)) / hz
 }
 
 /// Times `each` over `items`, and the CPU the server (`server_stat`) and this process

@@ -1,6 +1,6 @@
 //! Shared by the examples: how they report an error, and for the benchmarks a
-//! deterministic generator, map parameters, latency percentiles, and the answers of a
-//! scripted model to the engine's four schemas.
+//! deterministic generator, map parameters, latency percentiles, a process's CPU time,
+//! and the answers of a scripted model to the engine's four schemas.
 #![allow(dead_code)]
 
 use std::time::Duration;
@@ -108,4 +108,24 @@ fn extraction(episode: &str) -> Value {
              "valid_at": null, "invalid_at": null},
         ]
     })
+}
+
+/// CPU seconds (user + system) a process has used so far, from its `/proc` stat
+/// (0 where there is none).
+pub fn cpu_seconds(stat: &str) -> f64 {
+    let text = std::fs::read_to_string(stat).unwrap_or_default();
+    // The fields after the command name (which may hold spaces) close with ')'.
+    let fields: Vec<&str> = text
+        .rsplit_once(')')
+        .map(|(_, r)| r.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (ticks(11) + ticks(12)) / hz
 }
