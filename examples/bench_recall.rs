@@ -376,35 +376,24 @@ async fn run() -> gralkor::Result<()> {
         db.embedded_server().and_then(|s| s.pid()).unwrap_or(0)
     );
     let stat = server_stat.as_str();
-    let facts_only = measure(stat, &queries, |q| {
-        let q = q.clone();
-        let (extracting, op, default) = (&extracting, &op, &default);
-        async move {
-            recall(extracting, op, "bench", Some("s"), &q, default).await?;
-            Ok(())
-        }
-    })
-    .await?;
+    // One recall per query through `client`, counting the facts recalled in `seen`.
     let facts_seen = std::cell::Cell::new(0);
-    let full = measure(stat, &queries, |q| {
-        let q = q.clone();
-        let (client, op, default, seen) = (&client, &op, &default, &facts_seen);
-        async move {
-            let r = recall(client, op, "bench", Some("s"), &q, default).await?;
-            seen.set(seen.get() + r.facts.len());
-            Ok(())
+    let recalls = |client: NativeClient, options: RecallOptions| {
+        let (op, seen) = (&op, &facts_seen);
+        move |q: &String| {
+            let (client, options, q) = (client.clone(), options.clone(), q.clone());
+            async move {
+                let r = recall(&client, op, "bench", Some("s"), &q, &options).await?;
+                seen.set(seen.get() + r.facts.len());
+                Ok(())
+            }
         }
-    })
-    .await?;
-    let part = measure(stat, &queries, |q| {
-        let q = q.clone();
-        let (client, op, partial) = (&client, &op, &partial);
-        async move {
-            recall(client, op, "bench", Some("s"), &q, partial).await?;
-            Ok(())
-        }
-    })
-    .await?;
+    };
+    let facts_only = measure(stat, &queries, recalls(extracting.clone(), default.clone())).await?;
+    facts_seen.set(0);
+    let full = measure(stat, &queries, recalls(client.clone(), default.clone())).await?;
+    let full_facts = facts_seen.get();
+    let part = measure(stat, &queries, recalls(client.clone(), partial.clone())).await?;
     // The same engine search the client runs (facts and not-yet-extracted episodes,
     // hybrid, RRF, 10 per graph, over the three graphs), its query vector computed
     // beforehand: the search's own share.
@@ -463,7 +452,7 @@ async fn run() -> gralkor::Result<()> {
     .await?;
     println!(
         "mean facts per block: {:.1}",
-        facts_seen.get() as f64 / samples as f64
+        full_facts as f64 / samples as f64
     );
     println!(
         "| {:<40} | {:>8} | {:>8} | {:>8} | {:>8} | {:>8} |",

@@ -792,6 +792,27 @@ mod lexical {
             .collect()
     }
 
+    /// Through `db`: in the facts of `graph` starting with `prefix`, `from` becomes `to`.
+    async fn rename(
+        db: &gralkor::falkordb::FalkorDb,
+        graph: &str,
+        prefix: &str,
+        from: &str,
+        to: &str,
+    ) {
+        db.query(
+            graph,
+            "MATCH ()-[f:RELATES_TO]->() WHERE f.fact STARTS WITH $prefix \
+             SET f.fact = replace(f.fact, $from, $to)",
+            &Params::new()
+                .set("prefix", prefix)
+                .set("from", from)
+                .set("to", to),
+        )
+        .await
+        .unwrap();
+    }
+
     fn holds(range: &[uuid::Uuid], got: &[(uuid::Uuid, u64)]) -> bool {
         got.iter().all(|x| range.contains(&x.0))
     }
@@ -867,16 +888,7 @@ mod lexical {
         let (g, ids) = facts_graph("gsr-lex-stale", &texts).await;
         let first = scored(&g, "zebra alpha beta", 8).await;
         assert!(holds(&ids[..30], &first[5..]), "{first:?}");
-        let other = common::db().await;
-        other
-            .query(
-                &g.name,
-                "MATCH ()-[f:RELATES_TO]->() WHERE f.fact STARTS WITH 'zebra seen' \
-                 SET f.fact = replace(f.fact, 'zebra', 'yak')",
-                &gralkor::falkordb::Params::new(),
-            )
-            .await
-            .unwrap();
+        rename(&common::db().await, &g.name, "zebra seen", "zebra", "yak").await;
         let after = scored(&g, "zebra alpha beta", 8).await;
         assert_eq!(after.len(), 8, "{after:?}");
         assert!(holds(&ids[850..855], &after[..5]), "{after:?}");
@@ -903,14 +915,7 @@ mod lexical {
             holds(&ids[..30], &first[5..]),
             "zebra alone after the best: {first:?}"
         );
-        g.db.query(
-            &g.name,
-            "MATCH ()-[f:RELATES_TO]->() WHERE f.fact STARTS WITH 'alpha thing' \
-             SET f.fact = replace(f.fact, 'alpha', 'gamma')",
-            &gralkor::falkordb::Params::new(),
-        )
-        .await
-        .unwrap();
+        rename(&g.db, &g.name, "alpha thing", "alpha", "gamma").await;
         let after = scored(&g, "zebra alpha beta", 8).await;
         // `zebra alpha` (short) and `zebra alpha beta` first, in either order.
         assert!(holds(&ids[850..855], &after[..5]), "{after:?}");
