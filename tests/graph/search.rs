@@ -813,8 +813,24 @@ mod lexical {
         .unwrap();
     }
 
-    fn holds(range: &[uuid::Uuid], got: &[(uuid::Uuid, u64)]) -> bool {
-        got.iter().all(|x| range.contains(&x.0))
+    /// Asserts that `got` falls into groups: for each `(from, range)`, the results from
+    /// position `from` up to the next group's (or the end) are all among `ids[range]`,
+    /// in any order.
+    #[track_caller]
+    fn assert_groups(
+        got: &[(uuid::Uuid, u64)],
+        ids: &[uuid::Uuid],
+        groups: &[(usize, std::ops::Range<usize>)],
+    ) {
+        for (i, (from, range)) in groups.iter().enumerate() {
+            let to = groups.get(i + 1).map_or(got.len(), |g| g.0);
+            assert!(
+                got[*from..to]
+                    .iter()
+                    .all(|x| ids[range.clone()].contains(&x.0)),
+                "results {from}..{to} not among facts {range:?}: {got:?}"
+            );
+        }
     }
 
     /// Facts for the `zebra alpha beta` queries, in this order: 30 `zebra` only,
@@ -839,15 +855,8 @@ mod lexical {
         let (g, ids) = facts_graph("gsr-lex-repeat", &texts).await;
         let first = scored(&g, "zebra alpha beta", 8).await;
         assert_eq!(first.len(), 8);
-        assert!(
-            holds(&ids[850..853], &first[..3]),
-            "all three terms first: {first:?}"
-        );
-        assert!(holds(&ids[853..855], &first[3..5]), "{first:?}");
-        assert!(
-            holds(&ids[..30], &first[5..]),
-            "then zebra alone: {first:?}"
-        );
+        // All three terms, then `zebra alpha`, then `zebra` alone.
+        assert_groups(&first, &ids, &[(0, 850..853), (3, 853..855), (5, 0..30)]);
         for _ in 0..2 {
             assert_eq!(scored(&g, "zebra alpha beta", 8).await, first);
         }
@@ -862,15 +871,8 @@ mod lexical {
         let (g, ids) = facts_graph("gsr-lex-outweigh", &texts).await;
         let first = scored(&g, "zebra alpha beta", 8).await;
         assert_eq!(first.len(), 8);
-        assert!(
-            holds(&ids[130..133], &first[..3]),
-            "all three terms first: {first:?}"
-        );
-        assert!(holds(&ids[133..135], &first[3..5]), "{first:?}");
-        assert!(
-            holds(&ids[110..130], &first[5..]),
-            "then alpha and beta: {first:?}"
-        );
+        // All three terms, then `zebra alpha`, then `alpha beta`.
+        assert_groups(&first, &ids, &[(0, 130..133), (3, 133..135), (5, 110..130)]);
         for _ in 0..2 {
             assert_eq!(scored(&g, "zebra alpha beta", 8).await, first);
         }
@@ -887,15 +889,12 @@ mod lexical {
         let texts = zebra_texts(400, 400, 0);
         let (g, ids) = facts_graph("gsr-lex-stale", &texts).await;
         let first = scored(&g, "zebra alpha beta", 8).await;
-        assert!(holds(&ids[..30], &first[5..]), "{first:?}");
+        assert_groups(&first, &ids, &[(5, 0..30)]);
         rename(&common::db().await, &g.name, "zebra seen", "zebra", "yak").await;
         let after = scored(&g, "zebra alpha beta", 8).await;
         assert_eq!(after.len(), 8, "{after:?}");
-        assert!(holds(&ids[850..855], &after[..5]), "{after:?}");
-        assert!(
-            holds(&ids[830..850], &after[5..]),
-            "then alpha and beta: {after:?}"
-        );
+        // The five `zebra` facts left, then `alpha beta`.
+        assert_groups(&after, &ids, &[(0, 850..855), (5, 830..850)]);
         let fresh = TestGraph {
             db: common::db().await,
             name: g.name.clone(),
@@ -911,18 +910,13 @@ mod lexical {
         let texts = zebra_texts(400, 400, 0);
         let (g, ids) = facts_graph("gsr-lex-write", &texts).await;
         let first = scored(&g, "zebra alpha beta", 8).await;
-        assert!(
-            holds(&ids[..30], &first[5..]),
-            "zebra alone after the best: {first:?}"
-        );
+        // `zebra` alone after the best.
+        assert_groups(&first, &ids, &[(5, 0..30)]);
         rename(&g.db, &g.name, "alpha thing", "alpha", "gamma").await;
         let after = scored(&g, "zebra alpha beta", 8).await;
-        // `zebra alpha` (short) and `zebra alpha beta` first, in either order.
-        assert!(holds(&ids[850..855], &after[..5]), "{after:?}");
-        assert!(
-            holds(&ids[830..850], &after[5..]),
-            "then alpha and beta: {after:?}"
-        );
+        // `zebra alpha` (short) and `zebra alpha beta` first, in either order, then
+        // `alpha beta`.
+        assert_groups(&after, &ids, &[(0, 850..855), (5, 830..850)]);
     }
 
     #[tokio::test]
