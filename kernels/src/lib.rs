@@ -1,5 +1,7 @@
-//! The integer dot products of gralkor's short-query embedding path (`gralkor::llm::local`): one weight
-//! row of 8-bit integers against the 8-bit rows of several tokens. Each row is summed
+//! The integer dot products of gralkor's short-query embedding path (`gralkor::llm::local`):
+//! 8-bit weight rows against the 8-bit rows of several tokens, one row at a time
+//! ([`Kernel::dot_rows`]) or a whole layer ([`Kernel::dot_matrix`]); and its GELU
+//! ([`Kernel::gelu`]), vectorised. Each row is summed
 //! in blocks of [`BLOCK`] values as exact 32-bit integers; each block's sum is scaled
 //! by that token's scale for the block, and the scaled sums added in f32.
 //!
@@ -111,9 +113,7 @@ impl Kernel {
             }
         }
     }
-}
 
-impl Kernel {
     /// For each weight row `n` of `w` (`w.len() / k` rows of `k` values) and each token
     /// row `t` of `a` (rows of `k`): `out[t · rows + n]` is [`dot_rows`](Self::dot_rows)'s
     /// value for that pair — a whole matrix product. The AVX2 kernel computes four

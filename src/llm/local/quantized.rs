@@ -8,11 +8,12 @@
 //! in their own block); the integer sums per block come from the fastest
 //! [`Kernel`] the CPU has, and each is scaled by its activation block's scale, the sum
 //! by the row's scale, plus the f32 bias. Embeddings, LayerNorm, attention (scores,
-//! softmax, the weighted values), GELU and pooling stay in f32.
+//! softmax, the weighted values), GELU (the kernels' vectorised one) and pooling stay
+//! in f32.
 //!
-//! The loop runs over weight rows outside and tokens inside, so each weight row is read
-//! from memory once per call whatever the number of tokens (a short text's cost is
-//! mostly reading the 21 MB of weights).
+//! Each linear layer is one [`Kernel::dot_matrix`] call: weight rows outside, tokens
+//! inside, so each weight row is read from memory once per call whatever the number
+//! of tokens.
 
 use candle_core::{Storage, Tensor};
 
