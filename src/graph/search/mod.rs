@@ -245,19 +245,8 @@ pub async fn search(
 ) -> Result<SearchResults> {
     request.check(embedder.is_some(), reranker.is_some())?;
     crate::falkordb::physical_graph_name(graph)?;
-    let ((vector, degraded), prefetched) =
-        embed_and_prefetch(db, &[graph], request, embedder).await;
-    let mut results = run_graph(
-        db,
-        graph,
-        request,
-        vector.as_deref(),
-        reranker,
-        prefetched.first(),
-    )
-    .await?;
-    results.degraded = degraded;
-    Ok(results)
+    let mut found = embed_and_run(db, &[graph], request, embedder, reranker).await?;
+    Ok(found.remove(0))
 }
 
 /// Runs `request` on each of `graphs`, concurrently, and returns their results in the
@@ -294,45 +283,36 @@ pub async fn search_many(
     if graphs.is_empty() {
         return Ok(Vec::new());
     }
-    let ((vector, degraded), prefetched) =
-        embed_and_prefetch(db, graphs, request, embedder).await;
-    let mut found = try_join_all(graphs.iter().enumerate().map(|(i, g)| {
-        run_graph(
-            db,
-            g,
-            request,
-            vector.as_deref(),
-            reranker,
-            prefetched.get(i),
-        )
-    }))
-    .await?;
-    for results in &mut found {
-        results.degraded.clone_from(&degraded);
-    }
-    Ok(found)
+    embed_and_run(db, graphs, request, embedder, reranker).await
 }
 
-/// The query embedding (see [`embed_or_degrade`]) and, meanwhile, the fulltext
-/// postings of every graph in `graphs` (the embedder runs off the async threads, so
-/// the server works while it does).
-async fn embed_and_prefetch(
+/// Runs `request` on each of `graphs` (checked, not empty): the query is embedded once
+/// (see [`embed_or_degrade`]; the embedder runs off the async threads) while the
+/// fulltext postings of every graph are read, and each graph's search goes on as soon
+/// as the embedding and its own postings are in — not when every graph's are, so one
+/// graph's methods run on the server while another's postings are still being read.
+async fn embed_and_run(
     db: &FalkorDb,
     graphs: &[&str],
     request: &SearchRequest,
     embedder: Option<&dyn Embedder>,
-) -> ((Option<Vec<f32>>, Option<String>), Vec<lexical::Prefetched>) {
+    reranker: Option<&dyn Reranker>,
+) -> Result<Vec<SearchResults>> {
     let text = search_text(request);
     let targets = lexical_targets(&request.config);
     let now = Timestamp::now();
     // The pool every method keeps without filters over every match (a method that
     // filters every match reads the postings whole itself).
     let need = methods::pool(false, scope::candidates(request.config.limit));
-    let prefetch = async {
-        let Some(q) = text.as_deref().filter(|_| !targets.is_empty()) else {
-            return Vec::new();
-        };
-        futures_util::future::join_all(graphs.iter().map(|graph| {
+    // The first graph to want the embedding makes it; the others wait for it.
+    let embedded: tokio::sync::OnceCell<(Option<Vec<f32>>, Option<String>)> =
+        tokio::sync::OnceCell::new();
+    let embedding = || embedded.get_or_init(|| embed_or_degrade(request, embedder));
+    let q = text.as_deref().filter(|_| !targets.is_empty());
+    let mut found = try_join_all(graphs.iter().map(|graph| {
+        let targets = &targets;
+        let embedding = &embedding;
+        async move {
             let ctx = Ctx {
                 db,
                 graph,
@@ -340,11 +320,30 @@ async fn embed_and_prefetch(
                 now,
                 lexical: None,
             };
-            lexical::prefetch(ctx, &targets, q, need)
-        }))
-        .await
-    };
-    tokio::join!(embed_or_degrade(request, embedder), prefetch)
+            let prefetch = async {
+                match q {
+                    Some(q) => Some(lexical::prefetch(ctx, targets, q, need).await),
+                    None => None,
+                }
+            };
+            let ((vector, _), prefetched) = tokio::join!(embedding(), prefetch);
+            run_graph(
+                db,
+                graph,
+                request,
+                vector.as_deref(),
+                reranker,
+                prefetched.as_ref(),
+            )
+            .await
+        }
+    }))
+    .await?;
+    let degraded = embedded.get().and_then(|(_, d)| d.clone());
+    for results in &mut found {
+        results.degraded.clone_from(&degraded);
+    }
+    Ok(found)
 }
 
 /// [`embed_query`], degrading instead of failing: when the embedder fails (after its
