@@ -1,7 +1,8 @@
 //! The integer dot products of gralkor's short-query embedding path (`gralkor::llm::local`):
 //! 8-bit weight rows against the 8-bit rows of several tokens, one row at a time
-//! ([`Kernel::dot_rows`]) or a whole layer ([`Kernel::dot_matrix`]); and its GELU
-//! ([`Kernel::gelu`]), vectorised. Each row is summed
+//! ([`Kernel::dot_rows`]) or a whole layer ([`Kernel::dot_matrix`]); the quantiser of
+//! its activations ([`Kernel::quantize_blocks`]) and its GELU ([`Kernel::gelu`]),
+//! vectorised. Each row is summed
 //! in blocks of [`BLOCK`] values as exact 32-bit integers; each block's sum is scaled
 //! by that token's scale for the block, and the scaled sums added in f32.
 //!
@@ -117,9 +118,10 @@ impl Kernel {
     /// For each weight row `n` of `w` (`w.len() / k` rows of `k` values) and each token
     /// row `t` of `a` (rows of `k`): `out[t · rows + n]` is [`dot_rows`](Self::dot_rows)'s
     /// value for that pair — a whole matrix product. The AVX2 kernel computes four
-    /// weight rows against one token at a time, each token block's magnitudes and
-    /// scale loaded once for the four (a per-row call would load and take the absolute
-    /// value of the token's bytes once per row).
+    /// weight rows against two tokens at a time: each token block's magnitudes and
+    /// scale loaded once for the four rows, each weight block once for the two tokens
+    /// (a per-row call would load and take the absolute value of the token's bytes
+    /// once per row).
     ///
     /// # Panics
     /// As [`dot_rows`](Self::dot_rows), and if `w` is not whole rows of `k` or `out`
@@ -159,6 +161,42 @@ impl Kernel {
         }
     }
 
+    /// Quantises `x` (whole blocks of [`BLOCK`] values) into `values`, one scale per
+    /// block (`max |x| / 127`, repeated [`LANES`] times in `lane_scales`): each value
+    /// as [`quantize`] makes it. Every kernel gives the same bytes and scales.
+    ///
+    /// # Panics
+    /// If `x` is not whole blocks or the lengths do not fit.
+    pub fn quantize_blocks(self, x: &[f32], values: &mut [i8], lane_scales: &mut [f32]) {
+        assert!(
+            x.len().is_multiple_of(BLOCK)
+                && values.len() == x.len()
+                && lane_scales.len() * 4 == x.len(),
+            "{} values, {} bytes and {} scales are not whole blocks that fit",
+            x.len(),
+            values.len(),
+            lane_scales.len()
+        );
+        match self {
+            Kernel::Portable => {
+                for ((x, q), s) in x
+                    .chunks_exact(BLOCK)
+                    .zip(values.chunks_exact_mut(BLOCK))
+                    .zip(lane_scales.chunks_exact_mut(LANES))
+                {
+                    s.fill(quantize(x, q));
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 | Kernel::Avx512Vnni => {
+                assert!(Kernel::Avx2.available(), "this CPU has no AVX2 and FMA");
+                // SAFETY: the CPU has AVX2 and FMA (checked above); the lengths were
+                // checked above as the function requires.
+                unsafe { x86::quantize_avx2(x, values, lane_scales) }
+            }
+        }
+    }
+
     /// GELU in place, the erf form BERT uses: `x/2 · (1 + erf(x/√2))`, erf by
     /// Abramowitz and Stegun's formula 7.1.26 (absolute error below 1.5e-7) and its
     /// exponential by [`exp`]'s arithmetic, so the loop needs no library call and the
@@ -174,6 +212,37 @@ impl Kernel {
             }
         }
     }
+}
+
+/// Quantises `x` into `q` with one scale (`max |x| / 127`, returned), rounding to the
+/// nearest (halves away from zero): values in `-127..=127`, never `-128`. NaN becomes 0.
+pub fn quantize(x: &[f32], q: &mut [i8]) -> f32 {
+    let max = max_abs(x);
+    let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
+    for (v, q) in x.iter().zip(q.iter_mut()) {
+        let scaled = v * inv;
+        // `as` truncates towards zero: adding ±0.5 rounds half away. The clamp holds
+        // where `127 / max` overflows (a maximum below about 3.7e-37); NaN stays NaN,
+        // which `as` makes 0.
+        *q = (scaled + 0.5f32.copysign(scaled)).clamp(-127.0, 127.0) as i32 as i8;
+    }
+    max / 127.0
+}
+
+/// `max |x|`, in eight independent lanes (vector instructions); NaN is passed over.
+fn max_abs(x: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let mut chunks = x.chunks_exact(8);
+    for c in &mut chunks {
+        for (l, v) in lanes.iter_mut().zip(c) {
+            *l = if v.abs() > *l { v.abs() } else { *l };
+        }
+    }
+    let rest = chunks
+        .remainder()
+        .iter()
+        .fold(0.0f32, |m, v| if v.abs() > m { v.abs() } else { m });
+    lanes.iter().fold(rest, |m, &l| if l > m { l } else { m })
 }
 
 /// GELU of one value (see [`Kernel::gelu`]).
@@ -307,9 +376,11 @@ mod x86 {
         }
     }
 
-    /// AVX2, a whole matrix: four weight rows against one token row at a time (see
-    /// [`avx2`] for one block's arithmetic, here with the token's magnitudes `|a|`
-    /// made once, in `magnitudes`); a last one to three rows by [`avx2`].
+    /// AVX2, a whole matrix: four weight rows against two token rows at a time, each
+    /// weight block loaded once for both tokens (see [`avx2`] for one block's
+    /// arithmetic, here with the tokens' magnitudes `|a|` made once, in
+    /// `magnitudes`); an odd last token against the four rows alone; a last one to
+    /// three rows by [`avx2`].
     ///
     /// # Safety
     /// The CPU has AVX2 and FMA; `k` is a multiple of `BLOCK`, `w.len()` a multiple
@@ -335,14 +406,46 @@ mod x86 {
         let whole = rows - rows % 4;
         let mut n = 0;
         while n < whole {
-            for t in 0..tokens {
+            let mut t = 0;
+            while t + 2 <= tokens {
+                // Four rows against two tokens: each weight block loaded once for both.
+                // `acc[r][u]`: row `n + r`, token `t + u`.
+                let mut acc = [[_mm256_setzero_ps(); 2]; 4];
+                for b in 0..blocks {
+                    let at = [t * k + b * BLOCK, (t + 1) * k + b * BLOCK];
+                    // SAFETY: block `b` of token rows `t` and `t + 1` (32 bytes of `a`
+                    // and of `magnitudes` at `at[u]`, 8 scales at `at[u] / 4`) and of
+                    // weight rows `n .. n + 4` (32 bytes at `(n + r) * k + b * 32`) are
+                    // within the slices, as the caller guarantees; unaligned loads.
+                    unsafe {
+                        let av = at.map(|at| _mm256_loadu_si256(ap.add(at).cast::<__m256i>()));
+                        let mv = at.map(|at| _mm256_loadu_si256(mp.add(at).cast::<__m256i>()));
+                        let scale = at.map(|at| _mm256_loadu_ps(sp.add(at / 4)));
+                        for (r, rows_acc) in acc.iter_mut().enumerate() {
+                            let wv = _mm256_loadu_si256(
+                                wp.add((n + r) * k + b * BLOCK).cast::<__m256i>(),
+                            );
+                            for (u, acc) in rows_acc.iter_mut().enumerate() {
+                                let pairs =
+                                    _mm256_maddubs_epi16(mv[u], _mm256_sign_epi8(wv, av[u]));
+                                let lanes = _mm256_madd_epi16(pairs, ones);
+                                *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), scale[u], *acc);
+                            }
+                        }
+                    }
+                }
+                for (u, four) in [0, 1].map(|u| acc.map(|row| row[u])).iter().enumerate() {
+                    // SAFETY: `out` holds `tokens × rows` values; `t + u < tokens` and
+                    // `n + 4 <= rows`.
+                    unsafe { store_four(four, out.as_mut_ptr().add((t + u) * rows + n)) };
+                }
+                t += 2;
+            }
+            if t < tokens {
                 let mut acc = [_mm256_setzero_ps(); 4];
                 for b in 0..blocks {
                     let at = t * k + b * BLOCK;
-                    // SAFETY: block `b` of token row `t` (32 bytes of `a` and of
-                    // `magnitudes` at `at`, 8 scales at `at / 4`) and of weight rows
-                    // `n .. n + 4` (32 bytes at `(n + r) * k + b * 32`) are within the
-                    // slices, as the caller guarantees; unaligned loads.
+                    // SAFETY: as above, for token row `t` alone.
                     unsafe {
                         let av = _mm256_loadu_si256(ap.add(at).cast::<__m256i>());
                         let mv = _mm256_loadu_si256(mp.add(at).cast::<__m256i>());
@@ -357,14 +460,8 @@ mod x86 {
                         }
                     }
                 }
-                // The four rows' eight lanes summed: pairs, pairs of pairs, halves.
-                let h = _mm256_hadd_ps(
-                    _mm256_hadd_ps(acc[0], acc[1]),
-                    _mm256_hadd_ps(acc[2], acc[3]),
-                );
-                let sums = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps::<1>(h));
-                // SAFETY: `out` holds `tokens × rows` values; `n + 4 <= rows`.
-                unsafe { _mm_storeu_ps(out.as_mut_ptr().add(t * rows + n), sums) };
+                // SAFETY: as above.
+                unsafe { store_four(&acc, out.as_mut_ptr().add(t * rows + n)) };
             }
             n += 4;
         }
@@ -374,6 +471,73 @@ mod x86 {
             unsafe { avx2(&w[n * k..(n + 1) * k], a, lane_scales, &mut dots) };
             for (t, d) in dots.iter().enumerate() {
                 out[t * rows + n] = *d;
+            }
+        }
+    }
+
+    /// The four rows' eight lanes summed (pairs, pairs of pairs, halves), stored at `out`.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `out` is valid for four `f32` writes.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn store_four(acc: &[__m256; 4], out: *mut f32) {
+        let h = _mm256_hadd_ps(
+            _mm256_hadd_ps(acc[0], acc[1]),
+            _mm256_hadd_ps(acc[2], acc[3]),
+        );
+        let sums = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps::<1>(h));
+        // SAFETY: as the caller guarantees.
+        unsafe { _mm_storeu_ps(out, sums) };
+    }
+
+    /// AVX2 [`quantize_blocks`](super::Kernel::quantize_blocks): per block, `max |x|`
+    /// in a vector (then across it), `x · 127 / max` plus ±0.5 clamped to ±127 and
+    /// truncated to 32-bit integers (NaN to 0, as the portable cast makes it), packed
+    /// to bytes with the lanes put back in order.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA; `x.len()` is a multiple of `BLOCK`,
+    /// `values.len() == x.len()` and `lane_scales.len() * 4 == x.len()`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn quantize_avx2(x: &[f32], values: &mut [i8], lane_scales: &mut [f32]) {
+        let sign = _mm256_set1_ps(-0.0);
+        let half = _mm256_set1_ps(0.5);
+        let (low, high) = (_mm256_set1_ps(-127.0), _mm256_set1_ps(127.0));
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for ((x, q), s) in x
+            .chunks_exact(BLOCK)
+            .zip(values.chunks_exact_mut(BLOCK))
+            .zip(lane_scales.chunks_exact_mut(BLOCK / 4))
+        {
+            // SAFETY: 32 values of `x`, 32 bytes of `q` and 8 scales of `s`, by the
+            // chunks; unaligned loads and stores.
+            unsafe {
+                let v = [0, 8, 16, 24].map(|i| _mm256_loadu_ps(x.as_ptr().add(i)));
+                // `max(|v|, m)` keeps `m` where `|v|` is NaN, as the portable loop does.
+                let mut m = _mm256_setzero_ps();
+                for v in v {
+                    m = _mm256_max_ps(_mm256_andnot_ps(sign, v), m);
+                }
+                let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps::<1>(m));
+                let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+                let max = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+                let inv = _mm256_set1_ps(if max > 0.0 { 127.0 / max } else { 0.0 });
+                let ints = v.map(|v| {
+                    let scaled = _mm256_mul_ps(v, inv);
+                    let rounded =
+                        _mm256_add_ps(scaled, _mm256_or_ps(half, _mm256_and_ps(scaled, sign)));
+                    let clamped = _mm256_min_ps(_mm256_max_ps(rounded, low), high);
+                    let ordered = _mm256_cmp_ps::<_CMP_ORD_Q>(rounded, rounded);
+                    _mm256_cvttps_epi32(_mm256_and_ps(clamped, ordered))
+                });
+                let bytes = _mm256_packs_epi16(
+                    _mm256_packs_epi32(ints[0], ints[1]),
+                    _mm256_packs_epi32(ints[2], ints[3]),
+                );
+                let bytes = _mm256_permutevar8x32_epi32(bytes, order);
+                _mm256_storeu_si256(q.as_mut_ptr().cast::<__m256i>(), bytes);
+                _mm256_storeu_ps(s.as_mut_ptr(), _mm256_set1_ps(max / 127.0));
             }
         }
     }
@@ -790,6 +954,66 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn every_kernel_quantises_blocks_to_the_portable_bytes_and_scales() {
+        let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+        let kernels = runnable();
+        let n = 8 * BLOCK;
+        let random: Vec<f32> = (0..n).map(|_| (rng.unit() - 0.5) * 40.0).collect();
+        // Halves: 127 / 127 scales every value by exactly 1, so x.5 rounds away.
+        let halves: Vec<f32> = (0..n)
+            .map(|i| {
+                if i % BLOCK == 0 {
+                    127.0
+                } else {
+                    (i % 7) as f32 - 3.5
+                }
+            })
+            .collect();
+        let mut odd: Vec<f32> = (0..n).map(|i| (i as f32).sin() * 1e-3).collect();
+        odd[..BLOCK].fill(0.0); // a block of zeros: scale 0, every byte 0
+        odd[BLOCK] = -0.0;
+        odd[2 * BLOCK + 3] = f32::NAN; // passed over by the maximum, 0 itself
+        odd[3 * BLOCK + 1] = f32::INFINITY; // scale ∞: every byte 0
+        odd[4 * BLOCK + 2] = -f32::INFINITY;
+        odd[5 * BLOCK + 5] = f32::MAX;
+        odd[6 * BLOCK + 6] = -1e30; // the block's others become 0
+        // A maximum so small that 127 / max overflows: each value is the maximum, 127.
+        odd[7 * BLOCK..].fill(f32::MIN_POSITIVE);
+        for (name, x) in [("random", random), ("halves", halves), ("odd", odd)] {
+            let (mut want, mut want_scales) = (vec![0i8; n], vec![0f32; n / 4]);
+            Kernel::Portable.quantize_blocks(&x, &mut want, &mut want_scales);
+            assert!(want.iter().all(|&q| q != -128), "{name}: -128 made");
+            for &kernel in &kernels {
+                let (mut q, mut s) = (vec![1i8; n], vec![f32::NAN; n / 4]);
+                kernel.quantize_blocks(&x, &mut q, &mut s);
+                assert_eq!(q, want, "{kernel:?}, {name}: the bytes");
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&s),
+                    bits(&want_scales),
+                    "{kernel:?}, {name}: the scales"
+                );
+            }
+        }
+        // The halves rounded away from zero, as documented.
+        let mut q = [0i8; BLOCK];
+        let mut x = [0.0f32; BLOCK];
+        x[0] = 127.0;
+        x[1] = 2.5;
+        x[2] = -2.5;
+        assert_eq!(quantize(&x, &mut q), 1.0);
+        assert_eq!(&q[..3], &[127, 3, -3]);
+        quantize(&[f32::MIN_POSITIVE; BLOCK], &mut q);
+        assert_eq!(q, [127; BLOCK]);
+    }
+
+    #[test]
+    #[should_panic(expected = "not whole blocks that fit")]
+    fn blocks_that_do_not_fit_are_refused() {
+        Kernel::detect().quantize_blocks(&[0.0; 32], &mut [0; 32], &mut [0.0; 7]);
     }
 
     #[test]

@@ -17,7 +17,7 @@
 
 use candle_core::{Storage, Tensor};
 
-use gralkor_kernels::{BLOCK, Kernel, LANES};
+use gralkor_kernels::{BLOCK, Kernel, quantize};
 
 /// A LayerNorm's weight and bias.
 pub(super) struct Norm {
@@ -31,14 +31,28 @@ impl Norm {
     fn apply(&self, x: &mut [f32], eps: f32) {
         let n = self.weight.len();
         for row in x.chunks_exact_mut(n) {
-            let mean = row.iter().sum::<f32>() / n as f32;
-            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n as f32;
+            let mean = lane_sum(row, |v| v) / n as f32;
+            let var = lane_sum(row, |v| (v - mean) * (v - mean)) / n as f32;
             let inv = 1.0 / (var + eps).sqrt();
             for ((v, w), b) in row.iter_mut().zip(&self.weight).zip(&self.bias) {
                 *v = (*v - mean) * inv * w + b;
             }
         }
     }
+}
+
+/// `Σ f(x)` over `xs`, in eight independent lanes (so the compiler keeps them in
+/// vector registers; one running sum is a chain of dependent scalar additions).
+fn lane_sum(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        for (l, x) in lanes.iter_mut().zip(c) {
+            *l += f(*x);
+        }
+    }
+    let rest: f32 = chunks.remainder().iter().map(|x| f(*x)).sum();
+    lanes.iter().sum::<f32>() + rest
 }
 
 /// A linear layer with `i8` weights, one scale per output row.
@@ -71,7 +85,7 @@ impl Linear {
             .chunks_exact(inputs)
             .zip(weights.chunks_exact_mut(inputs))
         {
-            scales.push(quantize_into(row, q));
+            scales.push(quantize(row, q));
         }
         Linear {
             inputs,
@@ -96,35 +110,6 @@ impl Linear {
             }
         }
     }
-}
-
-/// Quantises `x` into `q` with one scale (`max |x| / 127`, returned), rounding to the
-/// nearest: values in `-127..=127`.
-fn quantize_into(x: &[f32], q: &mut [i8]) -> f32 {
-    let max = max_abs(x);
-    let inv = if max > 0.0 { 127.0 / max } else { 0.0 };
-    for (v, q) in x.iter().zip(q.iter_mut()) {
-        let scaled = v * inv;
-        // `as` truncates towards zero (and saturates): adding ±0.5 rounds half away.
-        *q = (scaled + 0.5f32.copysign(scaled)) as i32 as i8;
-    }
-    max / 127.0
-}
-
-/// `max |x|`, in eight independent lanes (vector instructions).
-fn max_abs(x: &[f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let mut chunks = x.chunks_exact(8);
-    for c in &mut chunks {
-        for (l, v) in lanes.iter_mut().zip(c) {
-            *l = if v.abs() > *l { v.abs() } else { *l };
-        }
-    }
-    let rest = chunks
-        .remainder()
-        .iter()
-        .fold(0.0f32, |m, v| m.max(v.abs()));
-    lanes.iter().fold(rest, |m, &l| m.max(l))
 }
 
 /// `Σ a·b`, in eight independent lanes (vector instructions).
@@ -165,16 +150,14 @@ impl Quantized {
     }
 
     /// Quantises `x` (`tokens × width`).
-    fn set(&mut self, x: &[f32], width: usize) {
+    fn set(&mut self, kernel: Kernel, x: &[f32], width: usize) {
         self.width = width;
         self.tokens = x.len() / width;
-        for ((x, q), s) in x
-            .chunks_exact(BLOCK)
-            .zip(self.values.chunks_exact_mut(BLOCK))
-            .zip(self.lane_scales.chunks_exact_mut(LANES))
-        {
-            s.fill(quantize_into(x, q));
-        }
+        kernel.quantize_blocks(
+            x,
+            &mut self.values[..x.len()],
+            &mut self.lane_scales[..x.len() / 4],
+        );
     }
 }
 
@@ -319,10 +302,10 @@ impl Encoder {
     fn layer(&self, layer: &Layer, s: &mut Scratch) {
         let (hidden, kernel) = (self.hidden, self.kernel);
         let len = s.h.len() / hidden;
-        s.quantized.set(&s.h, hidden);
+        s.quantized.set(kernel, &s.h, hidden);
         layer.qkv.forward(kernel, &s.quantized, &mut s.qkv);
         self.attention(&s.qkv, &mut s.context, &mut s.scores, len);
-        s.quantized.set(&s.context, hidden);
+        s.quantized.set(kernel, &s.context, hidden);
         layer
             .attention_out
             .forward(kernel, &s.quantized, &mut s.projected);
@@ -331,12 +314,13 @@ impl Encoder {
         }
         layer.attention_norm.apply(&mut s.projected, self.eps);
         // `projected` is now the attention block's output ("attended").
-        s.quantized.set(&s.projected, hidden);
+        s.quantized.set(kernel, &s.projected, hidden);
         layer
             .intermediate
             .forward(kernel, &s.quantized, &mut s.inner);
         kernel.gelu(&mut s.inner);
-        s.quantized.set(&s.inner, layer.intermediate.outputs);
+        s.quantized
+            .set(kernel, &s.inner, layer.intermediate.outputs);
         layer.output.forward(kernel, &s.quantized, &mut s.h);
         for (h, a) in s.h.iter_mut().zip(&s.projected) {
             *h += a;
@@ -391,14 +375,14 @@ mod tests {
             .map(|i| ((i * 37 % 64) as f32 - 31.5) * 0.7)
             .collect();
         let mut q = vec![0i8; 64];
-        let scale = quantize_into(&x, &mut q);
+        let scale = quantize(&x, &mut q);
         assert!(q.iter().all(|&v| v >= -127));
         assert!(q.contains(&127) || q.contains(&-127));
         for (v, q) in x.iter().zip(&q) {
             assert!((v - f32::from(*q) * scale).abs() <= scale / 2.0 + 1e-6);
         }
         let mut zeros = vec![1i8; 32];
-        assert_eq!(quantize_into(&[0.0; 32], &mut zeros), 0.0);
+        assert_eq!(quantize(&[0.0; 32], &mut zeros), 0.0);
         assert!(zeros.iter().all(|&v| v == 0));
     }
 }
