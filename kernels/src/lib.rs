@@ -409,35 +409,44 @@ mod x86 {
             let mut t = 0;
             while t + 2 <= tokens {
                 // Four rows against two tokens: each weight block loaded once for both.
-                // `acc[r][u]`: row `n + r`, token `t + u`.
-                let mut acc = [[_mm256_setzero_ps(); 2]; 4];
+                // `acc0[r]`: row `n + r` against token `t`; `acc1[r]`: against `t + 1`.
+                let (mut acc0, mut acc1) = ([_mm256_setzero_ps(); 4], [_mm256_setzero_ps(); 4]);
                 for b in 0..blocks {
-                    let at = [t * k + b * BLOCK, (t + 1) * k + b * BLOCK];
+                    let (at0, at1) = (t * k + b * BLOCK, (t + 1) * k + b * BLOCK);
                     // SAFETY: block `b` of token rows `t` and `t + 1` (32 bytes of `a`
-                    // and of `magnitudes` at `at[u]`, 8 scales at `at[u] / 4`) and of
-                    // weight rows `n .. n + 4` (32 bytes at `(n + r) * k + b * 32`) are
-                    // within the slices, as the caller guarantees; unaligned loads.
+                    // and of `magnitudes` at `at0` and `at1`, 8 scales at `at0 / 4` and
+                    // `at1 / 4`) and of weight rows `n .. n + 4` (32 bytes at
+                    // `(n + r) * k + b * 32`) are within the slices, as the caller
+                    // guarantees; unaligned loads.
                     unsafe {
-                        let av = at.map(|at| _mm256_loadu_si256(ap.add(at).cast::<__m256i>()));
-                        let mv = at.map(|at| _mm256_loadu_si256(mp.add(at).cast::<__m256i>()));
-                        let scale = at.map(|at| _mm256_loadu_ps(sp.add(at / 4)));
-                        for (r, rows_acc) in acc.iter_mut().enumerate() {
+                        let a0 = _mm256_loadu_si256(ap.add(at0).cast::<__m256i>());
+                        let m0 = _mm256_loadu_si256(mp.add(at0).cast::<__m256i>());
+                        let s0 = _mm256_loadu_ps(sp.add(at0 / 4));
+                        let a1 = _mm256_loadu_si256(ap.add(at1).cast::<__m256i>());
+                        let m1 = _mm256_loadu_si256(mp.add(at1).cast::<__m256i>());
+                        let s1 = _mm256_loadu_ps(sp.add(at1 / 4));
+                        for (r, (acc0, acc1)) in acc0.iter_mut().zip(acc1.iter_mut()).enumerate() {
                             let wv = _mm256_loadu_si256(
                                 wp.add((n + r) * k + b * BLOCK).cast::<__m256i>(),
                             );
-                            for (u, acc) in rows_acc.iter_mut().enumerate() {
-                                let pairs =
-                                    _mm256_maddubs_epi16(mv[u], _mm256_sign_epi8(wv, av[u]));
-                                let lanes = _mm256_madd_epi16(pairs, ones);
-                                *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), scale[u], *acc);
-                            }
+                            let p0 = _mm256_madd_epi16(
+                                _mm256_maddubs_epi16(m0, _mm256_sign_epi8(wv, a0)),
+                                ones,
+                            );
+                            let p1 = _mm256_madd_epi16(
+                                _mm256_maddubs_epi16(m1, _mm256_sign_epi8(wv, a1)),
+                                ones,
+                            );
+                            *acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), s0, *acc0);
+                            *acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), s1, *acc1);
                         }
                     }
                 }
-                for (u, four) in [0, 1].map(|u| acc.map(|row| row[u])).iter().enumerate() {
-                    // SAFETY: `out` holds `tokens × rows` values; `t + u < tokens` and
-                    // `n + 4 <= rows`.
-                    unsafe { store_four(four, out.as_mut_ptr().add((t + u) * rows + n)) };
+                // SAFETY: `out` holds `tokens × rows` values; `t + 1 < tokens` and
+                // `n + 4 <= rows`.
+                unsafe {
+                    store_four(&acc0, out.as_mut_ptr().add(t * rows + n));
+                    store_four(&acc1, out.as_mut_ptr().add((t + 1) * rows + n));
                 }
                 t += 2;
             }
