@@ -865,8 +865,9 @@ mod lexical {
     #[tokio::test]
     async fn a_repeated_query_whose_common_terms_together_outweigh_its_rarest_ranks_the_same() {
         // 855 facts: `zebra` 35, `alpha` 65, `beta` 63. Once counted, `zebra` (35 ≥ the
-        // pool of 32) is read whole first; `alpha` and `beta` together (5.3) outweigh
-        // `zebra` (3.2), so `beta` is read whole in a second statement.
+        // pool of 32) is read whole; `alpha` and `beta` together (5.3) outweigh `zebra`
+        // (3.2), so the 20 `alpha beta` facts, which have no `zebra`, belong in the
+        // pool: they are read as the conjunction of the two, in the same statement.
         let texts = zebra_texts(40, 40, 720);
         let (g, ids) = facts_graph("gsr-lex-outweigh", &texts).await;
         let first = scored(&g, "zebra alpha beta", 8).await;

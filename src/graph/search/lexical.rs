@@ -19,7 +19,10 @@
 //!    index's own count), in one statement. A term commoner than the rarest term that
 //!    alone fills the pool — by the counts observed lately in this graph
 //!    ([`TermStats`](crate::falkordb::TermStats)) — is read only where it meets the
-//!    rarer ones; the pool is then checked exact, else more is read ([`fetch`]).
+//!    rarer ones, and two or more such terms also where they all meet (their
+//!    conjunction: a record matching every common term of `noah brown enjoy pottery`
+//!    but not `pottery` can still belong in the pool); the pool is then checked
+//!    exact, else more is read ([`fetch`]).
 //! 2. **Weights** ([`Postings::pool`], in Rust): each term's
 //!    `idf = ln(1 + (N − df + 0.5) / (df + 0.5))`; a record's weight is the sum of the
 //!    idfs of the terms it matches. The pool is the best `pool` records by weight and
@@ -263,8 +266,10 @@ pub(crate) async fn postings(
 /// ([`TermStats`](crate::falkordb::TermStats)) name terms commoner than one that alone
 /// matches a pool's worth of records ([`split`]): those are read only where they meet
 /// the rarer ones (`common ((rare1) | (rare2))`, which the index answers by skipping
-/// through the rarer lists). The pool is then checked: its last record must outweigh
-/// any record matching only terms read in part. When it does not, the commonest of
+/// through the rarer lists), and, two or more of them, where they all meet
+/// (`(common1) (common2)`). The pool is then checked: its last record must outweigh
+/// any record not read — one matching only terms read in part, all of them but the
+/// lightest when their conjunction was read ([`Postings::of`]). When it does not, the commonest of
 /// those terms whose idfs still sum below that last weight stay read in part, the
 /// others are read whole (a second statement; the last weight can only grow, so the
 /// pool is then exact); and when even that fails — counts gone stale — every term is
@@ -278,17 +283,17 @@ async fn fetch(ctx: Ctx<'_>, target: Target, q: &str, need: Option<usize>) -> Re
     let seen = |t: &str| stats.get(ctx.graph, target.label, t);
     let plan = need.and_then(|p| split(&terms, p, seen).map(|s| (p, s)));
     let Some((p, Split { whole, met })) = plan else {
-        let (docs, read) = read_terms(ctx, target, &terms, &[]).await?;
+        let (docs, read, _) = read_terms(ctx, target, &terms, &[]).await?;
         return Ok(finish(ctx, target, &terms, docs, read));
     };
-    let (docs, read) = read_terms(ctx, target, &whole, &met).await?;
+    let (docs, read, together) = read_terms(ctx, target, &whole, &met).await?;
     // Observations made over a markedly different index are not trusted.
     let fresh = docs > 0
         && met
             .iter()
             .all(|(_, o)| o.docs.abs_diff(docs) as f64 <= DF_DRIFT * o.docs as f64);
     let mut partly: Vec<(String, Observed)> = met;
-    let mut postings = Postings::of(docs, read);
+    let mut postings = Postings::of(docs, read, together);
     if fresh {
         if postings.exact_for(Some(p)) {
             return Ok(recorded(ctx, target, &terms, docs, postings));
@@ -305,14 +310,15 @@ async fn fetch(ctx: Ctx<'_>, target: Target, q: &str, need: Option<usize>) -> Re
             })
             .count();
         let go: Vec<String> = partly.split_off(stay).into_iter().map(|(t, _)| t).collect();
-        let (_, more) = read_terms(ctx, target, &go, &partly).await?;
-        postings = Postings::of(docs, merge(postings.terms, more));
+        // Those left read in part are `partly`, whose conjunction this read covers.
+        let (_, more, together) = read_terms(ctx, target, &go, &partly).await?;
+        postings = Postings::of(docs, merge(postings.terms, more), together);
         if postings.exact_for(Some(p)) {
             return Ok(recorded(ctx, target, &terms, docs, postings));
         }
     }
     let rest: Vec<String> = partly.into_iter().map(|(t, _)| t).collect();
-    let (more, whole) = read_terms(ctx, target, &rest, &[]).await?;
+    let (more, whole, _) = read_terms(ctx, target, &rest, &[]).await?;
     let read = merge(postings.terms, whole);
     Ok(finish(ctx, target, &terms, docs.max(more), read))
 }
@@ -332,12 +338,15 @@ fn whole_term(term: &str, ids: Vec<i64>) -> Term {
 
 /// Reads `whole` whole and each of `met` where it meets `whole` (every term whole
 /// when `whole` is empty), in one statement: the index's record count and the terms.
+/// With two or more of `met`, the records matching all of them are read too (their
+/// conjunction, which the index answers by skipping through the rarest list) and
+/// counted among each one's matches; the flag returned says so (see [`Postings::of`]).
 async fn read_terms(
     ctx: Ctx<'_>,
     target: Target,
     whole: &[String],
     met: &[(String, Observed)],
-) -> Result<(u64, Vec<Term>)> {
+) -> Result<(u64, Vec<Term>, bool)> {
     let (whole, met): (Vec<String>, &[(String, Observed)]) = if whole.is_empty() {
         (met.iter().map(|(t, _)| t.clone()).collect(), &[])
     } else {
@@ -351,18 +360,37 @@ async fn read_terms(
     let meet = |t: &str| format!("({t}) ({union})");
     let mut queries = whole.clone();
     queries.extend(met.iter().map(|(t, _)| meet(t)));
+    let together = (met.len() >= 2).then(|| {
+        met.iter()
+            .map(|(t, _)| format!("({t})"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    queries.extend(together.clone());
     let (docs, mut got) = read_postings(ctx, target, &queries).await?;
+    let all_met = together
+        .as_ref()
+        .and_then(|q| got.remove(q))
+        .unwrap_or_default();
     let mut read: Vec<Term> = whole
         .iter()
         .map(|t| whole_term(t, got.remove(t).unwrap_or_default()))
         .collect();
-    read.extend(met.iter().map(|(t, o)| Term {
-        term: t.clone(),
-        ids: got.remove(&meet(t)).unwrap_or_default(),
-        df: o.df,
-        whole: false,
+    read.extend(met.iter().map(|(t, o)| {
+        let mut ids = got.remove(&meet(t)).unwrap_or_default();
+        if !all_met.is_empty() {
+            ids.extend_from_slice(&all_met);
+            ids.sort_unstable();
+            ids.dedup();
+        }
+        Term {
+            term: t.clone(),
+            ids,
+            df: o.df,
+            whole: false,
+        }
     }));
-    Ok((docs, read))
+    Ok((docs, read, together.is_some()))
 }
 
 /// `more` merged into `read`: a term read whole replaces what was read of it; a term
@@ -392,7 +420,7 @@ fn finish(ctx: Ctx<'_>, target: Target, order: &[String], mut docs: u64, read: V
             .collect();
         docs = matched.len() as u64;
     }
-    recorded(ctx, target, order, docs, Postings::of(docs, read))
+    recorded(ctx, target, order, docs, Postings::of(docs, read, false))
 }
 
 /// `postings`, its terms read whole recorded in the handle's observations (over `docs`
@@ -551,16 +579,26 @@ impl Postings {
             .into_iter()
             .map(|(t, ids)| whole_term(t, ids))
             .collect();
-        Postings::of(docs, terms)
+        Postings::of(docs, terms, false)
     }
 
-    /// Postings of the terms read; the bound is the idfs of those read in part.
-    fn of(docs: u64, terms: Vec<Term>) -> Postings {
-        let bound = terms
+    /// Postings of the terms read. The bound is the idfs of those read in part summed;
+    /// when `together`, every record matching all of them (two or more) was read too,
+    /// so a record not read matches at most all but one: the least of their idfs comes
+    /// off.
+    fn of(docs: u64, terms: Vec<Term>, together: bool) -> Postings {
+        let partly: Vec<f64> = terms
             .iter()
             .filter(|t| !t.whole)
             .map(|t| idf(docs, t.df))
-            .sum();
+            .collect();
+        let least = partly.iter().copied().fold(f64::INFINITY, f64::min);
+        let bound = partly.iter().sum::<f64>()
+            - if together && partly.len() >= 2 {
+                least
+            } else {
+                0.0
+            };
         let ranked = Postings::rank(docs, &terms);
         Postings {
             terms,
@@ -627,11 +665,13 @@ impl Postings {
         let ranked = all[..kept].to_vec();
         let cover = conjunctions(&self.terms, &ranked).unwrap_or_else(|| {
             // The rarest terms read whole first, each kept when it holds a pooled
-            // record not yet held (the pool's records all match a term read whole).
+            // record not yet held. A pooled record that matches no term read whole
+            // matches every term read in part (it was read as their conjunction):
+            // that conjunction covers the rest.
             let mut left: HashSet<i64> = ranked.iter().map(|x| x.0).collect();
             let mut by_rarity: Vec<&Term> = self.terms.iter().filter(|t| t.whole).collect();
             by_rarity.sort_by_key(|t| t.df);
-            let mut cover: Vec<&str> = Vec::new();
+            let mut cover: Vec<String> = Vec::new();
             for t in by_rarity {
                 if left.is_empty() {
                     break;
@@ -641,8 +681,17 @@ impl Postings {
                     left.remove(id);
                 }
                 if left.len() < before {
-                    cover.push(&t.term);
+                    cover.push(t.term.clone());
                 }
+            }
+            if !left.is_empty() {
+                let partly: Vec<String> = self
+                    .terms
+                    .iter()
+                    .filter(|t| !t.whole)
+                    .map(|t| format!("({})", t.term))
+                    .collect();
+                cover.push(format!("({})", partly.join(" ")));
             }
             cover.join(" | ")
         });
@@ -767,9 +816,68 @@ mod tests {
                     whole: false,
                 },
             ],
+            false,
         );
         assert_eq!(p.bound, idf(1000, df));
         p
+    }
+
+    fn part(term: &str, ids: Vec<i64>, df: u64) -> Term {
+        Term {
+            term: term.into(),
+            ids,
+            df,
+            whole: false,
+        }
+    }
+
+    #[test]
+    fn terms_read_in_part_and_together_bound_the_unread_by_all_of_them_but_the_lightest() {
+        // `rare` 40 records (idf 3.2); `c1` 300 (1.2) and `c2` 500 (0.7) read where
+        // they meet `rare` and where they meet each other: records 100..=104 match both
+        // and no `rare` (1.9).
+        let both: Vec<i64> = (100..=104).collect();
+        let c1: Vec<i64> = [vec![1, 2], both.clone()].concat();
+        let c2: Vec<i64> = [vec![1], both.clone()].concat();
+        let terms = || {
+            vec![
+                whole_term("rare", (1..=40).collect()),
+                part("c1", c1.clone(), 300),
+                part("c2", c2.clone(), 500),
+            ]
+        };
+        let (i1, i2) = (idf(1000, 300), idf(1000, 500));
+        let alone = Postings::of(1000, terms(), false);
+        assert_eq!(alone.bound, i1 + i2);
+        let together = Postings::of(1000, terms(), true);
+        assert_eq!(together.bound, i1, "all but the lightest, `c2`");
+        // The 45th best is a `c1 c2` record (1.9): above `c1` alone (1.2), not above
+        // both (1.9) — only the read conjunction makes the pool exact.
+        assert!(together.exact_for(Some(45)));
+        assert!(!alone.exact_for(Some(45)));
+        let lex = together.pool(Some(45)).unwrap();
+        assert!(both.iter().all(|id| lex.pool.iter().any(|x| x.0 == *id)));
+        assert!(lex.cover.contains("(c1 c2)"), "{}", lex.cover);
+        // One term read in part: nothing to read together, the bound is its idf.
+        let one = Postings::of(1000, vec![whole_term("rare", vec![1]), part("c1", vec![1], 300)], true);
+        assert_eq!(one.bound, i1);
+    }
+
+    #[test]
+    fn a_record_read_only_as_the_conjunction_is_covered_when_the_terms_cover() {
+        // More term sets than conjunctions allowed, so the cover is terms: seventeen
+        // rare terms of one record each, and record 100 matching only `c1` and `c2`.
+        let mut terms: Vec<Term> = (0..=MAX_CONJUNCTIONS as i64)
+            .map(|i| whole_term(&format!("t{i}"), vec![i]))
+            .collect();
+        terms.push(part("c1", vec![100], 500));
+        terms.push(part("c2", vec![100], 500));
+        let p = Postings::of(1000, terms, true);
+        let pool = MAX_CONJUNCTIONS + 2;
+        assert!(p.exact_for(Some(pool)));
+        let lex = p.pool(Some(pool)).unwrap();
+        assert!(lex.pool.iter().any(|x| x.0 == 100));
+        assert!(lex.cover.ends_with(" | ((c1) (c2))"), "{}", lex.cover);
     }
 
     #[test]
