@@ -118,17 +118,36 @@ impl Cluster {
                 node_timeout(replicas),
             ));
         }
+        // A port found free can still be taken before the node binds it (by an
+        // outgoing connection of another test's cluster, whose local ports come from
+        // the same range): the node then exits at once. It is started again on other
+        // ports, at most twice.
+        for (i, node) in nodes.iter_mut().enumerate() {
+            let mut restarts = 0;
+            until("the node to answer", Duration::from_secs(30), || {
+                let exited = node.child.try_wait().unwrap().is_some();
+                if exited && restarts < 2 {
+                    restarts += 1;
+                    let node_dir = dir.path().join(format!("node{i}"));
+                    // Whatever it wrote of its cluster state names the old ports.
+                    let _ = std::fs::remove_file(node_dir.join("nodes.conf"));
+                    *node = spawn_node(
+                        &bins.redis_server,
+                        &bins.module,
+                        &node_dir,
+                        node_timeout(replicas),
+                    );
+                }
+                let port = node.port;
+                async move { node_cmd(port, &["PING"]).await.ok() }
+            })
+            .await;
+        }
         let cluster = Cluster {
             nodes,
             primaries,
             _dir: dir,
         };
-        for node in &cluster.nodes {
-            until("the node to answer", Duration::from_secs(30), || async {
-                node_cmd(node.port, &["PING"]).await.ok()
-            })
-            .await;
-        }
         drop(starting);
         for (node, (first, last)) in cluster.nodes.iter().zip(slot_ranges(primaries)) {
             let (first, last) = (first.to_string(), last.to_string());
