@@ -326,6 +326,16 @@ mod x86 {
 
     use super::{BLOCK, MAX_ROW};
 
+    /// One block into `acc`: `acc + scale · Σ w·a` over the block's 32 values, from the
+    /// weights `w`, the activations `a` and their magnitudes `m = |a|` (see [`avx2`]).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn block(w: __m256i, a: __m256i, m: __m256i, scale: __m256, acc: __m256) -> __m256 {
+        let pairs = _mm256_maddubs_epi16(m, _mm256_sign_epi8(w, a));
+        let lanes = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+        _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), scale, acc)
+    }
+
     /// AVX2: per block of 32 bytes, `vpmaddubsw` multiplies `|a|` (unsigned) by `w`
     /// signed as `a` and adds pairs into 16 bits (at most 2 × 128 × 127: never
     /// saturates), `vpmaddwd` adds pairs of those into eight 32-bit lanes; the lanes
@@ -337,10 +347,9 @@ mod x86 {
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn avx2(w: &[i8], a: &[i8], lane_scales: &[f32], out: &mut [f32]) {
         let k = w.len();
-        let ones = _mm256_set1_epi16(1);
         let (wp, ap, sp) = (w.as_ptr(), a.as_ptr(), lane_scales.as_ptr());
         // Block `b` of token row `t` into `acc`.
-        let block = |t: usize, b: usize, acc: __m256| -> __m256 {
+        let at = |t: usize, b: usize, acc: __m256| -> __m256 {
             // SAFETY: block `b` of the weight row and of token row `t` (32 bytes at
             // `b * 32` and `t * k + b * 32`) and its eight scales (at
             // `(t * k + b * 32) / 4`) are within the slices, as the caller guarantees;
@@ -352,21 +361,19 @@ mod x86 {
                     _mm256_loadu_ps(sp.add((t * k + b * BLOCK) / 4)),
                 )
             };
-            let pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(av), _mm256_sign_epi8(wv, av));
-            let lanes = _mm256_madd_epi16(pairs, ones);
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), scale, acc)
+            block(wv, av, _mm256_abs_epi8(av), scale, acc)
         };
         let blocks = k / BLOCK;
         for (t, out) in out.iter_mut().enumerate() {
             let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
             let mut b = 0;
             while b + 2 <= blocks {
-                acc0 = block(t, b, acc0);
-                acc1 = block(t, b + 1, acc1);
+                acc0 = at(t, b, acc0);
+                acc1 = at(t, b + 1, acc1);
                 b += 2;
             }
             if b < blocks {
-                acc0 = block(t, b, acc0);
+                acc0 = at(t, b, acc0);
             }
             let sum = _mm256_add_ps(acc0, acc1);
             let s = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps::<1>(sum));
@@ -396,7 +403,6 @@ mod x86 {
         out: &mut [f32],
     ) {
         let (rows, tokens, blocks) = (w.len() / k, a.len() / k, k / BLOCK);
-        let ones = _mm256_set1_epi16(1);
         let (wp, ap, mp, sp) = (
             w.as_ptr(),
             a.as_ptr(),
@@ -429,16 +435,8 @@ mod x86 {
                             let wv = _mm256_loadu_si256(
                                 wp.add((n + r) * k + b * BLOCK).cast::<__m256i>(),
                             );
-                            let p0 = _mm256_madd_epi16(
-                                _mm256_maddubs_epi16(m0, _mm256_sign_epi8(wv, a0)),
-                                ones,
-                            );
-                            let p1 = _mm256_madd_epi16(
-                                _mm256_maddubs_epi16(m1, _mm256_sign_epi8(wv, a1)),
-                                ones,
-                            );
-                            *acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), s0, *acc0);
-                            *acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), s1, *acc1);
+                            *acc0 = block(wv, a0, m0, s0, *acc0);
+                            *acc1 = block(wv, a1, m1, s1, *acc1);
                         }
                     }
                 }
@@ -463,9 +461,7 @@ mod x86 {
                             let wv = _mm256_loadu_si256(
                                 wp.add((n + r) * k + b * BLOCK).cast::<__m256i>(),
                             );
-                            let pairs = _mm256_maddubs_epi16(mv, _mm256_sign_epi8(wv, av));
-                            let lanes = _mm256_madd_epi16(pairs, ones);
-                            *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), scale, *acc);
+                            *acc = block(wv, av, mv, scale, *acc);
                         }
                     }
                 }
