@@ -107,17 +107,20 @@ impl Cluster {
         // test's node cannot take a port in between (it once answered for this
         // cluster: "Slot 0 is already busy").
         let starting = STARTING.lock().await;
-        let mut nodes = Vec::new();
-        for i in 0..primaries + replicas {
+        // Node `i` in its own directory; whatever cluster state an earlier start there
+        // wrote names that start's ports, so it goes.
+        let spawn = |i: usize| {
             let node_dir = dir.path().join(format!("node{i}"));
             std::fs::create_dir_all(&node_dir).unwrap();
-            nodes.push(spawn_node(
+            let _ = std::fs::remove_file(node_dir.join("nodes.conf"));
+            spawn_node(
                 &bins.redis_server,
                 &bins.module,
                 &node_dir,
                 node_timeout(replicas),
-            ));
-        }
+            )
+        };
+        let mut nodes: Vec<Node> = (0..primaries + replicas).map(spawn).collect();
         // A port found free can still be taken before the node binds it (by an
         // outgoing connection of another test's cluster, whose local ports come from
         // the same range): the node then exits at once. It is started again on other
@@ -125,18 +128,9 @@ impl Cluster {
         for (i, node) in nodes.iter_mut().enumerate() {
             let mut restarts = 0;
             until("the node to answer", Duration::from_secs(30), || {
-                let exited = node.child.try_wait().unwrap().is_some();
-                if exited && restarts < 2 {
+                if restarts < 2 && node.child.try_wait().unwrap().is_some() {
                     restarts += 1;
-                    let node_dir = dir.path().join(format!("node{i}"));
-                    // Whatever it wrote of its cluster state names the old ports.
-                    let _ = std::fs::remove_file(node_dir.join("nodes.conf"));
-                    *node = spawn_node(
-                        &bins.redis_server,
-                        &bins.module,
-                        &node_dir,
-                        node_timeout(replicas),
-                    );
+                    *node = spawn(i);
                 }
                 let port = node.port;
                 async move { node_cmd(port, &["PING"]).await.ok() }
